@@ -1,0 +1,282 @@
+"""Closed-form kinematics of empirical body trees (Ehsani Eq. 38-99).
+
+Fast path (default).  With T_i = ⁰ᵢA₄ the world pose of body ``i`` and Âᵢ its joint matrix
+(Eq. 70-71, in the body frame), the world "joint twist" S_j = T_j Â_j T_j⁻¹ turns the paper's
+W_ji = T_j Â_j ʲᵢA₄ (Eq. 76) into W_ji = S_j T_i, so Eq. 75 reads
+
+    ∂T_i/∂q_l = (Σ_{j ∈ Anc(i)∪{i}} S_j F_jl) T_i =: 𝒥_i(l) T_i,         F = ∂f/∂q,
+
+and differentiating again (the content of Eq. 89, unrolled over the tree)
+
+    ∂²T_i/∂q_l∂q_m = Σ_{j ∈ Anc(i)∪{i}} κ_j(l, m) T_i,
+    κ_j(l, m) = 𝒥_{pr(j)}(m) S_j F_jl + 𝒥_{pr(j)}(l) S_j F_jm + S_j² F_jl F_jm + S_j H_j,lm.
+
+Both sums are one matrix product with the static ancestor mask, so the whole computation is a
+handful of einsums with no per-body Python step and no Kronecker product.  The literal
+Kronecker reference implementations of Eq. 74, 75 and 89 are :func:`pose_derivatives_kron`.
+
+Array layout: ``dT[i, a, b, l] = ∂(T_i)_ab/∂q_l`` (``jax.jacfwd`` layout) and
+``ddT[i, a, b, l, m]``.  The paper's B_i = T_iᵀ and its Definition-1 layout are available via
+:meth:`PoseDerivatives.kron_layout`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _kron
+from ._model import Model
+from ._spatial import homogeneous, inverse_transform, rodrigues, skew, transform
+from .maps._base import evaluate_global
+
+
+class JointValues(NamedTuple):
+    """f ``(nb,)``, ∇f ``(nb, nq)`` and H ``(nb, nq, nq)`` of every joint (one per body)."""
+
+    value: jnp.ndarray
+    gradient: jnp.ndarray
+    hessian: jnp.ndarray
+
+
+class PoseDerivatives(NamedTuple):
+    """World poses T_i ``(nb, 4, 4)``, ∂T_i/∂q ``(nb, 4, 4, nq)`` and ∂²T_i/∂q² ``(nb, 4, 4, nq, nq)``."""
+
+    pose: jnp.ndarray
+    d_pose: jnp.ndarray
+    dd_pose: jnp.ndarray | None
+
+    def kron_layout(self):
+        """The paper's B_i = T_iᵀ, D_i = ∂B_i/∂q ``(4nq, 4)`` and D'_i = ∂²B_i/∂q² ``(4nq², 4)``."""
+        nq = self.d_pose.shape[-1]
+        b = jnp.swapaxes(self.pose, -1, -2)
+        # B_ab = T_ba; D[a*nq + l, b] = ∂B_ab/∂q_l
+        d = jnp.transpose(self.d_pose, (0, 2, 3, 1)).reshape(-1, 4 * nq, 4)
+        if self.dd_pose is None:
+            return b, d, None
+        dd = jnp.transpose(self.dd_pose, (0, 2, 3, 4, 1)).reshape(-1, 4 * nq * nq, 4)
+        return b, d, dd
+
+
+# --------------------------------------------------------------------------------------------
+# joint maps and joint transforms
+# --------------------------------------------------------------------------------------------
+
+
+def joint_values(model: Model, q) -> JointValues:
+    """Joint variables f(q) with closed-form ∇f and H, shapes ``(nb,)``, ``(nb, nq)``, ``(nb, nq, nq)``."""
+    q = jnp.asarray(q)
+    top = model.topology
+    if q.shape != (top.n_coordinates,):
+        raise ValueError(
+            f"q must have shape ({top.n_coordinates},) for coordinates {top.coordinate_names}, "
+            f"got {q.shape}"
+        )
+    nb, nq = top.n_bodies, top.n_coordinates
+    dtype = jnp.result_type(q, model.axis)
+    f = jnp.zeros((nb,), dtype)
+    grad = jnp.zeros((nb, nq), dtype)
+    hess = jnp.zeros((nb, nq, nq), dtype)
+    for family, bodies, inputs in zip(model.maps, top.map_bodies, top.map_inputs):
+        idx = np.asarray(bodies)
+        fv, gv, hv = evaluate_global(family, np.asarray(inputs, dtype=np.int32), q.astype(dtype))
+        f = f.at[idx].set(fv.astype(dtype))
+        grad = grad.at[idx].set(gv.astype(dtype))
+        hess = hess.at[idx].set(hv.astype(dtype))
+    return JointValues(f, grad, hess)
+
+
+def joint_matrices(model: Model) -> jnp.ndarray:
+    """Joint matrices Â_i (Eq. 70-71) in each body's frame, ``(nb, 4, 4)``: ∂J_i/∂f_i = J_i Â_i."""
+    rev = jnp.asarray(model.topology.is_revolute())[:, None, None]
+    nb = model.n_bodies
+    rot_part = jnp.zeros((nb, 4, 4), model.axis.dtype).at[:, :3, :3].set(skew(model.axis))
+    lin_part = jnp.zeros((nb, 4, 4), model.axis.dtype).at[:, :3, 3].set(model.axis)
+    return jnp.where(rev, rot_part, lin_part)
+
+
+def joint_transforms(model: Model, f) -> jnp.ndarray:
+    """Parent-to-child transforms ᵖʳ⁽ⁱ⁾ᵢA₄ = O_i J_i(f_i) (Eq. 38-39), ``(nb, 4, 4)``."""
+    rev = jnp.asarray(model.topology.is_revolute())
+    rot = rodrigues(model.axis, jnp.where(rev, f, 0.0))
+    trans = model.axis * jnp.where(rev, 0.0, f)[:, None]
+    return model.offset @ transform(rot, trans)
+
+
+def _compose(model: Model, local) -> jnp.ndarray:
+    """World poses from parent-to-child transforms, one vectorised step per tree level."""
+    top = model.topology
+    parents = top.parent_array()
+    poses = jnp.zeros_like(local)
+    for level in top.levels():
+        par = parents[level]
+        if np.all(par < 0):
+            poses = poses.at[level].set(local[level])
+        else:
+            base = jnp.where((par < 0)[:, None, None], jnp.eye(4, dtype=local.dtype), poses[np.maximum(par, 0)])
+            poses = poses.at[level].set(base @ local[level])
+    return poses
+
+
+def body_poses(model: Model, q) -> jnp.ndarray:
+    """World transforms ⁰ᵢA₄ (Eq. 40) of the bodies in ``model.body_names``, ``(nb, 4, 4)``."""
+    f = joint_values(model, q).value
+    return _compose(model, joint_transforms(model, f))
+
+
+# --------------------------------------------------------------------------------------------
+# fast closed-form derivatives
+# --------------------------------------------------------------------------------------------
+
+
+def _twists(model: Model, poses):
+    """World joint twists S_j = T_j Â_j T_j⁻¹ as 4x4 matrices, ``(nb, 4, 4)``."""
+    a_hat = joint_matrices(model)
+    return poses @ a_hat @ inverse_transform(poses)
+
+
+def pose_derivatives(model: Model, q, order: int = 2) -> PoseDerivatives:
+    """T_i, ∂T_i/∂q and (``order=2``) ∂²T_i/∂q² in closed form (Eq. 75 and 89, einsum path)."""
+    top = model.topology
+    jv = joint_values(model, q)
+    poses = _compose(model, joint_transforms(model, jv.value))
+    s = _twists(model, poses)
+    anc = jnp.asarray(top.ancestor_mask(), poses.dtype)
+    fq = jv.gradient  # (nb, nq)
+    # 𝒥_i(l) = Σ_j A_ij S_j F_jl : (nb, nq, 4, 4)
+    sf = jnp.einsum("jab,jl->jlab", s, fq)
+    jac = jnp.einsum("ij,jlab->ilab", anc, sf)
+    d_pose = jnp.einsum("ilab,ibc->iacl", jac, poses)
+    if order < 2:
+        return PoseDerivatives(poses, d_pose, None)
+    parents = top.parent_array()
+    jac_parent = jnp.where(
+        (parents < 0)[:, None, None, None], 0.0, jac[np.maximum(parents, 0)]
+    )  # 𝒥_pr(j)
+    # κ_j(l, m)
+    cross = jnp.einsum("jmab,jlbc->jlmac", jac_parent, sf)  # 𝒥_pr(j)(m) S_j F_jl
+    ss = s @ s
+    kappa = (
+        cross
+        + jnp.swapaxes(cross, 1, 2)
+        + jnp.einsum("jab,jl,jm->jlmab", ss, fq, fq)
+        + jnp.einsum("jab,jlm->jlmab", s, jv.hessian)
+    )
+    k_sum = jnp.einsum("ij,jlmab->ilmab", anc, kappa)
+    dd_pose = jnp.einsum("ilmab,ibc->iaclm", k_sum, poses)
+    return PoseDerivatives(poses, d_pose, dd_pose)
+
+
+def body_jacobians(model: Model, q) -> jnp.ndarray:
+    """World-frame twist Jacobians of all bodies, ``(nb, 6, nq)``, rows ``[angular; linear]``.
+
+    The linear part is the velocity of the material point at the world origin (spatial velocity
+    convention), so a point ``p`` moves with ``v = v_o + ω × p``.
+    """
+    top = model.topology
+    jv = joint_values(model, q)
+    poses = _compose(model, joint_transforms(model, jv.value))
+    s = _twists(model, poses)
+    anc = jnp.asarray(top.ancestor_mask(), poses.dtype)
+    jac = jnp.einsum("ij,jab,jl->ilab", anc, s, jv.gradient)
+    omega = jnp.stack([jac[..., 2, 1], jac[..., 0, 2], jac[..., 1, 0]], -2)
+    lin = jac[..., :3, 3]
+    return jnp.concatenate([jnp.swapaxes(omega, 1, 2), jnp.swapaxes(lin, 1, 2)], axis=1)
+
+
+def _as_points(points):
+    points = jnp.asarray(points)
+    single = points.ndim == 1
+    return (points[None] if single else points), single
+
+
+def point_positions(model: Model, q, body, points) -> jnp.ndarray:
+    """World positions of body-fixed points (Eq. 41); ``points`` ``(3,)`` or ``(npts, 3)``."""
+    i = model.body_index(body)
+    pts, single = _as_points(points)
+    world = jnp.einsum("ab,pb->pa", body_poses(model, q)[i], homogeneous(pts))[:, :3]
+    return world[0] if single else world
+
+
+def point_velocity(model: Model, q, qd, body, points, derivs: PoseDerivatives | None = None):
+    """Velocity of body-fixed points, ⁰v = D_iᵀ([r; 1] ⊗ q̇) (Eq. 44)."""
+    i = model.body_index(body)
+    derivs = pose_derivatives(model, q, order=1) if derivs is None else derivs
+    pts, single = _as_points(points)
+    v = jnp.einsum("abl,pb,l->pa", derivs.d_pose[i], homogeneous(pts), qd)[:, :3]
+    return v[0] if single else v
+
+
+def virtual_displacement(model: Model, q, dq, body, points, derivs: PoseDerivatives | None = None):
+    """Virtual displacement δ⁰r = D_iᵀ([r; 1] ⊗ δq) of body-fixed points (Eq. 46)."""
+    return point_velocity(model, q, dq, body, points, derivs)
+
+
+def point_acceleration(model: Model, q, qd, qdd, body, points, derivs: PoseDerivatives | None = None):
+    """Acceleration ⁰a = D'_iᵀ([r; 1] ⊗ q̇ ⊗ q̇) + D_iᵀ([r; 1] ⊗ q̈) (Eq. 57)."""
+    i = model.body_index(body)
+    derivs = pose_derivatives(model, q, order=2) if derivs is None else derivs
+    pts, single = _as_points(points)
+    r = homogeneous(pts)
+    a = jnp.einsum("ablm,pb,l,m->pa", derivs.dd_pose[i], r, qd, qd)
+    a = a + jnp.einsum("abl,pb,l->pa", derivs.d_pose[i], r, qdd)
+    a = a[:, :3]
+    return a[0] if single else a
+
+
+# --------------------------------------------------------------------------------------------
+# literal Kronecker reference path (tests only)
+# --------------------------------------------------------------------------------------------
+
+
+def pose_derivatives_kron(model: Model, q, method: str = "recursive"):
+    """B_i, ∂B_i/∂q, ∂²B_i/∂q² in the paper's layout, built literally with Kronecker products.
+
+    ``method="recursive"``: Eq. 74 for D_i and Eq. 89 for D'_i.  ``method="closed"``: Eq. 75
+    (Σ_j W_jiᵀ ⊗ ∇f_j with W_ji of Eq. 76) for D_i, Eq. 89 for D'_i.  Python loops over bodies:
+    this is a test oracle, not a fast path.  Returns lists ``B``, ``D``, ``Dpp`` over bodies.
+
+    Eq. 88 as printed writes W_iiᵀ for the factor (Âᵢᵀ ᵖʳᵢA₄ᵀ) of Eq. 86; the latter is used.
+    """
+    top = model.topology
+    nq = top.n_coordinates
+    jv = joint_values(model, q)
+    local = joint_transforms(model, jv.value)
+    poses = _compose(model, local)
+    a_hat = joint_matrices(model)
+    dtype = poses.dtype
+    eye_nq = jnp.eye(nq, dtype=dtype)
+    u = _kron.commutation_matrix(nq, nq, dtype)
+    grad = [jv.gradient[i].reshape(nq, 1) for i in range(top.n_bodies)]
+    vec_h = [jv.hessian[i].reshape(nq * nq, 1) for i in range(top.n_bodies)]
+    b_list, d_list, dd_list = [], [], []
+    for i in range(top.n_bodies):
+        p = top.parents[i]
+        b_i = poses[i].T
+        w_ii_t = a_hat[i].T @ poses[i].T  # W_iiᵀ = Âᵢᵀ ⁰ᵢA₄ᵀ
+        local_t = local[i].T  # ᵖʳ⁽ⁱ⁾ᵢA₄ᵀ
+        if method == "recursive":
+            d_i = jnp.kron(w_ii_t, grad[i])
+            if p >= 0:
+                d_i = d_i + jnp.kron(local_t, eye_nq) @ d_list[p]
+        elif method == "closed":
+            d_i = jnp.zeros((4 * nq, 4), dtype)
+            for j in top.ancestors(i) + (i,):
+                t_ji = inverse_transform(poses[j]) @ poses[i]  # ʲᵢA₄
+                w_ji = poses[j] @ a_hat[j] @ t_ji  # Eq. 76
+                d_i = d_i + jnp.kron(w_ji.T, grad[j])
+        else:
+            raise ValueError(f"method must be 'recursive' or 'closed', got {method!r}")
+        # Eq. 89
+        dd_i = jnp.kron(a_hat[i].T, u) @ jnp.kron(d_i, grad[i]) + jnp.kron(w_ii_t, vec_h[i])
+        if p >= 0:
+            factor = a_hat[i].T @ local_t  # Âᵢᵀ ᵖʳᵢA₄ᵀ (Eq. 86)
+            dd_i = dd_i + jnp.kron(factor, jnp.kron(eye_nq, grad[i])) @ d_list[p]
+            dd_i = dd_i + jnp.kron(local_t, jnp.eye(nq * nq, dtype=dtype)) @ dd_list[p]
+        b_list.append(b_i)
+        d_list.append(d_i)
+        dd_list.append(dd_i)
+    return b_list, d_list, dd_list

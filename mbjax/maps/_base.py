@@ -1,0 +1,182 @@
+"""The abstract empirical joint map (Ehsani §3-1: every joint variable is f_i(q)).
+
+A map *family* is one ``eqx.Module`` holding a **stack** of ``n_maps`` maps: every array leaf has a
+leading axis of length ``n_maps`` (padded where maps differ in size), so a 30-body model evaluates
+all maps of one family in one vectorised call instead of one traced call per joint.
+
+Each map reads ``k`` of the model's generalized coordinates, named in ``coordinates`` (a static
+tuple per map).  The family implements :meth:`local`, which returns the value, gradient and
+Hessian **in closed form** with respect to those ``k`` local inputs.  The model scatters them into
+the full ``(nq,)`` gradient ∇f_i and ``(nq, nq)`` Hessian H_i (Eq. 75, 89 consume them).
+
+Out-of-range policy (for families fitted on a range): ``"error"`` (default: raise at run time via
+``eqx.error_if``), ``"clamp"`` (hold the end value, zero derivatives), ``"extrapolate"`` (the
+family's natural continuation, e.g. linear beyond a natural spline's ends) or ``"nan"``.
+A silent wrong value is never the default.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import ClassVar, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+RANGE_POLICIES = ("error", "clamp", "extrapolate", "nan")
+
+
+def check_policy(policy: str) -> str:
+    if policy not in RANGE_POLICIES:
+        raise ValueError(f"out-of-range policy {policy!r} is not one of {RANGE_POLICIES}")
+    return policy
+
+
+def as_coordinates(coordinates, arity: int | None, family: str) -> tuple[str, ...]:
+    """Normalise a coordinate name or sequence of names and check the family's arity."""
+    if isinstance(coordinates, str):
+        coordinates = (coordinates,)
+    coordinates = tuple(coordinates)
+    if not all(isinstance(c, str) for c in coordinates):
+        raise ValueError(f"{family}: coordinates must be names (str), got {coordinates!r}")
+    if arity is not None and len(coordinates) != arity:
+        raise ValueError(
+            f"{family} reads exactly {arity} coordinate(s), got {len(coordinates)}: {coordinates}"
+        )
+    return coordinates
+
+
+class AbstractJointMap(eqx.Module):
+    """A stack of empirical joint maps f(q) of one family with closed-form ∇f and H."""
+
+    coordinates: eqx.AbstractVar[tuple[tuple[str, ...], ...]]
+
+    #: number of coordinates one map reads (``None``: any number, padded to the widest map)
+    arity: ClassVar[int | None] = None
+
+    @abc.abstractmethod
+    def local(self, x):
+        """Closed-form value, gradient and Hessian for local inputs ``x`` of shape ``(n_maps, k)``.
+
+        Returns ``f (n_maps,)``, ``g (n_maps, k)``, ``h (n_maps, k, k)``.
+        """
+
+    def value(self, x):
+        """Map value only, ``(n_maps,)``; differentiated by autodiff in the cross-check tests."""
+        return self.local(x)[0]
+
+    @property
+    def n_maps(self) -> int:
+        return len(self.coordinates)
+
+    @property
+    def width(self) -> int:
+        """Number of local inputs ``k`` (the widest map of the stack)."""
+        return max((len(c) for c in self.coordinates), default=0)
+
+    def group_key(self):
+        """Maps with equal keys can be stacked into one module (same family and static options)."""
+        statics = []
+        for field in dataclasses.fields(self):
+            if field.metadata.get("static", False) and field.name != "coordinates":
+                statics.append((field.name, getattr(self, field.name)))
+        return (type(self), tuple(statics))
+
+    @classmethod
+    def stack(cls, maps: Sequence["AbstractJointMap"]) -> "AbstractJointMap":
+        """Concatenate maps of this family along the leading axis.
+
+        The default works when every array leaf has the same trailing shape; families whose maps
+        differ in size (knots, harmonics, coordinates) override it and pad.
+        """
+        maps = list(maps)
+        if len(maps) == 1:
+            return maps[0]
+        keys = {m.group_key() for m in maps}
+        if len(keys) != 1:
+            raise ValueError(f"cannot stack maps with different options: {keys}")
+        dyn = [eqx.filter(m, eqx.is_array) for m in maps]
+        _, static = eqx.partition(maps[0], eqx.is_array)
+        joined = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *dyn)
+        out = eqx.combine(joined, static)
+        return replace_fields(out, coordinates=tuple(c for m in maps for c in m.coordinates))
+
+    def select(self, index: int) -> "AbstractJointMap":
+        """The ``index``-th map of the stack, as a stack of one."""
+        sl = slice(index, index + 1)
+        dyn, static = eqx.partition(self, eqx.is_array)
+        dyn = jax.tree.map(lambda a: a[sl], dyn)
+        out = eqx.combine(dyn, static)
+        return replace_fields(out, coordinates=(self.coordinates[index],))
+
+    def __call__(self, x):
+        """Value, gradient and Hessian at local inputs; accepts ``(k,)`` for a single map."""
+        x = jnp.asarray(x)
+        if x.ndim == 1 and self.n_maps == 1:
+            f, g, h = self.local(x[None])
+            return f[0], g[0], h[0]
+        return self.local(x)
+
+
+def replace_fields(module, **changes):
+    """Copy of an ``eqx.Module`` with some fields (static ones included) replaced, bypassing ``__init__``."""
+    new = object.__new__(type(module))
+    for field in dataclasses.fields(module):
+        object.__setattr__(new, field.name, changes.get(field.name, getattr(module, field.name)))
+    return new
+
+
+def local_index(coordinates: Sequence[Sequence[str]], names: Sequence[str], width: int) -> np.ndarray:
+    """Integer ``(n_maps, width)`` positions of each map's coordinates in ``names``.
+
+    Maps narrower than ``width`` are padded with their first coordinate (their padded
+    coefficients are zero, so the padding contributes nothing).
+    """
+    pos = {n: i for i, n in enumerate(names)}
+    out = np.zeros((len(coordinates), max(width, 1)), dtype=np.int32)
+    for m, coords in enumerate(coordinates):
+        for c in coords:
+            if c not in pos:
+                raise ValueError(f"joint map reads coordinate {c!r}, which is not one of {tuple(names)}")
+        idx = [pos[c] for c in coords] or [0]
+        idx = idx + [idx[0]] * (out.shape[1] - len(idx))
+        out[m] = idx
+    return out
+
+
+def evaluate_global(family: AbstractJointMap, index: np.ndarray, q):
+    """Evaluate a family on the full coordinate vector: ``f (n,)``, ``∇f (n, nq)``, ``H (n, nq, nq)``."""
+    nq = q.shape[0]
+    x = q[index]
+    f, g, h = family.local(x)
+    n, k = index.shape
+    rows = np.arange(n)[:, None]
+    grad = jnp.zeros((n, nq), f.dtype).at[rows, index].add(g)
+    rows3 = np.arange(n)[:, None, None]
+    hess = jnp.zeros((n, nq, nq), f.dtype).at[rows3, index[:, :, None], index[:, None, :]].add(h)
+    return f, grad, hess
+
+
+def range_guard(x, lower, upper, policy: str, family: str):
+    """Apply an out-of-range policy to local inputs.
+
+    Returns ``(x_eval, inside)``: the inputs at which to evaluate and a boolean mask of the inputs
+    that lay inside ``[lower, upper]`` (a relative slack of 1e-12 of the span forgives rounding).
+    """
+    span = jnp.abs(upper - lower)
+    tol = 1e-12 * jnp.maximum(span, 1.0)
+    inside = (x >= lower - tol) & (x <= upper + tol)
+    if policy == "error":
+        x = eqx.error_if(
+            x,
+            ~inside,
+            f"{family}: coordinate outside the fitted range (policy 'error'; use 'clamp', "
+            "'extrapolate' or 'nan' to allow it)",
+        )
+        return x, inside
+    if policy == "clamp":
+        return jnp.clip(x, lower, upper), inside
+    return x, inside
