@@ -61,6 +61,12 @@ class Model(eqx.Module):
         return self.topology.coordinate_names
 
     @property
+    def muscle_names(self) -> tuple[str, ...]:
+        """Names of the musculotendon paths in ``extras["muscles"]`` (empty if none)."""
+        muscles = self.extras.get("muscles")
+        return tuple(getattr(muscles, "names", ())) if muscles is not None else ()
+
+    @property
     def n_bodies(self) -> int:
         return self.topology.n_bodies
 

@@ -46,7 +46,7 @@ def as_coordinates(coordinates, arity: int | None, family: str) -> tuple[str, ..
         raise ValueError(
             f"{family} reads exactly {arity} coordinate(s), got {len(coordinates)}: {coordinates}"
         )
-    return coordinates
+    return tuple(str(c) for c in coordinates)
 
 
 class AbstractJointMap(eqx.Module):

@@ -36,7 +36,7 @@ class Affine(AbstractJointMap):
         else:  # already stacked
             self.slope = jnp.asarray(slope)
             self.offset = jnp.asarray(offset)
-            self.coordinates = tuple(tuple(c) for c in coordinates)
+            self.coordinates = tuple(tuple(str(x) for x in c) for c in coordinates)
 
     def local(self, x):
         k = x.shape[-1]
