@@ -68,6 +68,15 @@ class PoseDerivatives(NamedTuple):
 
 def joint_values(model: Model, q) -> JointValues:
     """Joint variables f(q) with closed-form ∇f and H, shapes ``(nb,)``, ``(nb, nq)``, ``(nb, nq, nq)``."""
+    return _joint_values(model, q, with_derivatives=True)
+
+
+def joint_variables(model: Model, q) -> jnp.ndarray:
+    """Joint variables f(q) only, ``(nb,)`` (no derivative work; what ``body_poses`` needs)."""
+    return _joint_values(model, q, with_derivatives=False).value
+
+
+def _joint_values(model: Model, q, with_derivatives: bool) -> JointValues:
     q = jnp.asarray(q)
     top = model.topology
     if q.shape != (top.n_coordinates,):
@@ -82,7 +91,11 @@ def joint_values(model: Model, q) -> JointValues:
     hess = jnp.zeros((nb, nq, nq), dtype)
     for family, bodies, inputs in zip(model.maps, top.map_bodies, top.map_inputs):
         idx = np.asarray(bodies)
-        fv, gv, hv = evaluate_global(family, np.asarray(inputs, dtype=np.int32), q.astype(dtype))
+        inputs = np.asarray(inputs, dtype=np.int32)
+        if not with_derivatives:
+            f = f.at[idx].set(family.value(q.astype(dtype)[inputs]).astype(dtype))
+            continue
+        fv, gv, hv = evaluate_global(family, inputs, q.astype(dtype))
         f = f.at[idx].set(fv.astype(dtype))
         grad = grad.at[idx].set(gv.astype(dtype))
         hess = hess.at[idx].set(hv.astype(dtype))
@@ -123,8 +136,7 @@ def _compose(model: Model, local) -> jnp.ndarray:
 
 def body_poses(model: Model, q) -> jnp.ndarray:
     """World transforms ⁰ᵢA₄ (Eq. 40) of the bodies in ``model.body_names``, ``(nb, 4, 4)``."""
-    f = joint_values(model, q).value
-    return _compose(model, joint_transforms(model, f))
+    return _compose(model, joint_transforms(model, joint_variables(model, q)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,9 +194,9 @@ def body_jacobians(model: Model, q) -> jnp.ndarray:
     s = _twists(model, poses)
     anc = jnp.asarray(top.ancestor_mask(), poses.dtype)
     jac = jnp.einsum("ij,jab,jl->ilab", anc, s, jv.gradient)
-    omega = jnp.stack([jac[..., 2, 1], jac[..., 0, 2], jac[..., 1, 0]], -2)
-    lin = jac[..., :3, 3]
-    return jnp.concatenate([jnp.swapaxes(omega, 1, 2), jnp.swapaxes(lin, 1, 2)], axis=1)
+    omega = jnp.stack([jac[..., 2, 1], jac[..., 0, 2], jac[..., 1, 0]], axis=1)  # (nb, 3, nq)
+    lin = jnp.swapaxes(jac[..., :3, 3], 1, 2)  # (nb, 3, nq)
+    return jnp.concatenate([omega, lin], axis=1)
 
 
 def _as_points(points):

@@ -40,6 +40,9 @@ class FunctionMap(AbstractJointMap):
 
         return jax.vmap(one)(self.params, x)
 
+    def value(self, x):
+        return jax.vmap(self.fn)(self.params, x)
+
     def group_key(self):
         return (type(self), self.fn, id(self))
 
