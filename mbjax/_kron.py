@@ -22,8 +22,9 @@ def elementary(i: int, k: int, m: int, n: int, dtype=float):
 def commutation_matrix(m: int, n: int, dtype=float):
     """U_{m,n} = Σ_ik 𝓔_ik^{m×n} ⊗ 𝓔_ki^{n×m} (Eq. 2), shape ``(m·n, m·n)``.
 
-    It satisfies ``U_{m,n} vec(A) = vec(Aᵀ)`` for row-major ``vec`` of ``A ∈ R^{m×n}`` and the
-    commutative rule ``U_{s,r} (B ⊗ C) = C ⊗ B`` for ``B`` (r×1), ``C`` (s×p) used in Theorem 3.
+    With row-major ``vec`` and ``A ∈ R^{m×n}`` it satisfies ``U_{m,n} vec(Aᵀ) = vec(A)`` (equivalently
+    ``U_{n,m} vec(A) = vec(Aᵀ)``), and the commutative rule ``U_{s,r} (B ⊗ C) = C ⊗ B`` for ``B``
+    (r×1), ``C`` (s×p) used in Theorem 3.
     """
     u = jnp.zeros((m * n, m * n), dtype)
     for i in range(m):

@@ -5,3 +5,8 @@ from ._base import AbstractJointMap as AbstractJointMap
 from .affine import Affine as Affine
 from .constant import Constant as Constant
 from .function import FunctionMap as FunctionMap
+from .fourier import Fourier as Fourier
+from .spline import NaturalCubicSpline as NaturalCubicSpline
+from .bicubic import BicubicSpline as BicubicSpline
+from .composed import Composed as Composed
+from .polynomial import Polynomial as Polynomial

@@ -167,7 +167,8 @@ def range_guard(x, lower, upper, policy: str, family: str):
     that lay inside ``[lower, upper]`` (a relative slack of 1e-12 of the span forgives rounding).
     """
     span = jnp.abs(upper - lower)
-    tol = 1e-12 * jnp.maximum(span, 1.0)
+    # a half-infinite range has an infinite span: its slack must stay finite
+    tol = 1e-12 * jnp.maximum(jnp.where(jnp.isfinite(span), span, 1.0), 1.0)
     inside = (x >= lower - tol) & (x <= upper + tol)
     if policy == "error":
         x = eqx.error_if(
