@@ -1,0 +1,429 @@
+"""Andrews' squeezing mechanism (Ehsani §4-4 B, Eq. 199; Hairer & Wanner, Solving ODE II §VII.7).
+
+Seven planar bodies K1..K7 with revolute joints, one degree of freedom, three closed loops.  The
+loops are cut so the bodies form a tree whose joint variables are the Test Set's seven angles
+``q = [β, Θ, γ, Φ, δ, Ω, ε]`` (body frames rotate about z):
+
+====  ========  ====================  ===========================================================
+body  parent    joint variable        geometry (body frame)
+====  ========  ====================  ===========================================================
+K1    ground    β   (about O)         CoM (ra, 0); joint to K2 at (rr, 0)
+K2    K1        Θ   (at (rr, 0))      CoM (-da, 0); loop point E at (-d, 0)
+K3    ground    γ   (about B)         CoM (sa, sb); E at (0, -ss); spring point D at (sd, -sc)
+K5    ground    δ   (about A)         CoM (ta, tb); joint to K4 at (zt, 0)
+K4    K5        Φ                     CoM (0, -(e - ea)); E at (0, -e)
+K7    ground    ε   (about A)         CoM (ua, ub); joint to K6 at (0, -u)
+K6    K7        Ω                     CoM (zf - fa, 0); E at (zf, 0)
+====  ========  ====================  ===========================================================
+
+The CoM directions of K3, K5, K7 are not fixed by the Test Set (it has no gravity and only
+sa²+sb², ta²+tb², ua²+ub² enter M); the ones above are a documented choice.  Applied forces: the
+drive torque ``mom`` on K1 and the spring c0 (rest length l0) between D and the fixed point C.
+
+Parameters and consistent initial values: Test Set for IVP Solvers (Mazzia, Magherini, Bari),
+``andrews.f``, via ``shared/data/andrews_squeezer.json`` (SI units; xa, ya, xb are negative).
+
+Reduced models with one coordinate ``beta`` (Eq. 199's ``q - θ1 = 0``) put joint maps θ_k(β) on
+the tree.  Θ winds with the crank (Θ + β is 2π-periodic), so K2 hangs from K1 through a
+zero-inertia body ``K2_unwind`` with the affine map ``-β`` and K2's own joint variable is the
+periodic ψ = Θ + β.  Maps: (a) Fourier series fitted over one crank period (the seed's
+pre-modelling, :func:`fourier_maps`) or (b) the exact implicit map (:class:`AndrewsImplicitMap`:
+Newton on the loop equations g = 0 from the Fourier predictor, closed-form ∇f and H by implicit
+differentiation).  :func:`dae_vector_field` is the index-1 DAE baseline with Baumgarte
+stabilization.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._dynamics import bias_forces, generalized_forces, mass_matrix
+from .._kinematics import point_positions
+from .._model import Model, ModelBuilder
+from ..maps import Affine, Fourier
+from ..maps._base import AbstractJointMap, replace_fields
+
+# Test Set for IVP Solvers, andrews.f (parameters in SI units)
+PARAMS = dict(
+    m1=0.04325, m2=0.00365, m3=0.02373, m4=0.00706, m5=0.0705, m6=0.00706, m7=0.05498,
+    xa=-0.06934, ya=-0.00227, xb=-0.03635, yb=0.03273, xc=0.014, yc=0.072, c0=4530.0,
+    i1=2.194e-06, i2=4.41e-07, i3=5.255e-06, i4=5.667e-07, i5=1.169e-05, i6=5.667e-07, i7=1.912e-05,
+    d=0.028, da=0.0115, e=0.02, ea=0.01421, rr=0.007, ra=0.00092, l0=0.07785, ss=0.035,
+    sa=0.01874, sb=0.01043, sc=0.018, sd=0.02, ta=0.02308, tb=0.00916, u=0.04, ua=0.01228,
+    ub=0.00449, zf=0.02, zt=0.04, fa=0.01421, mom=0.033,
+)
+COORDINATES = ("beta", "Theta", "gamma", "Phi", "delta", "Omega", "epsilon")
+#: consistent initial values of the Test Set (t = 0)
+Q0 = np.array([
+    -0.0617138900142764496358948458001, 0.0, 0.455279819163070380255912382449,
+    0.222668390165885884674473185609, 0.487364979543842550225598953530,
+    -0.222668390165885884674473185609, 1.23054744454982119249735015568,
+])
+QDD0 = np.array([14222.4439199541138705911625887, -10666.8329399655854029433719415, 0, 0, 0, 0, 0])
+LAMBDA0 = np.array([98.5668703962410896057654982170, -6.12268834425566265503114393122, 0, 0, 0, 0])
+T_END = 0.03
+#: the seed's start (Ehsani §4-4 B): q = -0.0620 rad, q̇ = 0, over 0.05 s
+SEED_Q0, SEED_T_END = -0.0620, 0.05
+#: dependent angles solved for in the reduced model (ψ = Θ + β replaces Θ)
+DEPENDENT = ("psi", "gamma", "Phi", "delta", "Omega", "epsilon")
+
+
+def _inertia(i):
+    return np.diag([0.5 * i, 0.5 * i, i])  # planar body: only I_zz matters
+
+
+def _add_bodies(b: ModelBuilder, p: dict, maps: dict) -> ModelBuilder:
+    z = [0.0, 0.0, 1.0]
+    b.add_body("K1", parent="ground", axis=z, map=maps["beta"], mass=p["m1"], com=[p["ra"], 0, 0],
+               inertia=_inertia(p["i1"]))
+    if "unwind" in maps:
+        b.add_body("K2_unwind", parent="K1", axis=z, map=maps["unwind"], translation=[p["rr"], 0, 0])
+        b.add_body("K2", parent="K2_unwind", axis=z, map=maps["Theta"], mass=p["m2"],
+                   com=[-p["da"], 0, 0], inertia=_inertia(p["i2"]))
+    else:
+        b.add_body("K2", parent="K1", axis=z, map=maps["Theta"], translation=[p["rr"], 0, 0],
+                   mass=p["m2"], com=[-p["da"], 0, 0], inertia=_inertia(p["i2"]))
+    b.add_body("K3", parent="ground", axis=z, map=maps["gamma"], translation=[p["xb"], p["yb"], 0],
+               mass=p["m3"], com=[p["sa"], p["sb"], 0], inertia=_inertia(p["i3"]))
+    b.add_body("K5", parent="ground", axis=z, map=maps["delta"], translation=[p["xa"], p["ya"], 0],
+               mass=p["m5"], com=[p["ta"], p["tb"], 0], inertia=_inertia(p["i5"]))
+    b.add_body("K4", parent="K5", axis=z, map=maps["Phi"], translation=[p["zt"], 0, 0],
+               mass=p["m4"], com=[0, -(p["e"] - p["ea"]), 0], inertia=_inertia(p["i4"]))
+    b.add_body("K7", parent="ground", axis=z, map=maps["epsilon"], translation=[p["xa"], p["ya"], 0],
+               mass=p["m7"], com=[p["ua"], p["ub"], 0], inertia=_inertia(p["i7"]))
+    b.add_body("K6", parent="K7", axis=z, map=maps["Omega"], translation=[0, -p["u"], 0],
+               mass=p["m6"], com=[p["zf"] - p["fa"], 0, 0], inertia=_inertia(p["i6"]))
+    return b
+
+
+def andrews_tree(params: dict | None = None) -> Model:
+    """The squeezer as a tree with its loops cut: 7 bodies, 7 free angles (Test Set order)."""
+    p = dict(PARAMS, **(params or {}))
+    b = ModelBuilder(COORDINATES, gravity=[0.0, 0.0, 0.0])
+    return _add_bodies(b, p, {c: c for c in COORDINATES}).build()
+
+
+def applied_forces(model: Model, q, params: dict | None = None):
+    """Generalized drive torque and spring force Q(q) for any squeezer model (tree or reduced)."""
+    p = dict(PARAMS, **(params or {}))
+    d_world = point_positions(model, q, "K3", jnp.array([p["sd"], -p["sc"], 0.0]))
+    rel = d_world[:2] - jnp.array([p["xc"], p["yc"]])
+    length = jnp.sqrt(rel @ rel)
+    force = -p["c0"] * (length - p["l0"]) / length * rel
+    zero = jnp.zeros(3, d_world.dtype)
+    return generalized_forces(
+        model,
+        q,
+        ["K1", "K3"],
+        jnp.stack([zero, jnp.array([p["sd"], -p["sc"], 0.0])]),
+        jnp.stack([zero, jnp.concatenate([force, jnp.zeros(1, force.dtype)])]),
+        jnp.stack([jnp.array([0.0, 0.0, p["mom"]]), zero]),
+    )
+
+
+def generalized_rhs(model: Model, q, qd, params: dict | None = None):
+    """f(q, q̇) = Q - N q̇ (the Test Set's right-hand side without the multiplier term)."""
+    return applied_forces(model, q, params) - bias_forces(model, q, qd)
+
+
+# --------------------------------------------------------------------------------------------
+# the Test Set's own equations (literal transcription; the independent reference)
+# --------------------------------------------------------------------------------------------
+
+
+def test_set_mass_matrix(q, params: dict | None = None):
+    """M(q) of the Test Set (andrews.f), ``(7, 7)``."""
+    p = dict(PARAMS, **(params or {}))
+    _, th, _, ph, _, om, _ = q
+    ee, zz = p["e"] - p["ea"], p["zf"] - p["fa"]
+    m = jnp.zeros((7, 7), jnp.result_type(q))
+    m = m.at[0, 0].set(p["m1"] * p["ra"] ** 2 + p["m2"] * (p["rr"] ** 2 - 2 * p["da"] * p["rr"] * jnp.cos(th) + p["da"] ** 2) + p["i1"] + p["i2"])
+    m = m.at[1, 0].set(p["m2"] * (p["da"] ** 2 - p["da"] * p["rr"] * jnp.cos(th)) + p["i2"])
+    m = m.at[1, 1].set(p["m2"] * p["da"] ** 2 + p["i2"])
+    m = m.at[2, 2].set(p["m3"] * (p["sa"] ** 2 + p["sb"] ** 2) + p["i3"])
+    m = m.at[3, 3].set(p["m4"] * ee**2 + p["i4"])
+    m = m.at[4, 3].set(p["m4"] * (ee**2 + p["zt"] * ee * jnp.sin(ph)) + p["i4"])
+    m = m.at[4, 4].set(p["m4"] * (p["zt"] ** 2 + 2 * p["zt"] * ee * jnp.sin(ph) + ee**2) + p["m5"] * (p["ta"] ** 2 + p["tb"] ** 2) + p["i4"] + p["i5"])
+    m = m.at[5, 5].set(p["m6"] * zz**2 + p["i6"])
+    m = m.at[6, 5].set(p["m6"] * (zz**2 - p["u"] * zz * jnp.sin(om)) + p["i6"])
+    m = m.at[6, 6].set(p["m6"] * (zz**2 - 2 * p["u"] * zz * jnp.sin(om) + p["u"] ** 2) + p["m7"] * (p["ua"] ** 2 + p["ub"] ** 2) + p["i6"] + p["i7"])
+    return m + jnp.tril(m, -1).T
+
+
+def test_set_rhs(q, qd, params: dict | None = None):
+    """f(q, q̇) of the Test Set (andrews.f), ``(7,)``."""
+    p = dict(PARAMS, **(params or {}))
+    be, th, ga, ph, de, om, ep = q
+    bep, thp, _, php, dep, omp, epp = qd
+    ee, zz = p["e"] - p["ea"], p["zf"] - p["fa"]
+    xd = p["sd"] * jnp.cos(ga) + p["sc"] * jnp.sin(ga) + p["xb"]
+    yd = p["sd"] * jnp.sin(ga) - p["sc"] * jnp.cos(ga) + p["yb"]
+    lang = jnp.sqrt((xd - p["xc"]) ** 2 + (yd - p["yc"]) ** 2)
+    force = -p["c0"] * (lang - p["l0"]) / lang
+    fx, fy = force * (xd - p["xc"]), force * (yd - p["yc"])
+    return jnp.stack([
+        p["mom"] - p["m2"] * p["da"] * p["rr"] * thp * (thp + 2 * bep) * jnp.sin(th),
+        p["m2"] * p["da"] * p["rr"] * bep**2 * jnp.sin(th),
+        fx * (p["sc"] * jnp.cos(ga) - p["sd"] * jnp.sin(ga)) + fy * (p["sd"] * jnp.cos(ga) + p["sc"] * jnp.sin(ga)),
+        p["m4"] * p["zt"] * ee * dep**2 * jnp.cos(ph),
+        -p["m4"] * p["zt"] * ee * php * (php + 2 * dep) * jnp.cos(ph),
+        -p["m6"] * p["u"] * zz * epp**2 * jnp.cos(om),
+        p["m6"] * p["u"] * zz * omp * (omp + 2 * epp) * jnp.cos(om),
+    ])
+
+
+def constraints(q, params: dict | None = None):
+    """Loop-closure equations g(q) = 0 of the Test Set, ``(6,)`` (Eq. 199 in relative angles)."""
+    p = dict(PARAMS, **(params or {}))
+    be, th, ga, ph, de, om, ep = q
+    ex = p["rr"] * jnp.cos(be) - p["d"] * jnp.cos(be + th)
+    ey = p["rr"] * jnp.sin(be) - p["d"] * jnp.sin(be + th)
+    return jnp.stack([
+        ex - p["ss"] * jnp.sin(ga) - p["xb"],
+        ey + p["ss"] * jnp.cos(ga) - p["yb"],
+        ex - p["e"] * jnp.sin(ph + de) - p["zt"] * jnp.cos(de) - p["xa"],
+        ey + p["e"] * jnp.cos(ph + de) - p["zt"] * jnp.sin(de) - p["ya"],
+        ex - p["zf"] * jnp.cos(om + ep) - p["u"] * jnp.sin(ep) - p["xa"],
+        ey - p["zf"] * jnp.sin(om + ep) + p["u"] * jnp.cos(ep) - p["ya"],
+    ])
+
+
+# --------------------------------------------------------------------------------------------
+# solving the loops: θ(β) by continuation (the seed's "empirical information")
+# --------------------------------------------------------------------------------------------
+
+
+def _full_angles(beta, dep):
+    """[β, Θ, γ, Φ, δ, Ω, ε] from β and the dependent angles [ψ, γ, Φ, δ, Ω, ε] (Θ = ψ - β)."""
+    return jnp.concatenate([jnp.atleast_1d(beta), jnp.atleast_1d(dep[0] - beta), dep[1:]])
+
+
+def _residual(dep, beta, params=None):
+    return constraints(_full_angles(beta, dep), params)
+
+
+def _newton(beta, guess, params=None, iterations: int = 8):
+    def body(x, _):
+        r = _residual(x, beta, params)
+        j = jax.jacfwd(_residual)(x, beta, params)
+        return x - jnp.linalg.solve(j, r), None
+
+    x, _ = jax.lax.scan(body, guess, None, length=iterations)
+    return x
+
+
+@jax.jit
+def _continuation(b0, x0, fine, params=None):
+    x0 = _newton(b0, x0, params)
+
+    def step(x, b):
+        x = _newton(b, x, params, 6)
+        return x, x
+
+    return jax.lax.scan(step, x0, fine)[1]
+
+
+def sample_dependent(betas, params: dict | None = None, start=None, substeps: int = 4):
+    """Dependent angles [ψ, γ, Φ, δ, Ω, ε] at increasing ``betas`` by Newton continuation.
+
+    Starts from the Test Set's consistent configuration (``start`` = (β, dependent angles)) and
+    walks in small steps, so every sample lies on the assembly branch of the initial state.
+    """
+    betas = np.asarray(betas, dtype=float)
+    if start is None:
+        q0 = Q0
+        start = (q0[0], np.concatenate([[q0[1] + q0[0]], q0[2:]]))
+    b0, x0 = float(start[0]), jnp.asarray(start[1], dtype=float)
+    path = np.concatenate([[b0], betas])
+    fine = np.concatenate([np.linspace(path[k], path[k + 1], substeps + 1)[1:] for k in range(len(path) - 1)])
+    xs = np.asarray(_continuation(jnp.asarray(b0), x0, jnp.asarray(fine), params))
+    xs = xs[substeps - 1 :: substeps]
+    res = np.max(np.abs(np.asarray(jax.vmap(lambda x, b: _residual(x, b, params))(jnp.asarray(xs), jnp.asarray(betas)))))
+    if not res < 1e-10:
+        raise RuntimeError(f"Andrews: loop continuation lost the assembly (max residual {res:.2e})")
+    return xs
+
+
+def fourier_maps(n_harmonics: int = 12, step: float = 0.01, params: dict | None = None):
+    """Fourier pre-modelling of the dependent angles over one crank period (Ehsani §4-4 B).
+
+    Samples θ(β) every ``step`` rad over [β0, β0 + 2π] (the seed uses 0.01) by Newton continuation
+    and fits ``mbjax.maps.Fourier`` with ω = 1 (the period of the crank is exactly 2π), policy
+    ``"extrapolate"`` (the series is periodic).  Returns ``(maps dict, samples, max residuals)``.
+    """
+    b0 = float(Q0[0])
+    betas = b0 + np.arange(0.0, 2 * np.pi + 0.5 * step, step)
+    xs = sample_dependent(betas, params)
+    wrap = xs[-1] - xs[0]
+    if np.max(np.abs(wrap)) > 1e-8 and abs(betas[-1] - b0 - 2 * np.pi) < 1e-12:
+        raise RuntimeError(f"Andrews: dependent angles are not 2π-periodic in β (jump {wrap})")
+    maps, residuals = {}, {}
+    for k, name in enumerate(DEPENDENT):
+        fm = Fourier.fit("beta", betas, xs[:, k], n_harmonics, omega=1.0, policy="extrapolate")
+        maps[name] = fm
+        f_vals = np.asarray(jax.vmap(lambda b: fm.local(jnp.reshape(b, (1, 1)))[0][0])(jnp.asarray(betas)))
+        residuals[name] = float(np.max(np.abs(f_vals - xs[:, k])))
+    return maps, (betas, xs), residuals
+
+
+class AndrewsImplicitMap(AbstractJointMap):
+    """Exact joint maps θ_k(β) of the squeezer, from the loop equations g(β, θ) = 0.
+
+    Value: Newton on g from a periodic Fourier predictor (so no continuation state is needed);
+    gradient θ' = -g_θ⁻¹ g_β; Hessian θ'' = -g_θ⁻¹ d²/ds² g(β + s, θ + s θ') (implicit
+    differentiation, Eq. 102 and 120 for one coordinate).  A stack of such maps shares one solve
+    per row; ``component`` picks the dependent angle (index into :data:`DEPENDENT`).  A Newton
+    residual above ``tol`` raises (``eqx.error_if``).
+    """
+
+    a0: jnp.ndarray  # (6,) predictor coefficients
+    a: jnp.ndarray  # (6, K)
+    b: jnp.ndarray  # (6, K)
+    component: tuple[int, ...] = eqx.field(static=True)
+    iterations: int = eqx.field(static=True)
+    tol: float = eqx.field(static=True)
+    coordinates: tuple[tuple[str, ...], ...] = eqx.field(static=True)
+    arity: ClassVar[int | None] = 1
+
+    def __init__(self, predictors: dict, component: int, iterations: int = 3, tol: float = 1e-9):
+        fs = [predictors[n] for n in DEPENDENT]
+        k = max(f.a.shape[1] for f in fs)
+        pad = lambda v: jnp.pad(v, ((0, 0), (0, k - v.shape[1])))
+        self.a0 = jnp.concatenate([f.a0 for f in fs])
+        self.a = jnp.concatenate([pad(f.a) for f in fs])
+        self.b = jnp.concatenate([pad(f.b) for f in fs])
+        self.component = (int(component),)
+        self.iterations = int(iterations)
+        self.tol = float(tol)
+        self.coordinates = (("beta",),)
+
+    def group_key(self):
+        return (type(self), self.iterations, self.tol)
+
+    @classmethod
+    def stack(cls, maps: Sequence["AndrewsImplicitMap"]):
+        maps = list(maps)
+        return replace_fields(
+            maps[0],
+            component=tuple(c for m in maps for c in m.component),
+            coordinates=tuple(c for m in maps for c in m.coordinates),
+        )
+
+    def _predict(self, beta):
+        k = jnp.arange(1, self.a.shape[1] + 1, dtype=self.a.dtype)
+        return self.a0 + jnp.cos(k * beta) @ self.a.T + jnp.sin(k * beta) @ self.b.T
+
+    def solve(self, beta):
+        """All six dependent angles at ``beta`` with first and second derivatives."""
+        x = jax.lax.stop_gradient(_newton(beta, self._predict(beta), None, self.iterations))
+        res = jnp.max(jnp.abs(_residual(x, beta)))
+        x = eqx.error_if(x, ~(res <= self.tol), "AndrewsImplicitMap: Newton on the loop equations did not converge")
+        g_x = jax.jacfwd(_residual, argnums=0)(x, beta)
+        g_b = jax.jacfwd(_residual, argnums=1)(x, beta)
+        d1 = -jnp.linalg.solve(g_x, g_b)
+        # second directional derivative of g along (θ', 1)
+        along = lambda s: _residual(x + s * d1, beta + s)
+        dd = jax.jvp(lambda s: jax.jvp(along, (s,), (jnp.ones_like(s),))[1], (jnp.zeros_like(beta),), (jnp.ones_like(beta),))[1]
+        d2 = -jnp.linalg.solve(g_x, dd)
+        return x, d1, d2
+
+    def local(self, x):
+        # every map of the family reads the single coordinate β, so all rows share one solve
+        comp = np.asarray(self.component)
+        f, g, h = self.solve(x[0, 0])
+        return f[comp], g[comp][:, None], h[comp][:, None, None]
+
+
+def andrews_reduced(kind: str = "implicit", n_harmonics: int = 12, params: dict | None = None, fit=None):
+    """One-coordinate squeezer (q = β) with joint maps θ_k(β): ``kind`` = ``"fourier"`` or ``"implicit"``.
+
+    ``fit`` may pass a precomputed :func:`fourier_maps` result.  Returns ``(model, fit)``.
+    """
+    if params:
+        raise NotImplementedError("andrews_reduced: the loop equations use the Test Set parameters")
+    p = dict(PARAMS)
+    fit = fourier_maps(n_harmonics) if fit is None else fit
+    fmaps = fit[0]
+    if kind == "fourier":
+        maps = {n: fmaps[n] for n in DEPENDENT}
+    elif kind == "implicit":
+        maps = {n: AndrewsImplicitMap(fmaps, k) for k, n in enumerate(DEPENDENT)}
+    else:
+        raise ValueError(f"andrews_reduced: kind must be 'fourier' or 'implicit', got {kind!r}")
+    maps = dict(maps, beta="beta", unwind=Affine("beta", [-1.0]), Theta=maps["psi"])
+    b = ModelBuilder(("beta",), gravity=[0.0, 0.0, 0.0])
+    return _add_bodies(b, p, maps).build(), fit
+
+
+def reduced_vector_field(model: Model):
+    """ODE ``(t, (q, q̇)) -> (q̇, q̈)`` of a reduced squeezer: M q̈ = Q - N q̇ (Eq. 198)."""
+
+    def field(t, y, args):
+        q, qd = y
+        m = mass_matrix(model, q)
+        return qd, jnp.linalg.solve(m, generalized_rhs(model, q, qd))
+
+    return field
+
+
+# --------------------------------------------------------------------------------------------
+# DAE baseline: index-3 reduced to index 1, Baumgarte stabilization
+# --------------------------------------------------------------------------------------------
+
+
+def dae_vector_field(tree: Model, alpha: float = 0.0, beta: float = 0.0):
+    """Index-1 DAE as an ODE in (q, q̇) ∈ R^7 × R^7 (Baumgarte stabilization).
+
+    [M Gᵀ; G 0] [q̈; λ] = [f; -(Ġ q̇) - 2α G q̇ - β² g], G = ∂g/∂q: the Test Set's
+    M q̈ = f - Gᵀ λ with the acceleration-level constraint g̈ + 2α ġ + β² g = 0.
+    M and f come from the tree (this library); g from the Test Set.
+    """
+
+    def field(t, y, args):
+        q, qd = y
+        m = mass_matrix(tree, q)
+        f = generalized_rhs(tree, q, qd)
+        g, gq = constraints(q), jax.jacfwd(constraints)(q)
+        gdot = gq @ qd
+        gamma = jax.jvp(lambda z: jax.jvp(constraints, (z,), (qd,))[1], (q,), (qd,))[1]
+        n = q.shape[0]
+        kkt = jnp.block([[m, gq.T], [gq, jnp.zeros((6, 6), q.dtype)]])
+        rhs = jnp.concatenate([f, -gamma - 2 * alpha * gdot - beta**2 * g])
+        sol = jnp.linalg.solve(kkt, rhs)
+        return qd, sol[:n]
+
+    return field
+
+
+def multipliers(tree: Model, q, qd):
+    """λ of the index-1 DAE at a state (checked against the Test Set's λ(0))."""
+    m = mass_matrix(tree, q)
+    f = generalized_rhs(tree, q, qd)
+    gq = jax.jacfwd(constraints)(q)
+    gamma = jax.jvp(lambda z: jax.jvp(constraints, (z,), (qd,))[1], (q,), (qd,))[1]
+    kkt = jnp.block([[m, gq.T], [gq, jnp.zeros((6, 6), q.dtype)]])
+    sol = jnp.linalg.solve(kkt, jnp.concatenate([f, -gamma]))
+    return sol[:7], sol[7:]
+
+
+def full_state(model: Model, beta, beta_dot):
+    """All seven angles and rates of a reduced model at (β, β̇): θ = f(β), θ̇ = ∇f β̇.
+
+    For the unwound K2 the Test Set's Θ = ψ - β.
+    """
+    from .._kinematics import joint_values
+
+    jv = joint_values(model, jnp.atleast_1d(beta))
+    names = model.body_names
+    idx = [names.index(n) for n in ("K1", "K2", "K3", "K4", "K5", "K6", "K7")]
+    th = jv.value[np.asarray(idx)]
+    thd = (jv.gradient @ jnp.atleast_1d(beta_dot))[np.asarray(idx)]
+    # tree order [β, Θ, γ, Φ, δ, Ω, ε] from body order [K1, K2(ψ), K3(γ), K4(Φ), K5(δ), K6(Ω), K7(ε)]
+    q = jnp.stack([th[0], th[1] - th[0], th[2], th[3], th[4], th[5], th[6]])
+    qd = jnp.stack([thd[0], thd[1] - thd[0], thd[2], thd[3], thd[4], thd[5], thd[6]])
+    return q, qd
