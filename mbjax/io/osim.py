@@ -1,0 +1,803 @@
+"""OpenSim model import: ``load_osim(path)`` for the 3.x (arm26) and 4.x (MoBL) XML formats.
+
+Mapping onto mbjax (Ehsani §3-1: every multi-dof joint is a chain of 1-dof joints through
+zero-inertia bodies, every joint variable an empirical map of the coordinates):
+
+* A joint ``parent → child`` is ``X_PB = X_PF · X_FM(q) · X_BC⁻¹`` with F, C the parent and child
+  offset frames.  ``X_PF`` becomes the first chain body's constant offset.
+* ``CustomJoint``: Simbody's function-based mobilizer, ``X_FM = [R, p]`` with ``p = Σ f_t(q) t_a``
+  (translation axes in F) and ``R = Rot(r_1, f_1) Rot(r_2, f_2) Rot(r_3, f_3)`` (a body-fixed
+  sequence).  So the chain is: prismatic along the translation axes, then revolute about r_1,
+  r_2, r_3.  Axes whose function is ``Constant`` are folded into the next body's offset.
+  ``PinJoint`` = rotation about z, ``SliderJoint`` = translation along x, ``UniversalJoint`` =
+  x then y, ``WeldJoint`` = no motion.
+* The last chain body carries the OpenSim body's name and mass properties.  When ``X_BC`` (or a
+  trailing constant axis) is not the identity, a final zero-dof "weld" body (joint map
+  ``Constant``) is appended so that mbjax body frames equal OpenSim's; intermediate bodies are
+  named ``"<body>/<joint>/<axis>"`` and have zero inertia.
+* Coordinates: a ``CoordinateCouplerConstraint`` eliminates its dependent coordinate, which
+  becomes ``scale · f(q_independent)``; a transform axis of it is the composed map
+  (``ComposedPolynomial``).  A ``locked`` coordinate is held at its default value (a constant).
+  The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
+  ``clamped`` and ``locked`` flags are kept in ``model.extras["osim"]`` (:class:`OsimInfo`).
+* Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
+  ``PathActuator``, ``PathSpring``, ``Ligament``): their ``GeometryPath`` points (``PathPoint``,
+  ``ConditionalPathPoint``, ``MovingPathPoint``) go into ``model.extras["muscles"]``; their scalar
+  properties into ``MusclePaths.parameters``.  ``CoordinateLimitForce`` and other non-path forces
+  listed in :data:`RECORDED_FORCES` are recorded by name (not modelled).
+* Wrap objects are not modelled: a model whose paths wrap is refused, naming the muscles;
+  ``ignore_wrapping=True`` loads straight-line paths and warns which muscles are affected.
+
+Anything else unknown raises ``ValueError``/``NotImplementedError`` naming the file, element and
+line.  Function types are evaluated as OpenSim does (``_osim_functions``).
+"""
+
+from __future__ import annotations
+
+import warnings
+import xml.etree.ElementTree as ET
+from pyexpat import ParserCreate
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .._model import GROUND, ModelBuilder
+from ..maps.affine import Affine
+from ..maps.constant import Constant
+from ..muscles.paths import (
+    ConditionalPathPoint,
+    MovingPathPoint,
+    PathPoint,
+    build_paths,
+    with_muscles,
+)
+from ._osim_functions import (
+    ComposedPolynomial,
+    MultivariatePolynomial,
+    PiecewisePolynomial,
+    PPData,
+    pp_constant,
+    pp_linear,
+    pp_natural_spline,
+    pp_piecewise_linear,
+    pp_polynomial,
+    pp_simm_spline,
+)
+
+MUSCLE_TYPES = (
+    "Thelen2003Muscle",
+    "Millard2012EquilibriumMuscle",
+    "Millard2012AccelerationMuscle",
+    "PathActuator",
+    "PathSpring",
+    "Ligament",
+)
+RECORDED_FORCES = ("CoordinateLimitForce", "CoordinateActuator", "ExpressionBasedCoordinateForce")
+JOINT_TYPES = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint")
+FUNCTION_TYPES = (
+    "Constant",
+    "LinearFunction",
+    "SimmSpline",
+    "NaturalCubicSpline",
+    "GCVSpline",
+    "PiecewiseLinearFunction",
+    "PolynomialFunction",
+    "MultiplierFunction",
+    "MultivariatePolynomialFunction",
+)
+
+
+class OsimInfo(eqx.Module):
+    """What the importer knows about the OpenSim coordinates (``model.extras["osim"]``).
+
+    ``default``, ``lower``, ``upper`` are ``(nq,)`` arrays for the model's coordinates; the static
+    tuples list all OpenSim coordinates with their role: ``"independent"``, ``"dependent"``
+    (coupled) or ``"locked"``.
+    """
+
+    default: jnp.ndarray
+    lower: jnp.ndarray
+    upper: jnp.ndarray
+    clamped: tuple[bool, ...] = eqx.field(static=True)
+    source: str = eqx.field(static=True)
+    version: int = eqx.field(static=True)
+    roles: tuple[tuple[str, str], ...] = eqx.field(static=True)
+    motion_types: tuple[str, ...] = eqx.field(static=True)
+    recorded_forces: tuple[tuple[str, str], ...] = eqx.field(static=True)
+    wrapping_ignored: tuple[str, ...] = eqx.field(static=True)
+
+
+# --------------------------------------------------------------------------------------------
+# XML with line numbers
+# --------------------------------------------------------------------------------------------
+
+
+class _Doc:
+    def __init__(self, path: str):
+        self.path = str(path)
+        self.lines: dict[Any, int] = {}
+        builder = ET.TreeBuilder()
+        parser = ParserCreate()
+
+        def start(tag, attrs):
+            el = builder.start(tag, attrs)
+            self.lines[el] = parser.CurrentLineNumber
+
+        parser.StartElementHandler = start
+        parser.EndElementHandler = builder.end
+        parser.CharacterDataHandler = builder.data
+        try:
+            with open(self.path, "rb") as fh:
+                parser.ParseFile(fh)
+        except OSError as e:
+            raise ValueError(f"{self.path}: cannot read OpenSim file: {e}") from None
+        except Exception as e:  # expat error
+            raise ValueError(f"{self.path}: malformed XML: {e}") from None
+        self.root = builder.close()
+
+    def where(self, el) -> str:
+        name = el.get("name")
+        label = f"<{el.tag}{' name=' + repr(name) if name else ''}>"
+        return f"{self.path}:{self.lines.get(el, '?')}: {label}"
+
+    def error(self, el, msg: str, cls=ValueError):
+        return cls(f"{self.where(el)}: {msg}")
+
+
+def _text(el, tag, default=None):
+    child = el.find(tag)
+    if child is None or child.text is None or not child.text.strip():
+        return default
+    return child.text.strip()
+
+
+def _floats(doc, el, tag, n=None, default=None):
+    txt = _text(el, tag)
+    if txt is None:
+        if default is not None:
+            return np.asarray(default, dtype=float)
+        raise doc.error(el, f"missing <{tag}>")
+    try:
+        vals = np.asarray([float(v) for v in txt.split()], dtype=float)
+    except ValueError:
+        raise doc.error(el, f"<{tag}> must hold numbers, got {txt!r}") from None
+    if n is not None and vals.size != n:
+        raise doc.error(el, f"<{tag}> must hold {n} numbers, got {vals.size}")
+    return vals
+
+
+def _bool(el, tag, default=False):
+    txt = _text(el, tag)
+    return default if txt is None else txt.lower() in ("true", "1")
+
+
+def _rot(axis, angle):
+    axis = np.asarray(axis, float)
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
+def _xyz_body_fixed(angles):
+    a = np.asarray(angles, float)
+    return _rot([1, 0, 0], a[0]) @ _rot([0, 1, 0], a[1]) @ _rot([0, 0, 1], a[2])
+
+
+def _tf(rot=None, trans=None):
+    t = np.eye(4)
+    if rot is not None:
+        t[:3, :3] = rot
+    if trans is not None:
+        t[:3, 3] = trans
+    return t
+
+
+def _inv(t):
+    out = np.eye(4)
+    out[:3, :3] = t[:3, :3].T
+    out[:3, 3] = -t[:3, :3].T @ t[:3, 3]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# functions
+# --------------------------------------------------------------------------------------------
+
+
+def _function_element(doc, holder):
+    """The single OpenSim Function element inside ``holder`` (3.x wraps it in <function>)."""
+    kids = [c for c in holder if c.tag in FUNCTION_TYPES]
+    if len(kids) == 1:
+        return kids[0]
+    for c in holder:
+        if c.tag not in FUNCTION_TYPES and len(c):
+            inner = [g for g in c if g.tag in FUNCTION_TYPES]
+            if len(inner) == 1 and c.tag in ("function", "coupled_coordinates_function", "x_location",
+                                             "y_location", "z_location", "function_"):
+                return inner[0]
+    unknown = [c.tag for c in holder if len(c) or c.tag[0].isupper()]
+    raise doc.error(
+        holder,
+        f"expected exactly one function of the supported types {FUNCTION_TYPES}, found {unknown}",
+        NotImplementedError,
+    )
+
+
+def _pp(doc, el) -> PPData:
+    """A 1-D OpenSim function as piecewise-polynomial data."""
+    tag = el.tag
+    if tag == "Constant":
+        return pp_constant(_floats(doc, el, "value", 1)[0])
+    if tag == "LinearFunction":
+        c = _floats(doc, el, "coefficients", 2)
+        return pp_linear(c[0], c[1])
+    if tag in ("SimmSpline", "NaturalCubicSpline", "PiecewiseLinearFunction"):
+        x = _floats(doc, el, "x")
+        y = _floats(doc, el, "y")
+        try:
+            return {"SimmSpline": pp_simm_spline, "NaturalCubicSpline": pp_natural_spline,
+                    "PiecewiseLinearFunction": pp_piecewise_linear}[tag](x, y)
+        except ValueError as e:
+            raise doc.error(el, str(e)) from None
+    if tag == "PolynomialFunction":
+        return pp_polynomial(_floats(doc, el, "coefficients"))
+    if tag == "MultiplierFunction":
+        scale = _floats(doc, el, "scale", 1, default=[1.0])[0]
+        holder = el.find("function")
+        inner = _function_element(doc, holder if holder is not None else el)
+        return _pp(doc, inner).scaled(scale)
+    if tag == "GCVSpline":
+        raise doc.error(
+            el,
+            "GCVSpline (Woltring's generalized cross-validation spline) is not supported yet; "
+            "supported: Constant, LinearFunction, SimmSpline, NaturalCubicSpline, "
+            "PiecewiseLinearFunction, PolynomialFunction, MultiplierFunction, MultivariatePolynomialFunction",
+            NotImplementedError,
+        )
+    raise doc.error(el, f"unsupported function type; supported: {FUNCTION_TYPES}", NotImplementedError)
+
+
+class _Coords:
+    """OpenSim coordinates -> mbjax maps (independent / dependent / locked)."""
+
+    def __init__(self):
+        self.order: list[str] = []
+        self.info: dict[str, dict] = {}
+        self.coupled: dict[str, tuple[str, PPData]] = {}
+
+    def independent(self):
+        return [c for c in self.order if self.role(c) == "independent"]
+
+    def role(self, name):
+        if name in self.coupled:
+            return "dependent"
+        if self.info[name]["locked"]:
+            return "locked"
+        return "independent"
+
+    def map_of(self, doc, el, coordinate: str, outer: PPData, kind: str):
+        """Joint map for ``outer(coordinate)`` resolved to the independent coordinates."""
+        if coordinate not in self.info:
+            raise doc.error(el, f"unknown coordinate {coordinate!r}; coordinates are {tuple(self.order)}")
+        role = self.role(coordinate)
+        if role == "independent":
+            return PiecewisePolynomial(coordinate, outer, kind)
+        if role == "locked":
+            x = self.info[coordinate]["default"]
+            f, _, _ = outer(np.asarray(x))
+            return Constant(float(f))
+        indep, inner = self.coupled[coordinate]
+        if isinstance(inner, Affine):  # a multi-coordinate linear coupling (see load_osim's couplings)
+            if outer.coef.shape[0] != 1 or outer.coef.shape[1] > 2:
+                raise doc.error(el, f"only linear functions of the coupled coordinate {coordinate!r} are "
+                                "supported with a multi-coordinate coupling", NotImplementedError)
+            c0 = float(outer.coef[0, 0] - (outer.coef[0, 1] * outer.anchors[0] if outer.coef.shape[1] > 1 else 0.0))
+            s = float(outer.coef[0, 1]) if outer.coef.shape[1] > 1 else 0.0
+            return Affine(inner.coordinates[0], s * np.asarray(inner.slope[0]), s * float(inner.offset[0]) + c0)
+        if self.role(indep) != "independent":
+            raise doc.error(
+                el, f"coordinate {coordinate!r} is coupled to {indep!r}, which is itself {self.role(indep)} "
+                "(chains of couplers are not supported)", NotImplementedError
+            )
+        return ComposedPolynomial(
+            PiecewisePolynomial("u", outer, kind), PiecewisePolynomial(indep, inner, "coupler")
+        )
+
+
+def _axis_map(doc, coords: _Coords, holder, coord_names: list[str]):
+    """Joint map of one TransformAxis / location function; ``None`` if it is a constant."""
+    fel = _function_element(doc, holder)
+    if fel.tag == "MultivariatePolynomialFunction":
+        dim = int(_floats(doc, fel, "dimension", 1)[0])
+        order = int(_floats(doc, fel, "order", 1)[0])
+        coefs = _floats(doc, fel, "coefficients")
+        if len(coord_names) != dim:
+            raise doc.error(fel, f"dimension {dim} but {len(coord_names)} coordinates {coord_names}")
+        for c in coord_names:
+            if coords.role(c) != "independent":
+                raise doc.error(fel, f"MultivariatePolynomialFunction of a {coords.role(c)} coordinate {c!r} "
+                                "is not supported", NotImplementedError)
+        try:
+            return MultivariatePolynomial(coord_names, coefs, order), None
+        except ValueError as e:
+            raise doc.error(fel, str(e)) from None
+    data = _pp(doc, fel)
+    if not coord_names or fel.tag == "Constant":
+        return None, float(data(np.asarray(0.0))[0])
+    if len(coord_names) != 1:
+        raise doc.error(holder, f"a {fel.tag} reads one coordinate, got {coord_names}")
+    return coords.map_of(doc, holder, coord_names[0], data, fel.tag), None
+
+
+# --------------------------------------------------------------------------------------------
+# the loader
+# --------------------------------------------------------------------------------------------
+
+
+def _collect(root, tag):
+    return [el for el in root.iter(tag)]
+
+
+def _coordinate_elements(joint):
+    out = []
+    cs = joint.find("coordinates")  # 4.x
+    if cs is not None:
+        out += [c for c in cs if c.tag == "Coordinate"]
+    cs = joint.find("CoordinateSet")  # 3.x
+    if cs is not None and cs.find("objects") is not None:
+        out += [c for c in cs.find("objects") if c.tag == "Coordinate"]
+    return out
+
+
+class _Loader:
+    def __init__(self, path, ignore_wrapping: bool, couplings=None):
+        self.couplings = dict(couplings or {})
+        self.doc = _Doc(path)
+        self.ignore_wrapping = ignore_wrapping
+        root = self.doc.root
+        if root.tag != "OpenSimDocument":
+            raise ValueError(f"{path}: root element is <{root.tag}>, expected <OpenSimDocument>")
+        self.version = int(root.get("Version", "0") or 0)
+        self.model = root.find("Model")
+        if self.model is None:
+            raise self.doc.error(root, "no <Model> element")
+        self.coords = _Coords()
+        self.frames: dict[str, tuple[str, np.ndarray]] = {}  # frame path/name -> (body, X_body_frame)
+        self.bodies: dict[str, Any] = {}  # OpenSim body name -> element
+        self.joints: list[tuple[Any, str, str, np.ndarray, np.ndarray]] = []
+        self._inertias: dict[str, np.ndarray] = {}
+
+    # ---- structure ------------------------------------------------------------------------
+    def read_structure(self):
+        doc, model = self.doc, self.model
+        bodyset = model.find("BodySet")
+        if bodyset is None or bodyset.find("objects") is None:
+            raise doc.error(model, "no <BodySet><objects>")
+        self.frames[GROUND] = (GROUND, np.eye(4))
+        self.frames["/ground"] = (GROUND, np.eye(4))
+        for el in bodyset.find("objects"):
+            if el.tag != "Body":
+                raise doc.error(el, "unsupported body type (only <Body>)", NotImplementedError)
+            name = el.get("name")
+            if name == GROUND:
+                continue
+            self.bodies[name] = el
+            self.frames[name] = (name, np.eye(4))
+            self.frames[f"/bodyset/{name}"] = (name, np.eye(4))
+        joint_list = []
+        if self.version >= 30000:
+            jointset = model.find("JointSet")
+            for j in (jointset.find("objects") if jointset is not None else []):
+                joint_list.append(j)
+            # offset frames owned by joints or bodies
+            for owner in list(joint_list) + list(bodyset.find("objects")) + [model.find("Ground")]:
+                if owner is None:
+                    continue
+                for holder in (owner.find("frames"), owner.find("components")):
+                    if holder is None:
+                        continue
+                    for fr in holder:
+                        if fr.tag != "PhysicalOffsetFrame":
+                            continue
+                        self._offset_frame(fr, owner)
+        else:
+            for b in bodyset.find("objects"):
+                jholder = b.find("Joint")
+                if jholder is None or len(jholder) == 0:
+                    continue
+                if len(jholder) != 1:
+                    raise doc.error(jholder, "expected one joint")
+                j = jholder[0]
+                j.set("_child_body", b.get("name"))
+                joint_list.append(j)
+        # coordinates first (couplers may reference coordinates of later joints)
+        for j in joint_list:
+            for c in _coordinate_elements(j):
+                self._coordinate(c)
+        self._couplers()
+        for j in joint_list:
+            self.joints.append(self._joint_frames(j))
+
+    def _offset_frame(self, fr, owner):
+        doc = self.doc
+        parent = _text(fr, "socket_parent")
+        if parent is None:
+            raise doc.error(fr, "PhysicalOffsetFrame without <socket_parent>")
+        trans = _floats(doc, fr, "translation", 3, default=[0, 0, 0])
+        orient = _floats(doc, fr, "orientation", 3, default=[0, 0, 0])
+        x = _tf(_xyz_body_fixed(orient), trans)
+        base = self._resolve(fr, parent, owner)
+        body, x_base = base
+        resolved = (body, x_base @ x)
+        name = fr.get("name")
+        owner_path = self._owner_path(owner)
+        self.frames[f"{owner_path}/{name}"] = resolved
+        if owner.tag in JOINT_TYPES:
+            self.frames.setdefault(("joint", owner.get("name"), name), resolved)
+        else:
+            self.frames.setdefault(name, resolved)
+
+    def _owner_path(self, owner):
+        if owner.tag == "Ground":
+            return "/ground"
+        if owner.tag == "Body":
+            return f"/bodyset/{owner.get('name')}"
+        return f"/jointset/{owner.get('name')}"
+
+    def _resolve(self, el, ref: str, owner=None):
+        """Resolve a socket path (absolute, relative '..', or bare name) to (body, X_body_frame)."""
+        ref = ref.strip()
+        cands = [ref]
+        if ref.startswith("../") and owner is not None:
+            cands.append(f"{self._owner_path(owner)}/{ref[3:]}")
+            cands.append(ref[3:])
+        if owner is not None and owner.tag in JOINT_TYPES:
+            cands.insert(0, ("joint", owner.get("name"), ref))
+        cands.append(ref.split("/")[-1])
+        for c in cands:
+            if c in self.frames:
+                return self.frames[c]
+        raise self.doc.error(el, f"cannot resolve frame {ref!r}")
+
+    def _coordinate(self, c):
+        doc = self.doc
+        name = c.get("name")
+        if name in self.coords.info:
+            raise doc.error(c, f"duplicate coordinate {name!r}")
+        rng = _floats(doc, c, "range", 2, default=[-np.inf, np.inf])
+        mt = _text(c, "motion_type", "rotational")
+        self.coords.order.append(name)
+        self.coords.info[name] = dict(
+            default=float(_floats(doc, c, "default_value", 1, default=[0.0])[0]),
+            range=(float(rng[0]), float(rng[1])),
+            clamped=_bool(c, "clamped"),
+            locked=_bool(c, "locked"),
+            motion_type=mt,
+            element=c,
+        )
+
+    def _couplers(self):
+        doc = self.doc
+        cset = self.model.find("ConstraintSet")
+        if cset is None or cset.find("objects") is None:
+            return
+        for con in cset.find("objects"):
+            if con.tag != "CoordinateCouplerConstraint":
+                raise doc.error(con, "unsupported constraint (only CoordinateCouplerConstraint)", NotImplementedError)
+            if not _bool(con, "isEnforced", True) or not _bool(con, "isDisabled", False) is False:
+                continue
+            indep = (_text(con, "independent_coordinate_names", "") or "").split()
+            dep = _text(con, "dependent_coordinate_name")
+            if len(indep) != 1:
+                raise doc.error(con, f"couplers with {len(indep)} independent coordinates are not supported",
+                                NotImplementedError)
+            for n in indep + [dep]:
+                if n not in self.coords.info:
+                    raise doc.error(con, f"unknown coordinate {n!r}")
+            holder = con.find("coupled_coordinates_function")
+            fel = _function_element(doc, holder if holder is not None else con)
+            scale = float(_floats(doc, con, "scale_factor", 1, default=[1.0])[0])
+            self.coords.coupled[dep] = (indep[0], _pp(doc, fel).scaled(scale))
+        for dep, inner in self.couplings.items():  # caller-supplied multi-coordinate couplings
+            if dep not in self.coords.info:
+                raise ValueError(f"{doc.path}: coupling for unknown coordinate {dep!r}")
+            for c in inner.coordinates[0]:
+                if c in self.coords.coupled or c not in self.coords.info:
+                    raise ValueError(f"{doc.path}: coupling of {dep!r} reads {c!r}, which is not an independent coordinate")
+            self.coords.coupled[dep] = (None, inner)
+
+    def _joint_frames(self, j):
+        doc = self.doc
+        if j.tag not in JOINT_TYPES:
+            raise doc.error(j, f"unsupported joint type; supported: {JOINT_TYPES}", NotImplementedError)
+        if _bool(j, "reverse"):
+            raise doc.error(j, "reversed joints are not supported", NotImplementedError)
+        if self.version >= 30000:
+            pf = _text(j, "socket_parent_frame")
+            cf = _text(j, "socket_child_frame")
+            if pf is None or cf is None:
+                raise doc.error(j, "joint needs <socket_parent_frame> and <socket_child_frame>")
+            parent, x_pf = self._resolve(j, pf, j)
+            child, x_bc = self._resolve(j, cf, j)
+        else:
+            parent = _text(j, "parent_body")
+            if parent not in self.frames:
+                raise doc.error(j, f"unknown parent body {parent!r}")
+            parent = self.frames[parent][0]
+            child = j.get("_child_body")
+            x_pf = _tf(_xyz_body_fixed(_floats(doc, j, "orientation_in_parent", 3, default=[0, 0, 0])),
+                       _floats(doc, j, "location_in_parent", 3, default=[0, 0, 0]))
+            x_bc = _tf(_xyz_body_fixed(_floats(doc, j, "orientation", 3, default=[0, 0, 0])),
+                       _floats(doc, j, "location", 3, default=[0, 0, 0]))
+        if child == GROUND:
+            raise doc.error(j, "joint whose child is ground (reverse joints) is not supported", NotImplementedError)
+        return j, parent, child, x_pf, x_bc
+
+    def _axes(self, j):
+        """The 1-dof chain of a joint: list of (kind, axis, name, map | None, constant)."""
+        doc = self.doc
+        coords = [c.get("name") for c in _coordinate_elements(j)]
+        if j.tag == "WeldJoint":
+            return []
+        if j.tag in ("PinJoint", "SliderJoint", "UniversalJoint"):
+            need = {"PinJoint": 1, "SliderJoint": 1, "UniversalJoint": 2}[j.tag]
+            if len(coords) != need:
+                raise doc.error(j, f"{j.tag} needs {need} coordinate(s), got {coords}")
+            spec = {"PinJoint": [("revolute", [0, 0, 1])], "SliderJoint": [("prismatic", [1, 0, 0])],
+                    "UniversalJoint": [("revolute", [1, 0, 0]), ("revolute", [0, 1, 0])]}[j.tag]
+            out = []
+            for (kind, axis), c in zip(spec, coords):
+                m = self.coords.map_of(doc, j, c, pp_linear(1.0, 0.0), "identity")
+                const = None
+                if isinstance(m, Constant):
+                    m, const = None, float(m.constant[0])
+                out.append((kind, np.asarray(axis, float), c, m, const))
+            return out
+        st = j.find("SpatialTransform")
+        if st is None:
+            raise doc.error(j, "CustomJoint without <SpatialTransform>")
+        axes = {ta.get("name"): ta for ta in st if ta.tag == "TransformAxis"}
+        names = ["translation1", "translation2", "translation3", "rotation1", "rotation2", "rotation3"]
+        unknown = [ta.get("name") for ta in st if ta.tag == "TransformAxis" and ta.get("name") not in names]
+        if unknown:
+            raise doc.error(st, f"unknown TransformAxis names {unknown}; expected {names}")
+        out = []
+        for n in names:  # Simbody: X_FM = Trans(Σ t) · R1 R2 R3
+            ta = axes.get(n)
+            if ta is None:
+                continue
+            axis = _floats(doc, ta, "axis", 3)
+            norm = np.linalg.norm(axis)
+            if norm == 0:
+                raise doc.error(ta, "zero axis")
+            axis = axis / norm
+            cn = (_text(ta, "coordinates", "") or "").split()
+            for c in cn:
+                if c not in coords and c not in self.coords.info:
+                    raise doc.error(ta, f"unknown coordinate {c!r}")
+            m, const = _axis_map(doc, self.coords, ta, cn)
+            if isinstance(m, Constant):
+                m, const = None, float(m.constant[0])
+            out.append(("prismatic" if n.startswith("translation") else "revolute", axis, n, m, const))
+        return out
+
+    # ---- assemble ------------------------------------------------------------------------------
+    def build(self):
+        doc = self.doc
+        self.read_structure()
+        indep = self.coords.independent()
+        gravity = _floats(doc, self.model, "gravity", 3, default=[0, -9.80665, 0])
+        b = ModelBuilder(indep, gravity=gravity)
+        placed = {GROUND}
+        pending = list(self.joints)
+        while pending:
+            progressed = False
+            for item in list(pending):
+                j, parent, child, x_pf, x_bc = item
+                if parent not in placed:
+                    continue
+                self._add_chain(b, item)
+                placed.add(child)
+                pending.remove(item)
+                progressed = True
+            if not progressed:
+                j = pending[0][0]
+                raise doc.error(j, f"parent body {pending[0][1]!r} is never attached to ground (closed loop "
+                                "or missing joint)")
+        for name, el in self.bodies.items():
+            if name not in placed:
+                raise doc.error(el, "body has no joint")
+        model = b.build()
+        # OpenSim inertias are taken as given: some published ones (MoBL's clavicle) violate the
+        # triangle inequality that ModelBuilder enforces, so they are set after building.
+        inertia = np.zeros((model.n_bodies, 3, 3))
+        for name, value in self._inertias.items():
+            inertia[model.body_index(name)] = value
+        model = eqx.tree_at(lambda m: m.inertia, model, jnp.asarray(inertia))
+        muscles, kinds, params, recorded, wrapped = self._forces(model)
+        info = self._info(indep, recorded, wrapped)
+        if muscles:
+            model = with_muscles(model, build_paths(model.body_names, model.coordinate_names, muscles, kinds, params))
+        extras = dict(model.extras)
+        extras["osim"] = info
+        return eqx.tree_at(lambda m: m.extras, model, extras)
+
+    def _mass_props(self, el):
+        doc = self.doc
+        mass = float(_floats(doc, el, "mass", 1, default=[0.0])[0])
+        com = _floats(doc, el, "mass_center", 3, default=[0, 0, 0])
+        if el.find("inertia") is not None:
+            v = _floats(doc, el, "inertia", 6)
+        else:
+            v = np.array([float(_floats(doc, el, t, 1, default=[0.0])[0]) for t in
+                          ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")])
+        inertia = np.array([[v[0], v[3], v[4]], [v[3], v[1], v[5]], [v[4], v[5], v[2]]])
+        return mass, com, inertia
+
+    def _add_chain(self, b: ModelBuilder, item):
+        j, parent, child, x_pf, x_bc = item
+        el = self.bodies.get(child)
+        if el is None:
+            raise self.doc.error(j, f"child body {child!r} is not in the BodySet")
+        mass, com, inertia = self._mass_props(el)
+        self._inertias[child] = inertia
+        inertia = None  # set after ModelBuilder.build (see build)
+        pending = x_pf.copy()
+        steps = []
+        for kind, axis, axname, m, const in self._axes(j):
+            if m is None:
+                if const:
+                    pending = pending @ (_tf(_rot(axis, const)) if kind == "revolute" else _tf(None, axis * const))
+                continue
+            steps.append((kind, axis, axname, m, pending))
+            pending = np.eye(4)
+        tail = pending @ _inv(x_bc)
+        need_weld = not np.allclose(tail, np.eye(4), atol=0, rtol=0) or not steps
+        current = parent
+        for k, (kind, axis, axname, m, offset) in enumerate(steps):
+            last = k == len(steps) - 1 and not need_weld
+            name = child if last else f"{child}/{j.get('name')}/{axname}"
+            b.add_body(name, parent=current, joint=kind, axis=axis, map=m, offset=offset,
+                       mass=mass if last else 0.0, com=com if last else (0, 0, 0),
+                       inertia=inertia if last else None)
+            current = name
+        if need_weld:
+            b.add_body(child, parent=current, joint="revolute", axis=[0, 0, 1], map=Constant(0.0),
+                       offset=tail, mass=mass, com=com, inertia=inertia)
+
+    # ---- forces and paths -------------------------------------------------------------------
+    def _forces(self, model):
+        doc = self.doc
+        fset = self.model.find("ForceSet")
+        muscles, kinds, params = {}, {}, {}
+        recorded, wrapped = [], []
+        if fset is None or fset.find("objects") is None:
+            return muscles, kinds, params, tuple(recorded), tuple(wrapped)
+        for f in fset.find("objects"):
+            if f.tag in RECORDED_FORCES:
+                recorded.append((f.tag, f.get("name")))
+                continue
+            if f.tag not in MUSCLE_TYPES:
+                raise doc.error(f, f"unsupported force; supported path forces {MUSCLE_TYPES}, recorded "
+                                f"(not modelled) {RECORDED_FORCES}", NotImplementedError)
+            name = f.get("name")
+            gp = f.find("GeometryPath")
+            if gp is None:
+                raise doc.error(f, "path force without <GeometryPath>")
+            wraps = gp.find("PathWrapSet")
+            if wraps is not None and wraps.find("objects") is not None and len(wraps.find("objects")):
+                wrapped.append(name)
+            pset = gp.find("PathPointSet")
+            if pset is None or pset.find("objects") is None:
+                raise doc.error(gp, "GeometryPath without <PathPointSet><objects>")
+            muscles[name] = [self._point(p) for p in pset.find("objects")]
+            kinds[name] = f.tag
+            params[name] = {
+                c.tag: float(c.text)
+                for c in f
+                if c.text is not None and len(c) == 0 and _is_float(c.text)
+            }
+        if wrapped and not self.ignore_wrapping:
+            raise ValueError(
+                f"{doc.path}: {len(wrapped)} path(s) use wrap objects, which mbjax does not model yet: "
+                f"{', '.join(wrapped)}. Pass ignore_wrapping=True to load straight-line paths."
+            )
+        if wrapped:
+            warnings.warn(
+                f"{doc.path}: wrapping ignored (straight lines) for {len(wrapped)} path(s): {', '.join(wrapped)}",
+                stacklevel=3,
+            )
+        return muscles, kinds, params, tuple(recorded), tuple(wrapped)
+
+    def _point(self, p):
+        doc = self.doc
+        if p.tag not in ("PathPoint", "ConditionalPathPoint", "MovingPathPoint"):
+            raise doc.error(p, "unsupported path point; supported PathPoint, ConditionalPathPoint, "
+                            "MovingPathPoint", NotImplementedError)
+        ref = _text(p, "socket_parent_frame") or _text(p, "body")
+        if ref is None:
+            raise doc.error(p, "path point without <socket_parent_frame>/<body>")
+        body, x_bf = self._resolve(p, ref)
+        loc = _floats(doc, p, "location", 3, default=[0, 0, 0])
+
+        def to_body(v):
+            return x_bf[:3, :3] @ v + x_bf[:3, 3]
+
+        name = p.get("name") or ""
+        if p.tag == "PathPoint":
+            return PathPoint(body, to_body(loc), name)
+        if p.tag == "ConditionalPathPoint":
+            cref = _text(p, "socket_coordinate") or _text(p, "coordinate")
+            if cref is None:
+                raise doc.error(p, "ConditionalPathPoint without coordinate")
+            c = cref.split("/")[-1]
+            if c not in self.coords.info:
+                raise doc.error(p, f"unknown coordinate {c!r}")
+            if self.coords.role(c) != "independent":
+                raise doc.error(p, f"ConditionalPathPoint on a {self.coords.role(c)} coordinate {c!r} is not "
+                                "supported", NotImplementedError)
+            rng = _floats(doc, p, "range", 2)
+            return ConditionalPathPoint(body, to_body(loc), name, coordinate=c, range=(rng[0], rng[1]))
+        if not np.allclose(x_bf, np.eye(4)):
+            raise doc.error(p, "MovingPathPoint on an offset frame is not supported", NotImplementedError)
+        fns = []
+        for axis_i, comp in enumerate("xyz"):
+            holder = p.find(f"{comp}_location")
+            cref = _text(p, f"socket_{comp}_coordinate") or _text(p, f"{comp}_coordinate")
+            if holder is None:
+                fns.append(None)
+                continue
+            fel = _function_element(doc, holder)
+            data = _pp(doc, fel)
+            if cref is None or fel.tag == "Constant":
+                loc[axis_i] = float(data(np.asarray(0.0))[0])
+                fns.append(None)
+                continue
+            c = cref.split("/")[-1]
+            m = self.coords.map_of(doc, holder, c, data, fel.tag)
+            if isinstance(m, Constant):
+                loc[axis_i] = float(m.constant[0])
+                fns.append(None)
+            else:
+                fns.append(m)
+        return MovingPathPoint(body, loc, name, functions=tuple(fns))
+
+    def _info(self, indep, recorded, wrapped):
+        info = self.coords.info
+        return OsimInfo(
+            default=jnp.asarray([info[c]["default"] for c in indep], dtype=float),
+            lower=jnp.asarray([info[c]["range"][0] for c in indep], dtype=float),
+            upper=jnp.asarray([info[c]["range"][1] for c in indep], dtype=float),
+            clamped=tuple(info[c]["clamped"] for c in indep),
+            source=self.doc.path,
+            version=self.version,
+            roles=tuple((c, self.coords.role(c)) for c in self.coords.order),
+            motion_types=tuple(info[c]["motion_type"] for c in indep),
+            recorded_forces=tuple(recorded),
+            wrapping_ignored=tuple(wrapped),
+        )
+
+
+def _is_float(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def load_osim(path, ignore_wrapping: bool = False, couplings=None):
+    """Load an OpenSim ``.osim`` model (3.x or 4.x XML) as an mbjax :class:`~mbjax.Model`.
+
+    Muscle paths go to ``model.extras["muscles"]``, coordinate metadata to ``model.extras["osim"]``.
+    See the module docstring for the mapping and what is refused.  ``couplings`` (advanced) maps a
+    coordinate name to an :class:`~mbjax.maps.Affine` of independent coordinates that replaces
+    (or adds) its coupler: the multi-coordinate rhythms OpenSim's couplers cannot express.
+    """
+    return _Loader(path, ignore_wrapping, couplings).build()
+
+
+def default_pose(model):
+    """The OpenSim default coordinate values of an imported model, ``(nq,)``."""
+    return model.extras["osim"].default

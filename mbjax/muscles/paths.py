@@ -1,0 +1,366 @@
+"""Musculotendon paths: attachment sequences Γ_k and path points (Ehsani §4-2-1, Definition 2).
+
+A path is an ordered list of points, each fixed in a body frame (the ground included, body index
+``-1``).  Three kinds of point exist, as in OpenSim:
+
+* **fixed** points (``PathPoint``, via points): a constant location in the body frame;
+* **moving** points (``MovingPathPoint``): some location components are joint maps of the
+  coordinates (any :class:`~mbjax.maps.AbstractJointMap` family, so their ∇ and Hessian are closed
+  form).  Holzbaur's "moving via points" modelled as zero-inertia bodies are the same thing;
+* **conditional** points (``ConditionalPathPoint``): active only while one coordinate lies in a
+  closed range ``[lo, hi]``.  The path length is continuous when such a point switches only if the
+  point lies on the straight segment it replaces; in general L(q) has a kink (or a jump) at the
+  range ends, and moment arms there are one-sided.  Everything here is evaluated with the point
+  set active at ``q`` (OpenSim's convention), i.e. we differentiate the piecewise-smooth branch.
+
+All muscles are stored **padded and index based** in one :class:`MusclePaths` module — points
+``(nm, P, 3)``, body indices and activity tables as static tuples — so lengths and moment arms of
+every muscle are evaluated by one vectorised kernel, never a Python loop over muscles.
+The model carries it in ``model.extras["muscles"]`` (see :func:`with_muscles`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Sequence
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .._kinematics import body_poses
+from .._model import GROUND, Model
+from ..maps._base import AbstractJointMap, local_index
+
+
+@dataclasses.dataclass(frozen=True)
+class PathPoint:
+    """A point fixed in ``body`` (a body name or ``"ground"``) at ``location`` (body frame, m)."""
+
+    body: str
+    location: Sequence[float]
+    name: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ConditionalPathPoint(PathPoint):
+    """A fixed point that is part of the path only while ``coordinate ∈ [range[0], range[1]]``."""
+
+    coordinate: str = ""
+    range: tuple[float, float] = (-np.inf, np.inf)
+
+
+@dataclasses.dataclass(frozen=True)
+class MovingPathPoint(PathPoint):
+    """A point whose body-frame location components are joint maps of the coordinates.
+
+    ``functions`` is a 3-tuple; entry ``c`` is a single (unstacked) joint map giving component
+    ``c`` of the location, or ``None`` to keep ``location[c]``.
+    """
+
+    functions: tuple[Any, Any, Any] = (None, None, None)
+
+
+class MusclePaths(eqx.Module):
+    """All musculotendon paths of a model, padded to ``P`` points per muscle.
+
+    Array leaves (differentiable): ``location (nm, P, 3)`` (body frame), ``cond_range (nm, P, 2)``,
+    the stacked ``moving_maps`` and per-muscle ``parameters`` (dict of ``(nm,)`` arrays, e.g. the
+    OpenSim muscle properties).  Static: names, kinds, body indices (``-1`` = ground), validity,
+    conditional-coordinate indices and the slots that moving maps fill.
+    """
+
+    location: jnp.ndarray
+    cond_range: jnp.ndarray
+    moving_maps: tuple[AbstractJointMap, ...]
+    parameters: dict[str, jnp.ndarray]
+    names: tuple[str, ...] = eqx.field(static=True)
+    kinds: tuple[str, ...] = eqx.field(static=True)
+    body: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    valid: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
+    cond_coord: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    #: per moving-map family: ((muscle, point, component), ...) in stack order
+    moving_slots: tuple[tuple[tuple[int, int, int], ...], ...] = eqx.field(static=True)
+    #: per moving-map family: positions of each map's local inputs in q (padded)
+    moving_inputs: tuple[tuple[tuple[int, ...], ...], ...] = eqx.field(static=True)
+    point_names: tuple[tuple[str, ...], ...] = eqx.field(static=True)
+
+    @property
+    def n_muscles(self) -> int:
+        return len(self.names)
+
+    @property
+    def n_points(self) -> int:
+        return len(self.body[0]) if self.body else 0
+
+    def attachment_sequences(self) -> tuple[tuple[int, ...], ...]:
+        """Γ_k (Definition 2): bodies the path touches, in path order, consecutive repeats merged.
+
+        Ground is reported as ``-1`` (the seed's "0").
+        """
+        out = []
+        for bodies, valid in zip(self.body, self.valid):
+            seq: list[int] = []
+            for b, v in zip(bodies, valid):
+                if v and (not seq or seq[-1] != b):
+                    seq.append(b)
+            out.append(tuple(seq))
+        return tuple(out)
+
+    def membership(self) -> tuple[tuple[int, ...], ...]:
+        """Λ_i-style padded table: for each muscle the distinct non-ground bodies of Γ_k (Eq. 195).
+
+        Padded with ``-1`` to the widest muscle; shape ``(nm, G)``.
+        """
+        rows = []
+        for seq in self.attachment_sequences():
+            uniq = []
+            for b in seq:
+                if b >= 0 and b not in uniq:
+                    uniq.append(b)
+            rows.append(uniq)
+        width = max([len(r) for r in rows] + [1])
+        return tuple(tuple(r + [-1] * (width - len(r))) for r in rows)
+
+
+def build_paths(
+    body_names: Sequence[str],
+    coordinate_names: Sequence[str],
+    paths: Mapping[str, Sequence[PathPoint]],
+    kinds: Mapping[str, str] | None = None,
+    parameters: Mapping[str, Mapping[str, float]] | None = None,
+) -> MusclePaths:
+    """Pack named paths into one padded :class:`MusclePaths`.
+
+    ``paths`` maps a muscle name to its points (origin first).  ``parameters`` maps a muscle name to
+    a dict of scalar properties; missing properties of a muscle are stored as NaN.
+    """
+    body_names = tuple(body_names)
+    coordinate_names = tuple(coordinate_names)
+    names = tuple(paths)
+    if not names:
+        raise ValueError("build_paths: no paths given")
+    kinds = dict(kinds or {})
+    parameters = dict(parameters or {})
+    n_pts = max(len(p) for p in paths.values())
+    nm = len(names)
+    location = np.zeros((nm, n_pts, 3))
+    cond_range = np.zeros((nm, n_pts, 2))
+    cond_range[..., 0] = -np.inf
+    cond_range[..., 1] = np.inf
+    body = np.full((nm, n_pts), -1, dtype=int)
+    valid = np.zeros((nm, n_pts), dtype=bool)
+    cond = np.full((nm, n_pts), -1, dtype=int)
+    point_names = [[""] * n_pts for _ in range(nm)]
+    moving: dict[Any, list[tuple[tuple[int, int, int], AbstractJointMap]]] = {}
+    for m, name in enumerate(names):
+        pts = paths[name]
+        if len(pts) < 2:
+            raise ValueError(f"muscle {name!r}: a path needs at least 2 points, got {len(pts)}")
+        for p, pt in enumerate(pts):
+            if not isinstance(pt, PathPoint):
+                raise ValueError(f"muscle {name!r}: point {p} is not a PathPoint: {pt!r}")
+            if pt.body == GROUND:
+                body[m, p] = -1
+            elif pt.body in body_names:
+                body[m, p] = body_names.index(pt.body)
+            else:
+                raise ValueError(
+                    f"muscle {name!r}: point {p} ({pt.name or 'unnamed'}) is on unknown body "
+                    f"{pt.body!r}; bodies are {('ground',) + body_names}"
+                )
+            loc = np.asarray(pt.location, dtype=float)
+            if loc.shape != (3,) or not np.all(np.isfinite(loc)):
+                raise ValueError(f"muscle {name!r}: point {p} location must be a finite 3-vector, got {loc!r}")
+            location[m, p] = loc
+            valid[m, p] = True
+            point_names[m][p] = pt.name
+            if isinstance(pt, ConditionalPathPoint):
+                if pt.coordinate not in coordinate_names:
+                    raise ValueError(
+                        f"muscle {name!r}: conditional point {pt.name!r} reads coordinate "
+                        f"{pt.coordinate!r}, not one of {coordinate_names}"
+                    )
+                lo, hi = float(pt.range[0]), float(pt.range[1])
+                if not lo <= hi:
+                    raise ValueError(f"muscle {name!r}: conditional point {pt.name!r} has range {pt.range} with lo > hi")
+                cond[m, p] = coordinate_names.index(pt.coordinate)
+                cond_range[m, p] = (lo, hi)
+            if isinstance(pt, MovingPathPoint):
+                if len(pt.functions) != 3:
+                    raise ValueError(f"muscle {name!r}: moving point {pt.name!r} needs 3 location functions")
+                for c, fn in enumerate(pt.functions):
+                    if fn is None:
+                        continue
+                    if not isinstance(fn, AbstractJointMap) or fn.n_maps != 1:
+                        raise ValueError(
+                            f"muscle {name!r}: moving point {pt.name!r} component {c} must be a single joint map"
+                        )
+                    moving.setdefault(fn.group_key(), []).append(((m, p, c), fn))
+    maps, slots, inputs = [], [], []
+    for entries in moving.values():
+        family = type(entries[0][1])
+        stacked = family.stack([fn for _, fn in entries])
+        maps.append(stacked)
+        slots.append(tuple(s for s, _ in entries))
+        idx = local_index(stacked.coordinates, coordinate_names, stacked.width)
+        inputs.append(tuple(tuple(int(v) for v in row) for row in idx))
+    keys = sorted({k for v in parameters.values() for k in v})
+    params = {
+        k: jnp.asarray([float(parameters.get(n, {}).get(k, np.nan)) for n in names], dtype=float)
+        for k in keys
+    }
+    return MusclePaths(
+        location=jnp.asarray(location),
+        cond_range=jnp.asarray(cond_range),
+        moving_maps=tuple(maps),
+        parameters=params,
+        names=names,
+        kinds=tuple(kinds.get(n, "path") for n in names),
+        body=tuple(tuple(int(b) for b in row) for row in body),
+        valid=tuple(tuple(bool(v) for v in row) for row in valid),
+        cond_coord=tuple(tuple(int(c) for c in row) for row in cond),
+        moving_slots=tuple(slots),
+        moving_inputs=tuple(inputs),
+        point_names=tuple(tuple(r) for r in point_names),
+    )
+
+
+def with_muscles(model: Model, paths: MusclePaths | Mapping[str, Sequence[PathPoint]], **kwargs) -> Model:
+    """A copy of ``model`` whose ``extras["muscles"]`` holds ``paths`` (built with :func:`build_paths`)."""
+    if not isinstance(paths, MusclePaths):
+        paths = build_paths(model.body_names, model.coordinate_names, paths, **kwargs)
+    nb = model.n_bodies
+    for name, row in zip(paths.names, paths.body):
+        if any(b >= nb for b in row):
+            raise ValueError(f"muscle {name!r}: body index out of range for this model ({nb} bodies)")
+    extras = dict(model.extras)
+    extras["muscles"] = paths
+    return eqx.tree_at(lambda m: m.extras, model, extras)
+
+
+def get_paths(model: Model) -> MusclePaths:
+    paths = model.extras.get("muscles")
+    if not isinstance(paths, MusclePaths):
+        raise ValueError("model has no musculotendon paths (model.extras['muscles']); use with_muscles()")
+    return paths
+
+
+# --------------------------------------------------------------------------------------------
+# evaluation kernels (one pose, all muscles at once)
+# --------------------------------------------------------------------------------------------
+
+
+class PathState(eqx.Module):
+    """Everything the length and moment-arm kernels share at one pose.
+
+    ``local (nm, P, 3)`` body-frame locations, ``d_local (nm, P, 3, nq)`` their q-derivatives
+    (non-zero only for moving points), ``world (nm, P, 3)`` positions, ``active (nm, P)``,
+    ``nxt (nm, P)`` index of the next active point, ``seg (nm, P)`` segment p→nxt exists,
+    ``unit (nm, P, 3)`` unit vector of that segment, ``seg_len (nm, P)``, ``force (nm, P, 3)`` the
+    net unit-tension force f_p = e_out - e_in that the path applies at each point (world frame),
+    the body poses ``poses (nb + 1, 4, 4)`` with ground appended last and each point's body
+    rotation ``rot (nm, P, 3, 3)``.
+    """
+
+    local: jnp.ndarray
+    d_local: jnp.ndarray
+    world: jnp.ndarray
+    active: jnp.ndarray
+    nxt: jnp.ndarray
+    seg: jnp.ndarray
+    unit: jnp.ndarray
+    seg_len: jnp.ndarray
+    force: jnp.ndarray
+    poses: jnp.ndarray
+    rot: jnp.ndarray
+
+
+def _locations(paths: MusclePaths, q, derivatives: bool):
+    """Body-frame point locations with moving components filled in (and their q-derivatives).
+
+    Scatters use static one-hot matrices (dense contractions vectorise better than scatters
+    under ``vmap`` on CPU).
+    """
+    loc = paths.location.astype(q.dtype)
+    nm, npt, _ = loc.shape
+    nq = q.shape[0]
+    d_loc = jnp.zeros((nm, npt, 3, nq), q.dtype) if derivatives else None
+    for family, slots, inputs in zip(paths.moving_maps, paths.moving_slots, paths.moving_inputs):
+        idx = np.asarray(slots, dtype=np.int64)
+        inp = np.asarray(inputs, dtype=np.int64)
+        n = idx.shape[0]
+        place = np.zeros((n, nm, npt, 3))
+        place[np.arange(n), idx[:, 0], idx[:, 1], idx[:, 2]] = 1.0
+        keep = 1.0 - place.sum(0)
+        f, g, _ = family.local(q[inp])
+        loc = loc * jnp.asarray(keep, q.dtype) + jnp.einsum("n,nmpc->mpc", f.astype(q.dtype), jnp.asarray(place, q.dtype))
+        if derivatives:
+            to_q = np.zeros(inp.shape + (nq,))
+            for k in range(inp.shape[1]):
+                to_q[np.arange(n), k, inp[:, k]] = 1.0
+            if family.width < inp.shape[1]:
+                to_q[:, family.width:] = 0.0
+            grad = jnp.einsum("nk,nkq->nq", g.astype(q.dtype), jnp.asarray(to_q[:, : g.shape[1]], q.dtype))
+            d_loc = d_loc + jnp.einsum("nq,nmpc->mpcq", grad, jnp.asarray(place, q.dtype))
+    return loc, d_loc
+
+
+def _active(paths: MusclePaths, q):
+    valid = jnp.asarray(np.asarray(paths.valid, dtype=bool))
+    cond = np.asarray(paths.cond_coord, dtype=np.int32)
+    qc = q[np.maximum(cond, 0)]
+    lo, hi = paths.cond_range[..., 0], paths.cond_range[..., 1]
+    inside = (qc >= lo) & (qc <= hi)
+    return valid & jnp.where(jnp.asarray(cond >= 0), inside, True)
+
+
+def _safe_norm(d):
+    sq = jnp.sum(d * d, axis=-1)
+    pos = sq > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
+
+
+def path_state(model: Model, q, derivatives: bool = True) -> PathState:
+    """Evaluate all path points, active sets and segment geometry at one pose ``q``."""
+    paths = get_paths(model)
+    q = jnp.asarray(q)
+    poses = body_poses(model, q)
+    dtype = poses.dtype
+    q = q.astype(dtype)
+    poses = jnp.concatenate([poses, jnp.eye(4, dtype=dtype)[None]], 0)  # ground = index nb (= -1)
+    body = np.asarray(paths.body, dtype=np.int32)
+    bidx = np.where(body < 0, model.n_bodies, body)
+    loc, d_loc = _locations(paths, q, derivatives)
+    sel = np.zeros(body.shape + (poses.shape[0],))
+    np.put_along_axis(sel, bidx[..., None], 1.0, axis=-1)
+    sel = jnp.asarray(sel, dtype)  # static one-hot (nm, P, nb + 1)
+    rot_p = jnp.einsum("mpb,bac->mpac", sel, poses[:, :3, :3])
+    world = jnp.einsum("mpac,mpc->mpa", rot_p, loc) + jnp.einsum("mpb,ba->mpa", sel, poses[:, :3, 3])
+    active = _active(paths, q)
+    npt = body.shape[1]
+    later = np.triu(np.ones((npt, npt), dtype=bool), k=1)  # [p, p'] = p' > p
+    cand = jnp.asarray(later)[None] & active[:, None, :]
+    has_next = jnp.any(cand, axis=-1)
+    nxt = jnp.argmax(cand, axis=-1)
+    seg = active & has_next
+    onehot = (nxt[..., None] == jnp.arange(npt)) & seg[..., None]  # [m, p, p'] segment p ends at p'
+    d = jnp.einsum("mpq,mqa->mpa", onehot.astype(dtype), world) - world
+    seg_len = jnp.where(seg, _safe_norm(d), 0.0)
+    safe_len = jnp.where(seg_len > 0, seg_len, 1.0)
+    unit = jnp.where((seg & (seg_len > 0))[..., None], d / safe_len[..., None], 0.0)
+    # net force of a unit tension at each point: e_out(p) - e_in(p)
+    e_in = jnp.einsum("mpq,mpc->mqc", onehot.astype(dtype), unit)
+    force = unit - e_in
+    return PathState(loc, d_loc, world, active, nxt, seg, unit, seg_len, force, poses, rot_p)
+
+
+def muscle_lengths(model: Model, q) -> jnp.ndarray:
+    """Musculotendon path lengths L(q) ``(nm,)``: sums of straight segments between active points."""
+    return jnp.sum(path_state(model, q, derivatives=False).seg_len, axis=-1)
+
+
+def path_points(model: Model, q):
+    """World positions ``(nm, P, 3)`` of every path point and the active mask ``(nm, P)``."""
+    st = path_state(model, q, derivatives=False)
+    return st.world, st.active

@@ -1,0 +1,213 @@
+"""mbjax vs OpenSim itself (marker ``validation``; needs ``pip install opensim``, 4.6 used here).
+
+Body transforms, muscle lengths and moment arms of arm26 and MoBL (wrap sets removed in a
+temporary copy, since mbjax does not model wrapping yet) over pose grids.  Moment arms are
+compared with central differences of OpenSim's ``getLength`` along the coupler-constraint manifold
+(OpenSim's ``computeMomentArm`` is wrong for coupled coordinates, opensim-core #3805), and with
+``computeMomentArm`` itself for arm26 (no couplers).  Function evaluation is compared with
+OpenSim's own SimmSpline / PiecewiseLinearFunction / PolynomialFunction /
+MultivariatePolynomialFunction objects.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+
+pytestmark = pytest.mark.validation
+osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
+
+from mbjax.io import load_osim  # noqa: E402
+from mbjax.io._osim_functions import (  # noqa: E402
+    MultivariatePolynomial,
+    pp_piecewise_linear,
+    pp_polynomial,
+    pp_simm_spline,
+)
+from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
+
+DATA = "/work/shared/data/osim"
+ARM26 = os.path.join(DATA, "arm26.osim")
+MOBL = os.path.join(DATA, "MOBL_ARMS_fixed_41-ignoreTendonCompl.osim")
+
+
+def strip_wrapping(src, dst):
+    """Copy of an .osim file with every PathWrapSet emptied (straight-line paths)."""
+    text = open(src).read()
+    text = re.sub(r"<PathWrapSet>.*?</PathWrapSet>", "<PathWrapSet><objects /><groups /></PathWrapSet>", text,
+                  flags=re.S)
+    text = re.sub(r"<PathWrapSet\s*/>", "", text)
+    with open(dst, "w") as fh:
+        fh.write(text)
+    return dst
+
+
+class OpenSimOracle:
+    """Sets independent coordinates, fills coupled ones from OpenSim's own coupler functions."""
+
+    def __init__(self, path):
+        self.model = osim.Model(path)
+        self.state = self.model.initSystem()
+        cs = self.model.getCoordinateSet()
+        self.coords = {cs.get(i).getName(): cs.get(i) for i in range(cs.getSize())}
+        self.couplers = []
+        cons = self.model.getConstraintSet()
+        for i in range(cons.getSize()):
+            c = osim.CoordinateCouplerConstraint.safeDownCast(cons.get(i))
+            if c is None:
+                continue
+            names = c.getIndependentCoordinateNames()
+            self.couplers.append(
+                ([names.get(k) for k in range(names.getSize())], c.getDependentCoordinateName(),
+                 c.getFunction(), osim.PropertyHelper.getValueDouble(c.getPropertyByName("scale_factor")))
+            )
+        self.muscles = self.model.getMuscles()
+
+    def set(self, names, q):
+        for n, v in zip(names, q):
+            self.coords[n].setValue(self.state, float(v), False)
+        for indep, dep, fn, scale in self.couplers:
+            x = osim.Vector([self.coords[n].getValue(self.state) for n in indep])
+            self.coords[dep].setValue(self.state, scale * fn.calcValue(x), False)
+        self.model.realizePosition(self.state)
+
+    def lengths(self, names, q):
+        self.set(names, q)
+        return np.array([self.muscles.get(i).getLength(self.state) for i in range(self.muscles.getSize())])
+
+    def muscle_names(self):
+        return [self.muscles.get(i).getName() for i in range(self.muscles.getSize())]
+
+    def body_pose(self, name):
+        bs = self.model.getBodySet()
+        x = bs.get(name).getTransformInGround(self.state)
+        r = np.array([[x.R().get(i, j) for j in range(3)] for i in range(3)])
+        p = np.array([x.p().get(i) for i in range(3)])
+        return r, p
+
+    def fd_moment_arms(self, names, q, h=1e-5):
+        out = []
+        for k in range(len(q)):
+            dq = np.zeros(len(q))
+            dq[k] = h
+            out.append(-(self.lengths(names, q + dq) - self.lengths(names, q - dq)) / (2 * h))
+        self.set(names, q)
+        return np.array(out)
+
+
+def _poses(model, n, seed, span=0.8):
+    """Random poses inside the coordinate ranges (shrunk) around the defaults."""
+    info = model.extras["osim"]
+    lo = np.maximum(np.asarray(info.lower), -3.0)
+    hi = np.minimum(np.asarray(info.upper), 3.0)
+    mid = 0.5 * (lo + hi)
+    rng = np.random.default_rng(seed)
+    return mid + span * 0.5 * (hi - lo) * rng.uniform(-1, 1, size=(n, lo.size))
+
+
+def _compare(src, tmp_path, n_poses, seed, check_computed_moment_arm=False):
+    path = strip_wrapping(src, str(tmp_path / os.path.basename(src)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = load_osim(path)
+    oracle = OpenSimOracle(path)
+    names = model.coordinate_names
+    index = {n: i for i, n in enumerate(model.muscle_names)}
+    order = [index[n] for n in oracle.muscle_names()]
+    lengths = jax.jit(jax.vmap(muscle_lengths, in_axes=(None, 0)))
+    arms = jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))
+    qs = _poses(model, n_poses, seed)
+    ml = np.asarray(lengths(model, jnp.asarray(qs)))[:, order]
+    mr = np.asarray(arms(model, jnp.asarray(qs)))[:, :, order]
+    worst = dict(pose=0.0, length=0.0, arm=0.0, arm_cma=0.0)
+    from mbjax import body_poses
+
+    for q, l_mb, r_mb in zip(qs, ml, mr):
+        l_os = oracle.lengths(names, q)
+        worst["length"] = max(worst["length"], np.abs(l_os - l_mb).max())
+        poses = np.asarray(body_poses(model, jnp.asarray(q)))
+        for b in oracle.model.getBodySet():
+            r, p = oracle.body_pose(b.getName())
+            t = poses[model.body_index(b.getName())]
+            worst["pose"] = max(worst["pose"], np.abs(t[:3, :3] - r).max(), np.abs(t[:3, 3] - p).max())
+        r_fd = oracle.fd_moment_arms(names, q)
+        worst["arm"] = max(worst["arm"], np.abs(r_fd - r_mb).max())
+        if check_computed_moment_arm:
+            oracle.set(names, q)
+            for k, c in enumerate(names):
+                for m in range(oracle.muscles.getSize()):
+                    cma = oracle.muscles.get(m).computeMomentArm(oracle.state, oracle.coords[c])
+                    worst["arm_cma"] = max(worst["arm_cma"], abs(cma - r_mb[k, m]))
+    return worst
+
+
+def test_arm26_matches_opensim(tmp_path):
+    worst = _compare(ARM26, tmp_path, 12, 0, check_computed_moment_arm=True)
+    print("arm26 worst errors", worst)
+    assert worst["pose"] < 1e-12
+    assert worst["length"] < 1e-12
+    assert worst["arm"] < 1e-9  # central differences of OpenSim's lengths (h = 1e-5)
+    assert worst["arm_cma"] < 1e-9
+
+
+@pytest.mark.skipif(not os.path.exists(MOBL), reason=f"MoBL model not found at {MOBL} (non-commercial, not vendored)")
+def test_mobl_matches_opensim(tmp_path):
+    worst = _compare(MOBL, tmp_path, 6, 1)
+    print("MoBL worst errors", worst)
+    assert worst["pose"] < 1e-12
+    assert worst["length"] < 1e-12
+    assert worst["arm"] < 1e-9
+
+
+def _osim_spline(cls, x, y):
+    f = cls()
+    for a, b in zip(x, y):
+        f.addPoint(float(a), float(b))
+    return f
+
+
+def _osim_eval(f, xs):
+    out = []
+    for v in xs:
+        arg = osim.Vector(1, float(v))
+        out.append([f.calcValue(arg), f.calcDerivative(osim.StdVectorInt([0]), arg),
+                    f.calcDerivative(osim.StdVectorInt([0, 0]), arg)])
+    return np.array(out).T
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7])
+def test_functions_match_opensim(n):
+    rng = np.random.default_rng(n)
+    x = np.sort(rng.uniform(-2, 2, n))
+    y = rng.normal(size=n)
+    xs = np.linspace(-3, 3, 57)
+    xs = xs[np.min(np.abs(xs[:, None] - x[None]), axis=1) > 1e-6]  # PL derivative is one-sided at knots
+    for cls, pp in ((osim.SimmSpline, pp_simm_spline), (osim.PiecewiseLinearFunction, pp_piecewise_linear)):
+        ref = _osim_eval(_osim_spline(cls, x, y), xs)
+        mine = np.array(pp(x, y)(xs))
+        assert np.abs(mine - ref).max() < 1e-12
+    c = rng.normal(size=4)
+    ref = _osim_eval(osim.PolynomialFunction(osim.Vector(list(c))), xs)
+    assert np.abs(np.array(pp_polynomial(c)(xs)) - ref).max() < 1e-12
+
+
+def test_multivariate_polynomial_matches_opensim():
+    f = osim.MultivariatePolynomialFunction()
+    f.setDimension(3)
+    f.setOrder(2)
+    rng = np.random.default_rng(0)
+    coef = rng.normal(size=10)
+    f.setCoefficients(osim.Vector(list(coef)))
+    mp = MultivariatePolynomial(["a", "b", "c"], coef, 2)
+    for pt in rng.normal(size=(5, 3)):
+        ref = f.calcValue(osim.Vector(list(pt)))
+        assert abs(float(mp.local(jnp.asarray(pt)[None])[0][0]) - ref) < 1e-12
