@@ -1,0 +1,102 @@
+"""A ligament as a force element between two bodies of an mbjax ``Model`` (issue 7, item 6).
+
+The ligament's fibres (TPSM-n or MBM, a :class:`FibreSet`) are fixed in body A (tibia, integration
+side) and body B (femur).  Its wrench depends only on the two world poses; the generalized force is
+``Q = J_Aᵀ W_A + J_Bᵀ W_B`` with the world twist Jacobians of ``body_jacobians`` (rows
+``[ω; v at the world origin]``) and the wrenches ``[moment about the world origin; force]``, so that
+``Qᵀ δq`` is the virtual work of the fibre forces.  ``Q`` enters Eq. 198 as part of ``Q_ext``.
+The ligament stiffness is ``jax.jacfwd`` of the wrench with respect to a pose perturbation.
+Body index ``-1`` (or the name ``"ground"``) is the fixed world frame.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._kinematics import body_jacobians, body_poses
+from .._model import GROUND, Model
+from .._spatial import skew, transform
+from .fibres import FibreSet, ligament_energy, ligament_wrench
+
+
+class LigamentForce(eqx.Module):
+    """A discretised ligament from body ``body_a`` (fibre ends ``points_a``) to ``body_b``."""
+
+    fibres: FibreSet
+    body_a: int = eqx.field(static=True)
+    body_b: int = eqx.field(static=True)
+
+    @classmethod
+    def between(cls, model: Model, fibres: FibreSet, body_a, body_b) -> "LigamentForce":
+        """Attach ``fibres`` between bodies given by name (or ``"ground"``) or index."""
+
+        def index(b):
+            if isinstance(b, str):
+                if b == GROUND:
+                    return -1
+                if b not in model.body_names:
+                    raise ValueError(f"LigamentForce: body {b!r} not in the model's bodies {model.body_names}")
+                return model.body_index(b)
+            b = int(b)
+            if not -1 <= b < model.n_bodies:
+                raise ValueError(f"LigamentForce: body index {b} out of range [-1, {model.n_bodies})")
+            return b
+
+        a, b = index(body_a), index(body_b)
+        if a == b:
+            raise ValueError("LigamentForce: a ligament needs two different bodies")
+        return cls(fibres, a, b)
+
+
+def _pose(poses, i):
+    return jnp.eye(4, dtype=poses.dtype) if i < 0 else poses[i]
+
+
+def ligament_body_wrenches(model: Model, q, element: LigamentForce):
+    """World wrenches ``(W_A, W_B)``, each ``[moment about world origin; force]`` (6,)."""
+    poses = body_poses(model, q)
+    w_b = ligament_wrench(element.fibres, _pose(poses, element.body_a), _pose(poses, element.body_b))
+    return -w_b, w_b
+
+
+def ligament_generalized_forces(model: Model, q, element: LigamentForce):
+    """``Q = J_Aᵀ W_A + J_Bᵀ W_B`` (nq,): the ligament's contribution to the right side of Eq. 198."""
+    w_a, w_b = ligament_body_wrenches(model, q, element)
+    jac = body_jacobians(model, q)
+    out = jnp.zeros(model.n_coordinates, dtype=w_a.dtype)
+    if element.body_a >= 0:
+        out = out + jac[element.body_a].T @ w_a
+    if element.body_b >= 0:
+        out = out + jac[element.body_b].T @ w_b
+    return out
+
+
+def ligament_potential(model: Model, q, element: LigamentForce):
+    """Elastic energy (J) at ``q``; ``-∇_q`` of it equals ``ligament_generalized_forces``."""
+    poses = body_poses(model, q)
+    return ligament_energy(element.fibres, _pose(poses, element.body_a), _pose(poses, element.body_b))
+
+
+def twist_perturbation(xi):
+    """``exp`` of a world twist ``ξ = [ω; v]`` as a 4x4 transform (applied on the left of a pose)."""
+    rot = jax.scipy.linalg.expm(skew(xi[:3]))
+    return transform(rot, xi[3:])
+
+
+def ligament_stiffness(fibres: FibreSet, pose_a, pose_b):
+    """6x6 ``∂W_B/∂ξ_B``: the change of the wrench on B for a world twist displacement of B.
+
+    Computed by ``jax.jacfwd`` through the whole fibre sum (the MBM gives it fibre by fibre; here it
+    comes free for TPSM).  The negative is the usual (tangent) stiffness matrix.
+    """
+    def w(xi):
+        return ligament_wrench(fibres, pose_a, twist_perturbation(xi) @ pose_b)
+
+    return jax.jacfwd(w)(jnp.zeros(6, dtype=jnp.result_type(pose_b)))
+
+
+def generalized_stiffness(model: Model, q, element: LigamentForce):
+    """``K = -∂Q/∂q`` (nq, nq) by ``jax.jacfwd`` of the generalized forces."""
+    return -jax.jacfwd(ligament_generalized_forces, argnums=1)(model, q, element)
