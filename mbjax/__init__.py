@@ -37,3 +37,9 @@ from ._reactions import ReactionSpec as ReactionSpec
 from ._reactions import joint_reactions as joint_reactions
 from ._reactions import joint_reactions_classical as joint_reactions_classical
 from ._reactions import reaction_spec as reaction_spec
+from . import ligaments as ligaments
+from . import muscles as muscles
+from .muscles import moment_arms as moment_arms
+from .muscles import muscle_lengths as muscle_lengths
+from . import io as io
+from . import models as models
