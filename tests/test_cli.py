@@ -8,8 +8,9 @@ import sys
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from mbjax._data import shared_data
 
-ARM26 = "/work/shared/data/osim/arm26.osim"
+ARM26 = shared_data("osim", "arm26.osim")
 pytestmark = pytest.mark.skipif(not os.path.exists(ARM26), reason=f"{ARM26} not found")
 
 

@@ -27,8 +27,9 @@ from mbjax.io._osim_functions import (
     pp_simm_spline,
 )
 from mbjax.muscles import moment_arms, moment_arms_autodiff, muscle_lengths
+from mbjax._data import shared_data
 
-DATA = "/work/shared/data/osim"
+DATA = shared_data("osim")
 ARM26 = os.path.join(DATA, "arm26.osim")
 MOBL = os.path.join(DATA, "MOBL_ARMS_fixed_41-ignoreTendonCompl.osim")
 needs_arm26 = pytest.mark.skipif(not os.path.exists(ARM26), reason=f"{ARM26} not found")

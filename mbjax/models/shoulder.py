@@ -42,9 +42,10 @@ import numpy as np
 
 from ..io.osim import load_osim
 from ..maps.affine import Affine
+from mbjax._data import shared_data
 
-MOBL_PATH = "/work/shared/data/osim/MOBL_ARMS_fixed_41-ignoreTendonCompl.osim"
-DEGROOT_PATH = "/work/shared/data/degroot_brand_2001.json"
+MOBL_PATH = shared_data("osim", "MOBL_ARMS_fixed_41-ignoreTendonCompl.osim")
+DEGROOT_PATH = shared_data("degroot_brand_2001.json")
 MUSCLES = ("DELT1", "DELT2", "DELT3", "SUPSP", "INFSP", "SUBSC", "TMIN", "TMAJ",
            "PECM1", "PECM2", "PECM3", "LAT1", "LAT2", "LAT3")
 LEADERS = ("LAT1", "PECM3", "DELT1", "PECM1", "SUBSC", "DELT2")  # Table 5 group leaders

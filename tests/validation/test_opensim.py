@@ -34,8 +34,9 @@ from mbjax.io._osim_functions import (  # noqa: E402
     pp_simm_spline,
 )
 from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
+from mbjax._data import shared_data
 
-DATA = "/work/shared/data/osim"
+DATA = shared_data("osim")
 ARM26 = os.path.join(DATA, "arm26.osim")
 MOBL = os.path.join(DATA, "MOBL_ARMS_fixed_41-ignoreTendonCompl.osim")
 
