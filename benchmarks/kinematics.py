@@ -67,7 +67,9 @@ def main():
         kron = batched(lambda m, q: mbjax.pose_derivatives_kron(m, q)[2], 8)
 
         c_fast, t_fast = timed(fast, model, qs)
+        print(f"  [{nb} bodies] closed form: compile {c_fast:.1f} s, {1e6 * t_fast / args.poses:.2f} µs/pose", flush=True)
         c_auto, t_auto = timed(auto, model, qs)
+        print(f"  [{nb} bodies] autodiff: compile {c_auto:.1f} s, {1e6 * t_auto / args.poses:.2f} µs/pose", flush=True)
         c_kron, t_kron = timed(kron, model, qs[: args.kron_poses], repeat=1)
         per = lambda t, n: 1e6 * t / n
         pf, pa, pk = per(t_fast, args.poses), per(t_auto, args.poses), per(t_kron, args.kron_poses)

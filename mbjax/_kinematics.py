@@ -144,10 +144,19 @@ def body_poses(model: Model, q) -> jnp.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
+def _mm(a, b):
+    """Small matrix product over the last two axes as a broadcast multiply-and-sum.
+
+    XLA on CPU runs many tiny batched ``dot_general``s slowly; elementwise products fuse into one
+    loop instead (measured ~5x faster for the 4x4 products here under ``vmap``).
+    """
+    return jnp.sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)
+
+
 def _twists(model: Model, poses):
     """World joint twists S_j = T_j Â_j T_j⁻¹ as 4x4 matrices, ``(nb, 4, 4)``."""
     a_hat = joint_matrices(model)
-    return poses @ a_hat @ inverse_transform(poses)
+    return _mm(_mm(poses, a_hat), inverse_transform(poses))
 
 
 def pose_derivatives(model: Model, q, order: int = 2) -> PoseDerivatives:
@@ -159,9 +168,9 @@ def pose_derivatives(model: Model, q, order: int = 2) -> PoseDerivatives:
     anc = jnp.asarray(top.ancestor_mask(), poses.dtype)
     fq = jv.gradient  # (nb, nq)
     # 𝒥_i(l) = Σ_j A_ij S_j F_jl : (nb, nq, 4, 4)
-    sf = jnp.einsum("jab,jl->jlab", s, fq)
-    jac = jnp.einsum("ij,jlab->ilab", anc, sf)
-    d_pose = jnp.einsum("ilab,ibc->iacl", jac, poses)
+    sf = s[:, None] * fq[:, :, None, None]
+    jac = jnp.einsum("ij,jlab->ilab", anc, sf)  # constant mask: one large matmul under vmap
+    d_pose = jnp.moveaxis(_mm(jac, poses[:, None]), 1, -1)
     if order < 2:
         return PoseDerivatives(poses, d_pose, None)
     parents = top.parent_array()
@@ -169,16 +178,16 @@ def pose_derivatives(model: Model, q, order: int = 2) -> PoseDerivatives:
         (parents < 0)[:, None, None, None], 0.0, jac[np.maximum(parents, 0)]
     )  # 𝒥_pr(j)
     # κ_j(l, m)
-    cross = jnp.einsum("jmab,jlbc->jlmac", jac_parent, sf)  # 𝒥_pr(j)(m) S_j F_jl
-    ss = s @ s
+    cross = _mm(jac_parent[:, None, :], sf[:, :, None])  # (j, l, m): 𝒥_pr(j)(m) S_j F_jl
+    ss = _mm(s, s)
     kappa = (
         cross
         + jnp.swapaxes(cross, 1, 2)
-        + jnp.einsum("jab,jl,jm->jlmab", ss, fq, fq)
-        + jnp.einsum("jab,jlm->jlmab", s, jv.hessian)
+        + ss[:, None, None] * (fq[:, :, None] * fq[:, None, :])[..., None, None]
+        + s[:, None, None] * jv.hessian[..., None, None]
     )
     k_sum = jnp.einsum("ij,jlmab->ilmab", anc, kappa)
-    dd_pose = jnp.einsum("ilmab,ibc->iaclm", k_sum, poses)
+    dd_pose = jnp.moveaxis(_mm(k_sum, poses[:, None, None]), (1, 2), (-2, -1))
     return PoseDerivatives(poses, d_pose, dd_pose)
 
 
