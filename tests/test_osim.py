@@ -4,7 +4,6 @@ OpenSim itself is the oracle in ``tests/validation/test_opensim.py``; here the r
 SciPy, hand formulas and autodiff.
 """
 
-import os
 import warnings
 
 import equinox as eqx
@@ -12,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy.interpolate import CubicSpline
+from scipy.interpolate import CubicSpline, make_interp_spline
 
 import mbjax
 from mbjax.io import load_osim
@@ -20,6 +19,7 @@ from mbjax.io._osim_functions import (
     ComposedPolynomial,
     MultivariatePolynomial,
     PiecewisePolynomial,
+    pp_gcv_spline,
     pp_linear,
     pp_natural_spline,
     pp_piecewise_linear,
@@ -27,14 +27,19 @@ from mbjax.io._osim_functions import (
     pp_simm_spline,
 )
 from mbjax.muscles import moment_arms, moment_arms_autodiff, muscle_lengths
-from mbjax._data import shared_data
 
-DATA = shared_data("osim")
-ARM26 = os.path.join(DATA, "arm26.osim")
-MOBL = os.path.join(DATA, "MOBL_ARMS_fixed_41-ignoreTendonCompl.osim")
-needs_arm26 = pytest.mark.skipif(not os.path.exists(ARM26), reason=f"{ARM26} not found")
-needs_mobl = pytest.mark.skipif(
-    not os.path.exists(MOBL), reason=f"MoBL model not found at {MOBL} (non-commercial licence, not vendored)"
+from _osim_models import (
+    ARM26,
+    CHAIN_X,
+    CHAIN_Y,
+    COUPLED_MODEL,
+    GCV_X,
+    GCV_Y,
+    MOBL,
+    MULTI_COEF,
+    needs_arm26,
+    needs_mobl,
+    write_coupled_model,
 )
 
 
@@ -73,6 +78,98 @@ def test_simm_spline_properties():
     # two knots: the straight line
     f2, g2, _ = pp_simm_spline([0.0, 2.0], [1.0, 5.0])(np.array([-1.0, 1.0, 3.0]))
     assert np.allclose(f2, [-1.0, 3.0, 7.0]) and np.allclose(g2, 2.0)
+
+
+@pytest.mark.parametrize("half_order", [1, 2, 3, 4])
+def test_gcv_spline_is_the_natural_interpolating_spline(half_order):
+    """GCVSpline (error variance 0) vs SciPy's interpolating B-spline with natural end conditions.
+
+    Degree 2m-1, derivatives m … 2m-2 zero at both ends; outside the knots the polynomial of degree
+    m-1 continuing it (C^{m-1} at the end knots, m-th derivative zero).
+    """
+    m = half_order
+    rng = np.random.default_rng(m)
+    x = np.linspace(-2, 2, 11) + rng.uniform(-0.1, 0.1, 11)
+    y = np.sin(1.3 * x) + 0.05 * rng.normal(size=11)
+    bc = None if m == 1 else ([(r, 0.0) for r in range(m, 2 * m - 1)],) * 2
+    ref = make_interp_spline(x, y, k=2 * m - 1, bc_type=bc)
+    pp = pp_gcv_spline(x, y, m)
+    xs = np.linspace(x[0], x[-1], 301)
+    f, g, h = pp(xs)
+    assert np.abs(f - ref(xs)).max() < 1e-12
+    assert np.abs(g - ref(xs, 1)).max() < 1e-11
+    if m > 1:
+        assert np.abs(h - ref(xs, 2)).max() < 1e-10
+    # continuation: Taylor polynomial of degree m-1 at the end knots
+    for end, outside in ((x[0], x[0] - 0.7), (x[-1], x[-1] + 0.7)):
+        d = outside - end
+        got = pp(np.array(outside))
+        for r in (0, 1):  # value and slope of the continuation
+            taylor = sum(ref(end, r + j) * d**j / np.prod(np.arange(1, j + 1)) for j in range(m - r))
+            assert abs(got[r] - taylor) < 1e-10
+
+
+def test_gcv_spline_refusals(tmp_path):
+    with pytest.raises(ValueError, match="at least 6 knots"):
+        pp_gcv_spline([0, 1, 2, 3, 4], [0, 1, 0, 1, 0], 3)
+    smoothing = COUPLED_MODEL.replace("<error_variance>0</error_variance>", "<error_variance>0.01</error_variance>")
+    path = tmp_path / "smoothing.osim"
+    path.write_text(smoothing)
+    with pytest.raises(NotImplementedError, match=r"smoothing.osim:\d+: <GCVSpline name='function'>: GCVSpline with error_variance=0.01"):
+        load_osim(str(path))
+
+
+def test_coupled_model_chains_and_multi_coordinate_couplers(tmp_path):
+    """d1 = GCV(a), d2 = 1.5 S(d1) (a chain, listed before its first link), m = P(a, b).
+
+    Joint variables against a NumPy evaluation of the same functions (SciPy for the GCV spline),
+    gradients and Hessians against autodiff, moment arms against -jacfwd(lengths).
+    """
+    model = load_osim(write_coupled_model(tmp_path))
+    assert model.coordinate_names == ("a", "b", "c")
+    assert dict(model.extras["osim"].roles) == dict(a="independent", b="independent", d1="dependent",
+                                                     d2="dependent", m="dependent", c="independent")
+    gcv = make_interp_spline(GCV_X, GCV_Y, k=5, bc_type=([(3, 0.0), (4, 0.0)],) * 2)
+    rng = np.random.default_rng(0)
+    jv_fn = eqx.filter_jit(mbjax.joint_values)
+    for q in rng.uniform([-1.8, -1.2, -1.0], [1.8, 1.2, 1.0], size=(5, 3)):
+        a, b, c = q
+        d1 = gcv(a)
+        d2 = 1.5 * pp_simm_spline(CHAIN_X, CHAIN_Y)(np.array(d1))[0]  # <NaturalCubicSpline> = SimmSpline in OpenSim
+        mm = MULTI_COEF[0] + MULTI_COEF[1] * b + MULTI_COEF[2] * b**2 + MULTI_COEF[3] * a + MULTI_COEF[4] * a * b + MULTI_COEF[5] * a**2
+        rot2 = pp_simm_spline([-3, -1, 0, 1, 3], [-2.5, -0.9, 0, 1.1, 2.4])(np.array(d1))[0]
+        tr2 = pp_gcv_spline([-2, -1, 0, 1, 2], [-0.05, -0.02, 0, 0.03, 0.04], 2)(np.array(b))[0]
+        expected = {"link/cj/translation1": 0.1 * d2 + 0.02, "link/cj/translation2": tr2,
+                    "link/cj/rotation1": a, "link/cj/rotation2": rot2, "link": mm, "tip": c}
+        jv = jv_fn(model, jnp.asarray(q))
+        for name, value in expected.items():
+            assert abs(float(jv.value[model.body_index(name)]) - value) < 1e-12, name
+        f = lambda x: mbjax.joint_values(model, x).value  # noqa: E731
+        assert jnp.max(jnp.abs(jax.jacfwd(f)(jnp.asarray(q)) - jv.gradient)) < 1e-12
+        assert jnp.max(jnp.abs(jax.hessian(f)(jnp.asarray(q)) - jv.hessian)) < 1e-10
+        r = moment_arms(model, jnp.asarray(q))
+        assert jnp.max(jnp.abs(r - moment_arms_autodiff(model, jnp.asarray(q)))) < 1e-13
+
+
+@pytest.mark.parametrize(
+    "edit, error, match",
+    [
+        (("<independent_coordinate_names>a</independent_coordinate_names>",
+          "<independent_coordinate_names>d2</independent_coordinate_names>"),
+         ValueError, r"circular chain of coordinate couplers: d2 -> d1 -> d2|d1 -> d2 -> d1"),
+        (("<independent_coordinate_names>a b</independent_coordinate_names>",
+          "<independent_coordinate_names>a d1</independent_coordinate_names>"),
+         NotImplementedError, r"MultivariatePolynomialFunction coupler of the dependent coordinate 'd1'"),
+        (("<independent_coordinate_names>d1</independent_coordinate_names>",
+          "<independent_coordinate_names>d1 b</independent_coordinate_names>"),
+         ValueError, r"<CoordinateCouplerConstraint name='chain_second'>: a NaturalCubicSpline reads one coordinate"),
+    ],
+)
+def test_coupler_errors_name_the_constraint(tmp_path, edit, error, match):
+    path = tmp_path / "bad_coupler.osim"
+    path.write_text(COUPLED_MODEL.replace(*edit))
+    with pytest.raises(error, match=match):
+        load_osim(str(path))
 
 
 def test_piecewise_linear_and_polynomial_by_hand():

@@ -9,8 +9,13 @@ all: pieces ``[t_j, t_{j+1})`` with ``f(x) = Σ_d c_jd (x - a_j)^d``, closed-for
 * ``SimmSpline``: SIMM's cubic spline (Forsythe-Malcolm-Moler ``spline`` routine: end conditions
   match the third derivative of the cubics through the first/last four knots; 2 knots = a line),
   linear continuation with the end slopes ``b_0``/``b_{n-1}`` outside the knots,
-* ``NaturalCubicSpline``: natural end conditions (``c_0 = c_{n-1} = 0``), same continuation,
+* ``NaturalCubicSpline``: OpenSim 4.x reads this tag as an alias of ``SimmSpline`` and evaluates it
+  with SIMM's end conditions, so the importer does too (:func:`pp_natural_spline`, a true natural
+  spline with the same continuation, stays available and is tested against SciPy),
 * ``PiecewiseLinearFunction``: segment slopes, continued with the first/last slope,
+* ``GCVSpline`` (``error_variance = 0``): Woltring's natural interpolating spline of degree
+  ``2·half_order - 1``, continued by the polynomial of degree ``half_order - 1`` that OpenSim
+  evaluates outside the knots (a smoothing GCVSpline, ``error_variance > 0``, is refused),
 * ``MultiplierFunction``: ``scale ·`` any of the above.
 
 Coefficients are computed in NumPy float64 at load time with OpenSim's algorithms (rewritten here
@@ -20,8 +25,8 @@ array leaves (differentiable); knots are too, but a gradient with respect to the
 re-run the spline fit.
 
 A coordinate eliminated by a ``CoordinateCouplerConstraint`` becomes a map of the independent
-coordinate; a function of it is then :class:`ComposedPolynomial` = outer ∘ inner, chain rule in
-closed form.  :class:`MultivariatePolynomial` covers OpenSim's ``MultivariatePolynomialFunction``.
+coordinates (one or several, or through a chain of couplers); a function of it is then
+:class:`ComposedPolynomial` = outer ∘ inner, chain rule in closed form.  :class:`MultivariatePolynomial` covers OpenSim's ``MultivariatePolynomialFunction``.
 """
 
 from __future__ import annotations
@@ -125,6 +130,66 @@ def natural_spline_coefficients(x, y):
     return b, c, d
 
 
+def gcv_spline_pieces(x, y, half_order: int):
+    """Power-form pieces of OpenSim's ``GCVSpline`` with ``error_variance = 0``.
+
+    Woltring's GCVSPL with a zero error variance returns the **interpolating natural spline** of
+    degree ``2m - 1`` (``m = half_order``): a polynomial of degree ``2m - 1`` on every knot
+    interval, ``C^{2m-2}`` at interior knots, derivatives ``m … 2m-2`` zero at both end knots,
+    and a polynomial of degree ``m - 1`` outside ``[x_0, x_{n-1}]`` (its Taylor expansion at the
+    end knot; OpenSim evaluates exactly this there).  OpenSim requires ``n >= 2m`` knots.
+
+    The interpolation conditions are solved as one dense linear system in the interval-local
+    variable ``s = (x - x_k) / h_k`` (well conditioned for any knot spacing), then rescaled to
+    powers of ``x - x_k``.  Returns ``(b (n-1, 2m), left (m,), right (m,))``: piece coefficients
+    and the Taylor coefficients of the two polynomial continuations.
+    """
+    x, y = _check_knots(x, y, "GCVSpline")
+    m = int(half_order)
+    if not 1 <= m <= 4:
+        raise ValueError(f"GCVSpline: half_order must be 1, 2, 3 or 4 (degree 1, 3, 5, 7), got {half_order}")
+    n = x.size
+    if n < 2 * m:
+        raise ValueError(f"GCVSpline: degree {2 * m - 1} needs at least {2 * m} knots, got {n}")
+    deg = 2 * m  # coefficients per piece
+    nk = n - 1
+    h = np.diff(x)
+
+    def drow(r, s):
+        """Row of d^r/ds^r of [1, s, …, s^{deg-1}] at s."""
+        out = np.zeros(deg)
+        for d in range(r, deg):
+            out[d] = np.prod(np.arange(d - r + 1, d + 1)) * s ** (d - r)
+        return out
+
+    a = np.zeros((deg * nk, deg * nk))
+    rhs = np.zeros(deg * nk)
+    row = 0
+    for k in range(nk):
+        cols = slice(deg * k, deg * (k + 1))
+        a[row, cols] = drow(0, 0.0)
+        rhs[row] = y[k]
+        a[row + 1, cols] = drow(0, 1.0)
+        rhs[row + 1] = y[k + 1]
+        row += 2
+    for k in range(nk - 1):  # continuity of derivatives 1 … 2m-2 at knot k+1 (x-derivatives times h_k^r)
+        for r in range(1, deg - 1):
+            a[row, deg * k: deg * (k + 1)] = drow(r, 1.0)
+            a[row, deg * (k + 1): deg * (k + 2)] = -drow(r, 0.0) * (h[k] / h[k + 1]) ** r
+            row += 1
+    for r in range(m, deg - 1):  # natural end conditions
+        a[row, 0:deg] = drow(r, 0.0)
+        a[row + 1, deg * (nk - 1):] = drow(r, 1.0)
+        row += 2
+    assert row == deg * nk
+    coef_s = np.linalg.solve(a, rhs).reshape(nk, deg)
+    b = coef_s / h[:, None] ** np.arange(deg)  # powers of (x - x_k)
+    fact = np.array([float(np.prod(np.arange(1, r + 1))) for r in range(m)])
+    left = b[0, :m].copy()
+    right = np.array([drow(r, 1.0) @ coef_s[-1] / h[-1] ** r for r in range(m)]) / fact
+    return b, left, right
+
+
 # --------------------------------------------------------------------------------------------
 # piecewise polynomials (one family for every 1-D OpenSim function)
 # --------------------------------------------------------------------------------------------
@@ -190,6 +255,20 @@ def pp_simm_spline(x, y) -> PPData:
 def pp_natural_spline(x, y) -> PPData:
     x, y = _check_knots(x, y, "NaturalCubicSpline")
     return PPData(*_pp_from_cubic(x, y, *natural_spline_coefficients(x, y)))
+
+
+def pp_gcv_spline(x, y, half_order: int = 3) -> PPData:
+    """OpenSim ``GCVSpline`` (error variance 0): natural interpolating spline, see :func:`gcv_spline_pieces`."""
+    x, y = _check_knots(x, y, "GCVSpline")
+    b, left, right = gcv_spline_pieces(x, y, half_order)
+    n, deg = x.size, b.shape[1]
+    coef = np.zeros((n + 1, deg))
+    coef[0, : left.size] = left
+    coef[1:n] = b
+    coef[n, : right.size] = right
+    anchors = np.concatenate([[x[0]], x[:-1], [x[-1]]])
+    breaks = np.concatenate([x[:-1], [np.nextafter(x[-1], np.inf)]])
+    return PPData(breaks, anchors, coef)
 
 
 def pp_piecewise_linear(x, y) -> PPData:
@@ -284,42 +363,48 @@ class PiecewisePolynomial(AbstractJointMap):
 
 
 class ComposedPolynomial(AbstractJointMap):
-    """``f(q) = outer(inner(q_c))``: a function of a coupled (eliminated) coordinate (Eq. 75's f_i).
+    """``f(q) = outer(inner(q))``: a function of a coupled (eliminated) coordinate (Eq. 75's f_i).
 
-    Chain rule in closed form: f' = o'(u) u',  f'' = o''(u) u'² + o'(u) u''.
+    ``outer`` is a 1-D :class:`PiecewisePolynomial`; ``inner`` is the eliminated coordinate as a
+    map of the independent ones: a :class:`PiecewisePolynomial` (one-coordinate coupler), a
+    :class:`MultivariatePolynomial` (coupler with several independent coordinates), an
+    :class:`~mbjax.maps.Affine`, or another ``ComposedPolynomial`` (a chain of couplers).
+    Chain rule in closed form: ∇f = o'(u) ∇u,  H = o''(u) ∇u ∇uᵀ + o'(u) H_u.
     """
 
     outer: PiecewisePolynomial
-    inner: PiecewisePolynomial
+    inner: AbstractJointMap
     coordinates: tuple[tuple[str, ...], ...] = eqx.field(static=True)
-    arity: ClassVar[int | None] = 1
+    arity: ClassVar[int | None] = None
 
-    def __init__(self, outer: PiecewisePolynomial, inner: PiecewisePolynomial):
+    def __init__(self, outer: PiecewisePolynomial, inner: AbstractJointMap):
+        if outer.n_maps != inner.n_maps:
+            raise ValueError(f"ComposedPolynomial: {outer.n_maps} outer maps but {inner.n_maps} inner maps")
         self.outer = outer
         self.inner = inner
         self.coordinates = inner.coordinates
 
     def group_key(self):
-        return (type(self),)
+        return (type(self), self.inner.group_key())
 
     @classmethod
     def stack(cls, maps):
         maps = list(maps)
         if len(maps) == 1:
             return maps[0]
+        inner_cls = type(maps[0].inner)
         return cls(
-            PiecewisePolynomial.stack([m.outer for m in maps]), PiecewisePolynomial.stack([m.inner for m in maps])
+            PiecewisePolynomial.stack([m.outer for m in maps]), inner_cls.stack([m.inner for m in maps])
         )
 
     def select(self, index):
         return type(self)(self.outer.select(index), self.inner.select(index))
 
     def local(self, x):
-        u, du, ddu = self.inner.evaluate(x[:, 0])
+        u, du, ddu = self.inner.local(x)
         f, df, ddf = self.outer.evaluate(u)
-        k = x.shape[1]
-        grad = jnp.zeros((f.shape[0], k), f.dtype).at[:, 0].set(df * du)
-        hess = jnp.zeros((f.shape[0], k, k), f.dtype).at[:, 0, 0].set(ddf * du * du + df * ddu)
+        grad = df[:, None] * du
+        hess = ddf[:, None, None] * du[:, :, None] * du[:, None, :] + df[:, None, None] * ddu
         return f, grad, hess
 
 
@@ -360,12 +445,19 @@ class MultivariatePolynomial(AbstractJointMap):
     @classmethod
     def stack(cls, maps):
         maps = list(maps)
-        if len(maps) != 1:
+        if len(maps) == 1:
+            return maps[0]
+        if len({m.exponents for m in maps}) != 1:
             raise ValueError("MultivariatePolynomial maps stack only with equal exponent tables")
-        return maps[0]
+        coefficients = jnp.concatenate([m.coefficients for m in maps], 0)
+        coords = tuple(c for m in maps for c in m.coordinates)
+        return cls(None, None, 0, _stacked=(coefficients, maps[0].exponents, coords))
 
     def group_key(self):
-        return (type(self), self.exponents, id(self))
+        return (type(self), self.exponents)
+
+    def scaled(self, s: float) -> "MultivariatePolynomial":
+        return type(self)(None, None, 0, _stacked=(self.coefficients * s, self.exponents, self.coordinates))
 
     def local(self, x):
         e = np.asarray(self.exponents, dtype=float)  # (T, k)

@@ -16,8 +16,9 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   ``Constant``) is appended so that mbjax body frames equal OpenSim's; intermediate bodies are
   named ``"<body>/<joint>/<axis>"`` and have zero inertia.
 * Coordinates: a ``CoordinateCouplerConstraint`` eliminates its dependent coordinate, which
-  becomes ``scale · f(q_independent)``; a transform axis of it is the composed map
-  (``ComposedPolynomial``).  A ``locked`` coordinate is held at its default value (a constant).
+  becomes ``scale · f(q_independent)`` (one independent coordinate and any 1-D function, or
+  several with a ``MultivariatePolynomialFunction``; chains of couplers compose); a transform
+  axis of it is the composed map (``ComposedPolynomial``).  A ``locked`` coordinate is held at its default value (a constant).
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
   ``clamped`` and ``locked`` flags are kept in ``model.extras["osim"]`` (:class:`OsimInfo`).
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
@@ -59,8 +60,8 @@ from ._osim_functions import (
     PiecewisePolynomial,
     PPData,
     pp_constant,
+    pp_gcv_spline,
     pp_linear,
-    pp_natural_spline,
     pp_piecewise_linear,
     pp_polynomial,
     pp_simm_spline,
@@ -236,7 +237,9 @@ def _pp(doc, el) -> PPData:
         x = _floats(doc, el, "x")
         y = _floats(doc, el, "y")
         try:
-            return {"SimmSpline": pp_simm_spline, "NaturalCubicSpline": pp_natural_spline,
+            # OpenSim 4.x registers <NaturalCubicSpline> as an alias of SimmSpline and evaluates it
+            # with SIMM's end conditions, not natural ones (checked against opensim 4.6)
+            return {"SimmSpline": pp_simm_spline, "NaturalCubicSpline": pp_simm_spline,
                     "PiecewiseLinearFunction": pp_piecewise_linear}[tag](x, y)
         except ValueError as e:
             raise doc.error(el, str(e)) from None
@@ -248,33 +251,88 @@ def _pp(doc, el) -> PPData:
         inner = _function_element(doc, holder if holder is not None else el)
         return _pp(doc, inner).scaled(scale)
     if tag == "GCVSpline":
-        raise doc.error(
-            el,
-            "GCVSpline (Woltring's generalized cross-validation spline) is not supported yet; "
-            "supported: Constant, LinearFunction, SimmSpline, NaturalCubicSpline, "
-            "PiecewiseLinearFunction, PolynomialFunction, MultiplierFunction, MultivariatePolynomialFunction",
-            NotImplementedError,
-        )
+        x = _floats(doc, el, "x")
+        y = _floats(doc, el, "y")
+        half = _floats(doc, el, "half_order", 1, default=[3.0])[0]
+        variance = _floats(doc, el, "error_variance", 1, default=[0.0])[0]
+        if variance != 0.0:
+            raise doc.error(
+                el,
+                f"GCVSpline with error_variance={variance:g} is a smoothing spline whose smoothing parameter "
+                "OpenSim finds iteratively (GCVSPL mode 3); only error_variance=0 (interpolating natural "
+                "spline) is supported",
+                NotImplementedError,
+            )
+        if half != int(half):
+            raise doc.error(el, f"<half_order> must be an integer, got {half}")
+        try:
+            return pp_gcv_spline(x, y, int(half))
+        except ValueError as e:
+            raise doc.error(el, str(e)) from None
     raise doc.error(el, f"unsupported function type; supported: {FUNCTION_TYPES}", NotImplementedError)
 
 
 class _Coords:
-    """OpenSim coordinates -> mbjax maps (independent / dependent / locked)."""
+    """OpenSim coordinates -> mbjax maps (independent / dependent / locked).
+
+    A dependent (coupled) coordinate is resolved to a map of independent coordinates on first use:
+    one independent coordinate (any 1-D function), several (``MultivariatePolynomialFunction``), a
+    chain of couplers (the map of a dependent coordinate is composed with its coupler), or a
+    locked one (a constant).  Cycles are reported.
+    """
 
     def __init__(self):
         self.order: list[str] = []
         self.info: dict[str, dict] = {}
-        self.coupled: dict[str, tuple[str, PPData]] = {}
+        #: dependent name -> (constraint element, independent names, function element, scale)
+        #: or (None, None, caller-supplied inner map, None)
+        self.couplers: dict[str, tuple] = {}
+        self._resolved: dict[str, Any] = {}
+        self._resolving: list[str] = []
 
     def independent(self):
         return [c for c in self.order if self.role(c) == "independent"]
 
     def role(self, name):
-        if name in self.coupled:
+        if name in self.couplers:
             return "dependent"
         if self.info[name]["locked"]:
             return "locked"
         return "independent"
+
+    def inner_of(self, doc, dependent: str):
+        """The dependent coordinate as a (single) joint map of the independent coordinates."""
+        if dependent in self._resolved:
+            return self._resolved[dependent]
+        con, indep, fel, scale = self.couplers[dependent]
+        if dependent in self._resolving:
+            chain = " -> ".join(self._resolving + [dependent])
+            raise doc.error(con, f"circular chain of coordinate couplers: {chain}")
+        self._resolving.append(dependent)
+        if con is None:  # caller-supplied coupling
+            inner = fel
+        elif fel.tag == "MultivariatePolynomialFunction":
+            dim = int(_floats(doc, fel, "dimension", 1)[0])
+            order = int(_floats(doc, fel, "order", 1)[0])
+            if dim != len(indep):
+                raise doc.error(fel, f"dimension {dim} but the coupler names {len(indep)} independent "
+                                f"coordinates {indep}")
+            for c in indep:
+                if self.role(c) != "independent":
+                    raise doc.error(con, f"a MultivariatePolynomialFunction coupler of the {self.role(c)} "
+                                    f"coordinate {c!r} is not supported", NotImplementedError)
+            try:
+                inner = MultivariatePolynomial(indep, _floats(doc, fel, "coefficients"), order).scaled(scale)
+            except ValueError as e:
+                raise doc.error(fel, str(e)) from None
+        else:
+            if len(indep) != 1:
+                raise doc.error(con, f"a {fel.tag} reads one coordinate but the coupler names {len(indep)} "
+                                f"independent coordinates {indep} (use a MultivariatePolynomialFunction)")
+            inner = self.map_of(doc, con, indep[0], _pp(doc, fel).scaled(scale), "coupler")
+        self._resolving.pop()
+        self._resolved[dependent] = inner
+        return inner
 
     def map_of(self, doc, el, coordinate: str, outer: PPData, kind: str):
         """Joint map for ``outer(coordinate)`` resolved to the independent coordinates."""
@@ -284,25 +342,19 @@ class _Coords:
         if role == "independent":
             return PiecewisePolynomial(coordinate, outer, kind)
         if role == "locked":
-            x = self.info[coordinate]["default"]
-            f, _, _ = outer(np.asarray(x))
+            f, _, _ = outer(np.asarray(self.info[coordinate]["default"]))
             return Constant(float(f))
-        indep, inner = self.coupled[coordinate]
-        if isinstance(inner, Affine):  # a multi-coordinate linear coupling (see load_osim's couplings)
-            if outer.coef.shape[0] != 1 or outer.coef.shape[1] > 2:
-                raise doc.error(el, f"only linear functions of the coupled coordinate {coordinate!r} are "
-                                "supported with a multi-coordinate coupling", NotImplementedError)
-            c0 = float(outer.coef[0, 0] - (outer.coef[0, 1] * outer.anchors[0] if outer.coef.shape[1] > 1 else 0.0))
-            s = float(outer.coef[0, 1]) if outer.coef.shape[1] > 1 else 0.0
+        inner = self.inner_of(doc, coordinate)
+        if isinstance(inner, Constant):
+            f, _, _ = outer(np.asarray(float(inner.constant[0])))
+            return Constant(float(f))
+        if kind == "identity":  # the joint's own coordinate is the dependent one
+            return inner
+        if isinstance(inner, Affine) and outer.coef.shape[0] == 1 and outer.coef.shape[1] <= 2:
+            c = np.pad(outer.coef[0], (0, 2 - outer.coef.shape[1]))  # c0 + c1 (u - a)
+            c0, s = float(c[0] - c[1] * outer.anchors[0]), float(c[1])
             return Affine(inner.coordinates[0], s * np.asarray(inner.slope[0]), s * float(inner.offset[0]) + c0)
-        if self.role(indep) != "independent":
-            raise doc.error(
-                el, f"coordinate {coordinate!r} is coupled to {indep!r}, which is itself {self.role(indep)} "
-                "(chains of couplers are not supported)", NotImplementedError
-            )
-        return ComposedPolynomial(
-            PiecewisePolynomial("u", outer, kind), PiecewisePolynomial(indep, inner, "coupler")
-        )
+        return ComposedPolynomial(PiecewisePolynomial("u", outer, kind), inner)
 
 
 def _axis_map(doc, coords: _Coords, holder, coord_names: list[str]):
@@ -449,6 +501,8 @@ class _Loader:
         """Resolve a socket path (absolute, relative '..', or bare name) to (body, X_body_frame)."""
         ref = ref.strip()
         cands = [ref]
+        if ref in ("..", "../") and owner is not None and owner.tag in ("Body", "Ground"):
+            cands.append(self._owner_path(owner))  # a body-owned frame's parent is the body
         if ref.startswith("../") and owner is not None:
             cands.append(f"{self._owner_path(owner)}/{ref[3:]}")
             cands.append(ref[3:])
@@ -485,27 +539,33 @@ class _Loader:
         for con in cset.find("objects"):
             if con.tag != "CoordinateCouplerConstraint":
                 raise doc.error(con, "unsupported constraint (only CoordinateCouplerConstraint)", NotImplementedError)
-            if not _bool(con, "isEnforced", True) or not _bool(con, "isDisabled", False) is False:
+            if not _bool(con, "isEnforced", True) or _bool(con, "isDisabled", False):
                 continue
             indep = (_text(con, "independent_coordinate_names", "") or "").split()
             dep = _text(con, "dependent_coordinate_name")
-            if len(indep) != 1:
-                raise doc.error(con, f"couplers with {len(indep)} independent coordinates are not supported",
-                                NotImplementedError)
+            if not indep or dep is None:
+                raise doc.error(con, "coupler needs <independent_coordinate_names> and <dependent_coordinate_name>")
             for n in indep + [dep]:
                 if n not in self.coords.info:
                     raise doc.error(con, f"unknown coordinate {n!r}")
+            if dep in indep:
+                raise doc.error(con, f"coordinate {dep!r} is coupled to itself")
+            if dep in self.coords.couplers:
+                raise doc.error(con, f"coordinate {dep!r} is the dependent coordinate of two couplers")
             holder = con.find("coupled_coordinates_function")
             fel = _function_element(doc, holder if holder is not None else con)
             scale = float(_floats(doc, con, "scale_factor", 1, default=[1.0])[0])
-            self.coords.coupled[dep] = (indep[0], _pp(doc, fel).scaled(scale))
+            self.coords.couplers[dep] = (con, indep, fel, scale)
         for dep, inner in self.couplings.items():  # caller-supplied multi-coordinate couplings
             if dep not in self.coords.info:
                 raise ValueError(f"{doc.path}: coupling for unknown coordinate {dep!r}")
+            self.coords.couplers[dep] = (None, None, inner, None)
+        for dep, inner in self.couplings.items():
             for c in inner.coordinates[0]:
-                if c in self.coords.coupled or c not in self.coords.info:
+                if c not in self.coords.info or self.coords.role(c) != "independent":
                     raise ValueError(f"{doc.path}: coupling of {dep!r} reads {c!r}, which is not an independent coordinate")
-            self.coords.coupled[dep] = (None, inner)
+        for dep in list(self.coords.couplers):  # resolve now: errors surface at load, chains checked
+            self.coords.inner_of(doc, dep)
 
     def _joint_frames(self, j):
         doc = self.doc

@@ -5,14 +5,16 @@ temporary copy, since mbjax does not model wrapping yet) over pose grids.  Momen
 compared with central differences of OpenSim's ``getLength`` along the coupler-constraint manifold
 (OpenSim's ``computeMomentArm`` is wrong for coupled coordinates, opensim-core #3805), and with
 ``computeMomentArm`` itself for arm26 (no couplers).  Function evaluation is compared with
-OpenSim's own SimmSpline / PiecewiseLinearFunction / PolynomialFunction /
-MultivariatePolynomialFunction objects.
+OpenSim's own SimmSpline / GCVSpline / PiecewiseLinearFunction / PolynomialFunction /
+MultivariatePolynomialFunction objects; a synthetic model (``tests/_osim_models.py``) checks
+chains of couplers, a coupler with two independent coordinates (MultivariatePolynomialFunction),
+GCVSpline and NaturalCubicSpline (which OpenSim 4.x reads as a SimmSpline) transform axes, a
+body-owned offset frame and a moving path point on it.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 import warnings
 
@@ -29,27 +31,13 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 from mbjax.io import load_osim  # noqa: E402
 from mbjax.io._osim_functions import (  # noqa: E402
     MultivariatePolynomial,
+    pp_gcv_spline,
     pp_piecewise_linear,
     pp_polynomial,
     pp_simm_spline,
 )
 from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
-from mbjax._data import shared_data
-
-DATA = shared_data("osim")
-ARM26 = os.path.join(DATA, "arm26.osim")
-MOBL = os.path.join(DATA, "MOBL_ARMS_fixed_41-ignoreTendonCompl.osim")
-
-
-def strip_wrapping(src, dst):
-    """Copy of an .osim file with every PathWrapSet emptied (straight-line paths)."""
-    text = open(src).read()
-    text = re.sub(r"<PathWrapSet>.*?</PathWrapSet>", "<PathWrapSet><objects /><groups /></PathWrapSet>", text,
-                  flags=re.S)
-    text = re.sub(r"<PathWrapSet\s*/>", "", text)
-    with open(dst, "w") as fh:
-        fh.write(text)
-    return dst
+from _osim_models import ARM26, MOBL, strip_wrapping, write_coupled_model  # noqa: E402
 
 
 class OpenSimOracle:
@@ -76,9 +64,10 @@ class OpenSimOracle:
     def set(self, names, q):
         for n, v in zip(names, q):
             self.coords[n].setValue(self.state, float(v), False)
-        for indep, dep, fn, scale in self.couplers:
-            x = osim.Vector([self.coords[n].getValue(self.state) for n in indep])
-            self.coords[dep].setValue(self.state, scale * fn.calcValue(x), False)
+        for _ in self.couplers:  # repeated passes settle chains of couplers listed in any order
+            for indep, dep, fn, scale in self.couplers:
+                x = osim.Vector([self.coords[n].getValue(self.state) for n in indep])
+                self.coords[dep].setValue(self.state, scale * fn.calcValue(x), False)
         self.model.realizePosition(self.state)
 
     def lengths(self, names, q):
@@ -116,7 +105,7 @@ def _poses(model, n, seed, span=0.8):
 
 
 def _compare(src, tmp_path, n_poses, seed, check_computed_moment_arm=False):
-    path = strip_wrapping(src, str(tmp_path / os.path.basename(src)))
+    path = src if src.startswith(str(tmp_path)) else strip_wrapping(src, str(tmp_path / os.path.basename(src)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = load_osim(path)
@@ -212,3 +201,40 @@ def test_multivariate_polynomial_matches_opensim():
     for pt in rng.normal(size=(5, 3)):
         ref = f.calcValue(osim.Vector(list(pt)))
         assert abs(float(mp.local(jnp.asarray(pt)[None])[0][0]) - ref) < 1e-12
+
+
+def _load_xml_function(tmp_path, xml):
+    path = tmp_path / "function.xml"
+    path.write_text('<?xml version="1.0" encoding="UTF-8" ?>\n<OpenSimDocument Version="40600">' + xml
+                    + "</OpenSimDocument>")
+    return osim.Function.makeObjectFromFile(str(path))
+
+
+@pytest.mark.parametrize("half_order", [1, 2, 3, 4])
+def test_gcv_spline_matches_opensim(tmp_path, half_order):
+    """GCVSpline (error variance 0) inside and outside its knots, value and two derivatives."""
+    rng = np.random.default_rng(half_order)
+    worst = 0.0
+    for n in (2 * half_order, 9, 25):
+        x = np.linspace(-2, 2, n) + rng.uniform(-0.3, 0.3, n) * 4 / (n - 1)
+        y = np.sin(1.3 * x) + 0.2 * x**2 + 0.01 * rng.normal(size=n)
+        nums = lambda v: " ".join(repr(float(t)) for t in v)  # noqa: E731
+        f = osim.GCVSpline.safeDownCast(_load_xml_function(
+            tmp_path, f"<GCVSpline><half_order>{half_order}</half_order><error_variance>0</error_variance>"
+            f"<x>{nums(x)}</x><y>{nums(y)}</y></GCVSpline>"))
+        xs = np.linspace(-2.6, 2.6, 105)
+        ref = _osim_eval(f, xs)
+        mine = np.array(pp_gcv_spline(x, y, half_order)(xs))
+        worst = max(worst, (np.abs(mine - ref).max(axis=1) / np.maximum(np.abs(ref).max(axis=1), 1.0)).max())
+    print(f"GCVSpline half order {half_order}: worst relative difference {worst:.1e}")
+    assert worst < 1e-12
+
+
+def test_coupled_model_matches_opensim(tmp_path):
+    """Chained couplers, a two-coordinate coupler, GCVSpline axes, an offset frame: vs OpenSim."""
+    path = write_coupled_model(tmp_path)
+    worst = _compare(path, tmp_path, 8, 3)
+    print("coupled model worst errors", worst)
+    assert worst["pose"] < 1e-12
+    assert worst["length"] < 1e-12
+    assert worst["arm"] < 1e-9
