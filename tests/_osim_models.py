@@ -145,6 +145,23 @@ COUPLED_MODEL = f"""<?xml version="1.0" encoding="UTF-8" ?>
             <PathPoint name="insertion"><socket_parent_frame>/bodyset/tip</socket_parent_frame><location>0.01 -0.08 0.0</location></PathPoint>
           </objects></PathPointSet></GeometryPath>
         </Thelen2003Muscle>
+        <Millard2012EquilibriumMuscle name="moving">
+          <max_isometric_force>50</max_isometric_force>
+          <GeometryPath name="path"><PathPointSet><objects>
+            <PathPoint name="origin"><socket_parent_frame>/ground</socket_parent_frame><location>-0.05 0.02 0.04</location></PathPoint>
+            <MovingPathPoint name="slider">
+              <socket_parent_frame>/bodyset/link/tilted</socket_parent_frame>
+              <location>0 0 0</location>
+              <x_location><SimmSpline name="function"><x>-2 -1 0 1 2</x><y>0.01 0.02 0.035 0.03 0.02</y></SimmSpline></x_location>
+              <y_location><LinearFunction name="function"><coefficients>0.04 -0.06</coefficients></LinearFunction></y_location>
+              <z_location><Constant name="function"><value>0.015</value></Constant></z_location>
+              <socket_x_coordinate>/jointset/cj/d1</socket_x_coordinate>
+              <socket_y_coordinate>/jointset/cj/d1</socket_y_coordinate>
+              <socket_z_coordinate>/jointset/cj/d1</socket_z_coordinate>
+            </MovingPathPoint>
+            <PathPoint name="insertion"><socket_parent_frame>/bodyset/tip</socket_parent_frame><location>-0.01 -0.06 0.01</location></PathPoint>
+          </objects></PathPointSet></GeometryPath>
+        </Millard2012EquilibriumMuscle>
       </objects>
     </ForceSet>
   </Model>

@@ -17,6 +17,7 @@ import mbjax
 from mbjax.io import load_osim
 from mbjax.io._osim_functions import (
     ComposedPolynomial,
+    LinearCombination,
     MultivariatePolynomial,
     PiecewisePolynomial,
     pp_gcv_spline,
@@ -129,6 +130,7 @@ def test_coupled_model_chains_and_multi_coordinate_couplers(tmp_path):
     assert model.coordinate_names == ("a", "b", "c")
     assert dict(model.extras["osim"].roles) == dict(a="independent", b="independent", d1="dependent",
                                                      d2="dependent", m="dependent", c="independent")
+    assert model.muscle_names == ("mus", "moving")  # "moving": MovingPathPoint on a rotated offset frame
     gcv = make_interp_spline(GCV_X, GCV_Y, k=5, bc_type=([(3, 0.0), (4, 0.0)],) * 2)
     rng = np.random.default_rng(0)
     jv_fn = eqx.filter_jit(mbjax.joint_values)
@@ -208,6 +210,15 @@ def test_families_closed_form_vs_autodiff():
     val = lambda v: mp.local(v[None])[0][0]
     assert jnp.max(jnp.abs(jax.grad(val)(z[0]) - g[0])) < 1e-12
     assert jnp.max(jnp.abs(jax.hessian(val)(z[0]) - h[0])) < 1e-12
+    # a rotation-weighted sum of maps of different coordinates (MovingPathPoint on an offset frame)
+    lc = LinearCombination([comp, PiecewisePolynomial("b", pp_simm_spline(x, rng.normal(size=5))), mp],
+                           [0.3, -1.2, 0.7], 0.05)
+    assert lc.coordinates == (("a", "b"),)
+    z = jnp.asarray([[0.2, -0.4]])
+    f, g, h = lc.local(z)
+    val = lambda v: lc.local(v[None])[0][0]
+    assert jnp.max(jnp.abs(jax.grad(val)(z[0]) - g[0])) < 1e-12
+    assert jnp.max(jnp.abs(jax.hessian(val)(z[0]) - h[0])) < 1e-11
     # term order 1, y, y², x, xy, x² (OpenSim's)
     c = np.arange(1.0, 7.0)
     mp = MultivariatePolynomial(["x", "y"], c, 2)

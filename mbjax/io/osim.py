@@ -56,6 +56,7 @@ from ..muscles.paths import (
 )
 from ._osim_functions import (
     ComposedPolynomial,
+    LinearCombination,
     MultivariatePolynomial,
     PiecewisePolynomial,
     PPData,
@@ -799,9 +800,7 @@ class _Loader:
                                 "supported", NotImplementedError)
             rng = _floats(doc, p, "range", 2)
             return ConditionalPathPoint(body, to_body(loc), name, coordinate=c, range=(rng[0], rng[1]))
-        if not np.allclose(x_bf, np.eye(4)):
-            raise doc.error(p, "MovingPathPoint on an offset frame is not supported", NotImplementedError)
-        fns = []
+        fns = []  # per frame component: a joint map, or None (constant loc[c])
         for axis_i, comp in enumerate("xyz"):
             holder = p.find(f"{comp}_location")
             cref = _text(p, f"socket_{comp}_coordinate") or _text(p, f"{comp}_coordinate")
@@ -821,7 +820,20 @@ class _Loader:
                 fns.append(None)
             else:
                 fns.append(m)
-        return MovingPathPoint(body, loc, name, functions=tuple(fns))
+        if np.allclose(x_bf, np.eye(4), rtol=0.0, atol=0.0):
+            return MovingPathPoint(body, loc, name, functions=tuple(fns))
+        # on an offset frame: body component a = Σ_c R[a, c] loc_c(q) + p[a]
+        rot, shift = x_bf[:3, :3], x_bf[:3, 3]
+        const = np.array([0.0 if f is not None else loc[c] for c, f in enumerate(fns)])
+        body_loc = rot @ const + shift
+        body_fns = []
+        for a in range(3):
+            terms = [(rot[a, c], f) for c, f in enumerate(fns) if f is not None and rot[a, c] != 0.0]
+            if not terms:
+                body_fns.append(None)
+            else:
+                body_fns.append(LinearCombination([f for _, f in terms], [w for w, _ in terms], body_loc[a]))
+        return MovingPathPoint(body, body_loc, name, functions=tuple(body_fns))
 
     def _info(self, indep, recorded, wrapped):
         info = self.coords.info
