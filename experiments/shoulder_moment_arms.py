@@ -33,78 +33,11 @@ from tqdm import tqdm
 
 jax.config.update("jax_enable_x64", True)
 
+from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.models.shoulder import LEADERS, shoulder_model, trimmed_osim  # noqa: E402
 from mbjax.muscles import moment_arms  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "outputs", "shoulder_moment_arms")
-
-
-class OpenSimShoulder:
-    def __init__(self, path):
-        import opensim as osim
-
-        self.osim = osim
-        self.model = osim.Model(path)
-        self.state = self.model.initSystem()
-        cs = self.model.getCoordinateSet()
-        self.coords = {cs.get(i).getName(): cs.get(i) for i in range(cs.getSize())}
-        self.couplers = []
-        cons = self.model.getConstraintSet()
-        for i in range(cons.getSize()):
-            c = osim.CoordinateCouplerConstraint.safeDownCast(cons.get(i))
-            if c is None:
-                continue
-            names = c.getIndependentCoordinateNames()
-            scale = osim.PropertyHelper.getValueDouble(c.getPropertyByName("scale_factor"))
-            self.couplers.append(([names.get(k) for k in range(names.getSize())], c.getDependentCoordinateName(),
-                                  c.getFunction(), scale))
-        ms = self.model.getMuscles()
-        self.muscles = {ms.get(i).getName(): ms.get(i) for i in range(ms.getSize())}
-
-    def set(self, names, q):
-        for n, v in zip(names, q):
-            self.coords[n].setValue(self.state, float(v), False)
-        for indep, dep, fn, scale in self.couplers:
-            x = self.osim.Vector([self.coords[n].getValue(self.state) for n in indep])
-            self.coords[dep].setValue(self.state, scale * fn.calcValue(x), False)
-        self.model.realizePosition(self.state)
-
-    def lengths(self, names, q, muscles):
-        self.set(names, q)
-        return np.array([self.muscles[m].getLength(self.state) for m in muscles])
-
-    def moment_arms(self, names, q, wrt, muscles, h=1e-3):
-        """-dL/dq: Richardson-extrapolated central differences (h, h/2; error O(h⁴)) of OpenSim's
-        lengths; one-sided at the range ends, where OpenSim clamps the coordinate."""
-        k = names.index(wrt)
-        c = self.coords[wrt]
-        if c.getRangeMin() <= q[k] - h and q[k] + h <= c.getRangeMax():
-            d1 = self._central(names, q, k, muscles, h)
-            d2 = self._central(names, q, k, muscles, h / 2)
-            return -(4 * d2 - d1) / 3
-        return self._one_sided(names, q, wrt, muscles)
-
-    def _central(self, names, q, k, muscles, h):
-        dq = np.zeros(len(q))
-        dq[k] = h
-        return (self.lengths(names, q + dq, muscles) - self.lengths(names, q - dq, muscles)) / (2 * h)
-
-    def _one_sided(self, names, q, wrt, muscles, h=1e-5):
-        k = names.index(wrt)
-        dq = np.zeros(len(q))
-        dq[k] = h
-        c = self.coords[wrt]
-        lo, hi = c.getRangeMin(), c.getRangeMax()
-        length = lambda x: self.lengths(names, x, muscles)
-        if q[k] - h < lo:
-            return -(-3 * length(q) + 4 * length(q + dq) - length(q + 2 * dq)) / (2 * h)
-        if q[k] + h > hi:
-            return -(3 * length(q) - 4 * length(q - dq) + length(q - 2 * dq)) / (2 * h)
-        return -(length(q + dq) - length(q - dq)) / (2 * h)
-
-    def compute_moment_arm(self, names, q, wrt, muscles):
-        self.set(names, q)
-        return np.array([self.muscles[m].computeMomentArm(self.state, self.coords[wrt]) for m in muscles])
 
 
 def sig_figs(a, b, floor=1e-4):
@@ -153,7 +86,7 @@ def main(argv=None):
         path = trimmed_osim(out=os.path.join(OUT, "_shoulder_trimmed.osim"))
         try:
             sys.stdout.flush()
-            oracle = OpenSimShoulder(path)
+            oracle = OpenSimReference(path)
             for wrt in ("shoulder_elv", "shoulder_rot"):
                 fd, cma = [], []
                 for q in tqdm(poses(0.0), desc=f"OpenSim d/d{wrt}"):

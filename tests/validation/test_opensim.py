@@ -36,62 +36,18 @@ from mbjax.io._osim_functions import (  # noqa: E402
     pp_polynomial,
     pp_simm_spline,
 )
+from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
 from _osim_models import ARM26, MOBL, strip_wrapping, write_coupled_model  # noqa: E402
 
 
-class OpenSimOracle:
-    """Sets independent coordinates, fills coupled ones from OpenSim's own coupler functions."""
+class OpenSimOracle(OpenSimReference):
+    """:class:`mbjax.io.opensim_reference.OpenSimReference` plus all-coordinate moment arms."""
 
-    def __init__(self, path):
-        self.model = osim.Model(path)
-        self.state = self.model.initSystem()
-        cs = self.model.getCoordinateSet()
-        self.coords = {cs.get(i).getName(): cs.get(i) for i in range(cs.getSize())}
-        self.couplers = []
-        cons = self.model.getConstraintSet()
-        for i in range(cons.getSize()):
-            c = osim.CoordinateCouplerConstraint.safeDownCast(cons.get(i))
-            if c is None:
-                continue
-            names = c.getIndependentCoordinateNames()
-            self.couplers.append(
-                ([names.get(k) for k in range(names.getSize())], c.getDependentCoordinateName(),
-                 c.getFunction(), osim.PropertyHelper.getValueDouble(c.getPropertyByName("scale_factor")))
-            )
-        self.muscles = self.model.getMuscles()
-
-    def set(self, names, q):
-        for n, v in zip(names, q):
-            self.coords[n].setValue(self.state, float(v), False)
-        for _ in self.couplers:  # repeated passes settle chains of couplers listed in any order
-            for indep, dep, fn, scale in self.couplers:
-                x = osim.Vector([self.coords[n].getValue(self.state) for n in indep])
-                self.coords[dep].setValue(self.state, scale * fn.calcValue(x), False)
-        self.model.realizePosition(self.state)
-
-    def lengths(self, names, q):
+    def fd_moment_arms(self, names, q):
+        out = np.array([self.moment_arms(names, q, c) for c in names])
         self.set(names, q)
-        return np.array([self.muscles.get(i).getLength(self.state) for i in range(self.muscles.getSize())])
-
-    def muscle_names(self):
-        return [self.muscles.get(i).getName() for i in range(self.muscles.getSize())]
-
-    def body_pose(self, name):
-        bs = self.model.getBodySet()
-        x = bs.get(name).getTransformInGround(self.state)
-        r = np.array([[x.R().get(i, j) for j in range(3)] for i in range(3)])
-        p = np.array([x.p().get(i) for i in range(3)])
-        return r, p
-
-    def fd_moment_arms(self, names, q, h=1e-5):
-        out = []
-        for k in range(len(q)):
-            dq = np.zeros(len(q))
-            dq[k] = h
-            out.append(-(self.lengths(names, q + dq) - self.lengths(names, q - dq)) / (2 * h))
-        self.set(names, q)
-        return np.array(out)
+        return out
 
 
 def _poses(model, n, seed, span=0.8):
@@ -132,11 +88,9 @@ def _compare(src, tmp_path, n_poses, seed, check_computed_moment_arm=False):
         r_fd = oracle.fd_moment_arms(names, q)
         worst["arm"] = max(worst["arm"], np.abs(r_fd - r_mb).max())
         if check_computed_moment_arm:
-            oracle.set(names, q)
             for k, c in enumerate(names):
-                for m in range(oracle.muscles.getSize()):
-                    cma = oracle.muscles.get(m).computeMomentArm(oracle.state, oracle.coords[c])
-                    worst["arm_cma"] = max(worst["arm_cma"], abs(cma - r_mb[k, m]))
+                cma = oracle.compute_moment_arm(names, q, c)
+                worst["arm_cma"] = max(worst["arm_cma"], np.abs(cma - r_mb[k]).max())
     return worst
 
 
@@ -145,7 +99,7 @@ def test_arm26_matches_opensim(tmp_path):
     print("arm26 worst errors", worst)
     assert worst["pose"] < 1e-12
     assert worst["length"] < 1e-12
-    assert worst["arm"] < 1e-9  # central differences of OpenSim's lengths (h = 1e-5)
+    assert worst["arm"] < 1e-10  # Richardson central differences of OpenSim's lengths
     assert worst["arm_cma"] < 1e-9
 
 
@@ -155,7 +109,7 @@ def test_mobl_matches_opensim(tmp_path):
     print("MoBL worst errors", worst)
     assert worst["pose"] < 1e-12
     assert worst["length"] < 1e-12
-    assert worst["arm"] < 1e-9
+    assert worst["arm"] < 1e-10
 
 
 def _osim_spline(cls, x, y):
@@ -237,4 +191,4 @@ def test_coupled_model_matches_opensim(tmp_path):
     print("coupled model worst errors", worst)
     assert worst["pose"] < 1e-12
     assert worst["length"] < 1e-12
-    assert worst["arm"] < 1e-9
+    assert worst["arm"] < 1e-10
