@@ -6,8 +6,8 @@ checks).  Needs the ``opensim`` package (``pip install opensim``); imported lazi
 Coupled coordinates are filled from OpenSim's own coupler functions (repeated passes settle chains
 of couplers in any order), so poses lie exactly on the constraint manifold without ``assemble``'s
 tolerance.  Moment arms are ``-dL/dq`` by Richardson-extrapolated central differences of
-``GeometryPath.getLength`` along that manifold (one-sided at the coordinate range ends, where
-OpenSim clamps), because ``Muscle.computeMomentArm`` is wrong for coupled coordinates
+``GeometryPath.getLength`` along that manifold (fourth-order one-sided differences at the
+coordinate range ends, where OpenSim clamps), because ``Muscle.computeMomentArm`` is wrong for coupled coordinates
 (opensim-core #3805); :meth:`OpenSimReference.compute_moment_arm` gives OpenSim's own value too.
 """
 
@@ -87,16 +87,15 @@ class OpenSimReference:
         dq[k] = h
         return (self.lengths(names, q + dq, muscles) - self.lengths(names, q - dq, muscles)) / (2 * h)
 
-    def _one_sided(self, names, q, k, muscles, h=1e-5):
-        dq = np.zeros(len(q))
-        dq[k] = h
+    def _one_sided(self, names, q, k, muscles, h=1e-3):
+        """Fourth-order one-sided difference into the coordinate range (error O(h⁴))."""
         c = self.coords[names[k]]
-        length = lambda x: self.lengths(names, x, muscles)  # noqa: E731
-        if q[k] - h < c.getRangeMin():
-            return -(-3 * length(q) + 4 * length(q + dq) - length(q + 2 * dq)) / (2 * h)
-        if q[k] + h > c.getRangeMax():
-            return -(3 * length(q) - 4 * length(q - dq) + length(q - 2 * dq)) / (2 * h)
-        return -(length(q + dq) - length(q - dq)) / (2 * h)
+        sign = 1.0 if q[k] - h < c.getRangeMin() else -1.0
+        dq = np.zeros(len(q))
+        dq[k] = sign * h
+        stencil = (-25.0, 48.0, -36.0, 16.0, -3.0)
+        d = sum(w * self.lengths(names, q + i * dq, muscles) for i, w in enumerate(stencil)) / (12.0 * h)
+        return -sign * d
 
     def compute_moment_arm(self, names, q, wrt: str, muscles=None) -> np.ndarray:
         """OpenSim's own ``Muscle.computeMomentArm`` (wrong for coupled coordinates, #3805)."""
