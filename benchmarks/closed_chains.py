@@ -32,17 +32,9 @@ from mbjax.constraints import (  # noqa: E402
 )
 from mbjax.models.fivebar import fivebar  # noqa: E402
 from mbjax.models.fourbar import fourbar  # noqa: E402
+from _timing import timed  # noqa: E402
 
 
-def timeit(fn, *args, repeats=5):
-    out = fn(*args)
-    jax.block_until_ready(out)
-    best = np.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def bench(name, linkage, qs, repeats):
@@ -60,14 +52,14 @@ def bench(name, linkage, qs, repeats):
     print(f"\n{name}: batch {n}, per-pose times (best of {repeats})")
     times = {}
     for label, fn in cases.items():
-        times[label] = timeit(fn, qs, repeats=repeats) / n
+        times[label] = timed(fn, qs, repeat=repeats)[1] / n
         print(f"  {label:42s} {times[label] * 1e6:9.2f} µs")
     deriv = {
         "projection derivatives given f": jax.jit(jax.vmap(lambda f, q: projection_derivatives(con, f, q))),
         "direct linear solve given f": jax.jit(jax.vmap(lambda f, q: direct_derivatives(con, f, q))),
     }
     for label, fn in deriv.items():
-        times[label] = timeit(fn, fs, qs, repeats=repeats) / n
+        times[label] = timed(fn, fs, qs, repeat=repeats)[1] / n
         print(f"  {label:42s} {times[label] * 1e6:9.2f} µs")
     base = times["projection (solve + Eq. 102-120)"]
     print("  ratios to projection:")

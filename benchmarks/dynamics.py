@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import mbjax  # noqa: E402
 from mbjax import _dynamics as dyn  # noqa: E402
 from mbjax.io import load_urdf  # noqa: E402
+from _timing import timed  # noqa: E402
 
 
 def chain7():
@@ -60,16 +61,6 @@ def tree_urdf(n=20, seed=1):
     return load_urdf("".join(parts))
 
 
-def timed(fn, *args, repeat=5):
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    compile_s = time.perf_counter() - t0
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t0)
-    return compile_s, best
 
 
 def bench_inverse_dynamics(n_poses, repeat):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import jax
 
@@ -25,19 +24,9 @@ import jax.numpy as jnp
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 import mbjax  # noqa: E402
 from _trees import random_poses, random_tree  # noqa: E402
+from _timing import timed  # noqa: E402
 
 
-def timed(fn, *args, repeat=3):
-    t0 = time.perf_counter()
-    out = fn(*args)
-    jax.block_until_ready(out)
-    compile_s = time.perf_counter() - t0
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t0)
-    return compile_s, best
 
 
 def main():

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import jax
 
@@ -30,18 +29,9 @@ from _trees import random_poses, random_tree  # noqa: E402
 
 from mbjax import _reactions as rx  # noqa: E402
 from mbjax.models import planar_human as ph  # noqa: E402
+from _timing import timed  # noqa: E402
 
 
-def timed(fn, *args, repeat=3):
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    compile_s = time.perf_counter() - t0
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t0)
-    return compile_s, best
 
 
 def main():
