@@ -2,11 +2,14 @@
 
 All 14 shoulder muscles (MoBL/Holzbaur, :mod:`mbjax.models.shoulder`) x the 3 shoulder
 coordinates, on the 181-pose elevation grid and on N random poses (default 100 000).  Prints model
-load time, compile time, mbjax time per pose (fast path and the Eq. 193 block form), OpenSim's time
-per pose on the same model file (if installed; a subsample of poses, 14 x 3 ``computeMomentArm``
-calls per pose) and the ratio.  Target (issue 5): >= 1000x per pose, load + compile <= 30 s.
+load time, compile time, mbjax time per pose (fast path :func:`moment_arms_batched`, i.e. the
+:func:`moment_arms` kernel with the poses as the last axis in chunks of ``--batch-size``; also
+``jax.vmap(moment_arms)``, the previous joint-space fast path, the Eq. 193 block form and a float32
+row), OpenSim's time per pose on the same model file (if installed; a subsample of poses, 14 x 3
+``computeMomentArm`` calls per pose) and the ratio.  Target (issue 5): >= 1000x per pose, load +
+compile <= 30 s.  Times are the best of several calls (the machine may be shared).
 
-Run: ``.venv/bin/python benchmarks/moment_arms.py [--random N] [--osim-poses M]``
+Run: ``.venv/bin/python benchmarks/moment_arms.py [--random N] [--osim-poses M] [--batch-size B]``
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 import os
 import time
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,10 +26,11 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 from mbjax.models.shoulder import shoulder_model, trimmed_osim  # noqa: E402
-from mbjax.muscles import moment_arms, moment_arms_block  # noqa: E402
+from mbjax.muscles import moment_arms, moment_arms_batched, moment_arms_block  # noqa: E402
+from mbjax.muscles.moment_arms import _moment_arms_joint_space  # noqa: E402
 
 
-def timed(fn, *args, repeat=3):
+def timed(fn, *args, repeat=10):
     best = np.inf
     for _ in range(repeat):
         t = time.perf_counter()
@@ -38,7 +43,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--random", type=int, default=100_000)
     ap.add_argument("--osim-poses", type=int, default=200)
-    ap.add_argument("--chunk", type=int, default=25_000)
+    ap.add_argument("--chunk", type=int, default=25_000, help="poses per call")
+    ap.add_argument("--batch-size", type=int, default=64, help="poses per kernel step inside a call")
     args = ap.parse_args(argv)
 
     t = time.perf_counter()
@@ -52,7 +58,9 @@ def main(argv=None):
     rand = np.stack([rng.uniform(-1.5, 2.0, args.random), rng.uniform(0, 3.1, args.random),
                      rng.uniform(-1.5, 1.5, args.random)], 1)
 
-    fast = jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))
+    fast = jax.jit(lambda m, q: moment_arms_batched(m, q, args.batch_size))
+    vmapped = jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))
+    previous = jax.jit(jax.vmap(_moment_arms_joint_space, in_axes=(None, 0)))
     block = jax.jit(jax.vmap(moment_arms_block, in_axes=(None, 0)))
     t = time.perf_counter()
     jax.block_until_ready(fast(model, jnp.asarray(grid)))
@@ -61,20 +69,39 @@ def main(argv=None):
     print(f"load {t_load:.2f} s, first call (compile + run, 181 poses) {t_compile:.2f} s, "
           f"total {t_load + t_compile:.2f} s (target <= 30 s)")
     t_grid = timed(fast, model, jnp.asarray(grid))
-    jax.block_until_ready(block(model, jnp.asarray(grid)))
-    t_grid_block = timed(block, model, jnp.asarray(grid))
-    print(f"181-pose grid: fast path {1e6 * t_grid / 181:.2f} us/pose, block form (Eq. 193) "
-          f"{1e6 * t_grid_block / 181:.2f} us/pose")
+    others = {}
+    for name, fn in (("vmap(moment_arms)", vmapped), ("previous joint-space path", previous),
+                     ("block form (Eq. 193)", block)):
+        jax.block_until_ready(fn(model, jnp.asarray(grid)))
+        others[name] = timed(fn, model, jnp.asarray(grid))
+    print(f"181-pose grid: fast path {1e6 * t_grid / 181:.2f} us/pose, "
+          + ", ".join(f"{k} {1e6 * v / 181:.2f} us/pose" for k, v in others.items()))
+    diff = jnp.max(jnp.abs(fast(model, jnp.asarray(grid)) - previous(model, jnp.asarray(grid))))
+    print(f"  max |fast - previous| on the grid: {float(diff):.1e} m")
     chunk = min(args.chunk, args.random)
-    x = jnp.asarray(rand[:chunk])
-    jax.block_until_ready(fast(model, x))  # compile for the chunk shape
-    t = time.perf_counter()
-    for s in range(0, args.random - chunk + 1, chunk):
-        jax.block_until_ready(fast(model, jnp.asarray(rand[s:s + chunk])))
-    t_rand = time.perf_counter() - t
+
+    def per_pose_random(fn, mdl, dtype=jnp.float64, sweeps=2):
+        jax.block_until_ready(fn(mdl, jnp.asarray(rand[:chunk], dtype)))  # compile for the chunk shape
+        best = np.inf
+        for _ in range(sweeps):  # best sweep over all poses
+            t = time.perf_counter()
+            for s in range(0, args.random - chunk + 1, chunk):
+                jax.block_until_ready(fn(mdl, jnp.asarray(rand[s:s + chunk], dtype)))
+            best = min(best, time.perf_counter() - t)
+        return best
+
     n_done = (args.random // chunk) * chunk
+    t_rand = per_pose_random(fast, model)
     per_pose = t_rand / n_done
     print(f"{n_done} random poses: {t_rand:.2f} s, {1e6 * per_pose:.2f} us/pose")
+    t_vmap = per_pose_random(vmapped, model, sweeps=1)
+    print(f"  jax.vmap(moment_arms), {chunk} poses per call: {1e6 * t_vmap / n_done:.2f} us/pose")
+    model32 = jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, model)
+    t32 = per_pose_random(fast, model32, jnp.float32)
+    r32 = fast(model32, jnp.asarray(rand[:1000], jnp.float32))
+    r64 = fast(model, jnp.asarray(rand[:1000]))
+    err32 = float(jnp.max(jnp.abs(r32 - r64)))
+    print(f"  float32: {1e6 * t32 / n_done:.2f} us/pose (max |R32 - R64| {err32:.1e} m)")
 
     try:
         import opensim as osim

@@ -35,7 +35,7 @@ jax.config.update("jax_enable_x64", True)
 
 from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.models.shoulder import LEADERS, shoulder_model, trimmed_osim  # noqa: E402
-from mbjax.muscles import moment_arms  # noqa: E402
+from mbjax.muscles import moment_arms_batched  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "outputs", "shoulder_moment_arms")
 
@@ -57,7 +57,7 @@ def main(argv=None):
     models = {r: shoulder_model(r) for r in ("holzbaur", "degroot_brand")}
     names = models["holzbaur"].coordinate_names
     idx = [models["holzbaur"].muscle_names.index(m) for m in LEADERS]
-    sweep = jax.jit(jax.vmap(lambda m, q: moment_arms(m, q), in_axes=(None, 0)))
+    sweep = moment_arms_batched  # batch-last kernel, 64 poses at a time (compiled once)
 
     def poses(plane):
         q = np.zeros((elev.size, 3))

@@ -40,6 +40,7 @@ from ._reactions import reaction_spec as reaction_spec
 from . import ligaments as ligaments
 from . import muscles as muscles
 from .muscles import moment_arms as moment_arms
+from .muscles import moment_arms_batched as moment_arms_batched
 from .muscles import muscle_lengths as muscle_lengths
 from . import io as io
 from . import models as models

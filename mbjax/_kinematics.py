@@ -140,6 +140,188 @@ def body_poses(model: Model, q) -> jnp.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
+# batch-last helpers (first-order kinematics for throughput kernels, e.g. moment arms)
+# --------------------------------------------------------------------------------------------
+
+
+class _Small:
+    """Algebra on the small leading axes of arrays laid out ``(small..., *batch)``.
+
+    Batch axes trail (structure of arrays): with ``jax.vmap`` the batch axis leads and every
+    3-vector or 3x3 block is a strided scrap XLA:CPU reduces slowly; with the batch last, each
+    entry of a small matrix is a contiguous run of poses and products over the small axes are
+    unrolled into fused elementwise multiply-adds.  ``n_batch = 0`` is the single-pose case.
+    """
+
+    def __init__(self, n_batch: int, dtype):
+        self.nbt = n_batch
+        self.dtype = dtype
+
+    def c(self, a):
+        """A batch-free array (constant or model leaf) with trailing singleton batch axes."""
+        a = jnp.asarray(a).astype(self.dtype)
+        return a.reshape(a.shape + (1,) * self.nbt)
+
+    def mask(self, a):
+        """A static boolean table with trailing singleton batch axes."""
+        a = jnp.asarray(np.asarray(a, dtype=bool))
+        return a.reshape(a.shape + (1,) * self.nbt)
+
+    def take(self, a, k: int, axis: int):
+        """``a[..., k, ...]`` along small axis ``axis`` (negative, counted among the small axes)."""
+        return jax.lax.index_in_dim(a, k, a.ndim + axis - self.nbt, keepdims=False)
+
+    def expand(self, a, axis: int):
+        """New small axis at ``axis`` (negative, counted among the small axes of the result)."""
+        return jnp.expand_dims(a, a.ndim + 1 + axis - self.nbt)
+
+    def mm(self, a, b):
+        """``(..., I, K) @ (..., K, J)`` as an unrolled sum over ``K``."""
+        out = None
+        for k in range(a.shape[-1 - self.nbt]):
+            t = self.expand(self.take(a, k, -1), -1) * self.expand(self.take(b, k, -2), -2)
+            out = t if out is None else out + t
+        return out
+
+    def mv(self, a, v):
+        """``(..., I, K) @ (..., K)`` as an unrolled sum over ``K``."""
+        out = None
+        for k in range(a.shape[-1 - self.nbt]):
+            t = self.take(a, k, -1) * self.expand(self.take(v, k, -1), -1)
+            out = t if out is None else out + t
+        return out
+
+    def dot(self, a, b):
+        """``Σ_k a[..., k] b[..., k]`` over the last small axis, unrolled."""
+        out = None
+        for k in range(a.shape[-1 - self.nbt]):
+            t = self.take(a, k, -1) * self.take(b, k, -1)
+            out = t if out is None else out + t
+        return out
+
+    def cross(self, a, b):
+        a0, a1, a2 = (self.take(a, k, -1) for k in range(3))
+        b0, b1, b2 = (self.take(b, k, -1) for k in range(3))
+        out = [a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0]
+        return jnp.stack(out, axis=a.ndim - 1 - self.nbt)
+
+    @staticmethod
+    def sum0(a):
+        """Unrolled sum over the first axis."""
+        out = a[0]
+        for k in range(1, a.shape[0]):
+            out = out + a[k]
+        return out
+
+
+def _materialize(x):
+    """Identity that keeps ``x`` in memory under XLA:CPU instead of fusing it into its consumers.
+
+    Loop fusion recomputes a fused producer once per element of each consumer, so an array read
+    at several shifted positions or broadcast over a small axis (world path points, sines of
+    joint angles, body Jacobians) is recomputed many times; ``lax.optimization_barrier`` is
+    stripped before fusion on CPU.  A conditional's operand is a buffer, so an identity branch
+    pins it; the predicate is a run-time value (``x₀ == x₀``, false only for NaN, where the
+    other branch returns ``x + 0``) that XLA cannot fold.  Values and derivatives are unchanged;
+    under ``vmap`` the conditional becomes a fused select (no effect, no harm).
+    """
+    if x.size == 0:
+        return x
+    flat = x.reshape(-1)
+    return jax.lax.cond(flat[0] == flat[0], lambda v: v, lambda v: v + jnp.zeros((), v.dtype), x)
+
+
+def _local_eval(family, x, n_batch: int):
+    """``family.local`` value and gradient on local inputs ``x (n, k, *batch)``, batch last."""
+    fn = lambda xx: family.local(xx)[:2]  # the Hessian is dead code under jit
+    for _ in range(n_batch):
+        fn = jax.vmap(fn, in_axes=-1, out_axes=-1)
+    return fn(x)
+
+
+def _scatter_gradient(ops: _Small, g, inputs: np.ndarray, nq: int, width: int | None = None):
+    """Local gradients ``g (n, k, *batch)`` into ``(n, nq, *batch)`` at static input positions.
+
+    Static one-hot multiply-adds instead of a scatter (``.at[].add``); duplicated inputs (padding)
+    add up as in :func:`~mbjax.maps._base.evaluate_global`.
+    """
+    n = inputs.shape[0]
+    k_max = min(g.shape[1], inputs.shape[1], g.shape[1] if width is None else width)
+    out = None
+    for k in range(k_max):
+        onehot = np.zeros((n, nq))
+        onehot[np.arange(n), inputs[:, k]] = 1.0
+        t = ops.expand(g[:, k], -1) * ops.c(onehot)
+        out = t if out is None else out + t
+    if out is None:
+        out = jnp.zeros((n, nq) + g.shape[2:], ops.dtype)
+    return out
+
+
+def _joint_values_first(model: Model, q, ops: _Small):
+    """f ``(nb, *batch)`` and ∇f ``(nb, nq, *batch)`` for ``q (nq, *batch)``; no Hessian work.
+
+    Families are concatenated and put in body order by one static gather (bodies without a map
+    read a zero row) instead of per-family scatters.
+    """
+    top = model.topology
+    nb, nq = top.n_bodies, top.n_coordinates
+    batch = q.shape[1:]
+    vals, grads, rows = [], [], []
+    for family, bodies, inputs in zip(model.maps, top.map_bodies, top.map_inputs):
+        inputs = np.asarray(inputs, dtype=np.int32)
+        f, g = _local_eval(family, q[inputs], ops.nbt)
+        vals.append(f.astype(ops.dtype))
+        grads.append(_scatter_gradient(ops, g.astype(ops.dtype), inputs, nq))
+        rows.extend(int(b) for b in bodies)
+    perm = np.full(nb, len(rows))
+    for pos, b in enumerate(rows):
+        perm[b] = pos
+    f = jnp.concatenate(vals + [jnp.zeros((1,) + batch, ops.dtype)])[perm]
+    grad = jnp.concatenate(grads + [jnp.zeros((1, nq) + batch, ops.dtype)])[perm]
+    return f, grad
+
+
+def _world_frames(model: Model, f, ops: _Small):
+    """World rotations ``(nb, 3, 3, *batch)`` and origins ``(nb, 3, *batch)`` from joint variables.
+
+    Same quantities as :func:`body_poses` (Eq. 38-40) on 3x3 + 3 blocks, one level of the tree
+    per step; the offset rotation is folded into Rodrigues' formula,
+    O (I + ṽ sin θ + 2ṽ² sin²(θ/2)) = O + (Oṽ) sin θ + (Oṽ²) 2 sin²(θ/2).
+    """
+    top = model.topology
+    rev = top.is_revolute()
+    axis = model.axis
+    k = skew(axis)
+    off_r, off_p = model.offset[:, :3, :3], model.offset[:, :3, 3]
+    angle = jnp.where(ops.mask(rev), f, 0.0)
+    sin = _materialize(jnp.sin(angle))  # else recomputed for every matrix entry downstream
+    vers = _materialize(2.0 * jnp.sin(0.5 * angle) ** 2)
+    col = lambda s: ops.expand(ops.expand(s, -1), -1)
+    r_loc = ops.c(off_r) + ops.c(off_r @ k) * col(sin) + ops.c(off_r @ (k @ k)) * col(vers)
+    trans = ops.c(axis) * ops.expand(jnp.where(ops.mask(rev), 0.0, f), -1)
+    p_loc = ops.mv(ops.c(off_r), trans) + ops.c(off_p)
+    parents = top.parent_array()
+    levels = top.levels()
+    if not levels:
+        return r_loc, p_loc
+    slot = {}  # body -> position inside its level
+    rots, poss = [], []
+    for li, level in enumerate(levels):
+        r_l, p_l = r_loc[level], p_loc[level]
+        if li > 0:  # depth li > 0: every parent lies on level li - 1
+            pos = np.asarray([slot[int(p)] for p in parents[level]])
+            r_par, p_par = rots[li - 1][pos], poss[li - 1][pos]
+            r_l, p_l = ops.mm(r_par, r_l), ops.mv(r_par, p_l) + p_par
+        for s, b in enumerate(level):
+            slot[int(b)] = s
+        rots.append(r_l)
+        poss.append(p_l)
+    inv = np.argsort(np.concatenate(levels))
+    return jnp.concatenate(rots)[inv], jnp.concatenate(poss)[inv]
+
+
+# --------------------------------------------------------------------------------------------
 # fast closed-form derivatives
 # --------------------------------------------------------------------------------------------
 

@@ -71,13 +71,23 @@ def sweep(model, qs, chunk: int = 4096, progress: bool = True):
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
     from tqdm import tqdm
 
-    from .muscles import moment_arms, muscle_lengths
+    from .muscles import moment_arms_batched, muscle_lengths
 
     devices = jax.devices()
     nd = len(devices)
     chunk = max(nd, (chunk // nd) * nd)
-    fn = jax.jit(jax.vmap(lambda q: (muscle_lengths(model, q), moment_arms(model, q))))
-    sharding = NamedSharding(Mesh(np.asarray(devices), ("pose",)), PartitionSpec("pose")) if nd > 1 else None
+
+    def per_device(x):  # the batch-last moment-arm kernel, 64 poses at a time, on each device's share
+        return jax.vmap(lambda q: muscle_lengths(model, q))(x), moment_arms_batched(model, x)
+
+    sharding = None
+    if nd > 1:
+        mesh = Mesh(np.asarray(devices), ("pose",))
+        sharding = NamedSharding(mesh, PartitionSpec("pose"))
+        spec = PartitionSpec("pose")
+        fn = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=spec, out_specs=(spec, spec)))
+    else:
+        fn = jax.jit(per_device)
     lengths, arms = [], []
     with tqdm(total=len(qs), disable=not progress, unit="pose", desc="moment arms") as bar:
         for start in range(0, len(qs), chunk):

@@ -17,6 +17,7 @@ from mbjax.muscles import (
     build_paths,
     moment_arms,
     moment_arms_autodiff,
+    moment_arms_batched,
     moment_arms_block,
     moment_arms_sparse,
     moment_arms_twist,
@@ -25,6 +26,7 @@ from mbjax.muscles import (
     path_state,
     with_muscles,
 )
+from mbjax.muscles.moment_arms import _moment_arms_joint_space
 
 
 def _wiggle(p, x):
@@ -160,6 +162,26 @@ def test_batched_equals_looped_and_single_trace():
     batched = jax.vmap(fn, in_axes=(None, 0))(model, qs)
     looped = jnp.stack([fn(model, q) for q in qs])
     assert jnp.max(jnp.abs(batched - looped)) < 1e-14
+
+
+def test_moment_arms_batched_equals_vmap_and_minus_dl_dq():
+    """Batch-last kernel in chunks (last chunk padded) = vmap(moment_arms) = -jacfwd(L) = previous path."""
+    model = random_paths(random_tree(5, n_bodies=7, n_coordinates=4), 5, n_muscles=8)
+    qs = random_poses(25, 37, 4, scale=2.6)  # conditional points (range ±2 in q1) switch
+    _, active = eqx.filter_jit(jax.vmap(path_points, in_axes=(None, 0)))(model, qs)
+    assert bool(jnp.any(active != active[:1]))
+    ref = eqx.filter_jit(jax.vmap(moment_arms_autodiff, in_axes=(None, 0)))(model, qs)
+    single = eqx.filter_jit(jax.vmap(moment_arms, in_axes=(None, 0)))(model, qs)
+    previous = eqx.filter_jit(jax.vmap(_moment_arms_joint_space, in_axes=(None, 0)))(model, qs)
+    scale = max(float(jnp.max(jnp.abs(ref))), 1.0)
+    assert jnp.max(jnp.abs(single - ref)) < 1e-12 * scale
+    assert jnp.max(jnp.abs(single - previous)) < 1e-13 * scale
+    for batch_size in (8, None):
+        out = eqx.filter_jit(moment_arms_batched)(model, qs, batch_size)
+        assert out.shape == (37, 4, 8)
+        assert jnp.max(jnp.abs(out - single)) < 1e-14 * scale
+    with pytest.raises(ValueError, match="q_batch must have shape"):
+        moment_arms_batched(model, qs[0])
 
 
 def test_gradient_wrt_path_point_location():

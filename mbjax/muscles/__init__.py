@@ -5,6 +5,7 @@ from .moment_arms import gamma_beta as gamma_beta
 from .moment_arms import gmlav as gmlav
 from .moment_arms import moment_arms as moment_arms
 from .moment_arms import moment_arms_autodiff as moment_arms_autodiff
+from .moment_arms import moment_arms_batched as moment_arms_batched
 from .moment_arms import moment_arms_block as moment_arms_block
 from .moment_arms import moment_arms_sparse as moment_arms_sparse
 from .moment_arms import moment_arms_twist as moment_arms_twist

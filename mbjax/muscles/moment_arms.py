@@ -19,18 +19,29 @@ Eq. 195 is the same sum restricted to the bodies of Γ_k (column-sparse form).  
 Eq. 191 with β_i inside the sum (ERRATA).  Moving path points add the term
 ``Σ_p f_pᵀ ⁰R_b(p) ∂r_p/∂q`` (Holzbaur's zero-inertia "moving via point" bodies, folded in).
 
-The fast path :func:`moment_arms` factors through world body Jacobians instead (one einsum per
-pose, no per-body or per-muscle Python step).  All three agree with ``-jacfwd(muscle_lengths)``
-(tests), and R equals ``-∂L/∂q`` (OpenSim's sign: positive when the muscle shortens as q grows).
+The fast path :func:`moment_arms` is Eq. 193 regrouped by the bodies that carry path points:
+R = Σ_b J_bᵀ W_b with first-order world Jacobians J_b and point wrenches W_b, written so that
+one kernel serves a single pose and a batch laid out batch-last (:func:`moment_arms_batched`,
+chunked with ``lax.map``).  All routes agree with ``-jacfwd(muscle_lengths)`` (tests), and R
+equals ``-∂L/∂q`` (OpenSim's sign: positive when the muscle shortens as q grows).
 """
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._kinematics import joint_values
+from .._kinematics import (
+    _joint_values_first,
+    _local_eval,
+    _materialize,
+    _scatter_gradient,
+    _Small,
+    _world_frames,
+    joint_values,
+)
 from .._model import Model
 from .paths import PathState, get_paths, muscle_lengths, path_state
 
@@ -65,15 +76,220 @@ def _world_jacobians(model: Model, q):
     return jnp.einsum("ij,jab,jl->ilab", anc, s, jv.gradient)
 
 
+def _lookahead(paths) -> int:
+    """Static bound C on how far the next active point can lie (1 without conditional points).
+
+    The next active point after ``p`` is at most the first point after it that is always active
+    (valid and not conditional); never-valid padding is skipped.
+    """
+    valid = np.asarray(paths.valid, dtype=bool)
+    always = valid & (np.asarray(paths.cond_coord) < 0)
+    nm, npt = valid.shape
+    reach = 1
+    for m in range(nm):
+        for p in np.nonzero(valid[m])[0]:
+            for c in range(1, npt - p):
+                if valid[m, p + c]:
+                    reach = max(reach, c)
+                if always[m, p + c]:
+                    break
+    return reach
+
+
+def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
+    """R ``(nq, nm, *batch)`` for ``q (nq, *batch)``: the fast path, one pose or a batch-last batch.
+
+    Same mathematics as :func:`path_state` followed by Eq. 193, regrouped for throughput:
+
+    * first-order joint values and world frames only (3x3 + 3 blocks, no Hessians, no 4x4s);
+    * the next active point of every path point is found among the ``C`` following slots
+      (:func:`_lookahead`; ``C = 1`` without conditional points) by shifted masks instead of
+      ``(nm, P, P)`` one-hot contractions;
+    * only bodies carrying path points get a world Jacobian ``J_b = Σ_{j ⪯ b} ξ_j ∇f_jᵀ``
+      (ξ_j the world twist of joint ``j``: ``[w_j; p_j × w_j]`` revolute, ``[0; w_j]``
+      prismatic) and ``R[l, k] = Σ_b J_b[:, l] · W_bk`` with ``W_bk = Σ_{p on b} [x_p × f_p; f_p]``;
+    * moving points add ``(f_p · ⁰R_b[:, c]) ∂r_pc/∂q`` per moving component.
+    """
+    paths = get_paths(model)
+    top = model.topology
+    nb, nq = top.n_bodies, top.n_coordinates
+    q = jnp.asarray(q)
+    if q.ndim < 1 or q.shape[0] != nq:
+        raise ValueError(f"q must have shape ({nq},) for coordinates {top.coordinate_names}, got {q.shape}")
+    batch = q.shape[1:]
+    ops = _Small(len(batch), jnp.result_type(q, model.axis))
+    dtype = ops.dtype
+    q = q.astype(dtype)
+    f, grad = _joint_values_first(model, q, ops)
+    rot, pos = _world_frames(model, f, ops)
+    nm, npt = paths.n_muscles, paths.n_points
+    body = np.asarray(paths.body, dtype=np.int64)
+    valid = np.asarray(paths.valid, dtype=bool)
+    bidx = np.where(body < 0, nb, body)  # ground appended last
+    rot_g = jnp.concatenate([rot, jnp.broadcast_to(ops.c(np.eye(3)), (1, 3, 3) + batch)])
+    pos_g = jnp.concatenate([pos, jnp.zeros((1, 3) + batch, dtype)])
+
+    # body-frame locations, moving components filled in by one static gather
+    loc = jnp.broadcast_to(ops.c(paths.location), (nm, npt, 3) + batch)
+    slots = np.zeros((0, 3), dtype=np.int64)
+    if paths.moving_maps:
+        vals, grads, slot_list = [], [], []
+        for family, fam_slots, inputs in zip(paths.moving_maps, paths.moving_slots, paths.moving_inputs):
+            inputs = np.asarray(inputs, dtype=np.int32)
+            fv, gv = _local_eval(family, q[inputs], ops.nbt)
+            vals.append(fv.astype(dtype))
+            grads.append(_scatter_gradient(ops, gv.astype(dtype), inputs, nq, family.width))
+            slot_list.extend(fam_slots)
+        slots = np.asarray(slot_list, dtype=np.int64)
+        moving_grad = jnp.concatenate(grads)  # (n, nq, *batch)
+        flat = (slots[:, 0] * npt + slots[:, 1]) * 3 + slots[:, 2]
+        src = np.full(nm * npt * 3, len(slots))
+        src[flat] = np.arange(len(slots))
+        filled = jnp.concatenate(vals + [jnp.zeros((1,) + batch, dtype)])[src]
+        is_moving = np.zeros(nm * npt * 3, dtype=bool)
+        is_moving[flat] = True
+        loc = jnp.where(ops.mask(is_moving), filled, loc.reshape((nm * npt * 3,) + batch)).reshape(loc.shape)
+    # world points, kept in memory: the segment stage reads them at C + 1 shifted positions
+    world = _materialize(ops.mv(rot_g[bidx], loc) + pos_g[bidx])
+
+    # active points (conditional ranges) and the segment leaving each point
+    cond = np.asarray(paths.cond_coord)
+    qc = q[np.maximum(cond, 0)]
+    rng = paths.cond_range.astype(dtype)
+    inside = (qc >= ops.c(rng[..., 0])) & (qc <= ops.c(rng[..., 1]))
+    active = ops.mask(valid) & jnp.where(ops.mask(cond >= 0), inside, True)
+
+    def ahead(a, c):  # a[:, p + c], zero past the end
+        return jnp.concatenate([a[:, c:], jnp.zeros((nm, c) + a.shape[2:], a.dtype)], axis=1)
+
+    def behind(a, c):  # a[:, p - c], zero before the start
+        return jnp.concatenate([jnp.zeros((nm, c) + a.shape[2:], a.dtype), a[:, :-c]], axis=1)
+
+    ends, seen = [], None  # ends[c - 1][m, p]: the segment leaving p ends at p + c
+    for c in range(1, min(_lookahead(paths), npt - 1) + 1):
+        nxt = ahead(active, c)
+        ends.append(active & nxt if seen is None else active & nxt & ~seen)
+        seen = nxt if seen is None else seen | nxt
+    d = jnp.zeros_like(world)
+    for c, e in enumerate(ends, 1):
+        d = d + jnp.where(ops.expand(e, -1), ahead(world, c) - world, 0.0)
+    sq = ops.dot(d, d)
+    nonzero = sq > 0
+    length = jnp.where(nonzero, jnp.sqrt(jnp.where(nonzero, sq, 1.0)), 1.0)
+    unit = jnp.where(ops.expand(nonzero, -1), d / ops.expand(length, -1), 0.0)
+    force = unit  # f_p = e_out(p) - e_in(p)
+    for c, e in enumerate(ends, 1):
+        force = force - behind(jnp.where(ops.expand(e, -1), unit, 0.0), c)
+
+    # world Jacobians of the bodies carrying points and the wrenches of the points on them
+    rev = ops.mask(top.is_revolute()[:, None])
+    w = ops.mv(rot, ops.c(model.axis))  # world joint axes
+    xi_ang = jnp.where(rev, w, 0.0)
+    xi_lin = jnp.where(rev, ops.cross(pos, w), w)
+    carry = sorted({int(b) for b in body[valid] if b >= 0})
+    anc = top.ancestor_mask()
+    out = jnp.zeros((nq, nm) + batch, dtype)
+    if carry:
+        moment = ops.cross(world, force)
+        jac, wrench = [], []
+        for b in carry:
+            js = np.nonzero(anc[b])[0]
+            jac.append(jnp.concatenate([
+                _Small.sum0(ops.expand(xi_ang[js], -1) * ops.expand(grad[js], -2)),
+                _Small.sum0(ops.expand(xi_lin[js], -1) * ops.expand(grad[js], -2)),
+            ]))  # (6, nq, *batch)
+            on_b = body == b
+            w_b = None
+            for p in np.nonzero(on_b.any(0))[0]:
+                pair = jnp.concatenate([moment[:, p], force[:, p]], 1)  # (nm, 6, *batch)
+                t = jnp.where(ops.mask(on_b[:, p, None]), pair, 0.0)
+                w_b = t if w_b is None else w_b + t
+            wrench.append(w_b)  # (nm, 6, *batch)
+        # each entry of R reads all of them: keep them in memory
+        jac = _materialize(jnp.stack(jac))  # (nc, 6, nq, *batch)
+        wrench = _materialize(jnp.stack(wrench))  # (nc, nm, 6, *batch)
+        for i in range(len(carry)):
+            for a in range(6):
+                out = out + jac[i, a][:, None] * wrench[i, :, a][None]
+    if len(slots):
+        col = rot_g[bidx[slots[:, 0], slots[:, 1]], :, slots[:, 2]]  # ⁰R_b[:, c], (n, 3, *batch)
+        scale = ops.dot(col, force[slots[:, 0], slots[:, 1]])  # (n, *batch)
+        term = ops.expand(scale, -1) * moving_grad  # (n, nq, *batch)
+        cols = []
+        for m in range(nm):
+            mine = np.nonzero(slots[:, 0] == m)[0]
+            cols.append(_Small.sum0(term[mine]) if len(mine) else jnp.zeros((nq,) + batch, dtype))
+        out = out + jnp.stack(cols, axis=1)
+    return out
+
+
+_moment_arm_kernel_jit = eqx.filter_jit(_moment_arm_kernel)
+
+
 def moment_arms(model: Model, q) -> jnp.ndarray:
-    """Moment-arm matrix R ``(nq, nm)`` = -∂L/∂q, fast path through joint space.
+    """Moment-arm matrix R ``(nq, nm)`` = -∂L/∂q at one pose, fast path (many: :func:`moment_arms_batched`).
+
+    With W_i = Σ_{p on body i} [x_p × f_p; f_p] the world wrench (about the origin) a unit tension
+    applies to body ``i`` and J_i its world Jacobian, R = Σ_i J_iᵀ W_i plus the moving-point term:
+    Eq. 193 regrouped by the bodies that carry path points (equivalently through joint space,
+    R = Jᵀ R_θ with R_θ[j] = w_j · (S_j^ang - p_j × S_j^lin), S_j = Σ_{i ⪰ j} W_i, as in
+    :func:`_moment_arms_joint_space`).  First-order kinematics only, no 4x4 products, no
+    ``(nm, P, P)`` one-hots; see :func:`_moment_arm_kernel`.  Compiled as one program even when
+    called eagerly (the kernel is hundreds of small operations).
+    """
+    q = jnp.asarray(q)
+    if q.shape != (model.n_coordinates,):
+        raise ValueError(
+            f"q must have shape ({model.n_coordinates},) for coordinates {model.coordinate_names}, "
+            f"got {q.shape}"
+        )
+    return _moment_arm_kernel_jit(model, q)
+
+
+def moment_arms_batched(model: Model, q_batch, batch_size: int | None = 64) -> jnp.ndarray:
+    """Moment-arm matrices ``(N, nq, nm)`` for poses ``q_batch (N, nq)``, equal to ``vmap(moment_arms)``.
+
+    The kernel runs with the poses as the last axis (each matrix entry a contiguous run of poses,
+    see :class:`mbjax._kinematics._Small`), ``batch_size`` poses at a time inside one
+    ``lax.map`` so the intermediates stay in cache (32-64 is best on CPU; chunks of thousands
+    are 3-5x slower per pose).  The last chunk is padded with copies of the last pose, so a
+    single kernel is compiled; ``batch_size=None`` evaluates all poses at once.  Compiled as
+    one program (also when called eagerly; ``batch_size`` is static).
+    """
+    q_batch = jnp.asarray(q_batch)
+    if q_batch.ndim != 2 or q_batch.shape[1] != model.n_coordinates:
+        raise ValueError(f"q_batch must have shape (N, {model.n_coordinates}) (n_coordinates), got {q_batch.shape}")
+    if batch_size is not None:
+        batch_size = int(batch_size)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer or None, got {batch_size}")
+    return _moment_arms_batched_jit(model, q_batch, batch_size)
+
+
+def _moment_arms_batched(model: Model, q_batch, batch_size: int | None) -> jnp.ndarray:
+    n = q_batch.shape[0]
+    if batch_size is None or n <= batch_size:
+        return jnp.moveaxis(_moment_arm_kernel(model, q_batch.T), -1, 0)
+    n_chunks = -(-n // batch_size)
+    pad = n_chunks * batch_size - n
+    if pad:
+        q_batch = jnp.concatenate([q_batch, jnp.broadcast_to(q_batch[-1:], (pad, q_batch.shape[1]))])
+    chunks = jnp.swapaxes(q_batch.reshape(n_chunks, batch_size, -1), 1, 2)  # (chunks, nq, batch_size)
+    r = jax.lax.map(lambda c: _moment_arm_kernel(model, c), chunks)  # (chunks, nq, nm, batch_size)
+    return jnp.moveaxis(r, -1, 1).reshape((n_chunks * batch_size,) + r.shape[1:3])[:n]
+
+
+_moment_arms_batched_jit = eqx.filter_jit(_moment_arms_batched)
+
+
+def _moment_arms_joint_space(model: Model, q) -> jnp.ndarray:
+    """The previous fast path: joint-space wrench sums on :func:`path_state` (a cross-check route).
 
     With W_i = Σ_{p on body i} [x_p × f_p; f_p] the world wrench (about the origin) a unit tension
     applies to body ``i`` and S_j = Σ_{i ⪰ j} W_i its sum over the subtree of joint ``j``, the
     joint-space moment arms are R_θ[j] = w_j · (S_j^ang - p_j × S_j^lin) (revolute, world axis w_j
-    through the origin p_j of body j) or w_j · S_j^lin (prismatic), and R = Jᵀ R_θ (DESIGN: the
-    fast path factors through joint space; this is Eq. 193 regrouped by joints instead of bodies).
-    No 4x4 products beyond the pose recursion.
+    through the origin p_j of body j) or w_j · S_j^lin (prismatic), and R = Jᵀ R_θ (Eq. 193
+    regrouped by joints instead of bodies).
     """
     paths = get_paths(model)
     st = path_state(model, q)
