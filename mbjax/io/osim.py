@@ -18,7 +18,8 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
 * Coordinates: a ``CoordinateCouplerConstraint`` eliminates its dependent coordinate, which
   becomes ``scale · f(q_independent)`` (one independent coordinate and any 1-D function, or
   several with a ``MultivariatePolynomialFunction``; chains of couplers compose); a transform
-  axis of it is the composed map (``ComposedPolynomial``).  A ``locked`` coordinate is held at its default value (a constant).
+  axis of it is the composed map (``ComposedPolynomial``).  A ``locked`` coordinate is held at
+  its default value (a constant).
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
   ``clamped`` and ``locked`` flags are kept in ``model.extras["osim"]`` (:class:`OsimInfo`).
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
@@ -820,7 +821,7 @@ class _Loader:
                 fns.append(None)
             else:
                 fns.append(m)
-        if np.allclose(x_bf, np.eye(4), rtol=0.0, atol=0.0):
+        if np.array_equal(x_bf, np.eye(4)):
             return MovingPathPoint(body, loc, name, functions=tuple(fns))
         # on an offset frame: body component a = Σ_c R[a, c] loc_c(q) + p[a]
         rot, shift = x_bf[:3, :3], x_bf[:3, 3]
