@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from mbjax.constraints import molecule_derivatives, projection_values, sweep  # noqa: E402
-from mbjax.constraints.compare import agreement, linkage_comparison  # noqa: E402
+from mbjax.constraints.compare import agreement, linkage_comparison, plot_point_kinematics  # noqa: E402
 from mbjax.models.fivebar import FIVEBAR_LENGTHS, FIVEBAR_TRAJECTORY, fivebar, fivebar_chain  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "fivebar")
@@ -50,23 +50,8 @@ def main(quick: bool = False):
     for method in tqdm(["projection", "implicit", "molecule"], desc="methods"):
         res[method] = linkage_comparison(fivebar(method, step=MOLECULE_STEP), fivebar_chain(), times, FIVEBAR_TRAJECTORY)
     q, vm, am, va, aa = res["projection"]
-    fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
-    ax[0].plot(times, q[:, 0], label="q1 = θ1")
-    ax[0].plot(times, q[:, 1], label="q2 = θ2")
-    ax[0].legend(fontsize=8)
-    ax[1].plot(times, np.linalg.norm(vm, axis=1), lw=3, label="mbjax (projection)")
-    ax[1].plot(times, np.linalg.norm(va, axis=1), "k:", lw=2, label="absolute coordinates")
-    ax[1].set_ylabel("|v_p|")
-    ax[2].plot(times, np.linalg.norm(am, axis=1), lw=3, label="mbjax (projection)")
-    ax[2].plot(times, np.linalg.norm(aa, axis=1), "k:", lw=2, label="absolute coordinates")
-    ax[2].set_ylabel("|a_p|")
-    for a in ax:
-        a.set_xlabel("t")
-    ax[2].legend(fontsize=8)
-    fig.suptitle("Fig. 8 and 9: drives and |v|, |a| of point p")
-    fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "fig9_point_p.png"), dpi=120)
-    plt.close(fig)
+    plot_point_kinematics(times, res["projection"], ["q1 = θ1", "q2 = θ2"], "projection",
+                          "Fig. 8 and 9: drives and |v|, |a| of point p", os.path.join(OUT, "fig9_point_p.png"))
 
     # Fig. 10: |∇f3|, |∇f4| along the trajectory, projection vs molecule
     con = fivebar("projection").constraint

@@ -32,7 +32,7 @@ from tqdm import tqdm  # noqa: E402
 
 import mbjax  # noqa: E402
 from mbjax.constraints import sweep  # noqa: E402
-from mbjax.constraints.compare import agreement, linkage_comparison  # noqa: E402
+from mbjax.constraints.compare import agreement, linkage_comparison, plot_point_kinematics  # noqa: E402
 from mbjax.models.fourbar import (  # noqa: E402
     FOURBAR_LENGTHS,
     FOURBAR_RANGE,
@@ -90,22 +90,8 @@ def main(quick: bool = False):
         lk = pre if method == "premodel" else fourbar(method)
         rows[method] = linkage_comparison(lk, fourbar_chain(), times, FOURBAR_TRAJECTORY)
     q, vm, am, va, aa = rows["premodel"]
-    fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
-    ax[0].plot(times, q[:, 0])
-    ax[0].set_ylabel("q")
-    ax[1].plot(times, np.linalg.norm(vm, axis=1), lw=3, label="mbjax (pre-model)")
-    ax[1].plot(times, np.linalg.norm(va, axis=1), "k:", lw=2, label="absolute coordinates")
-    ax[1].set_ylabel("|v_p|")
-    ax[2].plot(times, np.linalg.norm(am, axis=1), lw=3, label="mbjax (pre-model)")
-    ax[2].plot(times, np.linalg.norm(aa, axis=1), "k:", lw=2, label="absolute coordinates")
-    ax[2].set_ylabel("|a_p|")
-    for a in ax:
-        a.set_xlabel("t")
-    ax[2].legend(fontsize=8)
-    fig.suptitle("Fig. 4 and 6: drive q(t) and |v|, |a| of point p")
-    fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "fig6_point_p.png"), dpi=120)
-    plt.close(fig)
+    plot_point_kinematics(times, rows["premodel"], ["q"], "pre-model",
+                          "Fig. 4 and 6: drive q(t) and |v|, |a| of point p", os.path.join(OUT, "fig6_point_p.png"))
 
     with open(os.path.join(OUT, "fourbar.csv"), "w", newline="") as fh:
         w = csv.writer(fh)
