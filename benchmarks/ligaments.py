@@ -21,6 +21,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from _timing import timed  # noqa: E402
 from mbjax.ligaments import (  # noqa: E402
     discretize,
     gauss_rule,
@@ -46,13 +47,7 @@ def throughput(fib, batch, repeats):
     poses[:, :3, 3] += rng.normal(scale=2e-4, size=(batch, 3))
     poses = jnp.asarray(poses)
     f = jax.jit(jax.vmap(lambda pb: ligament_wrench(fib, jnp.eye(4), pb)))
-    f(poses).block_until_ready()
-    best = np.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        f(poses).block_until_ready()
-        best = min(best, time.perf_counter() - t)
-    return batch / best  # evaluations per second
+    return batch / timed(f, poses, repeat=repeats)[1]  # evaluations per second
 
 
 def main(quick: bool):
