@@ -1,125 +1,149 @@
-"""Dynamics benchmarks: batched inverse dynamics (closed form vs autodiff Lagrangian), Andrews ODE vs DAE.
+"""Dynamics benchmark: batched inverse dynamics, mass matrix and forward dynamics vs Pinocchio.
 
-Run: ``.venv/bin/python benchmarks/dynamics.py [--quick]``.  float64, CPU.
-(i) ``jax.vmap(inverse_dynamics)`` over 4096 poses for a 7-dof chain and a 20-dof tree loaded from
-URDF: µs/pose, compile time, ratio to the autodiff-Lagrangian route (M = ∂²T/∂q̇², N q̇, G = -∇V).
-(ii) Andrews' squeezer to t = 0.03: the one-coordinate empirical ODE (exact implicit maps and
-Fourier maps) vs the 7-angle index-1 DAE with Baumgarte stabilization, wall time per solve at
-tolerances giving comparable accuracy against the Test Set's published solution (paper: ODE 4x
-faster than the stabilized DAE).
+Run: ``.venv/bin/python benchmarks/dynamics.py [--quick] [--device gpu] [--float32]``.
+``jax.vmap(mbjax.inverse_dynamics)`` (batch-last Newton-Euler kernel) over N poses of a 7-dof
+chain and a 20-dof random tree, both URDF files that Pinocchio loads too; Pinocchio's C++
+``rnea`` / ``crba`` / ``aba`` are timed per call in the same run (where ``pin`` is installed),
+and the results are compared (max |τ_mbjax − τ_pinocchio|).  Target (issue 13): mbjax µs/pose ≤
+Pinocchio µs/call.  The autodiff-Lagrangian route is timed on fewer poses as a reference.
 """
 
 import argparse
 import time
 
-import jax
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
+from _timing import device_setup, timed  # noqa: E402  (sets the platform before jax starts)
 
+ARGS = device_setup()
+
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 
 import mbjax  # noqa: E402
 from mbjax import _dynamics as dyn  # noqa: E402
 from mbjax.io import load_urdf  # noqa: E402
-from _timing import timed  # noqa: E402
 
 
-def chain7():
-    rng = np.random.default_rng(0)
-    names = [f"q{k}" for k in range(7)]
-    b = mbjax.ModelBuilder(names, gravity=[0, 0, -9.81])
-    parent = "ground"
-    for k in range(7):
-        axis = rng.normal(size=3)
-        b.add_body(f"l{k}", parent=parent, axis=axis / np.linalg.norm(axis), map=names[k],
-                   translation=[0, 0, 0.3] if k else [0, 0, 0], mass=2.0, com=[0.02, 0.01, 0.15],
-                   inertia=np.diag([0.02, 0.02, 0.01]))
-        parent = f"l{k}"
-    return b.build()
+def _vec(v):
+    return " ".join(f"{x:.17g}" for x in v)
 
 
-def tree_urdf(n=20, seed=1):
-    """A random 20-link URDF tree (revolute joints, inertial origins with rpy)."""
+def urdf_tree(n: int, seed: int, chain: bool) -> str:
+    """A URDF tree of ``n`` revolute links (a chain, or random parents among the last 3 links)."""
     rng = np.random.default_rng(seed)
-    parts = ['<robot name="tree20"><link name="base"/>']
+    parts = [f'<robot name="tree{n}"><link name="base"/>']
     for k in range(n):
         parts.append(
-            f'<link name="l{k}"><inertial><origin xyz="{" ".join(map(str, rng.normal(size=3) * 0.05))}" '
-            f'rpy="{" ".join(map(str, rng.normal(size=3)))}"/><mass value="{rng.uniform(0.5, 2)}"/>'
+            f'<link name="l{k}"><inertial><origin xyz="{_vec(rng.normal(size=3) * 0.05)}" '
+            f'rpy="{_vec(rng.normal(size=3))}"/><mass value="{rng.uniform(0.5, 2):.17g}"/>'
             '<inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial></link>'
         )
     for k in range(n):
-        parent = "base" if k == 0 else f"l{int(rng.integers(max(0, k - 3), k))}"
+        parent = "base" if k == 0 else (f"l{k - 1}" if chain else f"l{int(rng.integers(max(0, k - 3), k))}")
         axis = rng.normal(size=3)
         parts.append(
             f'<joint name="j{k}" type="revolute"><parent link="{parent}"/><child link="l{k}"/>'
-            f'<origin xyz="{" ".join(map(str, rng.normal(size=3) * 0.2))}" rpy="{" ".join(map(str, rng.normal(size=3)))}"/>'
-            f'<axis xyz="{" ".join(map(str, axis / np.linalg.norm(axis)))}"/></joint>'
+            f'<origin xyz="{_vec(rng.normal(size=3) * 0.2)}" rpy="{_vec(rng.normal(size=3))}"/>'
+            f'<axis xyz="{_vec(axis / np.linalg.norm(axis))}"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>'
         )
     parts.append("</robot>")
-    return load_urdf("".join(parts))
+    return "".join(parts)
 
 
+MODELS = {"7-dof chain": (7, 0, True), "20-dof tree": (20, 1, False)}
 
 
-def bench_inverse_dynamics(n_poses, repeat):
-    print(f"(i) batched inverse dynamics, {n_poses} poses, float64")
-    print(f"{'model':<14}{'route':<22}{'compile s':>10}{'us/pose':>10}{'ratio':>8}")
-    for label, model in (("7-dof chain", chain7()), ("20-dof URDF", tree_urdf())):
+def pinocchio_model(xml: str):
+    try:
+        import pinocchio as pin
+    except ImportError:
+        return None
+    model = pin.buildModelFromXML(xml)
+    model.gravity.linear = np.array([0.0, 0.0, -9.81])
+    return model
+
+
+def pin_order(pmodel, names):
+    """Index of each mbjax coordinate (joint name) in Pinocchio's q."""
+    return np.asarray([pmodel.joints[pmodel.getJointId(n)].idx_q for n in names])
+
+
+def time_pinocchio(fn, n_calls: int) -> float:
+    """Best of 3 loops of ``n_calls`` calls: seconds per call."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        fn(n_calls)
+        best = min(best, (time.perf_counter() - t0) / n_calls)
+    return best
+
+
+def main():
+    args = ARGS
+    n_poses = 1024 if args.quick else 8192
+    repeat = 3 if args.quick else 7
+    dtype = np.float32 if args.float32 else np.float64
+    print(f"batched dynamics on {jax.devices()[0].platform}, {n_poses} poses, {np.dtype(dtype).name}")
+    print(f"{'model':<13}{'quantity':<20}{'mbjax µs/pose':>14}{'pin µs/call':>12}{'pin/mbjax':>10}{'compile s':>10}{'max |diff|':>11}")
+    for label, (n, seed, chain) in MODELS.items():
+        xml = urdf_tree(n, seed, chain)
+        model = load_urdf(xml)
+        if args.float32:
+            model = jax.tree.map(lambda a: a.astype(jnp.float32) if eqx_is_float(a) else a, model)
         nq = model.n_coordinates
         rng = np.random.default_rng(0)
-        q, qd, qdd = (jnp.asarray(rng.uniform(-1, 1, (n_poses, nq))) for _ in range(3))
-        fast = jax.jit(jax.vmap(mbjax.inverse_dynamics, in_axes=(None, 0, 0, 0)))
+        q, qd, qdd = (rng.uniform(-1, 1, (n_poses, nq)).astype(dtype) for _ in range(3))
+        pmodel = pinocchio_model(xml)
+        routes = {
+            "inverse dynamics": (jax.jit(jax.vmap(mbjax.inverse_dynamics, in_axes=(None, 0, 0, 0))), (q, qd, qdd)),
+            "mass matrix": (jax.jit(jax.vmap(mbjax.mass_matrix, in_axes=(None, 0))), (q,)),
+            "forward dynamics": (jax.jit(jax.vmap(mbjax.forward_dynamics, in_axes=(None, 0, 0, 0))), (q, qd, qdd)),
+        }
+        for name, (fn, xs) in routes.items():
+            xs_j = tuple(jnp.asarray(x) for x in xs)
+            compile_s, best = timed(fn, model, *xs_j, repeat=repeat)
+            ours = 1e6 * best / n_poses
+            pin_us, diff = float("nan"), float("nan")
+            if pmodel is not None:
+                import pinocchio as pin
+
+                data = pmodel.createData()
+                order = pin_order(pmodel, model.coordinate_names)
+
+                def to_pin(x):
+                    out = np.zeros(pmodel.nq)
+                    out[order] = x
+                    return out
+
+                pq, pqd, pqdd = (np.stack([to_pin(x) for x in a[:256]]) for a in (q, qd, qdd))
+                if name == "inverse dynamics":
+                    call = lambda k: [pin.rnea(pmodel, data, pq[i % 256], pqd[i % 256], pqdd[i % 256]) for i in range(k)]
+                    ref = np.stack([pin.rnea(pmodel, data, pq[i], pqd[i], pqdd[i])[order] for i in range(64)])
+                elif name == "mass matrix":
+                    call = lambda k: [pin.crba(pmodel, data, pq[i % 256]) for i in range(k)]
+                    ref = []
+                    for i in range(64):
+                        mm = pin.crba(pmodel, data, pq[i])
+                        mm = np.triu(mm) + np.triu(mm, 1).T
+                        ref.append(mm[np.ix_(order, order)])
+                    ref = np.stack(ref)
+                else:
+                    call = lambda k: [pin.aba(pmodel, data, pq[i % 256], pqd[i % 256], pqdd[i % 256]) for i in range(k)]
+                    ref = np.stack([pin.aba(pmodel, data, pq[i], pqd[i], pqdd[i])[order] for i in range(64)])
+                pin_us = 1e6 * time_pinocchio(call, 2000 if args.quick else 20000)
+                mine = np.asarray(fn(model, *(x[:64] for x in xs_j)))
+                diff = float(np.max(np.abs(mine - ref)))
+            print(f"{label:<13}{name:<20}{ours:>14.3f}{pin_us:>12.3f}{pin_us / ours:>10.2f}{compile_s:>10.2f}{diff:>11.1e}")
         lag = jax.jit(jax.vmap(dyn.inverse_dynamics_lagrangian, in_axes=(None, 0, 0, 0)))
-        err = float(jnp.max(jnp.abs(fast(model, q[:64], qd[:64], qdd[:64]) - lag(model, q[:64], qd[:64], qdd[:64]))))
-        c1, t1 = timed(fast, model, q, qd, qdd, repeat=repeat)
-        c2, t2 = timed(lag, model, q, qd, qdd, repeat=repeat)
-        print(f"{label:<14}{'closed form (RNEA)':<22}{c1:>10.2f}{1e6 * t1 / n_poses:>10.2f}{1.0:>8.1f}")
-        print(f"{label:<14}{'autodiff Lagrangian':<22}{c2:>10.2f}{1e6 * t2 / n_poses:>10.2f}{t2 / t1:>8.1f}")
-        print(f"{'':<14}max |τ_fast - τ_lagrangian| = {err:.1e}")
+        m = min(n_poses, 256)
+        _, t_lag = timed(lag, model, *(jnp.asarray(x[:m]) for x in (q, qd, qdd)), repeat=2)
+        print(f"{label:<13}{'ID, autodiff Lagr.':<20}{1e6 * t_lag / m:>14.3f}")
 
 
-def bench_andrews(repeat):
-    import diffrax
-
-    from mbjax.models import andrews as A
-
-    ref_q = np.array([0.1581077119629904e2, -0.1575637105984298e2, 0.4082224013073101e-1, -0.5347301163226948,
-                      0.5244099658805304, 0.5347301163226948, 0.1048080741042263e1])
-    print("(ii) Andrews' squeezer to t = 0.03 (Tsit5, PID); error = max |q(0.03) - Test Set| over the 7 angles")
-    print(f"{'formulation':<34}{'rtol':>8}{'steps':>7}{'error':>10}{'ms/solve':>10}")
-    fit = A.fourier_maps(12)
-    tree = A.andrews_tree()
-    rows = {}
-    for tol in (1e-6, 1e-8, 1e-10):
-        cases = []
-        for kind in ("implicit", "fourier"):
-            model, _ = A.andrews_reduced(kind, fit=fit)
-            cases.append((f"ODE, q = beta, {kind} maps", model, A.reduced_vector_field(model), [A.Q0[0]], 1))
-        cases.append(("DAE index 1 + Baumgarte (7 angles)", tree, A.dae_vector_field(tree, 1e3, 1e3), A.Q0, 7))
-        for label, model, field, q0, n in cases:
-            q0 = jnp.asarray(q0)
-            run = jax.jit(lambda q0: mbjax.simulate(model, q0, jnp.zeros(n), 0.0, A.T_END, vector_field=field,
-                                                    rtol=tol, atol=tol, solver=diffrax.Tsit5()))
-            _, t = timed(run, q0, repeat=repeat)
-            sol = run(q0)
-            if n == 1:
-                q, _ = A.full_state(model, sol.ys[0][-1, 0], sol.ys[1][-1, 0])
-            else:
-                q = sol.ys[0][-1]
-            err = float(np.max(np.abs(np.asarray(q) - ref_q)))
-            rows[(label, tol)] = t
-            print(f"{label:<34}{tol:>8.0e}{int(sol.stats['num_steps']):>7}{err:>10.1e}{1e3 * t:>10.1f}")
-    for tol in (1e-6, 1e-8, 1e-10):
-        ratio = rows[("DAE index 1 + Baumgarte (7 angles)", tol)] / rows[("ODE, q = beta, implicit maps", tol)]
-        ratio_f = rows[("DAE index 1 + Baumgarte (7 angles)", tol)] / rows[("ODE, q = beta, fourier maps", tol)]
-        print(f"rtol {tol:.0e}: DAE / ODE wall time = {ratio:.2f} (implicit maps), {ratio_f:.2f} (Fourier maps); paper: 4")
+def eqx_is_float(a):
+    return isinstance(a, jax.Array) and jnp.issubdtype(a.dtype, jnp.floating)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    bench_inverse_dynamics(512 if args.quick else 4096, 2 if args.quick else 5)
-    bench_andrews(1 if args.quick else 3)
+    main()

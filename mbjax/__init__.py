@@ -3,7 +3,11 @@
 from . import maps as maps
 from ._kinematics import JointValues as JointValues
 from ._kinematics import PoseDerivatives as PoseDerivatives
+from ._kinematics import BodyKinematics as BodyKinematics
+from ._kinematics import Kinematics as Kinematics
 from ._kinematics import body_jacobians as body_jacobians
+from ._kinematics import body_kinematics as body_kinematics
+from ._kinematics import kinematics as kinematics
 from ._kinematics import body_poses as body_poses
 from ._kinematics import joint_transforms as joint_transforms
 from ._kinematics import joint_values as joint_values
@@ -20,6 +24,7 @@ from ._dynamics import mass_matrix as mass_matrix
 from ._dynamics import bias_forces as bias_forces
 from ._dynamics import gravity_forces as gravity_forces
 from ._dynamics import generalized_forces as generalized_forces
+from ._dynamics import body_wrench_forces as body_wrench_forces
 from ._dynamics import inverse_dynamics as inverse_dynamics
 from ._dynamics import forward_dynamics as forward_dynamics
 from ._dynamics import mass_matrix_kron as mass_matrix_kron

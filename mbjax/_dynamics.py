@@ -30,136 +30,197 @@ import jax.scipy.linalg as jsl
 import numpy as np
 
 from . import _kron
-from ._kinematics import (
-    _compose,
-    _twists,
-    joint_transforms,
-    joint_values,
-    pose_derivatives_kron,
-)
+from ._batching import Small, batch_last
+from ._kinematics import Kinematics, _motion_subspace, body_poses, forward_pass, pose_derivatives_kron
 from ._model import Model
-from ._spatial import homogeneous, skew
 
 # --------------------------------------------------------------------------------------------
-# spatial algebra (world frame, [angular; linear] at the world origin)
+# Newton-Euler and composite-rigid-body kernels on the kinematics pass (batch last)
 # --------------------------------------------------------------------------------------------
 
 
-def _twist6(s4):
-    """6-vectors ``[ω; v_o]`` from 4x4 twist matrices ``(..., 4, 4)``."""
-    w = jnp.stack([s4[..., 2, 1], s4[..., 0, 2], s4[..., 1, 0]], -1)
-    return jnp.concatenate([w, s4[..., :3, 3]], -1)
+def _ops_of(kin: Kinematics) -> Small:
+    return Small(kin.theta.ndim - 1, kin.theta.dtype)
 
 
-def _cross_motion(v, m):
-    """Motion cross product v × m for spatial motion vectors ``(..., 6)``."""
-    w, vo = v[..., :3], v[..., 3:]
-    mw, mv = m[..., :3], m[..., 3:]
-    return jnp.concatenate([jnp.cross(w, mw), jnp.cross(vo, mw) + jnp.cross(w, mv)], -1)
+def _inertia_times(model: Model, ops: Small, m6):
+    """Body-frame spatial inertia (about the body origin) times motion vectors ``(nb, 6, *b)``.
+
+    With mass m, COM c and central inertia I_c (body frame, constant):
+    I [ω; v] = [I_c ω + c × p; p] with p = m (v + ω × c).
+    """
+    w, v = m6[:, :3], m6[:, 3:]
+    c = ops.c(model.com)
+    p = ops.c(model.mass)[:, None] * (v + ops.cross(w, c))
+    ang = ops.mv(ops.c(model.inertia), w) + ops.cross(c, p)
+    return jnp.concatenate([ang, p], 1)
 
 
-def _cross_force(v, f):
-    """Force cross product v ×* f for a motion ``v`` and a wrench ``f = [n; f]`` ``(..., 6)``."""
-    w, vo = v[..., :3], v[..., 3:]
-    n, fl = f[..., :3], f[..., 3:]
-    return jnp.concatenate([jnp.cross(w, n) + jnp.cross(vo, fl), jnp.cross(w, fl)], -1)
+def _cross_force(ops: Small, v, f):
+    """Force cross product v ×* f for a motion ``v = [ω; v]`` and a wrench ``f = [n; f]``."""
+    w, vo = v[:, :3], v[:, 3:]
+    n, fl = f[:, :3], f[:, 3:]
+    return jnp.concatenate([ops.cross(w, n) + ops.cross(vo, fl), ops.cross(w, fl)], 1)
 
 
-def _spatial_inertia(model: Model, poses):
-    """World spatial inertias about the world origin, ``(nb, 6, 6)``."""
-    rot = poses[:, :3, :3]
-    c = jnp.einsum("bij,bj->bi", rot, model.com) + poses[:, :3, 3]
-    i_c = rot @ model.inertia @ jnp.swapaxes(rot, 1, 2)
-    m = model.mass[:, None, None]
-    cx = skew(c)
-    eye = jnp.eye(3, dtype=poses.dtype)
-    top = jnp.concatenate([i_c + m * cx @ jnp.swapaxes(cx, 1, 2), m * cx], -1)
-    bot = jnp.concatenate([m * jnp.swapaxes(cx, 1, 2), m * eye], -1)
-    return jnp.concatenate([top, bot], -2)
+def subtree_wrenches(model: Model, kin: Kinematics, wrench):
+    """Σ over the subtree of each body of body-frame wrenches ``(nb, 6, *b)``, in each body's frame.
+
+    The backward half of recursive Newton-Euler: levels deepest first, each child's total
+    wrench moved to its parent's frame (n_p = E n_c + r × E f_c, f_p = E f_c with E, r the local
+    transform) and added by one static one-hot product per level.  With the Newton-Euler body
+    wrenches this is the wrench the parent transmits to each body through its joint, about the
+    body origin, in body axes (what joint reactions read).
+    """
+    ops = _ops_of(kin)
+    top = model.topology
+    levels = top.levels()
+    parents = top.parent_array()
+    total = [wrench[level] for level in levels]
+    for li in range(len(levels) - 1, 0, -1):
+        level, above = levels[li], levels[li - 1]
+        rot, pos = kin.rot_local[level], kin.pos_local[level]
+        f = ops.mv(rot, total[li][:, 3:])
+        n = ops.mv(rot, total[li][:, :3]) + ops.cross(pos, f)
+        moved = jnp.concatenate([n, f], 1)
+        slot = {int(b): s for s, b in enumerate(above)}
+        onehot = np.zeros((len(above), len(level)))
+        onehot[[slot[int(p)] for p in parents[level]], np.arange(len(level))] = 1.0
+        total[li - 1] = total[li - 1] + jnp.einsum("pc,c...->p...", jnp.asarray(onehot, ops.dtype), moved)
+    inv = np.argsort(np.concatenate(levels)) if levels else np.zeros(0, int)
+    return jnp.concatenate(total)[inv] if levels else wrench
 
 
-def _joint_space(model: Model, q):
-    """Joint values, world poses, world joint twists ``(nb, 6)``, ancestor mask, inertias."""
-    jv = joint_values(model, q)
-    poses = _compose(model, joint_transforms(model, jv.value))
-    s = _twist6(_twists(model, poses))
-    anc = jnp.asarray(model.topology.ancestor_mask(), poses.dtype)
-    inertia = _spatial_inertia(model, poses)
-    return jv, poses, s, anc, inertia
+def _joint_torques(model: Model, kin: Kinematics, total):
+    """τ_θ = s_iᵀ W_i and the generalized force Fᵀ τ_θ ``(nq, *b)``."""
+    ops = _ops_of(kin)
+    s = _motion_subspace(model, ops)
+    tau_theta = ops.dot(s, total)
+    return jnp.sum(kin.theta_grad * tau_theta[:, None], 0)
 
 
-def _rnea(s, anc, inertia, thd, thdd, a0):
-    """Free-tree inverse dynamics τ_θ ``(nb,)`` (world-frame recursive Newton-Euler, masked sums)."""
-    v = anc @ (s * thd[:, None])  # v_i = Σ_{j⪯i} S_j θ̇_j
-    sdot = _cross_motion(v, s)  # Ṡ_j = v_j × S_j
-    a = anc @ (s * thdd[:, None] + sdot * thd[:, None]) + a0
-    h = jnp.einsum("bij,bj->bi", inertia, v)
-    w = jnp.einsum("bij,bj->bi", inertia, a) + _cross_force(v, h)
-    return jnp.einsum("jk,jk->j", s, anc.T @ w)  # τ_j = S_jᵀ Σ_{i⪰j} w_i
+def _newton_euler(model: Model, q, qd, qdd, gravity: bool = True):
+    """Fᵀ τ_θ(θ, F q̇, F q̈ + [q̇ᵀ H_j q̇]_j) by recursive Newton-Euler in body frames (kernel)."""
+    dtype = jnp.result_type(q, model.axis)
+    a0 = jnp.zeros(6, dtype)
+    if gravity:
+        a0 = a0.at[3:].set(-model.gravity.astype(dtype))
+    kin = forward_pass(model, q, qd, qdd, base_acceleration=a0)
+    ops = _ops_of(kin)
+    v = kin.velocity
+    wrench = _inertia_times(model, ops, kin.acceleration) + _cross_force(ops, v, _inertia_times(model, ops, v))
+    return _joint_torques(model, kin, subtree_wrenches(model, kin, wrench))
 
 
-def _base_acceleration(model: Model, dtype):
-    return jnp.concatenate([jnp.zeros(3, dtype), -model.gravity.astype(dtype)])
+def _gravity_kernel(model: Model, q):
+    """G = Fᵀ G_θ with G_θ the subtree sums of the gravity wrenches [c × m g_b; m g_b] (body axes)."""
+    kin = forward_pass(model, q)
+    ops = _ops_of(kin)
+    g_body = ops.mtv(kin.rot, ops.c(model.gravity)[None])  # Rᵀ g, (nb, 3, *b)
+    f = ops.c(model.mass)[:, None] * g_body
+    wrench = jnp.concatenate([ops.cross(ops.c(model.com), f), f], 1)
+    return _joint_torques(model, kin, subtree_wrenches(model, kin, wrench))
 
 
-def joint_space_mass_matrix(model: Model, q):
-    """M_θ of the free tree (composite rigid body), ``(nb, nb)``."""
-    _, _, s, anc, inertia = _joint_space(model, q)
-    return _crb(s, anc, inertia)
+def _world_twists(model: Model, ops: Small, kin: Kinematics):
+    """World joint twists at the world origin ``(nb, 6, *b)``: [w; p × w] revolute, [0; w] prismatic."""
+    rev = ops.mask(model.topology.is_revolute()[:, None])
+    w = ops.mv(kin.rot, ops.c(model.axis))
+    return jnp.concatenate([jnp.where(rev, w, 0.0), jnp.where(rev, ops.cross(kin.pos, w), w)], 1)
 
 
-def _crb(s, anc, inertia):
-    ic = jnp.einsum("ij,iab->jab", anc, inertia)  # I^c_j = Σ_{i⪰j} I_i
-    x = jnp.einsum("ja,jab,kb->jk", s, ic, s)  # S_jᵀ I^c_j S_k
-    low = anc * x  # entries with k ⪯ j
-    return low + low.T - jnp.diag(jnp.diag(x))
+def _mass_matrix_kernel(model: Model, q):
+    """M_q = Fᵀ M_θ F, M_θ[j, k] = S_jᵀ I^c_j S_k (k ⪯ j) by composite rigid bodies in world axes.
+
+    The composite inertias I^c_j = Σ_{i ⪰ j} I_i are one product with the static ancestor mask
+    (over the batch, a single matrix product), applied to the world twists directly:
+    I^c_j S_k = Σ_{i ⪰ j} I_i S_k, with I_i S computed from each body's mass, world COM and
+    world central inertia.
+    """
+    kin = forward_pass(model, q)
+    ops = _ops_of(kin)
+    s = _world_twists(model, ops, kin)  # (nb, 6, *b)
+    rot = kin.rot
+    com = ops.mv(rot, ops.c(model.com)) + kin.pos  # world COM
+    i_c = ops.mm(ops.mm(rot, ops.c(model.inertia)), jnp.swapaxes(rot, 1, 2))
+    mass = ops.c(model.mass)[:, None]
+    anc = model.topology.ancestor_mask()
+    # world spatial inertias about the origin, (nb, 6, 6, *b); composite ones by one mask product
+    eye = ops.c(np.eye(3))[None]
+    cx = _skew_b(ops, com)
+    i6 = jnp.concatenate([
+        jnp.concatenate([i_c + mass[..., None] * ops.mm(cx, jnp.swapaxes(cx, 1, 2)), mass[..., None] * cx], 2),
+        jnp.concatenate([mass[..., None] * jnp.swapaxes(cx, 1, 2), jnp.broadcast_to(mass[..., None] * eye, cx.shape)], 2),
+    ], 1)  # (nb, 6, 6, *b)
+    ic = jnp.einsum("ij,iab...->jab...", jnp.asarray(anc, ops.dtype), i6)
+    y = ops.mv(ic, s)  # I^c_j S_j, (nb, 6, *b)
+    x = ops.dot(ops.expand(y, -2), ops.expand(s, -3))  # [j, k] = S_kᵀ I^c_j S_j
+    low = ops.mask(anc) * x
+    m_theta = low + jnp.swapaxes(low, 0, 1) - ops.mask(np.eye(len(anc))) * x
+    f = kin.theta_grad
+    return jnp.einsum("jl...,jk...,km...->lm...", f, m_theta, f)
+
+
+def _skew_b(ops: Small, v):
+    z = jnp.zeros_like(v[:, 0])
+    x, y, w = v[:, 0], v[:, 1], v[:, 2]
+    return jnp.stack([jnp.stack([z, -w, y], 1), jnp.stack([w, z, -x], 1), jnp.stack([-y, x, z], 1)], 1)
+
+
+def _inverse_dynamics_kernel(model: Model, q, qd, qdd):
+    return _newton_euler(model, q, qd, qdd, gravity=True)
+
+
+def _bias_kernel(model: Model, q, qd):
+    return _newton_euler(model, q, qd, None, gravity=False)
+
+
+def _bias_gravity_kernel(model: Model, q, qd):
+    return _newton_euler(model, q, qd, None, gravity=True)
 
 
 # --------------------------------------------------------------------------------------------
-# public fast path
+# public fast path (single pose; jax.vmap runs the batch-last kernels)
 # --------------------------------------------------------------------------------------------
+
+
+def _vector(model: Model, x, name: str):
+    x = jnp.asarray(x)
+    if x.shape != (model.n_coordinates,):
+        raise ValueError(
+            f"{name} must have shape ({model.n_coordinates},) (nq) for coordinates "
+            f"{model.coordinate_names}, got {x.shape}"
+        )
+    return x
 
 
 def mass_matrix(model: Model, q):
     """Mass matrix M(q) ``(nq, nq)`` of Eq. 188-189, as Fᵀ M_θ F (composite rigid body)."""
-    jv, _, s, anc, inertia = _joint_space(model, q)
-    f = jv.gradient
-    return f.T @ _crb(s, anc, inertia) @ f
+    return batch_last(_mass_matrix_kernel)(model, _vector(model, q, "q"))
 
 
 def bias_forces(model: Model, q, qd):
     """Coriolis and centrifugal term N(q, q̇) q̇ ``(nq,)`` (Eq. 146/190), without gravity."""
-    jv, _, s, anc, inertia = _joint_space(model, q)
-    f = jv.gradient
-    thd = f @ qd
-    h = jnp.einsum("jlm,l,m->j", jv.hessian, qd, qd)
-    zero = jnp.zeros(6, s.dtype)
-    return f.T @ _rnea(s, anc, inertia, thd, h, zero)
+    return batch_last(_bias_kernel)(model, _vector(model, q, "q"), _vector(model, qd, "qd"))
 
 
 def gravity_forces(model: Model, q):
     """Generalized gravity force G(q) ``(nq,)`` (Eq. 187/197, right-hand side of Eq. 198)."""
-    jv, _, s, anc, inertia = _joint_space(model, q)
-    g6 = jnp.concatenate([jnp.zeros(3, s.dtype), model.gravity.astype(s.dtype)])
-    w = jnp.einsum("bij,j->bi", inertia, g6)  # gravity wrench [c × m g; m g]
-    g_theta = jnp.einsum("jk,jk->j", s, anc.T @ w)
-    return jv.gradient.T @ g_theta
+    return batch_last(_gravity_kernel)(model, _vector(model, q, "q"))
 
 
 def inverse_dynamics(model: Model, q, qd, qdd, external=None):
     """Generalized force τ with M q̈ + N q̇ - G - Q = τ (Eq. 198), by recursive Newton-Euler.
 
-    ``external`` is an optional generalized force Q ``(nq,)`` (e.g. from
-    :func:`generalized_forces`).  Computed as Fᵀ τ_θ(θ, F q̇, F q̈ + h) with gravity as a base
-    acceleration.
+    Computed as Fᵀ τ_θ(θ, F q̇, F q̈ + [q̇ᵀ H_j q̇]_j) on the free tree in body frames, gravity as a
+    base acceleration.  ``external`` is an optional generalized force Q ``(nq,)`` (e.g. from
+    :func:`generalized_forces`).
     """
-    jv, _, s, anc, inertia = _joint_space(model, q)
-    f = jv.gradient
-    thd = f @ qd
-    thdd = f @ qdd + jnp.einsum("jlm,l,m->j", jv.hessian, qd, qd)
-    tau = f.T @ _rnea(s, anc, inertia, thd, thdd, _base_acceleration(model, s.dtype))
+    tau = batch_last(_inverse_dynamics_kernel)(
+        model, _vector(model, q, "q"), _vector(model, qd, "qd"), _vector(model, qdd, "qdd")
+    )
     if external is not None:
-        tau = tau - external
+        tau = tau - _vector(model, external, "external")
     return tau
 
 
@@ -170,14 +231,10 @@ def forward_dynamics(model: Model, q, qd, tau=None):
     positive definite: a coordinate that moves only zero-inertia bodies makes it singular and
     gives non-finite q̈.
     """
-    jv, _, s, anc, inertia = _joint_space(model, q)
-    f = jv.gradient
-    m = f.T @ _crb(s, anc, inertia) @ f
-    thd = f @ qd
-    h = jnp.einsum("jlm,l,m->j", jv.hessian, qd, qd)
-    # τ_θ at zero θ̈ holds bias plus gravity: rhs = τ - Fᵀ τ_θ(θ, θ̇, h)
-    c = f.T @ _rnea(s, anc, inertia, thd, h, _base_acceleration(model, s.dtype))
-    rhs = -c if tau is None else tau - c
+    q, qd = _vector(model, q, "q"), _vector(model, qd, "qd")
+    m = mass_matrix(model, q)
+    c = batch_last(_bias_gravity_kernel)(model, q, qd)  # N q̇ - G
+    rhs = -c if tau is None else _vector(model, tau, "tau") - c
     return jsl.cho_solve(jsl.cho_factor(m, lower=True), rhs)
 
 
@@ -186,7 +243,8 @@ def generalized_forces(model: Model, q, bodies, points, forces, torques=None):
 
     ``bodies`` is a body (name or index) or a sequence of them ``(n,)``; ``points`` ``(n, 3)`` in
     the body frames; ``forces`` and ``torques`` ``(n, 3)`` in world coordinates.  Single
-    applications may be passed without the leading axis.
+    applications may be passed without the leading axis.  Every applied load (muscle, ligament,
+    contact) reaches the coordinates through :func:`body_wrench_forces`.
     """
     if isinstance(bodies, (str, int, np.integer)):
         bodies = [bodies]
@@ -201,21 +259,33 @@ def generalized_forces(model: Model, q, bodies, points, forces, torques=None):
             f"generalized_forces: points and forces must have shape ({len(idx)}, 3), got "
             f"{points.shape} and {forces.shape}"
         )
-    jv = joint_values(model, q)
-    poses = _compose(model, joint_transforms(model, jv.value))
-    s = _twist6(_twists(model, poses))
-    anc = jnp.asarray(model.topology.ancestor_mask(), poses.dtype)
-    p_world = jnp.einsum("kab,kb->ka", poses[idx], homogeneous(points))[:, :3]
-    moment = jnp.cross(p_world, forces)
     if torques is not None:
         torques = jnp.asarray(torques)
         if torques.shape != (len(idx), 3):
-            raise ValueError(f"generalized_forces: torques must have shape ({len(idx)}, 3)")
-        moment = moment + torques
-    wrench = jnp.concatenate([moment, forces], -1)  # at the world origin
-    per_body = jnp.zeros((model.n_bodies, 6), wrench.dtype).at[idx].add(wrench)
-    q_theta = jnp.einsum("jk,jk->j", s, anc.T @ per_body)
-    return jv.gradient.T @ q_theta
+            raise ValueError(f"generalized_forces: torques must have shape ({len(idx)}, 3), got {torques.shape}")
+    poses = body_poses(model, q)
+    rot = poses[idx, :3, :3]
+    f_body = jnp.einsum("kab,ka->kb", rot, forces)  # Rᵀ F
+    n_body = jnp.cross(points, f_body)
+    if torques is not None:
+        n_body = n_body + jnp.einsum("kab,ka->kb", rot, torques)
+    wrench = jnp.zeros((model.n_bodies, 6), f_body.dtype).at[idx].add(jnp.concatenate([n_body, f_body], -1))
+    return body_wrench_forces(model, q, wrench)
+
+
+def _wrench_kernel(model: Model, q, wrench):
+    kin = forward_pass(model, q)
+    return _joint_torques(model, kin, subtree_wrenches(model, kin, wrench.astype(kin.theta.dtype)))
+
+
+def body_wrench_forces(model: Model, q, wrench):
+    """Generalized force Q ``(nq,)`` of body-frame wrenches ``(nb, 6)`` = [moment about the body
+    origin; force], both in body axes: Q = Fᵀ τ_θ with τ_θ the joint components of their subtree sums.
+    """
+    wrench = jnp.asarray(wrench)
+    if wrench.shape != (model.n_bodies, 6):
+        raise ValueError(f"wrench must have shape ({model.n_bodies}, 6) (nb, 6), got {wrench.shape}")
+    return batch_last(_wrench_kernel)(model, _vector(model, q, "q"), wrench)
 
 
 # --------------------------------------------------------------------------------------------

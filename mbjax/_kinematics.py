@@ -30,8 +30,8 @@ import numpy as np
 
 from . import _kron
 from ._model import Model
-from ._spatial import homogeneous, inverse_transform, rodrigues, skew, transform
-from .maps._base import evaluate_global
+from ._batching import Small, batch_last, materialize
+from ._spatial import homogeneous, inverse_transform, skew
 
 
 class JointValues(NamedTuple):
@@ -62,188 +62,55 @@ class PoseDerivatives(NamedTuple):
 
 
 # --------------------------------------------------------------------------------------------
-# joint maps and joint transforms
+# the one kinematics pass (batch-last kernel; every other layer reads its result)
 # --------------------------------------------------------------------------------------------
 
 
-def joint_values(model: Model, q) -> JointValues:
-    """Joint variables f(q) with closed-form ∇f and H, shapes ``(nb,)``, ``(nb, nq)``, ``(nb, nq, nq)``."""
-    return _joint_values(model, q, with_derivatives=True)
+class Kinematics(NamedTuple):
+    """Everything one pose's forward pass knows, laid out ``(small..., *batch)``.
+
+    ``theta`` f(q) ``(nb,)``; ``theta_grad`` F = ∂f/∂q ``(nb, nq)``; ``rot_local``/``pos_local`` the
+    parent-from-child transform ᵖʳ⁽ⁱ⁾ᵢA₄ = O_i J_i(f_i) (Eq. 38-39) as ``(nb, 3, 3)``/``(nb, 3)``;
+    ``rot``/``pos`` the world pose ⁰ᵢA₄ (Eq. 40).  With velocities: ``theta_dot`` θ̇ = F q̇,
+    ``theta_ddot`` θ̈ = F q̈ + [q̇ᵀ H_j q̇]_j, and the body-frame spatial velocity ``velocity``
+    ``(nb, 6)`` = [ω; v_O] and spatial acceleration ``acceleration`` ``(nb, 6)`` (Featherstone:
+    d/dt of the twist minus ω × v on the linear part; includes the base acceleration, e.g. −g).
+    """
+
+    theta: jnp.ndarray
+    theta_grad: jnp.ndarray
+    rot_local: jnp.ndarray
+    pos_local: jnp.ndarray
+    rot: jnp.ndarray
+    pos: jnp.ndarray
+    theta_dot: jnp.ndarray | None = None
+    theta_ddot: jnp.ndarray | None = None
+    velocity: jnp.ndarray | None = None
+    acceleration: jnp.ndarray | None = None
 
 
-def joint_variables(model: Model, q) -> jnp.ndarray:
-    """Joint variables f(q) only, ``(nb,)`` (no derivative work; what ``body_poses`` needs)."""
-    return _joint_values(model, q, with_derivatives=False).value
-
-
-def _joint_values(model: Model, q, with_derivatives: bool) -> JointValues:
+def _check_coordinates(model: Model, q, name: str = "q"):
     q = jnp.asarray(q)
-    top = model.topology
-    if q.shape != (top.n_coordinates,):
+    nq = model.n_coordinates
+    if q.ndim < 1 or q.shape[0] != nq:
         raise ValueError(
-            f"q must have shape ({top.n_coordinates},) for coordinates {top.coordinate_names}, "
-            f"got {q.shape}"
+            f"{name} must have shape ({nq},) (nq) for coordinates {model.coordinate_names}, got {q.shape}"
         )
-    nb, nq = top.n_bodies, top.n_coordinates
-    dtype = jnp.result_type(q, model.axis)
-    f = jnp.zeros((nb,), dtype)
-    grad = jnp.zeros((nb, nq), dtype)
-    hess = jnp.zeros((nb, nq, nq), dtype)
-    for family, bodies, inputs in zip(model.maps, top.map_bodies, top.map_inputs):
-        idx = np.asarray(bodies)
-        inputs = np.asarray(inputs, dtype=np.int32)
-        if not with_derivatives:
-            f = f.at[idx].set(family.value(q.astype(dtype)[inputs]).astype(dtype))
-            continue
-        fv, gv, hv = evaluate_global(family, inputs, q.astype(dtype))
-        f = f.at[idx].set(fv.astype(dtype))
-        grad = grad.at[idx].set(gv.astype(dtype))
-        hess = hess.at[idx].set(hv.astype(dtype))
-    return JointValues(f, grad, hess)
-
-
-def joint_matrices(model: Model) -> jnp.ndarray:
-    """Joint matrices Â_i (Eq. 70-71) in each body's frame, ``(nb, 4, 4)``: ∂J_i/∂f_i = J_i Â_i."""
-    rev = jnp.asarray(model.topology.is_revolute())[:, None, None]
-    nb = model.n_bodies
-    rot_part = jnp.zeros((nb, 4, 4), model.axis.dtype).at[:, :3, :3].set(skew(model.axis))
-    lin_part = jnp.zeros((nb, 4, 4), model.axis.dtype).at[:, :3, 3].set(model.axis)
-    return jnp.where(rev, rot_part, lin_part)
-
-
-def joint_transforms(model: Model, f) -> jnp.ndarray:
-    """Parent-to-child transforms ᵖʳ⁽ⁱ⁾ᵢA₄ = O_i J_i(f_i) (Eq. 38-39), ``(nb, 4, 4)``."""
-    rev = jnp.asarray(model.topology.is_revolute())
-    rot = rodrigues(model.axis, jnp.where(rev, f, 0.0))
-    trans = model.axis * jnp.where(rev, 0.0, f)[:, None]
-    return model.offset @ transform(rot, trans)
-
-
-def _compose(model: Model, local) -> jnp.ndarray:
-    """World poses from parent-to-child transforms, one vectorised step per tree level."""
-    top = model.topology
-    parents = top.parent_array()
-    poses = jnp.zeros_like(local)
-    for level in top.levels():
-        par = parents[level]
-        if np.all(par < 0):
-            poses = poses.at[level].set(local[level])
-        else:
-            base = jnp.where((par < 0)[:, None, None], jnp.eye(4, dtype=local.dtype), poses[np.maximum(par, 0)])
-            poses = poses.at[level].set(base @ local[level])
-    return poses
-
-
-def body_poses(model: Model, q) -> jnp.ndarray:
-    """World transforms ⁰ᵢA₄ (Eq. 40) of the bodies in ``model.body_names``, ``(nb, 4, 4)``."""
-    return _compose(model, joint_transforms(model, joint_variables(model, q)))
-
-
-# --------------------------------------------------------------------------------------------
-# batch-last helpers (first-order kinematics for throughput kernels, e.g. moment arms)
-# --------------------------------------------------------------------------------------------
-
-
-class _Small:
-    """Algebra on the small leading axes of arrays laid out ``(small..., *batch)``.
-
-    Batch axes trail (structure of arrays): with ``jax.vmap`` the batch axis leads and every
-    3-vector or 3x3 block is a strided scrap XLA:CPU reduces slowly; with the batch last, each
-    entry of a small matrix is a contiguous run of poses and products over the small axes are
-    unrolled into fused elementwise multiply-adds.  ``n_batch = 0`` is the single-pose case.
-    """
-
-    def __init__(self, n_batch: int, dtype):
-        self.nbt = n_batch
-        self.dtype = dtype
-
-    def c(self, a):
-        """A batch-free array (constant or model leaf) with trailing singleton batch axes."""
-        a = jnp.asarray(a).astype(self.dtype)
-        return a.reshape(a.shape + (1,) * self.nbt)
-
-    def mask(self, a):
-        """A static boolean table with trailing singleton batch axes."""
-        a = jnp.asarray(np.asarray(a, dtype=bool))
-        return a.reshape(a.shape + (1,) * self.nbt)
-
-    def take(self, a, k: int, axis: int):
-        """``a[..., k, ...]`` along small axis ``axis`` (negative, counted among the small axes)."""
-        return jax.lax.index_in_dim(a, k, a.ndim + axis - self.nbt, keepdims=False)
-
-    def expand(self, a, axis: int):
-        """New small axis at ``axis`` (negative, counted among the small axes of the result)."""
-        return jnp.expand_dims(a, a.ndim + 1 + axis - self.nbt)
-
-    def mm(self, a, b):
-        """``(..., I, K) @ (..., K, J)`` as an unrolled sum over ``K``."""
-        out = None
-        for k in range(a.shape[-1 - self.nbt]):
-            t = self.expand(self.take(a, k, -1), -1) * self.expand(self.take(b, k, -2), -2)
-            out = t if out is None else out + t
-        return out
-
-    def mv(self, a, v):
-        """``(..., I, K) @ (..., K)`` as an unrolled sum over ``K``."""
-        out = None
-        for k in range(a.shape[-1 - self.nbt]):
-            t = self.take(a, k, -1) * self.expand(self.take(v, k, -1), -1)
-            out = t if out is None else out + t
-        return out
-
-    def dot(self, a, b):
-        """``Σ_k a[..., k] b[..., k]`` over the last small axis, unrolled."""
-        out = None
-        for k in range(a.shape[-1 - self.nbt]):
-            t = self.take(a, k, -1) * self.take(b, k, -1)
-            out = t if out is None else out + t
-        return out
-
-    def cross(self, a, b):
-        a0, a1, a2 = (self.take(a, k, -1) for k in range(3))
-        b0, b1, b2 = (self.take(b, k, -1) for k in range(3))
-        out = [a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0]
-        return jnp.stack(out, axis=a.ndim - 1 - self.nbt)
-
-    @staticmethod
-    def sum0(a):
-        """Unrolled sum over the first axis."""
-        out = a[0]
-        for k in range(1, a.shape[0]):
-            out = out + a[k]
-        return out
-
-
-def _materialize(x):
-    """Identity that keeps ``x`` in memory under XLA:CPU instead of fusing it into its consumers.
-
-    Loop fusion recomputes a fused producer once per element of each consumer, so an array read
-    at several shifted positions or broadcast over a small axis (world path points, sines of
-    joint angles, body Jacobians) is recomputed many times; ``lax.optimization_barrier`` is
-    stripped before fusion on CPU.  A conditional's operand is a buffer, so an identity branch
-    pins it; the predicate is a run-time value (``x₀ == x₀``, false only for NaN, where the
-    other branch returns ``x + 0``) that XLA cannot fold.  Values and derivatives are unchanged;
-    under ``vmap`` the conditional becomes a fused select (no effect, no harm).
-    """
-    if x.size == 0:
-        return x
-    flat = x.reshape(-1)
-    return jax.lax.cond(flat[0] == flat[0], lambda v: v, lambda v: v + jnp.zeros((), v.dtype), x)
+    return q
 
 
 def _local_eval(family, x, n_batch: int):
-    """``family.local`` value and gradient on local inputs ``x (n, k, *batch)``, batch last."""
-    fn = lambda xx: family.local(xx)[:2]  # the Hessian is dead code under jit
+    """``family.local`` (value, gradient, Hessian) on local inputs ``x (n, k, *batch)``, batch last."""
+    fn = family.local
     for _ in range(n_batch):
         fn = jax.vmap(fn, in_axes=-1, out_axes=-1)
     return fn(x)
 
 
-def _scatter_gradient(ops: _Small, g, inputs: np.ndarray, nq: int, width: int | None = None):
+def _scatter_gradient(ops: Small, g, inputs: np.ndarray, nq: int, width: int | None = None):
     """Local gradients ``g (n, k, *batch)`` into ``(n, nq, *batch)`` at static input positions.
 
-    Static one-hot multiply-adds instead of a scatter (``.at[].add``); duplicated inputs (padding)
-    add up as in :func:`~mbjax.maps._base.evaluate_global`.
+    Static one-hot multiply-adds instead of a scatter; duplicated inputs (padding) add up.
     """
     n = inputs.shape[0]
     k_max = min(g.shape[1], inputs.shape[1], g.shape[1] if width is None else width)
@@ -258,67 +125,302 @@ def _scatter_gradient(ops: _Small, g, inputs: np.ndarray, nq: int, width: int | 
     return out
 
 
-def _joint_values_first(model: Model, q, ops: _Small):
-    """f ``(nb, *batch)`` and ∇f ``(nb, nq, *batch)`` for ``q (nq, *batch)``; no Hessian work.
+def _scatter_hessian(ops: Small, h, inputs: np.ndarray, nq: int):
+    """Local Hessians ``h (n, k, k, *batch)`` into ``(n, nq, nq, *batch)`` (one-hot products)."""
+    n, k = inputs.shape[0], min(h.shape[1], inputs.shape[1])
+    out = jnp.zeros((n, nq, nq) + h.shape[3:], ops.dtype)
+    for a in range(k):
+        for b in range(k):
+            onehot = np.zeros((n, nq, nq))
+            onehot[np.arange(n), inputs[:, a], inputs[:, b]] = 1.0
+            out = out + ops.expand(ops.expand(h[:, a, b], -1), -1) * ops.c(onehot)
+    return out
 
+
+def _joint_values(model: Model, q, ops: Small, qd=None, qdd=None, hessian: bool = False):
+    """f, F ``(nb, nq)``, θ̇ = F q̇, θ̈ = F q̈ + q̇ᵀ H q̇ and (``hessian``) dense H, batch last.
+
+    Each map family is evaluated once on its local inputs; θ̇ and the Hessian term are contracted
+    locally (``k`` inputs per map), so the ``(nb, nq, nq)`` Hessian exists only when asked for.
     Families are concatenated and put in body order by one static gather (bodies without a map
-    read a zero row) instead of per-family scatters.
+    read a zero row).
     """
     top = model.topology
     nb, nq = top.n_bodies, top.n_coordinates
     batch = q.shape[1:]
-    vals, grads, rows = [], [], []
+    parts = {"f": [], "g": [], "td": [], "tdd": [], "h": []}
+    rows = []
     for family, bodies, inputs in zip(model.maps, top.map_bodies, top.map_inputs):
         inputs = np.asarray(inputs, dtype=np.int32)
-        f, g = _local_eval(family, q[inputs], ops.nbt)
-        vals.append(f.astype(ops.dtype))
-        grads.append(_scatter_gradient(ops, g.astype(ops.dtype), inputs, nq))
+        f, g, h = (a.astype(ops.dtype) for a in _local_eval(family, q[inputs], ops.nbt))
+        parts["f"].append(f)
+        parts["g"].append(_scatter_gradient(ops, g, inputs, nq))
+        if hessian:
+            parts["h"].append(_scatter_hessian(ops, h, inputs, nq))
+        if qd is not None:
+            k = min(g.shape[1], inputs.shape[1])
+            xd = qd[inputs[:, :k]]
+            parts["td"].append(ops.dot(jnp.moveaxis(g[:, :k], 1, -1 - ops.nbt), jnp.moveaxis(xd, 1, -1 - ops.nbt))
+                               if ops.nbt else jnp.sum(g[:, :k] * xd, 1))
+            hq = None
+            for a in range(k):
+                for b in range(k):
+                    t = h[:, a, b] * xd[:, a] * xd[:, b]
+                    hq = t if hq is None else hq + t
+            hq = jnp.zeros_like(f) if hq is None else hq
+            if qdd is not None:
+                xdd = qdd[inputs[:, :k]]
+                acc = hq
+                for a in range(k):
+                    acc = acc + g[:, a] * xdd[:, a]
+                parts["tdd"].append(acc)
+            else:
+                parts["tdd"].append(hq)
         rows.extend(int(b) for b in bodies)
     perm = np.full(nb, len(rows))
     for pos, b in enumerate(rows):
         perm[b] = pos
-    f = jnp.concatenate(vals + [jnp.zeros((1,) + batch, ops.dtype)])[perm]
-    grad = jnp.concatenate(grads + [jnp.zeros((1, nq) + batch, ops.dtype)])[perm]
-    return f, grad
+
+    def gather(key, shape):
+        return jnp.concatenate(parts[key] + [jnp.zeros((1,) + shape + batch, ops.dtype)])[perm]
+
+    out = {"f": gather("f", ()), "g": gather("g", (nq,))}
+    out["h"] = gather("h", (nq, nq)) if hessian else None
+    out["td"] = gather("td", ()) if qd is not None else None
+    out["tdd"] = gather("tdd", ()) if qd is not None else None
+    return out
 
 
-def _world_frames(model: Model, f, ops: _Small):
-    """World rotations ``(nb, 3, 3, *batch)`` and origins ``(nb, 3, *batch)`` from joint variables.
+def _local_frames(model: Model, f, ops: Small):
+    """Parent-from-child rotations ``(nb, 3, 3)`` and translations ``(nb, 3)`` (Eq. 38-39), batch last.
 
-    Same quantities as :func:`body_poses` (Eq. 38-40) on 3x3 + 3 blocks, one level of the tree
-    per step; the offset rotation is folded into Rodrigues' formula,
-    O (I + ṽ sin θ + 2ṽ² sin²(θ/2)) = O + (Oṽ) sin θ + (Oṽ²) 2 sin²(θ/2).
+    O (I + ṽ sin θ + 2ṽ² sin²(θ/2)) = O + (Oṽ) sin θ + (Oṽ²) 2 sin²(θ/2): the offset rotation is
+    folded into Rodrigues' formula (Eq. 39), so each entry is two fused multiply-adds.
     """
-    top = model.topology
-    rev = top.is_revolute()
+    rev = model.topology.is_revolute()
     axis = model.axis
     k = skew(axis)
     off_r, off_p = model.offset[:, :3, :3], model.offset[:, :3, 3]
     angle = jnp.where(ops.mask(rev), f, 0.0)
-    sin = _materialize(jnp.sin(angle))  # else recomputed for every matrix entry downstream
-    vers = _materialize(2.0 * jnp.sin(0.5 * angle) ** 2)
+    sin = materialize(jnp.sin(angle))  # else recomputed for every matrix entry downstream
+    vers = materialize(2.0 * jnp.sin(0.5 * angle) ** 2)
     col = lambda s: ops.expand(ops.expand(s, -1), -1)
     r_loc = ops.c(off_r) + ops.c(off_r @ k) * col(sin) + ops.c(off_r @ (k @ k)) * col(vers)
     trans = ops.c(axis) * ops.expand(jnp.where(ops.mask(rev), 0.0, f), -1)
     p_loc = ops.mv(ops.c(off_r), trans) + ops.c(off_p)
+    return r_loc, p_loc
+
+
+def _by_level(model: Model, step, *roots):
+    """Run ``step(level, parent_slots, *parent_values) -> values`` over the tree by depth level.
+
+    ``step`` gets the static body indices of one level and, for levels below the roots, the
+    values of their parents (gathered from the previous level's outputs); roots get ``None``.
+    Returns the per-body values in body order.  One traced step per level, never per body.
+    """
+    top = model.topology
     parents = top.parent_array()
     levels = top.levels()
-    if not levels:
-        return r_loc, p_loc
-    slot = {}  # body -> position inside its level
-    rots, poss = [], []
+    slot, outs = {}, []
     for li, level in enumerate(levels):
-        r_l, p_l = r_loc[level], p_loc[level]
-        if li > 0:  # depth li > 0: every parent lies on level li - 1
+        if li == 0:
+            vals = step(level, None)
+        else:
             pos = np.asarray([slot[int(p)] for p in parents[level]])
-            r_par, p_par = rots[li - 1][pos], poss[li - 1][pos]
-            r_l, p_l = ops.mm(r_par, r_l), ops.mv(r_par, p_l) + p_par
+            vals = step(level, tuple(v[pos] for v in outs[li - 1]))
         for s, b in enumerate(level):
             slot[int(b)] = s
-        rots.append(r_l)
-        poss.append(p_l)
-    inv = np.argsort(np.concatenate(levels))
-    return jnp.concatenate(rots)[inv], jnp.concatenate(poss)[inv]
+        outs.append(vals)
+    inv = np.argsort(np.concatenate(levels)) if levels else np.zeros(0, int)
+    return tuple(jnp.concatenate([o[k] for o in outs])[inv] for k in range(len(outs[0]))) if outs else ()
+
+
+def _motion_subspace(model: Model, ops: Small):
+    """Body-frame joint motion subspaces ``(nb, 6)``: [a; 0] revolute, [0; a] prismatic."""
+    rev = model.topology.is_revolute()[:, None]
+    a = model.axis
+    return ops.c(jnp.concatenate([jnp.where(rev, a, 0.0), jnp.where(rev, 0.0, a)], -1))
+
+
+def _transform_motion(ops: Small, rot, pos, m):
+    """Parent motion vector ``m = [ω; v]`` into the child frame: [Eᵀω; Eᵀ(v + ω × r)]."""
+    w, v = m[:, :3], m[:, 3:]
+    return jnp.concatenate([ops.mtv(rot, w), ops.mtv(rot, v + ops.cross(w, pos))], 1)
+
+
+def _cross_motion_b(ops: Small, v, m):
+    """Motion cross product v × m, ``(..., 6, *batch)``."""
+    w, vo = v[:, :3], v[:, 3:]
+    mw, mv = m[:, :3], m[:, 3:]
+    return jnp.concatenate([ops.cross(w, mw), ops.cross(vo, mw) + ops.cross(w, mv)], 1)
+
+
+def forward_pass(model: Model, q, qd=None, qdd=None, base_acceleration=None, hessian: bool = False):
+    """The one kinematics pass (batch-last kernel): a :class:`Kinematics` for ``q (nq, *batch)``.
+
+    Joint values (closed form per map family), local transforms, world poses by a recursion over
+    depth levels, and with ``qd`` the body-frame velocities and with ``qd`` (and ``qdd``, default
+    0) the spatial accelerations by Featherstone's forward recursion in parent-local frames:
+    v_i = X_i v_pr(i) + s_i θ̇_i,  a_i = X_i a_pr(i) + s_i θ̈_i + v_i × s_i θ̇_i,  a_ground =
+    ``base_acceleration`` (``(6,)``, world axes; −g gives gravity the Newton-Euler way).
+    ``hessian=True`` also returns the dense H (for :func:`joint_values`) as ``theta_hessian``.
+    """
+    q = jnp.asarray(q)
+    ops = Small(q.ndim - 1, jnp.result_type(q, model.axis))
+    q = q.astype(ops.dtype)
+    qd = None if qd is None else jnp.asarray(qd).astype(ops.dtype)
+    qdd = None if qdd is None else jnp.asarray(qdd).astype(ops.dtype)
+    jv = _joint_values(model, q, ops, qd, qdd, hessian)
+    r_loc, p_loc = _local_frames(model, jv["f"], ops)
+
+    def pose_step(level, par):
+        r, p = r_loc[level], p_loc[level]
+        if par is None:
+            return r, p
+        r_par, p_par = par
+        return ops.mm(r_par, r), ops.mv(r_par, p) + p_par
+
+    rot, pos = _by_level(model, pose_step)
+    out = Kinematics(jv["f"], jv["g"], r_loc, p_loc, rot, pos)
+    if qd is None:
+        return (out, jv["h"]) if hessian else out
+    s = _motion_subspace(model, ops)
+    thd, thdd = jv["td"], jv["tdd"]
+    sv = s * ops.expand(thd, -1)
+    batch = q.shape[1:]
+    a0 = jnp.zeros((6,), ops.dtype) if base_acceleration is None else jnp.asarray(base_acceleration, ops.dtype)
+
+    def vel_step(level, par):
+        v_j, a_j = sv[level], s[level] * ops.expand(thdd[level], -1)
+        if par is None:  # parent = ground (world axes): v = 0, a = a0
+            a_p = jnp.broadcast_to(ops.c(a0)[None], (len(level), 6) + batch)
+            a = _transform_motion(ops, r_loc[level], p_loc[level], a_p)
+            return v_j, a + a_j  # v × s θ̇ = s θ̇ × s θ̇ = 0
+        v_p, a_p = par
+        v = _transform_motion(ops, r_loc[level], p_loc[level], v_p) + v_j
+        a = _transform_motion(ops, r_loc[level], p_loc[level], a_p) + a_j + _cross_motion_b(ops, v, v_j)
+        return v, a
+
+    vel, acc = _by_level(model, vel_step)
+    out = out._replace(theta_dot=thd, theta_ddot=thdd, velocity=vel, acceleration=acc)
+    return (out, jv["h"]) if hessian else out
+
+
+def compose(model: Model, local) -> jnp.ndarray:
+    """World poses from any parent-to-child transforms ``(nb, 4, 4)`` (one pose), level by level.
+
+    For callers that perturb the local transforms (the augmented coordinates of the reaction
+    oracles); the kinematics pass composes its own 3x3 + 3 blocks the same way.
+    """
+    (poses,) = _by_level(model, lambda level, par: (local[level] if par is None else par[0] @ local[level],))
+    return poses
+
+
+def _to4x4(rot, pos):
+    """Homogeneous transforms from batch-last rotations ``(n, 3, 3, *b)`` and origins ``(n, 3, *b)``."""
+    batch = rot.shape[3:]
+    top = jnp.concatenate([rot, pos[:, :, None]], 2)  # (n, 3, 4, *b)
+    last = jnp.broadcast_to(
+        jnp.asarray([0.0, 0.0, 0.0, 1.0], rot.dtype).reshape((1, 1, 4) + (1,) * len(batch)),
+        (rot.shape[0], 1, 4) + batch,
+    )
+    return jnp.concatenate([top, last], 1)
+
+
+# --------------------------------------------------------------------------------------------
+# public single-pose functions on the pass (jax.vmap of them runs the batch-last kernel)
+# --------------------------------------------------------------------------------------------
+
+
+def _joint_values_kernel(model: Model, q):
+    kin, h = forward_pass(model, q, hessian=True)
+    return JointValues(kin.theta, kin.theta_grad, h)
+
+
+def _joint_variables_kernel(model: Model, q):
+    return forward_pass(model, q).theta
+
+
+def _body_poses_kernel(model: Model, q):
+    kin = forward_pass(model, q)
+    return _to4x4(kin.rot, kin.pos)
+
+
+def joint_values(model: Model, q) -> JointValues:
+    """Joint variables f(q) with closed-form ∇f and H, shapes ``(nb,)``, ``(nb, nq)``, ``(nb, nq, nq)``."""
+    return batch_last(_joint_values_kernel)(model, _check_coordinates(model, q))
+
+
+def joint_variables(model: Model, q) -> jnp.ndarray:
+    """Joint variables f(q) only, ``(nb,)`` (no derivative work)."""
+    return batch_last(_joint_variables_kernel)(model, _check_coordinates(model, q))
+
+
+def body_poses(model: Model, q) -> jnp.ndarray:
+    """World transforms ⁰ᵢA₄ (Eq. 40) of the bodies in ``model.body_names``, ``(nb, 4, 4)``."""
+    return batch_last(_body_poses_kernel)(model, _check_coordinates(model, q))
+
+
+def kinematics(model: Model, q, qd=None, qdd=None) -> Kinematics:
+    """The kinematics result (:class:`Kinematics`) of one pose; ``jax.vmap`` it over poses."""
+    q = _check_coordinates(model, q)
+    args = [q] + [_check_coordinates(model, x, n) for x, n in ((qd, "qd"), (qdd, "qdd")) if x is not None]
+    if qdd is not None and qd is None:
+        raise ValueError("kinematics: qdd needs qd")
+    return batch_last(forward_pass)(model, *args)
+
+
+class BodyKinematics(NamedTuple):
+    """World poses ``(nb, 4, 4)``, velocities ``(nb, 6)`` = [ω; v_O] and accelerations ``(nb, 6)`` =
+    [ω̇; a_O] of every body, world axes, where v_O and a_O are the velocity and (classical)
+    acceleration of the body-frame origin.  A body-fixed point at world offset d = R r from the
+    origin moves with v = v_O + ω × d and a = a_O + ω̇ × d + ω × (ω × d) (Eq. 44, 57).
+    """
+
+    pose: jnp.ndarray
+    velocity: jnp.ndarray
+    acceleration: jnp.ndarray
+
+
+def _body_kinematics_kernel(model: Model, q, qd, qdd):
+    kin = forward_pass(model, q, qd, qdd)
+    ops = Small(q.ndim - 1, kin.theta.dtype)
+    w, v = kin.velocity[:, :3], kin.velocity[:, 3:]
+    alpha, a_sp = kin.acceleration[:, :3], kin.acceleration[:, 3:]
+    a_origin = a_sp + ops.cross(w, v)  # classical = spatial + ω × v
+    world = lambda x: ops.mv(kin.rot, x)
+    return BodyKinematics(
+        _to4x4(kin.rot, kin.pos),
+        jnp.concatenate([world(w), world(v)], 1),
+        jnp.concatenate([world(alpha), world(a_origin)], 1),
+    )
+
+
+def body_kinematics(model: Model, q, qd, qdd) -> BodyKinematics:
+    """World poses, velocities and accelerations of every body (Eq. 40, 44, 57 for all points at once).
+
+    By the forward recursion of the kinematics pass (second order through θ̈ = F q̈ + [q̇ᵀ H_j q̇]_j),
+    not by contracting ∂²B/∂q²; see :class:`BodyKinematics` for the layout.
+    """
+    q = _check_coordinates(model, q)
+    qd, qdd = _check_coordinates(model, qd, "qd"), _check_coordinates(model, qdd, "qdd")
+    return batch_last(_body_kinematics_kernel)(model, q, qd, qdd)
+
+
+def joint_matrices(model: Model) -> jnp.ndarray:
+    """Joint matrices Â_i (Eq. 70-71) in each body's frame, ``(nb, 4, 4)``: ∂J_i/∂f_i = J_i Â_i."""
+    rev = jnp.asarray(model.topology.is_revolute())[:, None, None]
+    nb = model.n_bodies
+    rot_part = jnp.zeros((nb, 4, 4), model.axis.dtype).at[:, :3, :3].set(skew(model.axis))
+    lin_part = jnp.zeros((nb, 4, 4), model.axis.dtype).at[:, :3, 3].set(model.axis)
+    return jnp.where(rev, rot_part, lin_part)
+
+
+def joint_transforms(model: Model, f) -> jnp.ndarray:
+    """Parent-to-child transforms ᵖʳ⁽ⁱ⁾ᵢA₄ = O_i J_i(f_i) (Eq. 38-39), ``(nb, 4, 4)``."""
+    f = jnp.asarray(f)
+    ops = Small(f.ndim - 1, jnp.result_type(f, model.axis))
+    return _to4x4(*_local_frames(model, f.astype(ops.dtype), ops))
 
 
 # --------------------------------------------------------------------------------------------
@@ -345,7 +447,7 @@ def pose_derivatives(model: Model, q, order: int = 2) -> PoseDerivatives:
     """T_i, ∂T_i/∂q and (``order=2``) ∂²T_i/∂q² in closed form (Eq. 75 and 89, einsum path)."""
     top = model.topology
     jv = joint_values(model, q)
-    poses = _compose(model, joint_transforms(model, jv.value))
+    poses = body_poses(model, q)
     s = _twists(model, poses)
     anc = jnp.asarray(top.ancestor_mask(), poses.dtype)
     fq = jv.gradient  # (nb, nq)
@@ -381,7 +483,7 @@ def body_jacobians(model: Model, q) -> jnp.ndarray:
     """
     top = model.topology
     jv = joint_values(model, q)
-    poses = _compose(model, joint_transforms(model, jv.value))
+    poses = body_poses(model, q)
     s = _twists(model, poses)
     anc = jnp.asarray(top.ancestor_mask(), poses.dtype)
     jac = jnp.einsum("ij,jab,jl->ilab", anc, s, jv.gradient)
@@ -448,7 +550,7 @@ def pose_derivatives_kron(model: Model, q, method: str = "recursive"):
     nq = top.n_coordinates
     jv = joint_values(model, q)
     local = joint_transforms(model, jv.value)
-    poses = _compose(model, local)
+    poses = body_poses(model, q)
     a_hat = joint_matrices(model)
     dtype = poses.dtype
     eye_nq = jnp.eye(nq, dtype=dtype)

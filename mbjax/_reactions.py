@@ -58,7 +58,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._kinematics import _compose, joint_transforms
+from ._kinematics import compose as _compose, joint_transforms
 from ._model import Model
 from ._spatial import homogeneous, skew
 from ._topology import PRISMATIC, REVOLUTE

@@ -8,13 +8,12 @@ from .moment_arms import moment_arms_autodiff as moment_arms_autodiff
 from .moment_arms import moment_arms_batched as moment_arms_batched
 from .moment_arms import moment_arms_block as moment_arms_block
 from .moment_arms import moment_arms_sparse as moment_arms_sparse
-from .moment_arms import moment_arms_twist as moment_arms_twist
 from .paths import ConditionalPathPoint as ConditionalPathPoint
 from .paths import MovingPathPoint as MovingPathPoint
 from .paths import MusclePaths as MusclePaths
 from .paths import PathPoint as PathPoint
 from .paths import build_paths as build_paths
-from .paths import muscle_lengths as muscle_lengths
-from .paths import path_points as path_points
+from .geometry import muscle_lengths as muscle_lengths
+from .geometry import path_points as path_points
 from .paths import path_state as path_state
 from .paths import with_muscles as with_muscles

@@ -33,17 +33,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._kinematics import (
-    _joint_values_first,
-    _local_eval,
-    _materialize,
-    _scatter_gradient,
-    _Small,
-    _world_frames,
-    joint_values,
-)
+from .._batching import Small as _Small
+from .._batching import batch_last
+from .._batching import materialize as _materialize
+from .._kinematics import _local_eval, _scatter_gradient, forward_pass, joint_values
 from .._model import Model
-from .paths import PathState, get_paths, muscle_lengths, path_state
+from .geometry import muscle_lengths, path_geometry
+from .paths import PathState, get_paths, path_state
 
 
 def _body_onehot(paths, nb: int) -> np.ndarray:
@@ -65,37 +61,6 @@ def _moving_term(st: PathState, paths, nb: int):
     return jnp.einsum("mpb,mpbq->qm", f_local, st.d_local)
 
 
-def _world_jacobians(model: Model, q):
-    """𝒥_i(l) ``(nb, nq, 4, 4)`` with ∂T_i/∂q_l = 𝒥_i(l) T_i (Eq. 75 in world twist form)."""
-    from .._kinematics import _compose, _twists, joint_transforms
-
-    jv = joint_values(model, q)
-    poses = _compose(model, joint_transforms(model, jv.value))
-    s = _twists(model, poses)
-    anc = jnp.asarray(model.topology.ancestor_mask(), poses.dtype)
-    return jnp.einsum("ij,jab,jl->ilab", anc, s, jv.gradient)
-
-
-def _lookahead(paths) -> int:
-    """Static bound C on how far the next active point can lie (1 without conditional points).
-
-    The next active point after ``p`` is at most the first point after it that is always active
-    (valid and not conditional); never-valid padding is skipped.
-    """
-    valid = np.asarray(paths.valid, dtype=bool)
-    always = valid & (np.asarray(paths.cond_coord) < 0)
-    nm, npt = valid.shape
-    reach = 1
-    for m in range(nm):
-        for p in np.nonzero(valid[m])[0]:
-            for c in range(1, npt - p):
-                if valid[m, p + c]:
-                    reach = max(reach, c)
-                if always[m, p + c]:
-                    break
-    return reach
-
-
 def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
     """R ``(nq, nm, *batch)`` for ``q (nq, *batch)``: the fast path, one pose or a batch-last batch.
 
@@ -103,7 +68,7 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
 
     * first-order joint values and world frames only (3x3 + 3 blocks, no Hessians, no 4x4s);
     * the next active point of every path point is found among the ``C`` following slots
-      (:func:`_lookahead`; ``C = 1`` without conditional points) by shifted masks instead of
+      (:func:`~mbjax.muscles.geometry.lookahead`; ``C = 1`` without conditional points) by shifted masks instead of
       ``(nm, P, P)`` one-hot contractions;
     * only bodies carrying path points get a world Jacobian ``J_b = Σ_{j ⪯ b} ξ_j ∇f_jᵀ``
       (ξ_j the world twist of joint ``j``: ``[w_j; p_j × w_j]`` revolute, ``[0; w_j]``
@@ -112,75 +77,18 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
     """
     paths = get_paths(model)
     top = model.topology
-    nb, nq = top.n_bodies, top.n_coordinates
+    nq = top.n_coordinates
     q = jnp.asarray(q)
-    if q.ndim < 1 or q.shape[0] != nq:
-        raise ValueError(f"q must have shape ({nq},) for coordinates {top.coordinate_names}, got {q.shape}")
     batch = q.shape[1:]
     ops = _Small(len(batch), jnp.result_type(q, model.axis))
     dtype = ops.dtype
-    q = q.astype(dtype)
-    f, grad = _joint_values_first(model, q, ops)
-    rot, pos = _world_frames(model, f, ops)
-    nm, npt = paths.n_muscles, paths.n_points
+    kin = forward_pass(model, q)
+    grad, rot, pos = kin.theta_grad, kin.rot, kin.pos
+    geo = path_geometry(model, q, kin)
+    world, force, slots = geo.world, geo.force, geo.slots
+    nm = paths.n_muscles
     body = np.asarray(paths.body, dtype=np.int64)
     valid = np.asarray(paths.valid, dtype=bool)
-    bidx = np.where(body < 0, nb, body)  # ground appended last
-    rot_g = jnp.concatenate([rot, jnp.broadcast_to(ops.c(np.eye(3)), (1, 3, 3) + batch)])
-    pos_g = jnp.concatenate([pos, jnp.zeros((1, 3) + batch, dtype)])
-
-    # body-frame locations, moving components filled in by one static gather
-    loc = jnp.broadcast_to(ops.c(paths.location), (nm, npt, 3) + batch)
-    slots = np.zeros((0, 3), dtype=np.int64)
-    if paths.moving_maps:
-        vals, grads, slot_list = [], [], []
-        for family, fam_slots, inputs in zip(paths.moving_maps, paths.moving_slots, paths.moving_inputs):
-            inputs = np.asarray(inputs, dtype=np.int32)
-            fv, gv = _local_eval(family, q[inputs], ops.nbt)
-            vals.append(fv.astype(dtype))
-            grads.append(_scatter_gradient(ops, gv.astype(dtype), inputs, nq, family.width))
-            slot_list.extend(fam_slots)
-        slots = np.asarray(slot_list, dtype=np.int64)
-        moving_grad = jnp.concatenate(grads)  # (n, nq, *batch)
-        flat = (slots[:, 0] * npt + slots[:, 1]) * 3 + slots[:, 2]
-        src = np.full(nm * npt * 3, len(slots))
-        src[flat] = np.arange(len(slots))
-        filled = jnp.concatenate(vals + [jnp.zeros((1,) + batch, dtype)])[src]
-        is_moving = np.zeros(nm * npt * 3, dtype=bool)
-        is_moving[flat] = True
-        loc = jnp.where(ops.mask(is_moving), filled, loc.reshape((nm * npt * 3,) + batch)).reshape(loc.shape)
-    # world points, kept in memory: the segment stage reads them at C + 1 shifted positions
-    world = _materialize(ops.mv(rot_g[bidx], loc) + pos_g[bidx])
-
-    # active points (conditional ranges) and the segment leaving each point
-    cond = np.asarray(paths.cond_coord)
-    qc = q[np.maximum(cond, 0)]
-    rng = paths.cond_range.astype(dtype)
-    inside = (qc >= ops.c(rng[..., 0])) & (qc <= ops.c(rng[..., 1]))
-    active = ops.mask(valid) & jnp.where(ops.mask(cond >= 0), inside, True)
-
-    def ahead(a, c):  # a[:, p + c], zero past the end
-        return jnp.concatenate([a[:, c:], jnp.zeros((nm, c) + a.shape[2:], a.dtype)], axis=1)
-
-    def behind(a, c):  # a[:, p - c], zero before the start
-        return jnp.concatenate([jnp.zeros((nm, c) + a.shape[2:], a.dtype), a[:, :-c]], axis=1)
-
-    ends, seen = [], None  # ends[c - 1][m, p]: the segment leaving p ends at p + c
-    for c in range(1, min(_lookahead(paths), npt - 1) + 1):
-        nxt = ahead(active, c)
-        ends.append(active & nxt if seen is None else active & nxt & ~seen)
-        seen = nxt if seen is None else seen | nxt
-    d = jnp.zeros_like(world)
-    for c, e in enumerate(ends, 1):
-        d = d + jnp.where(ops.expand(e, -1), ahead(world, c) - world, 0.0)
-    sq = ops.dot(d, d)
-    nonzero = sq > 0
-    length = jnp.where(nonzero, jnp.sqrt(jnp.where(nonzero, sq, 1.0)), 1.0)
-    unit = jnp.where(ops.expand(nonzero, -1), d / ops.expand(length, -1), 0.0)
-    force = unit  # f_p = e_out(p) - e_in(p)
-    for c, e in enumerate(ends, 1):
-        force = force - behind(jnp.where(ops.expand(e, -1), unit, 0.0), c)
-
     # world Jacobians of the bodies carrying points and the wrenches of the points on them
     rev = ops.mask(top.is_revolute()[:, None])
     w = ops.mv(rot, ops.c(model.axis))  # world joint axes
@@ -212,9 +120,9 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
             for a in range(6):
                 out = out + jac[i, a][:, None] * wrench[i, :, a][None]
     if len(slots):
-        col = rot_g[bidx[slots[:, 0], slots[:, 1]], :, slots[:, 2]]  # ⁰R_b[:, c], (n, 3, *batch)
+        col = geo.rot_of_points[slots[:, 0], slots[:, 1], :, slots[:, 2]]  # ⁰R_b[:, c], (n, 3, *batch)
         scale = ops.dot(col, force[slots[:, 0], slots[:, 1]])  # (n, *batch)
-        term = ops.expand(scale, -1) * moving_grad  # (n, nq, *batch)
+        term = ops.expand(scale, -1) * geo.moving_grad  # (n, nq, *batch)
         cols = []
         for m in range(nm):
             mine = np.nonzero(slots[:, 0] == m)[0]
@@ -223,105 +131,48 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
     return out
 
 
-_moment_arm_kernel_jit = eqx.filter_jit(_moment_arm_kernel)
-
-
 def moment_arms(model: Model, q) -> jnp.ndarray:
-    """Moment-arm matrix R ``(nq, nm)`` = -∂L/∂q at one pose, fast path (many: :func:`moment_arms_batched`).
+    """Moment-arm matrix R ``(nq, nm)`` = -∂L/∂q at one pose; ``jax.vmap`` it over poses.
 
     With W_i = Σ_{p on body i} [x_p × f_p; f_p] the world wrench (about the origin) a unit tension
     applies to body ``i`` and J_i its world Jacobian, R = Σ_i J_iᵀ W_i plus the moving-point term:
-    Eq. 193 regrouped by the bodies that carry path points (equivalently through joint space,
-    R = Jᵀ R_θ with R_θ[j] = w_j · (S_j^ang - p_j × S_j^lin), S_j = Σ_{i ⪰ j} W_i, as in
-    :func:`_moment_arms_joint_space`).  First-order kinematics only, no 4x4 products, no
-    ``(nm, P, P)`` one-hots; see :func:`_moment_arm_kernel`.  Compiled as one program even when
-    called eagerly (the kernel is hundreds of small operations).
+    Eq. 193 regrouped by the bodies that carry path points, read from the one kinematics pass
+    (first order only, no 4x4 products, no ``(nm, P, P)`` one-hots; see :func:`_moment_arm_kernel`).
+    ``jax.vmap(moment_arms, in_axes=(None, 0))`` runs the kernel batch-last (cache-sized chunks on
+    CPU, one call on GPU); its derivatives are those of the same kernel.
     """
     q = jnp.asarray(q)
     if q.shape != (model.n_coordinates,):
         raise ValueError(
-            f"q must have shape ({model.n_coordinates},) for coordinates {model.coordinate_names}, "
+            f"q must have shape ({model.n_coordinates},) (nq) for coordinates {model.coordinate_names}, "
             f"got {q.shape}"
         )
-    return _moment_arm_kernel_jit(model, q)
+    return batch_last(_moment_arm_kernel)(model, q)
 
 
-def moment_arms_batched(model: Model, q_batch, batch_size: int | None = 64) -> jnp.ndarray:
-    """Moment-arm matrices ``(N, nq, nm)`` for poses ``q_batch (N, nq)``, equal to ``vmap(moment_arms)``.
+def moment_arms_batched(model: Model, q_batch, batch_size: int | None = None) -> jnp.ndarray:
+    """``jax.vmap(moment_arms)`` over ``q_batch (N, nq)`` in ``lax.map`` chunks of ``batch_size`` poses.
 
-    The kernel runs with the poses as the last axis (each matrix entry a contiguous run of poses,
-    see :class:`mbjax._kinematics._Small`), ``batch_size`` poses at a time inside one
-    ``lax.map`` so the intermediates stay in cache (32-64 is best on CPU; chunks of thousands
-    are 3-5x slower per pose).  The last chunk is padded with copies of the last pose, so a
-    single kernel is compiled; ``batch_size=None`` evaluates all poses at once.  Compiled as
-    one program (also when called eagerly; ``batch_size`` is static).
+    A memory guard for huge sweeps, nothing more: ``jax.vmap(moment_arms)`` is the fast path and
+    already runs in cache-sized chunks on CPU.  ``batch_size=None`` (default) is one vmap; the last
+    chunk is padded with copies of the last pose so one program is compiled.
     """
     q_batch = jnp.asarray(q_batch)
     if q_batch.ndim != 2 or q_batch.shape[1] != model.n_coordinates:
-        raise ValueError(f"q_batch must have shape (N, {model.n_coordinates}) (n_coordinates), got {q_batch.shape}")
-    if batch_size is not None:
-        batch_size = int(batch_size)
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer or None, got {batch_size}")
-    return _moment_arms_batched_jit(model, q_batch, batch_size)
-
-
-def _moment_arms_batched(model: Model, q_batch, batch_size: int | None) -> jnp.ndarray:
+        raise ValueError(f"q_batch must have shape (N, {model.n_coordinates}) (N, nq), got {q_batch.shape}")
+    one = jax.vmap(moment_arms, in_axes=(None, 0))
     n = q_batch.shape[0]
-    if batch_size is None or n <= batch_size:
-        return jnp.moveaxis(_moment_arm_kernel(model, q_batch.T), -1, 0)
+    if batch_size is None or n <= int(batch_size):
+        return one(model, q_batch)
+    batch_size = int(batch_size)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer or None, got {batch_size}")
     n_chunks = -(-n // batch_size)
     pad = n_chunks * batch_size - n
     if pad:
         q_batch = jnp.concatenate([q_batch, jnp.broadcast_to(q_batch[-1:], (pad, q_batch.shape[1]))])
-    chunks = jnp.swapaxes(q_batch.reshape(n_chunks, batch_size, -1), 1, 2)  # (chunks, nq, batch_size)
-    r = jax.lax.map(lambda c: _moment_arm_kernel(model, c), chunks)  # (chunks, nq, nm, batch_size)
-    return jnp.moveaxis(r, -1, 1).reshape((n_chunks * batch_size,) + r.shape[1:3])[:n]
-
-
-_moment_arms_batched_jit = eqx.filter_jit(_moment_arms_batched)
-
-
-def _moment_arms_joint_space(model: Model, q) -> jnp.ndarray:
-    """The previous fast path: joint-space wrench sums on :func:`path_state` (a cross-check route).
-
-    With W_i = Σ_{p on body i} [x_p × f_p; f_p] the world wrench (about the origin) a unit tension
-    applies to body ``i`` and S_j = Σ_{i ⪰ j} W_i its sum over the subtree of joint ``j``, the
-    joint-space moment arms are R_θ[j] = w_j · (S_j^ang - p_j × S_j^lin) (revolute, world axis w_j
-    through the origin p_j of body j) or w_j · S_j^lin (prismatic), and R = Jᵀ R_θ (Eq. 193
-    regrouped by joints instead of bodies).
-    """
-    paths = get_paths(model)
-    st = path_state(model, q)
-    nb = model.n_bodies
-    dtype = st.world.dtype
-    jv = joint_values(model, q)
-    poses = st.poses[:nb]
-    axis_w = jnp.einsum("jab,jb->ja", poses[:, :3, :3], model.axis.astype(dtype))
-    onehot = jnp.asarray(_body_onehot(paths, nb)[..., :nb], dtype)
-    w_ang = jnp.einsum("mpb,mpa->bam", onehot, jnp.cross(st.world, st.force))  # (nb, 3, nm)
-    w_lin = jnp.einsum("mpb,mpa->bam", onehot, st.force)
-    anc = jnp.asarray(model.topology.ancestor_mask(), dtype)  # [i, j]: j ∈ Anc(i) ∪ {i}
-    s_ang = jnp.einsum("ij,iam->jam", anc, w_ang)
-    s_lin = jnp.einsum("ij,iam->jam", anc, w_lin)
-    moment = s_ang - jnp.cross(poses[:, None, :3, 3], jnp.swapaxes(s_lin, 1, 2)).swapaxes(1, 2)
-    rev = jnp.asarray(model.topology.is_revolute())[:, None]
-    r_theta = jnp.where(rev, jnp.einsum("ja,jam->jm", axis_w, moment), jnp.einsum("ja,jam->jm", axis_w, s_lin))
-    return jv.gradient.astype(dtype).T @ r_theta + _moving_term(st, paths, nb)
-
-
-def moment_arms_twist(model: Model, q) -> jnp.ndarray:
-    """Second route: ``R[l, k] = Σ_p f_p · (𝒥_b(p)(l) [x_p; 1])`` with world twist matrices 𝒥."""
-    paths = get_paths(model)
-    st = path_state(model, q)
-    nb = model.n_bodies
-    jac = _world_jacobians(model, q).astype(st.world.dtype)  # (nb, nq, 4, 4)
-    jac = jnp.concatenate([jac, jnp.zeros((1,) + jac.shape[1:], jac.dtype)], 0)
-    xh = jnp.concatenate([st.world, jnp.ones(st.world.shape[:-1] + (1,), st.world.dtype)], -1)
-    onehot = jnp.asarray(_body_onehot(paths, nb), st.world.dtype)
-    per_body = jnp.einsum("mpb,mpa,mpc->bacm", onehot, st.force, xh)
-    r = jnp.einsum("blac,bacm->lm", jac[:, :, :3, :], per_body)
-    return r + _moving_term(st, paths, nb)
+    r = jax.lax.map(lambda c: one(model, c), q_batch.reshape(n_chunks, batch_size, -1))
+    return r.reshape((n_chunks * batch_size,) + r.shape[2:])[:n]
 
 
 def moment_arms_autodiff(model: Model, q) -> jnp.ndarray:
@@ -361,11 +212,11 @@ def gamma_beta(model: Model, q):
     γ_i = Σ_{j ∈ Anc(i)∪{i}} c_ji ⊗ ∇f_j with c_ji the displacement of body ``i``'s origin per unit
     f_j in body ``i``'s frame: ``ω̂_j × (p_i - p_j)`` (revolute) or the axis (prismatic).
     """
-    from .._kinematics import _compose, joint_transforms
+    from .._kinematics import body_poses
 
     top = model.topology
     jv = joint_values(model, q)
-    poses = _compose(model, joint_transforms(model, jv.value))
+    poses = body_poses(model, q)
     rot, pos = poses[:, :3, :3], poses[:, :3, 3]
     axis_w = jnp.einsum("jab,jb->ja", rot, model.axis.astype(rot.dtype))  # (nb, 3)
     anc = jnp.asarray(top.ancestor_mask(), rot.dtype)  # [i, j]

@@ -322,7 +322,11 @@ def _safe_norm(d):
 
 
 def path_state(model: Model, q, derivatives: bool = True) -> PathState:
-    """Evaluate all path points, active sets and segment geometry at one pose ``q``."""
+    """Path points, active sets and segments at one pose by dense one-hot contractions (reference).
+
+    The literal form that the paper-shaped oracles (GMLAV, Eq. 193 block and Eq. 195 sparse moment
+    arms) read; the fast path is :func:`mbjax.muscles.geometry.path_geometry`, checked against it.
+    """
     paths = get_paths(model)
     q = jnp.asarray(q)
     poses = body_poses(model, q)
@@ -353,14 +357,3 @@ def path_state(model: Model, q, derivatives: bool = True) -> PathState:
     e_in = jnp.einsum("mpq,mpc->mqc", onehot.astype(dtype), unit)
     force = unit - e_in
     return PathState(loc, d_loc, world, active, nxt, seg, unit, seg_len, force, poses, rot_p)
-
-
-def muscle_lengths(model: Model, q) -> jnp.ndarray:
-    """Musculotendon path lengths L(q) ``(nm,)``: sums of straight segments between active points."""
-    return jnp.sum(path_state(model, q, derivatives=False).seg_len, axis=-1)
-
-
-def path_points(model: Model, q):
-    """World positions ``(nm, P, 3)`` of every path point and the active mask ``(nm, P)``."""
-    st = path_state(model, q, derivatives=False)
-    return st.world, st.active

@@ -1,0 +1,206 @@
+"""Batch-last kernels behind single-pose functions: ``jax.vmap`` of a public function is the fast path.
+
+Every public function of mbjax takes one pose.  Its kernel is written on arrays laid out
+``(small..., *batch)``: with the batch axis *last*, each entry of a 3-vector or a 3x3 block is a
+contiguous run of poses, and products over the small axes are unrolled into fused elementwise
+multiply-adds (:class:`Small`).  Under plain ``jax.vmap`` the batch axis would lead and every small
+block becomes a strided scrap that XLA:CPU reduces slowly (3-5x slower measured).
+
+:func:`batch_last` turns such a kernel into a single-pose function whose ``jax.vmap`` runs the
+kernel once with the poses moved last (a ``jax.custom_batching.custom_vmap`` rule), and whose
+derivatives (``jvp``, ``grad``, ``jacfwd``/``jacrev``, also under ``vmap``) are those of the plain
+kernel (a ``jax.custom_jvp`` around it, since ``custom_vmap`` alone is not differentiable).  A
+batched *model* (vmapping over parameters) falls back to plain ``vmap`` of the kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.custom_batching import custom_vmap
+
+
+class Small:
+    """Algebra on the small leading axes of arrays laid out ``(small..., *batch)``.
+
+    ``n_batch`` trailing axes are batch axes (``0``: one pose).  Products over small axes are
+    unrolled sums of broadcast products, which XLA fuses into one loop per output.
+    """
+
+    def __init__(self, n_batch: int, dtype):
+        self.nbt = n_batch
+        self.dtype = dtype
+
+    def c(self, a):
+        """A batch-free array (constant or model leaf) with trailing singleton batch axes."""
+        a = jnp.asarray(a).astype(self.dtype)
+        return a.reshape(a.shape + (1,) * self.nbt)
+
+    def mask(self, a):
+        """A static boolean table with trailing singleton batch axes."""
+        a = jnp.asarray(np.asarray(a, dtype=bool))
+        return a.reshape(a.shape + (1,) * self.nbt)
+
+    def take(self, a, k: int, axis: int):
+        """``a[..., k, ...]`` along small axis ``axis`` (negative, counted among the small axes)."""
+        return jax.lax.index_in_dim(a, k, a.ndim + axis - self.nbt, keepdims=False)
+
+    def expand(self, a, axis: int):
+        """New small axis at ``axis`` (negative, counted among the small axes of the result)."""
+        return jnp.expand_dims(a, a.ndim + 1 + axis - self.nbt)
+
+    def mm(self, a, b):
+        """``(..., I, K) @ (..., K, J)`` as an unrolled sum over ``K``."""
+        out = None
+        for k in range(a.shape[-1 - self.nbt]):
+            t = self.expand(self.take(a, k, -1), -1) * self.expand(self.take(b, k, -2), -2)
+            out = t if out is None else out + t
+        return out
+
+    def mtm(self, a, b):
+        """``(..., K, I)ᵀ @ (..., K, J)`` as an unrolled sum over ``K``."""
+        out = None
+        for k in range(a.shape[-2 - self.nbt]):
+            t = self.expand(self.take(a, k, -2), -1) * self.expand(self.take(b, k, -2), -2)
+            out = t if out is None else out + t
+        return out
+
+    def mv(self, a, v):
+        """``(..., I, K) @ (..., K)`` as an unrolled sum over ``K``."""
+        out = None
+        for k in range(a.shape[-1 - self.nbt]):
+            t = self.take(a, k, -1) * self.expand(self.take(v, k, -1), -1)
+            out = t if out is None else out + t
+        return out
+
+    def mtv(self, a, v):
+        """``(..., K, I)ᵀ @ (..., K)`` as an unrolled sum over ``K``."""
+        out = None
+        for k in range(a.shape[-2 - self.nbt]):
+            t = self.take(a, k, -2) * self.expand(self.take(v, k, -1), -1)
+            out = t if out is None else out + t
+        return out
+
+    def dot(self, a, b):
+        """``Σ_k a[..., k] b[..., k]`` over the last small axis, unrolled."""
+        out = None
+        for k in range(a.shape[-1 - self.nbt]):
+            t = self.take(a, k, -1) * self.take(b, k, -1)
+            out = t if out is None else out + t
+        return out
+
+    def cross(self, a, b):
+        a0, a1, a2 = (self.take(a, k, -1) for k in range(3))
+        b0, b1, b2 = (self.take(b, k, -1) for k in range(3))
+        out = [a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0]
+        return jnp.stack(out, axis=a.ndim - 1 - self.nbt)
+
+    @staticmethod
+    def sum0(a):
+        """Unrolled sum over the first axis."""
+        out = a[0]
+        for k in range(1, a.shape[0]):
+            out = out + a[k]
+        return out
+
+
+def materialize(x):
+    """Identity that keeps ``x`` in memory under XLA:CPU instead of fusing it into its consumers.
+
+    Loop fusion recomputes a fused producer once per element of each consumer, so an array read
+    at several shifted positions or broadcast over a small axis is recomputed many times;
+    ``lax.optimization_barrier`` is stripped before fusion on CPU.  A conditional's operand is a
+    buffer, so an identity branch pins it; the predicate is a run-time value (``x₀ == x₀``, false
+    only for NaN, where the other branch returns ``x + 0``) that XLA cannot fold.  Values and
+    derivatives are unchanged; under ``vmap`` the conditional becomes a fused select.
+    """
+    if x.size == 0:
+        return x
+    flat = x.reshape(-1)
+    return jax.lax.cond(flat[0] == flat[0], lambda v: v, lambda v: v + jnp.zeros((), v.dtype), x)
+
+
+#: poses per kernel call on CPU under ``vmap`` (intermediates stay in cache; 32-128 is best measured)
+CPU_CHUNK = 64
+
+
+def chunk_size(axis_size: int) -> int | None:
+    """Poses per kernel call for a batch of ``axis_size``: ``CPU_CHUNK`` on CPU, all at once elsewhere.
+
+    On a GPU one kernel over the whole batch is fastest (chunks of 64 in a sequential ``lax.map``
+    were measured 48x slower than one call); :func:`mbjax.sweep`-style helpers chunk huge sweeps
+    for memory.
+    """
+    if jax.default_backend() == "cpu" and axis_size > CPU_CHUNK:
+        return CPU_CHUNK
+    return None
+
+
+def _run_chunked(fn, xs, axis_size: int):
+    """``fn(*xs)`` on batch-last arrays ``xs`` in ``lax.map`` chunks (last chunk padded by repetition)."""
+    size = chunk_size(axis_size)
+    if size is None:
+        return fn(*xs)
+    n_chunks = -(-axis_size // size)
+    pad = n_chunks * size - axis_size
+
+    def split(x):
+        if pad:
+            x = jnp.concatenate([x, jnp.broadcast_to(x[..., -1:], x.shape[:-1] + (pad,))], -1)
+        return jnp.moveaxis(x.reshape(x.shape[:-1] + (n_chunks, size)), -2, 0)
+
+    out = jax.lax.map(lambda c: fn(*c), tuple(split(x) for x in xs))
+    return jax.tree.map(lambda o: jnp.moveaxis(o, 0, -2).reshape(o.shape[1:-1] + (-1,))[..., :axis_size], out)
+
+
+def batch_last(kernel):
+    """Single-pose function ``fn(model, *arrays)`` from a batch-last ``kernel(model, *arrays)``.
+
+    ``kernel`` must accept its array arguments with any number of trailing batch axes (the same
+    number on all of them) and return a pytree whose leaves carry those axes last.  Non-array
+    options must be bound before (``functools.partial``); they are static.  Under ``vmap`` the
+    kernel runs on the poses moved last, in cache-sized chunks on CPU (:func:`chunk_size`).
+    """
+
+    @functools.wraps(kernel)
+    def public(model, *xs):
+        dyn, static = eqx.partition(model, eqx.is_array)
+        xs = tuple(jnp.asarray(x) for x in xs)
+
+        def plain(d, *a):
+            return kernel(eqx.combine(d, static), *a)
+
+        @custom_vmap
+        def batched(d, *a):
+            return plain(d, *a)
+
+        @batched.def_vmap
+        def _rule(axis_size, in_batched, d, *a):
+            d_b, *a_b = in_batched
+            if any(jax.tree.leaves(d_b)):  # a batch of models: plain vmap
+                axes = (jax.tree.map(lambda b: 0 if b else None, d_b),) + tuple(0 if b else None for b in a_b)
+                out = jax.vmap(plain, in_axes=axes)(d, *a)
+            else:
+                moved = tuple(
+                    jnp.moveaxis(x, 0, -1) if b else jnp.broadcast_to(x[..., None], x.shape + (axis_size,))
+                    for x, b in zip(a, a_b)
+                )
+                out = _run_chunked(lambda *a: plain(d, *a), moved, axis_size)
+                out = jax.tree.map(lambda o: jnp.moveaxis(o, -1, 0), out)
+            return out, jax.tree.map(lambda _: True, out)
+
+        @jax.custom_jvp
+        def fn(d, *a):
+            return batched(d, *a)
+
+        @fn.defjvp
+        def _jvp(primals, tangents):
+            return jax.jvp(plain, primals, tangents)
+
+        return fn(dyn, *xs)
+
+    return public

@@ -1,0 +1,165 @@
+"""The one path geometry: world path points, active sets, segments and unit-tension forces.
+
+Read from the kinematics pass (:func:`mbjax._kinematics.forward_pass`), batch last, by lengths,
+path points and moment arms alike.  With P path-point slots per muscle (padded), each point's
+segment leaves it towards the next *active* point, which lies among the next ``C`` slots
+(:func:`lookahead`; ``C = 1`` without conditional points), so segments are found by shifted masks
+instead of ``(nm, P, P)`` one-hot contractions.  A unit tension pulls point ``p`` with
+f_p = e_out(p) − e_in(p) (Ehsani Def. 3, summed per body in Eq. 155-160).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._batching import Small, batch_last, materialize
+from .._kinematics import Kinematics, _local_eval, _scatter_gradient, forward_pass
+from .._model import Model
+from .paths import get_paths
+
+
+class PathGeometry(NamedTuple):
+    """Batch-last path geometry of every muscle: ``world (nm, P, 3)``, ``active (nm, P)``,
+    ``length (nm, P)`` of the segment leaving each point (0 where none), ``unit (nm, P, 3)``,
+    ``force (nm, P, 3)`` = e_out − e_in, ``rot_of_points (nm, P, 3, 3)`` the rotation of each
+    point's body, and for moving points their static ``slots (n, 3)`` (muscle, point, component)
+    with ``moving_grad (n, nq)`` = ∂r/∂q of those components.
+    """
+
+    world: jnp.ndarray
+    active: jnp.ndarray
+    length: jnp.ndarray
+    unit: jnp.ndarray
+    force: jnp.ndarray
+    rot_of_points: jnp.ndarray
+    slots: np.ndarray
+    moving_grad: jnp.ndarray | None
+
+
+def lookahead(paths) -> int:
+    """Static bound C on how far the next active point can lie (1 without conditional points).
+
+    The next active point after ``p`` is at most the first point after it that is always active
+    (valid and not conditional); never-valid padding is skipped.
+    """
+    valid = np.asarray(paths.valid, dtype=bool)
+    always = valid & (np.asarray(paths.cond_coord) < 0)
+    nm, npt = valid.shape
+    reach = 1
+    for m in range(nm):
+        for p in np.nonzero(valid[m])[0]:
+            for c in range(1, npt - p):
+                if valid[m, p + c]:
+                    reach = max(reach, c)
+                if always[m, p + c]:
+                    break
+    return reach
+
+
+def _body_locations(paths, q, ops: Small):
+    """Body-frame point locations ``(nm, P, 3, *b)`` with moving components filled in by one gather."""
+    nm, npt = paths.n_muscles, paths.n_points
+    nq = q.shape[0]
+    batch = q.shape[1:]
+    loc = jnp.broadcast_to(ops.c(paths.location), (nm, npt, 3) + batch)
+    if not paths.moving_maps:
+        return loc, np.zeros((0, 3), dtype=np.int64), None
+    vals, grads, slot_list = [], [], []
+    for family, fam_slots, inputs in zip(paths.moving_maps, paths.moving_slots, paths.moving_inputs):
+        inputs = np.asarray(inputs, dtype=np.int32)
+        fv, gv, _ = _local_eval(family, q[inputs], ops.nbt)
+        vals.append(fv.astype(ops.dtype))
+        grads.append(_scatter_gradient(ops, gv.astype(ops.dtype), inputs, nq, family.width))
+        slot_list.extend(fam_slots)
+    slots = np.asarray(slot_list, dtype=np.int64)
+    flat = (slots[:, 0] * npt + slots[:, 1]) * 3 + slots[:, 2]
+    src = np.full(nm * npt * 3, len(slots))
+    src[flat] = np.arange(len(slots))
+    filled = jnp.concatenate(vals + [jnp.zeros((1,) + batch, ops.dtype)])[src]
+    is_moving = np.zeros(nm * npt * 3, dtype=bool)
+    is_moving[flat] = True
+    loc = jnp.where(ops.mask(is_moving), filled, loc.reshape((nm * npt * 3,) + batch)).reshape(loc.shape)
+    return loc, slots, jnp.concatenate(grads)
+
+
+def path_geometry(model: Model, q, kin: Kinematics) -> PathGeometry:
+    """The path geometry at ``q (nq, *batch)`` from the kinematics pass ``kin`` of the same poses."""
+    paths = get_paths(model)
+    nb = model.n_bodies
+    ops = Small(q.ndim - 1, kin.rot.dtype)
+    dtype = ops.dtype
+    q = q.astype(dtype)
+    batch = q.shape[1:]
+    nm, npt = paths.n_muscles, paths.n_points
+    body = np.asarray(paths.body, dtype=np.int64)
+    valid = np.asarray(paths.valid, dtype=bool)
+    bidx = np.where(body < 0, nb, body)  # ground appended last
+    rot_g = jnp.concatenate([kin.rot, jnp.broadcast_to(ops.c(np.eye(3)), (1, 3, 3) + batch)])
+    pos_g = jnp.concatenate([kin.pos, jnp.zeros((1, 3) + batch, dtype)])
+    loc, slots, moving_grad = _body_locations(paths, q, ops)
+    rot_p = rot_g[bidx]
+    # world points, kept in memory: the segment stage reads them at C + 1 shifted positions
+    world = materialize(ops.mv(rot_p, loc) + pos_g[bidx])
+
+    cond = np.asarray(paths.cond_coord)
+    qc = q[np.maximum(cond, 0)]
+    rng = paths.cond_range.astype(dtype)
+    inside = (qc >= ops.c(rng[..., 0])) & (qc <= ops.c(rng[..., 1]))
+    active = ops.mask(valid) & jnp.where(ops.mask(cond >= 0), inside, True)
+
+    def ahead(a, c):  # a[:, p + c], zero past the end
+        return jnp.concatenate([a[:, c:], jnp.zeros((nm, c) + a.shape[2:], a.dtype)], axis=1)
+
+    def behind(a, c):  # a[:, p - c], zero before the start
+        return jnp.concatenate([jnp.zeros((nm, c) + a.shape[2:], a.dtype), a[:, :-c]], axis=1)
+
+    ends, seen = [], None  # ends[c - 1][m, p]: the segment leaving p ends at p + c
+    for c in range(1, min(lookahead(paths), npt - 1) + 1):
+        nxt = ahead(active, c)
+        ends.append(active & nxt if seen is None else active & nxt & ~seen)
+        seen = nxt if seen is None else seen | nxt
+    d = jnp.zeros_like(world)
+    for c, e in enumerate(ends, 1):
+        d = d + jnp.where(ops.expand(e, -1), ahead(world, c) - world, 0.0)
+    sq = ops.dot(d, d)
+    nonzero = sq > 0
+    root = jnp.sqrt(jnp.where(nonzero, sq, 1.0))  # grad-safe: no sqrt(0) on any branch
+    length = jnp.where(nonzero, root, 0.0)
+    unit = jnp.where(ops.expand(nonzero, -1), d / ops.expand(root, -1), 0.0)
+    force = unit
+    for c, e in enumerate(ends, 1):
+        force = force - behind(jnp.where(ops.expand(e, -1), unit, 0.0), c)
+    return PathGeometry(world, active, length, unit, force, rot_p, slots, moving_grad)
+
+
+def _lengths_kernel(model: Model, q):
+    geo = path_geometry(model, q, forward_pass(model, q))
+    return jnp.sum(geo.length, axis=1)
+
+
+def _points_kernel(model: Model, q):
+    geo = path_geometry(model, q, forward_pass(model, q))
+    return geo.world, geo.active
+
+
+def _check_pose(model: Model, q):
+    q = jnp.asarray(q)
+    if q.shape != (model.n_coordinates,):
+        raise ValueError(
+            f"q must have shape ({model.n_coordinates},) (nq) for coordinates {model.coordinate_names}, "
+            f"got {q.shape}"
+        )
+    return q
+
+
+def muscle_lengths(model: Model, q) -> jnp.ndarray:
+    """Musculotendon path lengths L(q) ``(nm,)``: sums of straight segments between active points."""
+    return batch_last(_lengths_kernel)(model, _check_pose(model, q))
+
+
+def path_points(model: Model, q):
+    """World positions ``(nm, P, 3)`` of every path point and the active mask ``(nm, P)``."""
+    return batch_last(_points_kernel)(model, _check_pose(model, q))

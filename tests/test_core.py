@@ -1,0 +1,152 @@
+"""The one kinematics pass and its batch-last dispatch (issue 13): every public route through it.
+
+Independent references: autodiff of ``body_poses`` along a curve q(t) for body velocities and
+accelerations, the autodiff Lagrangian for dynamics, plain ``vmap`` of the un-dispatched kernel
+for the batch-last rule, and finite differences for the derivative rule.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mbjax
+from mbjax import _batching
+from mbjax import _dynamics as dyn
+from _trees import random_poses, random_tree
+
+
+@pytest.fixture(scope="module")
+def tree():
+    return random_tree(3, n_bodies=9, n_coordinates=4)
+
+
+def _curve_derivatives(model, q, qd, qdd):
+    """Ṫ and T̈ of every body along q(t) = q + t q̇ + ½ t² q̈ at t = 0, by autodiff of body_poses."""
+    c = lambda t: mbjax.body_poses(model, q + t * qd + 0.5 * t * t * qdd)
+    return jax.jacfwd(c)(0.0), jax.jacfwd(jax.jacfwd(c))(0.0)
+
+
+def test_body_kinematics_matches_autodiff_of_poses(tree):
+    qs, qds, qdds = (random_poses(s, 6, tree.n_coordinates) for s in (1, 2, 3))
+    bk = jax.jit(jax.vmap(mbjax.body_kinematics, (None, 0, 0, 0)))(tree, qs, qds, qdds)
+    td, tdd = jax.jit(jax.vmap(_curve_derivatives, (None, 0, 0, 0)))(tree, qs, qds, qdds)
+    rot = bk.pose[..., :3, :3]
+    # Ṙ = ω̃ R, ṗ = v_O; R̈ = (ω̇~ + ω̃²) R, p̈ = a_O
+    w, v = bk.velocity[..., :3], bk.velocity[..., 3:]
+    al, a = bk.acceleration[..., :3], bk.acceleration[..., 3:]
+    sk = mbjax._spatial.skew
+    np.testing.assert_allclose(bk.pose, jax.vmap(mbjax.body_poses, (None, 0))(tree, qs), atol=1e-14)
+    np.testing.assert_allclose(sk(w) @ rot, td[..., :3, :3], atol=1e-12)
+    np.testing.assert_allclose(v, td[..., :3, 3], atol=1e-12)
+    np.testing.assert_allclose((sk(al) + sk(w) @ sk(w)) @ rot, tdd[..., :3, :3], atol=1e-11)
+    np.testing.assert_allclose(a, tdd[..., :3, 3], atol=1e-11)
+
+
+def test_body_kinematics_single_pose_equals_batched(tree):
+    q, qd, qdd = (random_poses(s, 3, tree.n_coordinates) for s in (4, 5, 6))
+    batched = jax.vmap(mbjax.body_kinematics, (None, 0, 0, 0))(tree, q, qd, qdd)
+    for k in range(3):
+        one = mbjax.body_kinematics(tree, q[k], qd[k], qdd[k])
+        for a, b in zip(one, batched):
+            np.testing.assert_allclose(a, b[k], rtol=0, atol=1e-13)
+
+
+def test_kinematics_result_is_consistent(tree):
+    q, qd = random_poses(7, 2, tree.n_coordinates)
+    kin = mbjax.kinematics(tree, q, qd)
+    jv = mbjax.joint_values(tree, q)
+    np.testing.assert_allclose(kin.theta, jv.value, atol=1e-15)
+    np.testing.assert_allclose(kin.theta_grad, jv.gradient, atol=1e-15)
+    np.testing.assert_allclose(kin.theta_dot, jv.gradient @ qd, atol=1e-13)
+    np.testing.assert_allclose(kin.theta_ddot, jnp.einsum("jlm,l,m->j", jv.hessian, qd, qd), atol=1e-12)
+    poses = mbjax.body_poses(tree, q)
+    np.testing.assert_allclose(kin.rot, poses[:, :3, :3], atol=1e-15)
+    np.testing.assert_allclose(kin.pos, poses[:, :3, 3], atol=1e-15)
+
+
+def _kernel_vmap(model, q, qd, qdd):
+    """The same Newton-Euler kernel under plain vmap (no batch-last rule): the dispatch's reference."""
+    return jax.vmap(lambda a, b, c: dyn._inverse_dynamics_kernel(model, a, b, c))(q, qd, qdd)
+
+
+@pytest.mark.parametrize("n", [1, 5, 64, 150])
+def test_vmap_dispatch_equals_plain_vmap(tree, n):
+    # 150 > CPU_CHUNK: exercises chunking with a padded last chunk
+    q, qd, qdd = (random_poses(s, n, tree.n_coordinates) for s in (8, 9, 10))
+    fast = jax.jit(jax.vmap(mbjax.inverse_dynamics, (None, 0, 0, 0)))(tree, q, qd, qdd)
+    np.testing.assert_allclose(fast, jax.jit(_kernel_vmap)(tree, q, qd, qdd), rtol=0, atol=1e-12)
+
+
+def test_derivatives_through_dispatch():
+    tree = random_tree(4, n_bodies=5, n_coordinates=3)
+    q, qd, qdd = (random_poses(s, 4, tree.n_coordinates) for s in (11, 12, 13))
+    lag = dyn.inverse_dynamics_lagrangian
+    for jac in (jax.jacfwd, jax.jacrev):
+        ours = jax.jit(jax.vmap(jac(mbjax.inverse_dynamics, argnums=(1, 2, 3)), (None, 0, 0, 0)))(tree, q, qd, qdd)
+        ref = jax.jit(jax.vmap(jac(lag, argnums=(1, 2, 3)), (None, 0, 0, 0)))(tree, q, qd, qdd)
+        for a, b in zip(ours, ref):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+    # parameter gradient of a batched loss, vs the Lagrangian route, along physical parameters:
+    # rotations stay rotations and axes unit vectors (off that manifold the two formulations are
+    # different functions), inertias symmetric
+    nb = tree.n_bodies
+    sk = mbjax._spatial.skew
+
+    def perturbed(p):
+        rot = jax.vmap(lambda w: jax.scipy.linalg.expm(sk(w)))(p["w_off"])
+        offset = tree.offset.at[:, :3, :3].set(tree.offset[:, :3, :3] @ rot).at[:, :3, 3].add(p["d_off"])
+        axis = jnp.einsum("bij,bj->bi", jax.vmap(lambda w: jax.scipy.linalg.expm(sk(w)))(p["w_axis"]), tree.axis)
+        sym = p["d_inertia"] + jnp.swapaxes(p["d_inertia"], 1, 2)
+        return eqx.tree_at(lambda m: (m.offset, m.axis, m.mass, m.com, m.inertia), tree,
+                           (offset, axis, tree.mass + p["d_mass"], tree.com + p["d_com"], tree.inertia + sym))
+
+    p0 = {k: jnp.zeros(s) for k, s in (("w_off", (nb, 3)), ("d_off", (nb, 3)), ("w_axis", (nb, 3)),
+                                       ("d_mass", (nb,)), ("d_com", (nb, 3)), ("d_inertia", (nb, 3, 3)))}
+    loss = lambda fn: (lambda p: jnp.sum(jax.vmap(fn, (None, 0, 0, 0))(perturbed(p), q, qd, qdd) ** 2))
+    g = jax.jit(jax.grad(loss(mbjax.inverse_dynamics)))(p0)
+    g_ref = jax.jit(jax.grad(loss(lag)))(p0)
+    for name in p0:
+        scale = max(float(jnp.max(jnp.abs(g_ref[name]))), 1.0)
+        np.testing.assert_allclose(g[name], g_ref[name], rtol=0, atol=1e-10 * scale, err_msg=name)
+
+
+def test_vmap_over_models_falls_back(tree):
+    q, qd, qdd = (random_poses(s, 1, tree.n_coordinates)[0] for s in (14, 15, 16))
+    scales = jnp.asarray([0.5, 1.0, 2.0])
+    models = jax.vmap(lambda s: eqx.tree_at(lambda m: m.mass, tree, tree.mass * s))(scales)
+    out = jax.vmap(mbjax.inverse_dynamics, (0, None, None, None))(models, q, qd, qdd)
+    for k, s in enumerate(scales):
+        one = dyn.inverse_dynamics_lagrangian(eqx.tree_at(lambda m: m.mass, tree, tree.mass * s), q, qd, qdd)
+        np.testing.assert_allclose(out[k], one, rtol=1e-10, atol=1e-10)
+
+
+def test_compiles_once_over_poses(tree):
+    fn = eqx.filter_jit(eqx.debug.assert_max_traces(jax.vmap(mbjax.inverse_dynamics, (None, 0, 0, 0)), max_traces=1))
+    for seed in range(3):
+        q, qd, qdd = (random_poses(seed + s, 32, tree.n_coordinates) for s in (0, 1, 2))
+        fn(tree, q, qd, qdd)
+
+
+def test_chunk_size_policy():
+    assert _batching.chunk_size(10) is None
+    expected = _batching.CPU_CHUNK if jax.default_backend() == "cpu" else None
+    assert _batching.chunk_size(10 * _batching.CPU_CHUNK) == expected
+
+
+def test_float32_runs(tree):
+    m32 = jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, tree)
+    q, qd, qdd = (random_poses(s, 8, tree.n_coordinates).astype(jnp.float32) for s in (17, 18, 19))
+    tau = jax.vmap(mbjax.inverse_dynamics, (None, 0, 0, 0))(m32, q, qd, qdd)
+    assert tau.dtype == jnp.float32
+    ref = jax.vmap(mbjax.inverse_dynamics, (None, 0, 0, 0))(tree, q.astype(jnp.float64), qd.astype(jnp.float64), qdd.astype(jnp.float64))
+    np.testing.assert_allclose(tau, ref, rtol=2e-3, atol=2e-3 * float(jnp.max(jnp.abs(ref))))
+
+
+def test_shape_errors_name_the_argument(tree):
+    nq = tree.n_coordinates
+    with pytest.raises(ValueError, match="qd must have shape"):
+        mbjax.inverse_dynamics(tree, jnp.zeros(nq), jnp.zeros(nq + 1), jnp.zeros(nq))
+    with pytest.raises(ValueError, match="tau must have shape"):
+        mbjax.forward_dynamics(tree, jnp.zeros(nq), jnp.zeros(nq), jnp.zeros(1))
