@@ -31,8 +31,9 @@ import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from mbjax.constraints import molecule_derivatives, projection_values, sweep  # noqa: E402
-from mbjax.constraints.compare import agreement, linkage_comparison, plot_point_kinematics  # noqa: E402
 from mbjax.models.fivebar import FIVEBAR_LENGTHS, FIVEBAR_TRAJECTORY, fivebar, fivebar_chain  # noqa: E402
+from mbjax.models.linkage_compare import agreement, linkage_comparison  # noqa: E402
+from _linkage_plots import plot_point_kinematics  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "fivebar")
 PAPER = {"v, a (projection vs absolute)": 6, "|∇f3|, |∇f4| (molecule vs projection)": 7}

@@ -32,7 +32,6 @@ from tqdm import tqdm  # noqa: E402
 
 import mbjax  # noqa: E402
 from mbjax.constraints import sweep  # noqa: E402
-from mbjax.constraints.compare import agreement, linkage_comparison, plot_point_kinematics  # noqa: E402
 from mbjax.models.fourbar import (  # noqa: E402
     FOURBAR_LENGTHS,
     FOURBAR_RANGE,
@@ -40,6 +39,8 @@ from mbjax.models.fourbar import (  # noqa: E402
     fourbar,
     fourbar_chain,
 )
+from mbjax.models.linkage_compare import agreement, linkage_comparison  # noqa: E402
+from _linkage_plots import plot_point_kinematics  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "fourbar")
 PAPER_SIGFIGS = 7

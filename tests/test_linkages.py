@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from mbjax.constraints import absolute
-from mbjax.constraints.compare import agreement, drive, linkage_comparison
 from mbjax.models.fivebar import FIVEBAR_TRAJECTORY, fivebar, fivebar_chain
 from mbjax.models.fourbar import FOURBAR_RANGE, FOURBAR_TRAJECTORY, fourbar, fourbar_chain
+from mbjax.models.linkage_compare import agreement, drive, linkage_comparison
 
 TIMES4 = np.linspace(0.05, 3.95, 7)
 TIMES5 = np.linspace(0.05, 2.95, 7)

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..maps import BicubicSpline, Fourier, NaturalCubicSpline
 from ._constraint import LoopConstraint, solve
 
 KINDS = ("spline", "fourier", "bicubic")
@@ -46,8 +47,6 @@ def premodel(constraint: LoopConstraint, grids, kind: str = "spline", policy: st
     ``"bicubic"`` (:class:`~mbjax.maps.BicubicSpline`, 2 coordinates).  ``policy`` is the maps'
     out-of-range policy.
     """
-    from ..maps import BicubicSpline, Fourier, NaturalCubicSpline
-
     if kind not in KINDS:
         raise ValueError(f"premodel: unknown kind {kind!r}; supported: {KINDS}")
     nq = constraint.n_coordinates

@@ -26,7 +26,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ._constraint import LoopConstraint, check_jacobian, solve
+from ._constraint import LoopConstraint, solve
 
 
 def projectors(gbar):

@@ -18,9 +18,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .._model import ModelBuilder
+from .._builder import ModelBuilder
 from ..constraints._constraint import LoopConstraint
-from .fourbar import Linkage, _rod
+from ..constraints.absolute import PlanarChain, drive_rows
+from ..constraints.implicit import METHODS, ImplicitMap
+from .linkage import Linkage, rod
 
 FIVEBAR_LENGTHS = {"l0": 3.0, "l1": 1.0, "l2": 1.0, "l3": 3.0, "l4": 3.0, "lp": 2.0}
 _Q_REF = (np.pi / 2, 0.0)
@@ -58,8 +60,6 @@ def fivebar(method: str = "projection", *, lengths=None, step=1e-4, **options) -
     ``method``: ``"projection"``, ``"implicit"`` or ``"molecule"`` (:class:`ImplicitMap`, one
     shared solve per evaluation).  Pre-models on a grid: :func:`mbjax.constraints.premodel`.
     """
-    from ..constraints.implicit import METHODS, ImplicitMap
-
     if method not in METHODS:
         raise ValueError(f"fivebar: unknown method {method!r}; supported: {METHODS}")
     full = dict(FIVEBAR_LENGTHS if lengths is None else lengths)
@@ -67,10 +67,10 @@ def fivebar(method: str = "projection", *, lengths=None, step=1e-4, **options) -
     p = {k: float(v) for k, v in full.items()}
     maps = [ImplicitMap(con, j, method=method, step=step) for j in range(2)]
     b = ModelBuilder(["q1", "q2"], gravity=[0.0, -9.81, 0.0])
-    b.add_body("link1", parent="ground", axis=[0, 0, 1], map="q1", **_rod(p["l1"]))
-    b.add_body("link2", parent="link1", axis=[0, 0, 1], translation=[p["l1"], 0, 0], map="q2", **_rod(p["l2"]))
-    b.add_body("link3", parent="link2", axis=[0, 0, 1], translation=[p["l2"], 0, 0], map=maps[0], **_rod(p["l3"]))
-    b.add_body("link4", parent="link3", axis=[0, 0, 1], translation=[p["l3"], 0, 0], map=maps[1], **_rod(p["l4"]))
+    b.add_body("link1", parent="ground", axis=[0, 0, 1], map="q1", **rod(p["l1"]))
+    b.add_body("link2", parent="link1", axis=[0, 0, 1], translation=[p["l1"], 0, 0], map="q2", **rod(p["l2"]))
+    b.add_body("link3", parent="link2", axis=[0, 0, 1], translation=[p["l2"], 0, 0], map=maps[0], **rod(p["l3"]))
+    b.add_body("link4", parent="link3", axis=[0, 0, 1], translation=[p["l3"], 0, 0], map=maps[1], **rod(p["l4"]))
     return Linkage(b.build(), con, "link3", (p["lp"], 0.0, 0.0))
 
 
@@ -84,8 +84,6 @@ FIVEBAR_TRAJECTORY = (
 
 def fivebar_chain(lengths=None):
     """The same linkage in absolute coordinates, driven by φ1 = q1 and φ2 - φ1 = q2 (independent route)."""
-    from ..constraints.absolute import PlanarChain, drive_rows
-
     p = dict(FIVEBAR_LENGTHS if lengths is None else lengths)
     ls = [p["l1"], p["l2"], p["l3"], p["l4"]]
     return PlanarChain(ls, [x / 2 for x in ls], p["l0"], drive_rows(4, [[(1.0, 0, 2)], [(1.0, 1, 2), (-1.0, 0, 2)]]))

@@ -19,27 +19,20 @@ coupler point ``FOURBAR_POINT`` = (4, 1, 0) in body 2's frame (Fig. 3's p is not
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax.numpy as jnp
 import numpy as np
 
-from .._model import Model, ModelBuilder
+from .._builder import ModelBuilder
 from ..constraints._constraint import LoopConstraint
+from ..constraints.absolute import PlanarChain, drive_rows
+from ..constraints.implicit import METHODS, ImplicitMap
+from ..constraints.premodel import premodel
+from .linkage import Linkage, rod
 
 FOURBAR_LENGTHS = {"l0": 2.0, "l1": 3.0, "l2": 6.0, "lcm2": 3.0, "l3": 5.5}
 FOURBAR_RANGE = (-2.0, 2.0)
 FOURBAR_POINT = (4.0, 1.0, 0.0)  # coupler point p in body 2's frame
 _F_REF = (-0.6441, 1.2883, -3.4520)
-
-
-class Linkage(NamedTuple):
-    """A closed-chain model: the cut-open ``model``, its loop ``constraint`` and point p."""
-
-    model: Model
-    constraint: LoopConstraint
-    point_body: str
-    point: tuple[float, float, float]
 
 
 def fourbar_residual(p, f, q):
@@ -66,13 +59,6 @@ def fourbar_constraint(lengths=None, **options) -> LoopConstraint:
     )
 
 
-def _rod(length: float, com: float | None = None):
-    m = float(length)
-    c = length / 2 if com is None else com
-    i = m * length**2 / 12 + m * (c - length / 2) ** 2  # about the COM (uniform rod: c = l/2)
-    return dict(mass=m, com=[c, 0.0, 0.0], inertia=np.diag([0.0, i, i]))
-
-
 def fourbar(method: str = "projection", *, lengths=None, step=1e-4, premodel_step=0.01, **options) -> Linkage:
     """Four-bar :class:`Linkage` whose θ1..θ3 maps use ``method``.
 
@@ -80,25 +66,21 @@ def fourbar(method: str = "projection", *, lengths=None, step=1e-4, premodel_ste
     shared solve per evaluation) or ``"premodel"`` (natural cubic splines fitted to a sweep of
     ``FOURBAR_RANGE`` with ``premodel_step``, the seed's pre-modelling approach).
     """
-    from ..constraints.implicit import METHODS, ImplicitMap
-
     con = fourbar_constraint(lengths, **options)
     p = {k: float(v) for k, v in con.params.items()}
     if method in METHODS:
         maps = [ImplicitMap(con, j, method=method, step=step) for j in range(3)]
     elif method == "premodel":
-        from ..constraints.premodel import premodel
-
         n = int(round((FOURBAR_RANGE[1] - FOURBAR_RANGE[0]) / premodel_step)) + 1
         grid = np.linspace(FOURBAR_RANGE[0], FOURBAR_RANGE[1], n)
         maps = premodel(con, [grid], kind="spline")
     else:
         raise ValueError(f"fourbar: unknown method {method!r}; supported: {METHODS + ('premodel',)}")
     b = ModelBuilder(["q"], gravity=[0.0, -9.81, 0.0])
-    b.add_body("link1", parent="ground", axis=[0, 0, 1], map=maps[0], **_rod(p["l1"]))
+    b.add_body("link1", parent="ground", axis=[0, 0, 1], map=maps[0], **rod(p["l1"]))
     b.add_body("link2", parent="link1", axis=[0, 0, 1], translation=[p["l1"], 0, 0], map=maps[1],
-               **_rod(p["l2"], p["lcm2"]))
-    b.add_body("link3", parent="link2", axis=[0, 0, 1], translation=[p["l2"], 0, 0], map=maps[2], **_rod(p["l3"]))
+               **rod(p["l2"], p["lcm2"]))
+    b.add_body("link3", parent="link2", axis=[0, 0, 1], translation=[p["l2"], 0, 0], map=maps[2], **rod(p["l3"]))
     return Linkage(b.build(), con, "link2", FOURBAR_POINT)
 
 
@@ -109,8 +91,6 @@ FOURBAR_TRAJECTORY = ((0.0, 1.0, 2.5, 4.0), (0.0, 1.9, -1.9, 0.5), (0.5, 0.0, 0.
 def fourbar_chain(lengths=None):
     """The same linkage in absolute coordinates (:class:`~mbjax.constraints.absolute.PlanarChain`),
     driven by the height of body 2's centre of mass (an independent route for the tests)."""
-    from ..constraints.absolute import PlanarChain, drive_rows
-
     p = dict(FOURBAR_LENGTHS if lengths is None else lengths)
     return PlanarChain(
         [p["l1"], p["l2"], p["l3"]], [p["l1"] / 2, p["lcm2"], p["l3"] / 2], p["l0"], drive_rows(3, [[(1.0, 1, 1)]])

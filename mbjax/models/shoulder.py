@@ -38,11 +38,9 @@ import tempfile
 import warnings
 import xml.etree.ElementTree as ET
 
-import numpy as np
-
+from .._data import shared_data
 from ..io.osim import load_osim
 from ..maps.affine import Affine
-from mbjax._data import shared_data
 
 MOBL_PATH = shared_data("osim", "MOBL_ARMS_fixed_41-ignoreTendonCompl.osim")
 DEGROOT_PATH = shared_data("degroot_brand_2001.json")
@@ -149,8 +147,3 @@ def shoulder_model(rhythm: str = "holzbaur", path: str | None = None, plane_offs
     if model.coordinate_names != COORDINATES:
         raise ValueError(f"unexpected shoulder coordinates {model.coordinate_names}")
     return model
-
-
-def anatomical_pose(elv_angle=0.0, shoulder_elv=0.0, shoulder_rot=0.0):
-    """A pose vector in the model's coordinate order (radians)."""
-    return np.asarray([elv_angle, shoulder_elv, shoulder_rot], dtype=float)

@@ -1,4 +1,4 @@
-"""Point-p kinematics of a :class:`~mbjax.models.fourbar.Linkage` by the joint-map model and by the
+"""Point-p kinematics of a :class:`~mbjax.models.linkage.Linkage` by the joint-map model and by the
 absolute-coordinate analysis along a Hermite trajectory (shared by tests, experiments, notebook)."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._kinematics import joint_values, point_acceleration, point_velocity
-from . import absolute
-from .hermite import hermite
+from ..constraints import absolute
+from ..constraints.hermite import hermite
+from .linkage import Linkage
 
 
 def drive(times, trajectory):
@@ -55,7 +56,7 @@ def agreement(x, ref):
     return -np.log10(np.maximum(err, 1e-17))
 
 
-def linkage_comparison(linkage, chain, times, trajectory):
+def linkage_comparison(linkage: Linkage, chain: absolute.PlanarChain, times, trajectory):
     """``(q, v_model, a_model, v_abs, a_abs)`` along the trajectory."""
     q, qd, qdd = drive(times, trajectory)
     body = linkage.model.body_index(linkage.point_body)
@@ -63,34 +64,3 @@ def linkage_comparison(linkage, chain, times, trajectory):
     f0 = eqx.filter_jit(joint_values)(linkage.model, q[0]).value
     va, aa = absolute_point(chain, body, linkage.point, q, qd, qdd, f0)
     return q, vm, am, va, aa
-
-
-def plot_point_kinematics(times, comparison, q_labels, method: str, title: str, path: str) -> None:
-    """PNG of the drives and |v_p|, |a_p| by the joint-map model (``method``) vs absolute coordinates.
-
-    ``comparison`` is the ``(q, v_model, a_model, v_abs, a_abs)`` of :func:`linkage_comparison`.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    q, vm, am, va, aa = comparison
-    fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
-    for j, label in enumerate(q_labels):
-        ax[0].plot(times, q[:, j], label=label)
-    if len(q_labels) > 1:
-        ax[0].legend(fontsize=8)
-    else:
-        ax[0].set_ylabel(q_labels[0])
-    for a, model_val, abs_val, name in ((ax[1], vm, va, "|v_p|"), (ax[2], am, aa, "|a_p|")):
-        a.plot(times, np.linalg.norm(model_val, axis=1), lw=3, label=f"mbjax ({method})")
-        a.plot(times, np.linalg.norm(abs_val, axis=1), "k:", lw=2, label="absolute coordinates")
-        a.set_ylabel(name)
-    for a in ax:
-        a.set_xlabel("t")
-    ax[2].legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
