@@ -2,15 +2,21 @@
 
 ``mbjax moment-arms MODEL --vary COORD=START:STOP:STEP [--vary ...] [--set COORD=VALUE ...]
 [--random N] [--wrt COORD ...] [--muscles NAME ...] [--degrees] [--ignore-wrapping]
+[--chunk-size N] [--distributed [--coordinator HOST:PORT --num-processes P --process-id I]]
 --out FILE.csv [--plot FILE.png]``
 
 ``MODEL`` is an OpenSim ``.osim`` file or a built-in model (``shoulder``,
 ``shoulder:degroot_brand``).  Several ``--vary`` make a grid (``STOP`` included when it falls on
 the grid); ``--random N`` draws N poses uniformly in the coordinate ranges instead.  Unset
-coordinates sit at the model's default pose.  The sweep runs in chunks with a progress bar and is
-sharded over all JAX devices when there are several (``XLA_FLAGS=--xla_force_host_platform_device_count=4``
-makes 4 CPU devices).  The CSV holds the coordinates, the lengths ``L[muscle]`` and the moment
-arms ``R[muscle,coord]`` (m per rad, OpenSim sign R = -∂L/∂q).
+coordinates sit at the model's default pose.  The sweep (:func:`mbjax.sweep.sweep_poses`) runs in
+chunks with a progress bar and is sharded over all local JAX devices when there are several
+(``XLA_FLAGS=--xla_force_host_platform_device_count=4`` makes 4 CPU devices).  With
+``--distributed`` (or the ``MBJAX_COORDINATOR``/``MBJAX_NUM_PROCESSES``/``MBJAX_PROCESS_ID``
+variables, see :func:`mbjax.sweep.initialize`) the same command runs as several processes of one
+``jax.distributed`` job, e.g. ``srun -n 8 mbjax moment-arms ... --distributed``: each process
+takes its share of the poses and process 0 writes the CSV and the plot.  The CSV holds the
+coordinates, the lengths ``L[muscle]`` and the moment arms ``R[muscle,coord]`` (m per rad,
+OpenSim sign R = -∂L/∂q).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
+import os
 import sys
 import time
 import warnings
@@ -64,56 +71,47 @@ def default_pose(model):
     return np.zeros(model.n_coordinates)
 
 
-def sweep(model, qs, chunk: int = 4096, progress: bool = True):
-    """Lengths ``(n, nm)`` and moment arms ``(n, nq, nm)`` at poses ``qs``, sharded over devices."""
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
-    from tqdm import tqdm
+def lengths_and_moment_arms(model, q):
+    """Lengths ``(nm,)`` and moment arms ``(nq, nm)`` at one pose (the per-pose function the CLI sweeps)."""
+    from . import moment_arms, muscle_lengths
 
-    from .muscles import moment_arms_batched, muscle_lengths
+    return muscle_lengths(model, q), moment_arms(model, q)
 
-    devices = jax.devices()
-    nd = len(devices)
-    chunk = max(nd, (chunk // nd) * nd)
 
-    def per_device(x):  # the batch-last moment-arm kernel, 64 poses at a time, on each device's share
-        return jax.vmap(lambda q: muscle_lengths(model, q))(x), moment_arms_batched(model, x)
+def sweep(model, qs, chunk: int | None = None, progress: bool = True):
+    """Lengths ``(n, nm)`` and moment arms ``(n, nq, nm)`` at poses ``qs``: :func:`mbjax.sweep.sweep_poses`.
 
-    sharding = None
-    if nd > 1:
-        mesh = Mesh(np.asarray(devices), ("pose",))
-        sharding = NamedSharding(mesh, PartitionSpec("pose"))
-        spec = PartitionSpec("pose")
-        fn = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=spec, out_specs=(spec, spec)))
-    else:
-        fn = jax.jit(per_device)
-    lengths, arms = [], []
-    with tqdm(total=len(qs), disable=not progress, unit="pose", desc="moment arms") as bar:
-        for start in range(0, len(qs), chunk):
-            block = qs[start : start + chunk]
-            n = len(block)
-            pad = (-n) % nd
-            if pad:
-                block = np.concatenate([block, np.repeat(block[-1:], pad, 0)])
-            x = jnp.asarray(block)
-            if sharding is not None:
-                x = jax.device_put(x, sharding)
-            l, r = fn(x)
-            lengths.append(np.asarray(l)[:n])
-            arms.append(np.asarray(r)[:n])
-            bar.update(n)
-    return np.concatenate(lengths), np.concatenate(arms)
+    Chunked, sharded over the local devices and, under ``jax.distributed``, split over the
+    processes and gathered in order on every process.
+    """
+    from .sweep import sweep_poses
+
+    return sweep_poses(lengths_and_moment_arms, model, qs, chunk_size=chunk, progress=progress, desc="moment arms")
+
+
+def _start_distributed(args) -> bool:
+    """``jax.distributed`` for ``--distributed`` / ``--coordinator`` ... or ``MBJAX_*`` variables."""
+    from .sweep import initialize
+
+    env = any(os.environ.get(k) for k in ("MBJAX_COORDINATOR", "MBJAX_NUM_PROCESSES", "MBJAX_PROCESS_ID"))
+    explicit = (args.coordinator, args.num_processes, args.process_id)
+    if not (args.distributed or env or any(v is not None for v in explicit)):
+        return False
+    return initialize(*explicit)
 
 
 def moment_arms_command(args):
     import jax
 
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise SystemExit(f"mbjax: --chunk-size must be a positive integer, got {args.chunk_size}")
     jax.config.update("jax_enable_x64", True)
+    _start_distributed(args)  # before anything starts the JAX backends
+    lead = jax.process_index() == 0  # only process 0 reports and writes files
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = load_model(args.model, args.ignore_wrapping)
-    for w in caught:
+    for w in caught if lead else ():
         print(f"mbjax: warning: {w.message}", file=sys.stderr)
     names = model.coordinate_names
     scale = np.pi / 180.0 if args.degrees else 1.0
@@ -159,14 +157,15 @@ def moment_arms_command(args):
         if c not in names:
             raise SystemExit(f"mbjax: --wrt: unknown coordinate {c!r}; coordinates are {names}")
     sel_c = [names.index(c) for c in wrt]
-    import jax as _jax
-
     t0 = time.perf_counter()
-    lengths, arms = sweep(model, qs, progress=not args.quiet)
+    lengths, arms = sweep(model, qs, chunk=args.chunk_size, progress=not args.quiet)
     dt = time.perf_counter() - t0
+    if not lead:
+        return 0
+    n_proc = jax.process_count()
     print(
         f"mbjax: {len(qs)} poses x {len(muscles)} muscles x {len(names)} coordinates in {dt:.2f} s "
-        f"on {_jax.device_count()} device(s)",
+        f"on {jax.device_count()} device(s)" + (f" in {n_proc} processes" if n_proc > 1 else ""),
         file=sys.stderr,
     )
     header = list(names) + [f"L[{muscles[m]}]" for m in sel_m]
@@ -214,6 +213,17 @@ def build_parser():
     ma.add_argument("--degrees", action="store_true", help="--vary/--set values are degrees")
     ma.add_argument("--ignore-wrapping", action="store_true", help="load wrapping paths as straight lines")
     ma.add_argument("--quiet", action="store_true", help="no progress bar")
+    ma.add_argument("--chunk-size", type=int, metavar="N",
+                    help="poses per step and process (default: 4096 per CPU device, 65536 per GPU)")
+    dist = ma.add_argument_group(
+        "distributed", "run as one of several processes (hosts, GPUs) under jax.distributed; the poses are split "
+        "between the processes and process 0 writes the files. Also enabled by MBJAX_COORDINATOR, "
+        "MBJAX_NUM_PROCESSES, MBJAX_PROCESS_ID; under SLURM (srun) or Open MPI --distributed alone is enough")
+    dist.add_argument("--distributed", action="store_true",
+                      help="call jax.distributed.initialize (via mbjax.sweep.initialize)")
+    dist.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0 (implies --distributed)")
+    dist.add_argument("--num-processes", type=int, metavar="P", help="number of processes (implies --distributed)")
+    dist.add_argument("--process-id", type=int, metavar="I", help="this process, 0..P-1 (implies --distributed)")
     ma.add_argument("--out", required=True, metavar="FILE.csv")
     ma.add_argument("--plot", metavar="FILE.png")
     ma.set_defaults(func=moment_arms_command)

@@ -63,3 +63,52 @@ def test_errors_are_reported(tmp_path):
     assert res.returncode != 0 and "unknown coordinate 'knee'" in res.stderr
     res = _run(["moment-arms", ARM26, "--out", str(tmp_path / "x.csv")])
     assert res.returncode == 2 and "ignore_wrapping=True" in res.stderr
+
+
+def test_two_processes_split_the_sweep_and_process_0_writes(tmp_path):
+    """``--distributed`` with two local CPU processes: same CSV as the library, written by process 0 only."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "arm.csv"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    for k in ("XLA_FLAGS", "MBJAX_COORDINATOR", "MBJAX_NUM_PROCESSES", "MBJAX_PROCESS_ID"):
+        env.pop(k, None)
+    args = ["moment-arms", ARM26, "--vary", "r_elbow_flex=0:90:1", "--set", "r_shoulder_elev=20", "--degrees",
+            "--ignore-wrapping", "--chunk-size", "16", "--out", str(out), "--plot", str(tmp_path / "arm.png"),
+            "--distributed", "--coordinator", f"localhost:{port}", "--num-processes", "2"]
+    procs = [subprocess.Popen([sys.executable, "-m", "mbjax.cli", *args, "--process-id", str(i)], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(2)]
+    try:
+        results = [p.communicate(timeout=600) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0], results
+    err0, err1 = results[0][1], results[1][1]
+    assert "91 poses" in err0 and "on 2 device(s) in 2 processes" in err0 and "wrapping ignored" in err0
+    assert "poses x" not in err1 and "warning" not in err1  # process 1 neither reports nor writes
+    rows = list(csv.reader(open(out)))
+    header, data = rows[0], np.asarray(rows[1:], dtype=float)
+    assert data.shape[0] == 91 and (tmp_path / "arm.png").exists()
+    assert np.allclose(data[:, 1], np.deg2rad(np.arange(91)), atol=1e-15)  # in order
+    import warnings
+
+    import jax
+
+    from mbjax import moment_arms, muscle_lengths
+    from mbjax.io import load_osim
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = load_osim(ARM26, ignore_wrapping=True)
+    q = jnp.asarray(data[:, :2])
+    arms = jax.vmap(moment_arms, in_axes=(None, 0))(model, q)
+    lengths = jax.vmap(muscle_lengths, in_axes=(None, 0))(model, q)
+    m = model.muscle_names.index("TRIlong")
+    assert np.max(np.abs(data[:, header.index("R[TRIlong,r_elbow_flex]")] - arms[:, 1, m])) <= 1e-14
+    assert np.max(np.abs(data[:, header.index("L[TRIlong]")] - lengths[:, m])) <= 1e-14
