@@ -282,3 +282,17 @@ def conditional_boundary_poses(lo: float, hi: float, tol: float = 1e-5):
         np.nextafter(wlo, -np.inf), np.nextafter(whi, np.inf), wlo - 1e-9, whi + 1e-9,
         np.nextafter(lo, -np.inf), np.nextafter(hi, np.inf), 0.5 * (lo + hi),
     ])
+
+
+#: CONDITIONAL_MODEL with the insertion a MovingPathPoint on ``theta`` (range [-3, 3]): x = 0.02 θ,
+#: y = SimmSpline, z constant.  OpenSim clamps θ to its range before evaluating the functions.
+MOVING_MODEL = CONDITIONAL_MODEL.replace(
+    '<PathPoint name="insertion"><socket_parent_frame>/bodyset/link</socket_parent_frame><location>0 -0.2 0</location></PathPoint>',
+    """<MovingPathPoint name="insertion"><socket_parent_frame>/bodyset/link</socket_parent_frame>
+              <x_location><LinearFunction name="function"><coefficients>0.02 0</coefficients></LinearFunction></x_location>
+              <y_location><SimmSpline name="function"><x>-1 0 1 2</x><y>-0.21 -0.2 -0.18 -0.19</y></SimmSpline></y_location>
+              <z_location><Constant name="function"><value>0.01</value></Constant></z_location>
+              <socket_x_coordinate>/jointset/pin/theta</socket_x_coordinate>
+              <socket_y_coordinate>/jointset/pin/theta</socket_y_coordinate>
+              <socket_z_coordinate>/jointset/pin/theta</socket_z_coordinate>
+            </MovingPathPoint>""")

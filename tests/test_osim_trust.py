@@ -239,3 +239,38 @@ def test_missing_file_is_file_not_found(tmp_path):
     missing = str(tmp_path / "nowhere" / "model.osim")
     with pytest.raises(FileNotFoundError, match=re.escape(missing)):
         load_osim(missing)
+
+
+# ---------------------------------------------------------------------------------------------
+# MovingPathPoint::getLocation evaluates its functions at the coordinate clamped to its range
+# ---------------------------------------------------------------------------------------------
+
+
+def test_moving_path_point_reads_its_coordinate_clamped(tmp_path):
+    from mbjax.io._osim_functions import pp_simm_spline
+    from mbjax.muscles import moment_arms, moment_arms_autodiff
+
+    from _osim_models import MOVING_MODEL
+
+    model = load_osim(write_model(tmp_path, MOVING_MODEL, "moving.osim"))
+    spline = pp_simm_spline([-1, 0, 1, 2], [-0.21, -0.2, -0.18, -0.19])
+    for q in (-3.5, -3.0, np.nextafter(-3.0, -np.inf), 0.2, 3.0, np.nextafter(3.0, np.inf), 3.4):
+        u = min(max(q, -3.0), 3.0)  # the location reads theta clamped to [-3, 3]; the link turns by theta
+        r = _rot([0, 0, 1], q)
+        pts = [np.array([0.1, 0.05, 0.0])]
+        if COND_LO - 1e-5 <= q <= COND_HI + 1e-5:
+            pts.append(r @ [0.06, -0.08, 0.02])
+        pts.append(r @ [0.02 * u, float(spline(np.asarray(u))[0]), 0.01])
+        ref = sum(np.linalg.norm(b - a) for a, b in zip(pts, pts[1:]))
+        assert abs(float(muscle_lengths(model, jnp.asarray([q]))[0]) - ref) < 1e-15, q
+        arm = moment_arms(model, jnp.asarray([q]))
+        assert abs(float(arm[0, 0] - moment_arms_autodiff(model, jnp.asarray([q]))[0, 0])) < 1e-15
+
+
+def test_coordinate_without_range_gets_opensims_default(tmp_path):
+    text = FUNCTIONLESS_AXIS_MODEL.replace(
+        '<Coordinate name="c"><default_value>0.1</default_value><range>-2 2</range></Coordinate>',
+        '<Coordinate name="c"><default_value>0.1</default_value></Coordinate>')
+    model = load_osim(write_model(tmp_path, text, "norange.osim"))
+    info = model.extras["osim"]
+    assert (float(info.lower[2]), float(info.upper[2])) == (-10.0, 10.0)  # Coordinate::constructProperties

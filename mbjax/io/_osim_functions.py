@@ -219,6 +219,36 @@ class PPData:
     def scaled(self, s: float) -> "PPData":
         return PPData(self.breaks, self.anchors, self.coef * s)
 
+    def clamped(self, lo: float, hi: float) -> "PPData":
+        """``x ↦ self(clamp(x, lo, hi))`` (SimTK::clamp), e.g. a ``MovingPathPoint`` location.
+
+        Constant ``self(lo)`` below ``lo`` and ``self(hi)`` above ``hi``; at ``lo`` and ``hi`` themselves
+        (and between) the original pieces, so values there are the unclamped ones bit for bit.
+        """
+        lo, hi = float(lo), float(hi)
+        if not lo <= hi:
+            raise ValueError(f"cannot clamp to [{lo}, {hi}]: max < min")
+        if lo == -np.inf and hi == np.inf:
+            return self
+        deg = self.coef.shape[1]
+        j = np.arange(self.anchors.size)
+        piece = lambda x: int(np.sum(x >= self.breaks))  # noqa: E731  (piece of x, as __call__)
+        first = piece(lo) if lo > -np.inf else 0
+        last = piece(hi) if hi < np.inf else self.anchors.size - 1
+        keep = (j >= first) & (j <= last)
+        anchors, coef = list(self.anchors[keep]), list(self.coef[keep])
+        inner = [b for b in self.breaks if lo < b <= hi]
+        breaks = list(inner)
+        if lo > -np.inf:
+            const = np.zeros(deg)
+            const[0] = float(self(np.asarray(lo))[0])
+            anchors, coef, breaks = [lo] + anchors, [const] + coef, [lo] + breaks
+        if hi < np.inf:
+            const = np.zeros(deg)
+            const[0] = float(self(np.asarray(hi))[0])
+            anchors, coef, breaks = anchors + [hi], coef + [const], breaks + [np.nextafter(hi, np.inf)]
+        return PPData(np.asarray(breaks), np.asarray(anchors), np.asarray(coef))
+
     def __call__(self, x):
         """NumPy value, first and second derivative (reference evaluation)."""
         x = np.asarray(x, dtype=float)

@@ -33,7 +33,10 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   ``ConditionalPathPoint::isActive``, while ``range[0] - 1e-5 <= q <= range[1] + 1e-5`` (an
   absolute tolerance, computed in doubles); the stored range is that widened one (the very doubles
   OpenSim compares with), so ``MusclePaths.cond_range`` is OpenSim's effective range.  A point
-  whose widened range is empty is never active and is left out, with a warning.  ``CoordinateLimitForce`` and other non-path forces
+  whose widened range is empty is never active and is left out, with a warning.  A
+  ``MovingPathPoint`` location function reads its coordinate clamped to the coordinate's range
+  (``MovingPathPoint::getLocation``, whether or not the coordinate is ``clamped``), so outside the
+  range the point stands still; a coordinate without ``<range>`` has OpenSim's default [-10, 10].  ``CoordinateLimitForce`` and other non-path forces
   listed in :data:`RECORDED_FORCES` are recorded by name (not modelled).
 * Wrap objects are not modelled: a model whose paths wrap is refused, naming the muscles;
   ``ignore_wrapping=True`` loads straight-line paths and warns which muscles are affected.
@@ -565,7 +568,7 @@ class _Loader:
         name = c.get("name")
         if name in self.coords.info:
             raise doc.error(c, f"duplicate coordinate {name!r}")
-        rng = _floats(doc, c, "range", 2, default=[-np.inf, np.inf])
+        rng = _floats(doc, c, "range", 2, default=[-10.0, 10.0])  # OpenSim's default range
         mt = _text(c, "motion_type", "rotational")
         default = float(_floats(doc, c, "default_value", 1, default=[0.0])[0])
         clamped = _bool(c, "clamped")
@@ -922,6 +925,11 @@ class _Loader:
                 fns.append(None)
                 continue
             c = cref.split("/")[-1]
+            if c in self.coords.info:  # MovingPathPoint::getLocation clamps the coordinate to its range
+                try:
+                    data = data.clamped(*self.coords.info[c]["range"])
+                except ValueError as e:
+                    raise doc.error(holder, f"coordinate {c!r}: {e}", NotImplementedError) from None
             m = self.coords.map_of(doc, holder, c, data, fel.tag)
             if isinstance(m, Constant):
                 loc[axis_i] = float(m.constant[0])
