@@ -247,7 +247,7 @@ def test_missing_file_is_file_not_found(tmp_path):
 
 
 def test_moving_path_point_reads_its_coordinate_clamped(tmp_path):
-    from mbjax.io._osim_functions import pp_simm_spline
+    from mbjax.maps.simm_spline import pp_simm_spline
     from mbjax.muscles import moment_arms, moment_arms_autodiff
 
     from _osim_models import MOVING_MODEL

@@ -52,7 +52,10 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
 * A missing file raises ``FileNotFoundError``.
 
 Anything else unknown raises ``ValueError``/``NotImplementedError`` naming the file, element and
-line.  Function types are evaluated as OpenSim does (``_osim_functions``).
+line.  This module only parses: OpenSim functions become the map families of ``mbjax.maps``
+(:mod:`~mbjax.maps.piecewise`, :mod:`~mbjax.maps.simm_spline`, :mod:`~mbjax.maps.gcv_spline`,
+:mod:`~mbjax.maps.composed_polynomial`, :mod:`~mbjax.maps.linear_combination`,
+:mod:`~mbjax.maps.multivariate`), evaluated as OpenSim evaluates them.
 """
 
 from __future__ import annotations
@@ -76,19 +79,12 @@ from ..muscles.paths import (
     build_paths,
     with_muscles,
 )
-from ._osim_functions import (
-    ComposedPolynomial,
-    LinearCombination,
-    MultivariatePolynomial,
-    PiecewisePolynomial,
-    PPData,
-    pp_constant,
-    pp_gcv_spline,
-    pp_linear,
-    pp_piecewise_linear,
-    pp_polynomial,
-    pp_simm_spline,
-)
+from ..maps.composed_polynomial import ComposedPolynomial
+from ..maps.gcv_spline import pp_gcv_spline
+from ..maps.linear_combination import LinearCombination
+from ..maps.multivariate import MultivariatePolynomial
+from ..maps.piecewise import PiecewisePolynomial, PPData, pp_constant, pp_linear, pp_piecewise_linear, pp_polynomial
+from ..maps.simm_spline import pp_simm_spline
 
 MUSCLE_TYPES = (
     "Thelen2003Muscle",

@@ -35,13 +35,10 @@ pytestmark = pytest.mark.validation
 osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
 
 from mbjax.io import load_osim  # noqa: E402
-from mbjax.io._osim_functions import (  # noqa: E402
-    MultivariatePolynomial,
-    pp_gcv_spline,
-    pp_piecewise_linear,
-    pp_polynomial,
-    pp_simm_spline,
-)
+from mbjax.maps import MultivariatePolynomial  # noqa: E402
+from mbjax.maps.gcv_spline import pp_gcv_spline  # noqa: E402
+from mbjax.maps.piecewise import pp_piecewise_linear, pp_polynomial  # noqa: E402
+from mbjax.maps.simm_spline import pp_simm_spline  # noqa: E402
 from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
 from _osim_models import (  # noqa: E402
