@@ -175,3 +175,124 @@ def write_coupled_model(directory) -> str:
     with open(path, "w") as fh:
         fh.write(COUPLED_MODEL)
     return path
+
+
+#: A CustomJoint whose TransformAxes leave out their function, as OpenSim 4.x allows: rotation2
+#: names a coordinate but has no function, translation1 has neither, rotation3 and translation3
+#: are left out (OpenSim: default axes z, z; every missing function is Constant(0)).
+FUNCTIONLESS_AXIS_MODEL = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000">
+  <Model name="functionless_axis">
+    <gravity>0 -9.80665 0</gravity>
+    <Ground name="ground" />
+    <BodySet name="bodyset">
+      <objects>
+        <Body name="link"><mass>1</mass><mass_center>0 -0.1 0</mass_center><inertia>0.01 0.01 0.01 0 0 0</inertia></Body>
+        <Body name="tip"><mass>0.5</mass><mass_center>0 -0.05 0</mass_center><inertia>0.003 0.003 0.002 0 0 0</inertia></Body>
+      </objects>
+    </BodySet>
+    <JointSet name="jointset">
+      <objects>
+        <CustomJoint name="cj">
+          <socket_parent_frame>/ground</socket_parent_frame>
+          <socket_child_frame>/bodyset/link</socket_child_frame>
+          <coordinates>
+            <Coordinate name="a"><default_value>0.3</default_value><range>-2 2</range></Coordinate>
+            <Coordinate name="b"><default_value>-0.2</default_value><range>-2 2</range></Coordinate>
+          </coordinates>
+          <SpatialTransform>
+            <TransformAxis name="rotation1"><coordinates>a</coordinates><axis>0.6 0 0.8</axis>
+              <LinearFunction name="function"><coefficients>1 0</coefficients></LinearFunction></TransformAxis>
+            <TransformAxis name="rotation2"><coordinates>b</coordinates><axis>0 1 0</axis></TransformAxis>
+            <TransformAxis name="translation1"><coordinates></coordinates><axis>1 0 0</axis></TransformAxis>
+            <TransformAxis name="translation2"><coordinates>b</coordinates><axis>0 1 0</axis>
+              <LinearFunction name="function"><coefficients>0.1 0.02</coefficients></LinearFunction></TransformAxis>
+          </SpatialTransform>
+        </CustomJoint>
+        <PinJoint name="pin">
+          <socket_parent_frame>/bodyset/link</socket_parent_frame>
+          <socket_child_frame>/bodyset/tip</socket_child_frame>
+          <coordinates><Coordinate name="c"><default_value>0.1</default_value><range>-2 2</range></Coordinate></coordinates>
+        </PinJoint>
+      </objects>
+    </JointSet>
+  </Model>
+</OpenSimDocument>
+"""
+
+#: A pin joint and a muscle whose middle point is a ConditionalPathPoint on ``theta`` in
+#: [COND_LO, COND_HI], off the straight line (the path length jumps where it switches).
+COND_LO, COND_HI = -0.4, 0.7
+CONDITIONAL_MODEL = f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000">
+  <Model name="conditional">
+    <gravity>0 -9.80665 0</gravity>
+    <Ground name="ground" />
+    <BodySet name="bodyset">
+      <objects>
+        <Body name="link"><mass>1</mass><mass_center>0 -0.1 0</mass_center><inertia>0.01 0.01 0.01 0 0 0</inertia></Body>
+      </objects>
+    </BodySet>
+    <JointSet name="jointset">
+      <objects>
+        <PinJoint name="pin">
+          <socket_parent_frame>/ground</socket_parent_frame>
+          <socket_child_frame>/bodyset/link</socket_child_frame>
+          <coordinates><Coordinate name="theta"><default_value>0</default_value><range>-3 3</range></Coordinate></coordinates>
+        </PinJoint>
+      </objects>
+    </JointSet>
+    <ForceSet name="forceset">
+      <objects>
+        <Thelen2003Muscle name="m">
+          <max_isometric_force>100</max_isometric_force>
+          <GeometryPath name="path"><PathPointSet><objects>
+            <PathPoint name="origin"><socket_parent_frame>/ground</socket_parent_frame><location>0.1 0.05 0</location></PathPoint>
+            <ConditionalPathPoint name="cond"><socket_parent_frame>/bodyset/link</socket_parent_frame>
+              <location>0.06 -0.08 0.02</location>
+              <socket_coordinate>/jointset/pin/theta</socket_coordinate>
+              <range>{COND_LO!r} {COND_HI!r}</range></ConditionalPathPoint>
+            <PathPoint name="insertion"><socket_parent_frame>/bodyset/link</socket_parent_frame><location>0 -0.2 0</location></PathPoint>
+          </objects></PathPointSet></GeometryPath>
+        </Thelen2003Muscle>
+      </objects>
+    </ForceSet>
+  </Model>
+</OpenSimDocument>
+"""
+
+
+def write_model(directory, text: str, name: str) -> str:
+    """Write an .osim ``text`` as ``directory/name``; returns the file path."""
+    path = os.path.join(str(directory), name)
+    with open(path, "w") as fh:
+        fh.write(text)
+    return path
+
+
+def conditional_boundary_poses(lo: float, hi: float, tol: float = 1e-5):
+    """Poses of the coordinate at and around a conditional range [lo, hi] (OpenSim: active on
+    [lo - tol, hi + tol] as doubles): the bare ends, points between the bare and widened ends,
+    the widened ends exactly, and the next doubles beyond them (inactive) and a little further."""
+    import numpy as np
+
+    wlo, whi = lo - tol, hi + tol
+    return np.array([
+        lo, hi, lo - 0.5 * tol, hi + 0.5 * tol, wlo, whi,
+        np.nextafter(wlo, -np.inf), np.nextafter(whi, np.inf), wlo - 1e-9, whi + 1e-9,
+        np.nextafter(lo, -np.inf), np.nextafter(hi, np.inf), 0.5 * (lo + hi),
+    ])
+
+
+#: CONDITIONAL_MODEL with the insertion a MovingPathPoint on ``theta`` (range [-3, 3]): x = 0.02 θ,
+#: y = SimmSpline, z constant.  OpenSim clamps θ to its range before evaluating the functions.
+MOVING_MODEL = CONDITIONAL_MODEL.replace(
+    '<PathPoint name="insertion"><socket_parent_frame>/bodyset/link</socket_parent_frame><location>0 -0.2 0</location></PathPoint>',
+    """<MovingPathPoint name="insertion"><socket_parent_frame>/bodyset/link</socket_parent_frame>
+              <x_location><LinearFunction name="function"><coefficients>0.02 0</coefficients></LinearFunction></x_location>
+              <y_location><SimmSpline name="function"><x>-1 0 1 2</x><y>-0.21 -0.2 -0.18 -0.19</y></SimmSpline></y_location>
+              <z_location><Constant name="function"><value>0.01</value></Constant></z_location>
+              <socket_x_coordinate>/jointset/pin/theta</socket_x_coordinate>
+              <socket_y_coordinate>/jointset/pin/theta</socket_y_coordinate>
+              <socket_z_coordinate>/jointset/pin/theta</socket_z_coordinate>
+            </MovingPathPoint>""")

@@ -15,18 +15,10 @@ from scipy.interpolate import CubicSpline, make_interp_spline
 
 import mbjax
 from mbjax.io import load_osim
-from mbjax.io._osim_functions import (
-    ComposedPolynomial,
-    LinearCombination,
-    MultivariatePolynomial,
-    PiecewisePolynomial,
-    pp_gcv_spline,
-    pp_linear,
-    pp_natural_spline,
-    pp_piecewise_linear,
-    pp_polynomial,
-    pp_simm_spline,
-)
+from mbjax.maps import ComposedPolynomial, LinearCombination, MultivariatePolynomial, PiecewisePolynomial
+from mbjax.maps.gcv_spline import pp_gcv_spline
+from mbjax.maps.piecewise import pp_linear, pp_piecewise_linear, pp_polynomial
+from mbjax.maps.simm_spline import pp_natural_spline, pp_simm_spline
 from mbjax.muscles import moment_arms, moment_arms_autodiff, muscle_lengths
 
 from _osim_models import (

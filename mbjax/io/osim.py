@@ -8,7 +8,11 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
 * ``CustomJoint``: Simbody's function-based mobilizer, ``X_FM = [R, p]`` with ``p = Σ f_t(q) t_a``
   (translation axes in F) and ``R = Rot(r_1, f_1) Rot(r_2, f_2) Rot(r_3, f_3)`` (a body-fixed
   sequence).  So the chain is: prismatic along the translation axes, then revolute about r_1,
-  r_2, r_3.  Axes whose function is ``Constant`` are folded into the next body's offset.
+  r_2, r_3.  Axes whose function is ``Constant`` are folded into the next body's offset.  A
+  ``TransformAxis`` without a function is ``Constant(0)`` whatever coordinates it names (OpenSim
+  4.x's default for the property); a left-out axis is x, y, z in its triple with ``Constant(0)``.
+  Two axes of a triple with ``|a × b| < 1e-5`` (as written, not normalised) are refused, as
+  ``CustomJoint::extendFinalizeFromProperties`` refuses them.
   ``PinJoint`` = rotation about z, ``SliderJoint`` = translation along x, ``UniversalJoint`` =
   x then y, ``WeldJoint`` = no motion.
 * The last chain body carries the OpenSim body's name and mass properties.  When ``X_BC`` (or a
@@ -25,13 +29,33 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
   ``PathActuator``, ``PathSpring``, ``Ligament``): their ``GeometryPath`` points (``PathPoint``,
   ``ConditionalPathPoint``, ``MovingPathPoint``) go into ``model.extras["muscles"]``; their scalar
-  properties into ``MusclePaths.parameters``.  ``CoordinateLimitForce`` and other non-path forces
+  properties into ``MusclePaths.parameters``.  A ``ConditionalPathPoint`` is active, in OpenSim's
+  ``ConditionalPathPoint::isActive``, while ``range[0] - 1e-5 <= q <= range[1] + 1e-5`` (an
+  absolute tolerance, computed in doubles); the stored range is that widened one (the very doubles
+  OpenSim compares with), so ``MusclePaths.cond_range`` is OpenSim's effective range.  A point
+  whose widened range is empty is never active and is left out, with a warning.  A
+  ``MovingPathPoint`` location function reads its coordinate clamped to the coordinate's range
+  (``MovingPathPoint::getLocation``, whether or not the coordinate is ``clamped``), so outside the
+  range the point stands still; a coordinate without ``<range>`` has OpenSim's default [-10, 10].  ``CoordinateLimitForce`` and other non-path forces
   listed in :data:`RECORDED_FORCES` are recorded by name (not modelled).
 * Wrap objects are not modelled: a model whose paths wrap is refused, naming the muscles;
   ``ignore_wrapping=True`` loads straight-line paths and warns which muscles are affected.
 
+* Bodies: inertias are used as given, as OpenSim does; physically impossible ones (not positive
+  semidefinite, or principal moments violating the triangle inequality, e.g. MoBL's clavicle and
+  scapula) get one warning per file naming them.  A body with ``|mass| <= SimTK::SignificantReal``
+  and a non-zero inertia gets zero inertia (``Body::getInertia``).  A duplicate body name is
+  refused (OpenSim renames the second and frees it with a FreeJoint).
+* Coordinates: a non-finite ``default_value`` is refused; a ``clamped`` coordinate whose default
+  is not in ``(min - SqrtEps, max + SqrtEps)`` or whose range has ``max < min`` is refused, as
+  ``Coordinate::extendFinalizeFromProperties`` refuses it (unclamped ones may start outside).
+* A missing file raises ``FileNotFoundError``.
+
 Anything else unknown raises ``ValueError``/``NotImplementedError`` naming the file, element and
-line.  Function types are evaluated as OpenSim does (``_osim_functions``).
+line.  This module only parses: OpenSim functions become the map families of ``mbjax.maps``
+(:mod:`~mbjax.maps.piecewise`, :mod:`~mbjax.maps.simm_spline`, :mod:`~mbjax.maps.gcv_spline`,
+:mod:`~mbjax.maps.composed_polynomial`, :mod:`~mbjax.maps.linear_combination`,
+:mod:`~mbjax.maps.multivariate`), evaluated as OpenSim evaluates them.
 """
 
 from __future__ import annotations
@@ -55,19 +79,12 @@ from ..muscles.paths import (
     build_paths,
     with_muscles,
 )
-from ._osim_functions import (
-    ComposedPolynomial,
-    LinearCombination,
-    MultivariatePolynomial,
-    PiecewisePolynomial,
-    PPData,
-    pp_constant,
-    pp_gcv_spline,
-    pp_linear,
-    pp_piecewise_linear,
-    pp_polynomial,
-    pp_simm_spline,
-)
+from ..maps.composed_polynomial import ComposedPolynomial
+from ..maps.gcv_spline import pp_gcv_spline
+from ..maps.linear_combination import LinearCombination
+from ..maps.multivariate import MultivariatePolynomial
+from ..maps.piecewise import PiecewisePolynomial, PPData, pp_constant, pp_linear, pp_piecewise_linear, pp_polynomial
+from ..maps.simm_spline import pp_simm_spline
 
 MUSCLE_TYPES = (
     "Thelen2003Muscle",
@@ -79,6 +96,14 @@ MUSCLE_TYPES = (
 )
 RECORDED_FORCES = ("CoordinateLimitForce", "CoordinateActuator", "ExpressionBasedCoordinateForce")
 JOINT_TYPES = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint")
+#: SimTK::SqrtEps: the slack OpenSim allows a clamped coordinate's default beyond its range
+_SQRT_EPS = float(np.sqrt(np.finfo(float).eps))
+#: SimTK::SignificantReal (eps^(7/8)): OpenSim zeroes the inertia of a body with |mass| at most this
+_SIGNIFICANT_REAL = float(np.finfo(float).eps ** 0.875)
+#: OpenSim's ConditionalPathPoint::isActive: active while range[0] - 1e-5 <= q <= range[1] + 1e-5
+CONDITIONAL_RANGE_TOLERANCE = 1e-5
+#: CustomJoint::extendFinalizeFromProperties refuses two axes (as written) with |a x b| below this
+_COLLINEAR_TOL = 1e-5
 FUNCTION_TYPES = (
     "Constant",
     "LinearFunction",
@@ -134,6 +159,8 @@ class _Doc:
         try:
             with open(self.path, "rb") as fh:
                 parser.ParseFile(fh)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{self.path}: no such OpenSim file") from None
         except OSError as e:
             raise ValueError(f"{self.path}: cannot read OpenSim file: {e}") from None
         except Exception as e:  # expat error
@@ -225,6 +252,21 @@ def _function_element(doc, holder):
         f"expected exactly one function of the supported types {FUNCTION_TYPES}, found {unknown}",
         NotImplementedError,
     )
+
+
+#: properties of a TransformAxis other than its function (3.x wraps the function in <function>)
+_TRANSFORM_AXIS_PROPERTIES = ("coordinates", "axis")
+
+
+def _has_function(holder) -> bool:
+    """Whether a TransformAxis names a function (anything but its other properties or an empty wrapper)."""
+    for c in holder:
+        if c.tag in _TRANSFORM_AXIS_PROPERTIES:
+            continue
+        if c.tag == "function" and len(c) == 0 and not (c.text or "").strip():
+            continue
+        return True
+    return False
 
 
 def _pp(doc, el) -> PPData:
@@ -389,10 +431,6 @@ def _axis_map(doc, coords: _Coords, holder, coord_names: list[str]):
 # --------------------------------------------------------------------------------------------
 
 
-def _collect(root, tag):
-    return [el for el in root.iter(tag)]
-
-
 def _coordinate_elements(joint):
     out = []
     cs = joint.find("coordinates")  # 4.x
@@ -421,6 +459,7 @@ class _Loader:
         self.bodies: dict[str, Any] = {}  # OpenSim body name -> element
         self.joints: list[tuple[Any, str, str, np.ndarray, np.ndarray]] = []
         self._inertias: dict[str, np.ndarray] = {}
+        self._massless: set[str] = set()
 
     # ---- structure ------------------------------------------------------------------------
     def read_structure(self):
@@ -436,6 +475,10 @@ class _Loader:
             name = el.get("name")
             if name == GROUND:
                 continue
+            if name in self.bodies:
+                # OpenSim 4.6 renames the second to '<name>_0' and frees it with a FreeJoint
+                raise doc.error(el, f"duplicate body name {name!r}: also defined at line "
+                                f"{doc.lines.get(self.bodies[name], '?')}")
             self.bodies[name] = el
             self.frames[name] = (name, np.eye(4))
             self.frames[f"/bodyset/{name}"] = (name, np.eye(4))
@@ -521,13 +564,24 @@ class _Loader:
         name = c.get("name")
         if name in self.coords.info:
             raise doc.error(c, f"duplicate coordinate {name!r}")
-        rng = _floats(doc, c, "range", 2, default=[-np.inf, np.inf])
+        rng = _floats(doc, c, "range", 2, default=[-10.0, 10.0])  # OpenSim's default range
         mt = _text(c, "motion_type", "rotational")
+        default = float(_floats(doc, c, "default_value", 1, default=[0.0])[0])
+        clamped = _bool(c, "clamped")
+        if not np.isfinite(default):
+            # OpenSim 4.6 loads an unclamped NaN/inf default (and its default pose is then NaN/inf)
+            raise doc.error(c, f"coordinate {name!r}: <default_value> must be finite, got {default}")
+        if clamped:  # OpenSim's Coordinate::extendFinalizeFromProperties refuses these
+            if not rng[0] <= rng[1]:
+                raise doc.error(c, f"clamped coordinate {name!r}: <range> {rng[0]:g} {rng[1]:g} has max < min")
+            if not (rng[0] - _SQRT_EPS < default < rng[1] + _SQRT_EPS):
+                raise doc.error(c, f"clamped coordinate {name!r}: <default_value> {default!r} is outside its "
+                                f"<range> [{rng[0]!r}, {rng[1]!r}]")
         self.coords.order.append(name)
         self.coords.info[name] = dict(
-            default=float(_floats(doc, c, "default_value", 1, default=[0.0])[0]),
+            default=default,
             range=(float(rng[0]), float(rng[1])),
-            clamped=_bool(c, "clamped"),
+            clamped=clamped,
             locked=_bool(c, "locked"),
             motion_type=mt,
             element=c,
@@ -625,11 +679,14 @@ class _Loader:
         if unknown:
             raise doc.error(st, f"unknown TransformAxis names {unknown}; expected {names}")
         out = []
+        raw_axes = {}
         for n in names:  # Simbody: X_FM = Trans(Σ t) · R1 R2 R3
             ta = axes.get(n)
-            if ta is None:
+            if ta is None:  # OpenSim's default axis (x, y, z in each triple), function Constant(0)
+                raw_axes[n] = np.eye(3)[names.index(n) % 3]
                 continue
             axis = _floats(doc, ta, "axis", 3)
+            raw_axes[n] = axis
             norm = np.linalg.norm(axis)
             if norm == 0:
                 raise doc.error(ta, "zero axis")
@@ -638,10 +695,19 @@ class _Loader:
             for c in cn:
                 if c not in coords and c not in self.coords.info:
                     raise doc.error(ta, f"unknown coordinate {c!r}")
-            m, const = _axis_map(doc, self.coords, ta, cn)
+            if _has_function(ta):
+                m, const = _axis_map(doc, self.coords, ta, cn)
+            else:  # OpenSim 4.x TransformAxis: the function property defaults to Constant(0)
+                m, const = None, 0.0
             if isinstance(m, Constant):
                 m, const = None, float(m.constant[0])
             out.append(("prismatic" if n.startswith("translation") else "revolute", axis, n, m, const))
+        for triple in (names[3:], names[:3]):  # CustomJoint::extendFinalizeFromProperties
+            for i, k in ((0, 1), (0, 2), (1, 2)):
+                if np.linalg.norm(np.cross(raw_axes[triple[i]], raw_axes[triple[k]])) < _COLLINEAR_TOL:
+                    raise doc.error(st, f"{triple[i]} and {triple[k]} axes {raw_axes[triple[i]]} and "
+                                    f"{raw_axes[triple[k]]} are collinear (OpenSim refuses such a CustomJoint; "
+                                    "an axis left out defaults to x, y, z in turn)")
         return out
 
     # ---- assemble ------------------------------------------------------------------------------
@@ -671,11 +737,13 @@ class _Loader:
             if name not in placed:
                 raise doc.error(el, "body has no joint")
         model = b.build()
-        # OpenSim inertias are taken as given: some published ones (MoBL's clavicle) violate the
-        # triangle inequality that ModelBuilder enforces, so they are set after building.
+        # OpenSim inertias are taken as given (as OpenSim 4.6 takes them): some published ones (MoBL's
+        # clavicle and scapula) violate the triangle inequality that ModelBuilder enforces, so they
+        # are set after building, with one warning per file naming them.
         inertia = np.zeros((model.n_bodies, 3, 3))
         for name, value in self._inertias.items():
             inertia[model.body_index(name)] = value
+        self._warn_inertias()
         model = eqx.tree_at(lambda m: m.inertia, model, jnp.asarray(inertia))
         muscles, kinds, params, recorded, wrapped = self._forces(model)
         info = self._info(indep, recorded, wrapped)
@@ -684,6 +752,26 @@ class _Loader:
         extras = dict(model.extras)
         extras["osim"] = info
         return eqx.tree_at(lambda m: m.extras, model, extras)
+
+    def _warn_inertias(self):
+        bad, massless = [], []
+        for name, el in self.bodies.items():
+            if name not in self._inertias:
+                continue
+            if name in self._massless:
+                massless.append(name)
+                continue
+            why = _inertia_problem(self._inertias[name])
+            if why:
+                bad.append(f"{name} ({why})")
+        parts = []
+        if bad:
+            parts.append(f"{len(bad)} body(ies) have an inertia no mass distribution has, used as given (as "
+                         f"OpenSim does): {'; '.join(bad)}")
+        if massless:
+            parts.append(f"massless body(ies) with non-zero inertia, set to zero as OpenSim does: {', '.join(massless)}")
+        if parts:
+            warnings.warn(f"{self.doc.path}: " + ". ".join(parts), stacklevel=4)
 
     def _mass_props(self, el):
         doc = self.doc
@@ -694,7 +782,13 @@ class _Loader:
         else:
             v = np.array([float(_floats(doc, el, t, 1, default=[0.0])[0]) for t in
                           ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")])
+        if not (np.isfinite(mass) and np.all(np.isfinite(v))):
+            raise doc.error(el, f"mass {mass} and inertia {v} must be finite")
         inertia = np.array([[v[0], v[3], v[4]], [v[3], v[1], v[5]], [v[4], v[5], v[2]]])
+        if abs(mass) <= _SIGNIFICANT_REAL and np.linalg.norm(v) > _SIGNIFICANT_REAL:
+            # OpenSim's Body::getInertia: "massless but nonzero inertia provided. Inertia reset to zero"
+            self._massless.add(el.get("name"))
+            inertia = np.zeros((3, 3))
         return mass, com, inertia
 
     def _add_chain(self, b: ModelBuilder, item):
@@ -733,7 +827,7 @@ class _Loader:
         doc = self.doc
         fset = self.model.find("ForceSet")
         muscles, kinds, params = {}, {}, {}
-        recorded, wrapped = [], []
+        recorded, wrapped, never = [], [], []
         if fset is None or fset.find("objects") is None:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped)
         for f in fset.find("objects"):
@@ -753,7 +847,9 @@ class _Loader:
             pset = gp.find("PathPointSet")
             if pset is None or pset.find("objects") is None:
                 raise doc.error(gp, "GeometryPath without <PathPointSet><objects>")
-            muscles[name] = [self._point(p) for p in pset.find("objects")]
+            points = [(p, self._point(p)) for p in pset.find("objects")]
+            never.extend(f"{name}/{p.get('name')}" for p, pt in points if pt is None)
+            muscles[name] = [pt for _, pt in points if pt is not None]
             kinds[name] = f.tag
             params[name] = {
                 c.tag: float(c.text)
@@ -768,7 +864,13 @@ class _Loader:
         if wrapped:
             warnings.warn(
                 f"{doc.path}: wrapping ignored (straight lines) for {len(wrapped)} path(s): {', '.join(wrapped)}",
-                stacklevel=3,
+                stacklevel=4,
+            )
+        if never:
+            warnings.warn(
+                f"{doc.path}: {len(never)} ConditionalPathPoint(s) left out: their <range> has min > max + "
+                f"{2 * CONDITIONAL_RANGE_TOLERANCE:g}, so OpenSim never activates them: {', '.join(never)}",
+                stacklevel=4,
             )
         return muscles, kinds, params, tuple(recorded), tuple(wrapped)
 
@@ -799,8 +901,12 @@ class _Loader:
             if self.coords.role(c) != "independent":
                 raise doc.error(p, f"ConditionalPathPoint on a {self.coords.role(c)} coordinate {c!r} is not "
                                 "supported", NotImplementedError)
-            rng = _floats(doc, p, "range", 2)
-            return ConditionalPathPoint(body, to_body(loc), name, coordinate=c, range=(rng[0], rng[1]))
+            rng = _floats(doc, p, "range", 2, default=[0.0, 0.0])  # OpenSim's default range
+            lo = float(rng[0]) - CONDITIONAL_RANGE_TOLERANCE  # the same double OpenSim compares with
+            hi = float(rng[1]) + CONDITIONAL_RANGE_TOLERANCE
+            if not lo <= hi:
+                return None  # OpenSim never activates it
+            return ConditionalPathPoint(body, to_body(loc), name, coordinate=c, range=(lo, hi))
         fns = []  # per frame component: a joint map, or None (constant loc[c])
         for axis_i, comp in enumerate("xyz"):
             holder = p.find(f"{comp}_location")
@@ -815,6 +921,11 @@ class _Loader:
                 fns.append(None)
                 continue
             c = cref.split("/")[-1]
+            if c in self.coords.info:  # MovingPathPoint::getLocation clamps the coordinate to its range
+                try:
+                    data = data.clamped(*self.coords.info[c]["range"])
+                except ValueError as e:
+                    raise doc.error(holder, f"coordinate {c!r}: {e}", NotImplementedError) from None
             m = self.coords.map_of(doc, holder, c, data, fel.tag)
             if isinstance(m, Constant):
                 loc[axis_i] = float(m.constant[0])
@@ -850,6 +961,22 @@ class _Loader:
             recorded_forces=tuple(recorded),
             wrapping_ignored=tuple(wrapped),
         )
+
+
+def _inertia_problem(inertia: np.ndarray) -> str | None:
+    """Why an inertia tensor (about the centre of mass) belongs to no mass distribution, or None.
+
+    Its principal moments must be non-negative and satisfy the triangle inequality (slack 1e-9 of the
+    largest moment).  Simbody (release builds, so OpenSim) does not check this.
+    """
+    eig = np.linalg.eigvalsh(inertia)
+    tol = 1e-9 * float(np.abs(eig).max())
+    moments = " ".join(f"{e:.4g}" for e in eig)
+    if eig[0] < -tol:
+        return f"not positive semidefinite, principal moments {moments}"
+    if eig[0] + eig[1] < eig[2] - tol:
+        return f"principal moments {moments} violate the triangle inequality"
+    return None
 
 
 def _is_float(s: str) -> bool:

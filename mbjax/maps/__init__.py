@@ -10,3 +10,7 @@ from .spline import NaturalCubicSpline as NaturalCubicSpline
 from .bicubic import BicubicSpline as BicubicSpline
 from .composed import Composed as Composed
 from .polynomial import Polynomial as Polynomial
+from .piecewise import PiecewisePolynomial as PiecewisePolynomial
+from .composed_polynomial import ComposedPolynomial as ComposedPolynomial
+from .linear_combination import LinearCombination as LinearCombination
+from .multivariate import MultivariatePolynomial as MultivariatePolynomial

@@ -10,6 +10,12 @@ MultivariatePolynomialFunction objects; a synthetic model (``tests/_osim_models.
 chains of couplers, a coupler with two independent coordinates (MultivariatePolynomialFunction),
 GCVSpline and NaturalCubicSpline (which OpenSim 4.x reads as a SimmSpline) transform axes, a
 body-owned offset frame and a moving path point on it.
+
+Files as OpenSim reads them (``tests/test_osim_trust.py`` has the same rules without OpenSim): a
+``TransformAxis`` without a function, ``ConditionalPathPoint`` ranges at and just beyond their
+(1e-5-widened) ends in a synthetic model and in MoBL, MovingPathPoints beyond their coordinate's
+range (OpenSim clamps the coordinate), clamped coordinate defaults, collinear axes, impossible and
+massless inertias.
 """
 
 from __future__ import annotations
@@ -29,16 +35,25 @@ pytestmark = pytest.mark.validation
 osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
 
 from mbjax.io import load_osim  # noqa: E402
-from mbjax.io._osim_functions import (  # noqa: E402
-    MultivariatePolynomial,
-    pp_gcv_spline,
-    pp_piecewise_linear,
-    pp_polynomial,
-    pp_simm_spline,
-)
+from mbjax.maps import MultivariatePolynomial  # noqa: E402
+from mbjax.maps.gcv_spline import pp_gcv_spline  # noqa: E402
+from mbjax.maps.piecewise import pp_piecewise_linear, pp_polynomial  # noqa: E402
+from mbjax.maps.simm_spline import pp_simm_spline  # noqa: E402
 from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
-from _osim_models import ARM26, MOBL, strip_wrapping, write_coupled_model  # noqa: E402
+from _osim_models import (  # noqa: E402
+    ARM26,
+    COND_HI,
+    COND_LO,
+    CONDITIONAL_MODEL,
+    FUNCTIONLESS_AXIS_MODEL,
+    MOBL,
+    MOVING_MODEL,
+    conditional_boundary_poses,
+    strip_wrapping,
+    write_coupled_model,
+    write_model,
+)
 
 
 class OpenSimOracle(OpenSimReference):
@@ -192,3 +207,193 @@ def test_coupled_model_matches_opensim(tmp_path):
     assert worst["pose"] < 1e-12
     assert worst["length"] < 1e-12
     assert worst["arm"] < 1e-10
+
+
+# ---------------------------------------------------------------------------------------------
+# files as OpenSim reads them
+# ---------------------------------------------------------------------------------------------
+
+
+def _opensim_loads(path) -> bool:
+    try:
+        osim.Model(str(path)).initSystem()
+    except Exception:  # OpenSim raises a generic std::exception wrapper
+        return False
+    return True
+
+
+def test_functionless_transform_axis_matches_opensim(tmp_path):
+    """A TransformAxis with no function (one naming a coordinate, one naming none) is Constant(0)."""
+    from mbjax import body_poses
+
+    path = write_model(tmp_path, FUNCTIONLESS_AXIS_MODEL, "functionless.osim")
+    model = load_osim(path)
+    oracle = OpenSimOracle(path)
+    st = osim.CustomJoint.safeDownCast(oracle.model.getJointSet().get("cj")).getSpatialTransform()
+    assert st.getTransformAxis(1).getFunction().getConcreteClassName() == "Constant"  # rotation2 (names b)
+    assert st.getTransformAxis(3).getFunction().getConcreteClassName() == "Constant"  # translation1
+    poses = jax.jit(body_poses)
+    qs = np.vstack([np.asarray(model.extras["osim"].default), np.random.default_rng(5).uniform(-1.9, 1.9, (16, 3))])
+    worst = 0.0
+    for q in qs:
+        oracle.set(model.coordinate_names, q)
+        mine = np.asarray(poses(model, jnp.asarray(q)))
+        for name in ("link", "tip"):
+            r, p = oracle.body_pose(name)
+            t = mine[model.body_index(name)]
+            worst = max(worst, np.abs(t[:3, :3] - r).max(), np.abs(t[:3, 3] - p).max())
+    print(f"function-less TransformAxis: worst body transform difference {worst:.1e}")
+    assert worst <= 1e-14
+
+
+def _conditional_points(oracle):
+    """(coordinate, range min, range max) of every ConditionalPathPoint, from OpenSim's objects."""
+    out = []
+    for m in oracle.muscles.values():
+        pset = m.getGeometryPath().getPathPointSet()
+        for i in range(pset.getSize()):
+            c = osim.ConditionalPathPoint.safeDownCast(pset.get(i))
+            if c is not None:
+                out.append((c.getCoordinate().getName(), c.get_range(0), c.get_range(1)))
+    return out
+
+
+def _boundary_lengths(model, oracle, points, base):
+    """Worst |L_mbjax - L_OpenSim| over the boundary poses of each conditional point's coordinate."""
+    names = model.coordinate_names
+    index = {n: i for i, n in enumerate(model.muscle_names)}
+    order = [index[n] for n in oracle.muscle_names()]
+    qs = []
+    for coord, lo, hi in points:
+        for v in conditional_boundary_poses(lo, hi):  # setValue does not clamp (checked below)
+            q = np.array(base, dtype=float)
+            q[names.index(coord)] = v
+            qs.append(q)
+    lengths = np.asarray(jax.jit(jax.vmap(muscle_lengths, in_axes=(None, 0)))(model, jnp.asarray(np.array(qs))))
+    worst = 0.0
+    for q, mine in zip(qs, lengths[:, order]):
+        ref = oracle.lengths(names, q)
+        for k, n in enumerate(names):  # the pose OpenSim holds is the pose asked for
+            assert oracle.coords[n].getValue(oracle.state) == q[k]
+        worst = max(worst, np.abs(ref - mine).max())
+    return worst, len(qs)
+
+
+def test_conditional_boundaries_match_opensim(tmp_path):
+    """Poses at the bare range ends, between them and the 1e-5-widened ends, at the widened ends
+    exactly, and one double beyond (where the length jumps by millimetres)."""
+    path = write_model(tmp_path, CONDITIONAL_MODEL, "conditional.osim")
+    model = load_osim(path)
+    oracle = OpenSimOracle(path)
+    points = _conditional_points(oracle)
+    assert points == [("theta", COND_LO, COND_HI)]
+    worst, n = _boundary_lengths(model, oracle, points, [0.0])
+    print(f"conditional path point: worst length difference {worst:.1e} m over {n} boundary poses")
+    assert worst <= 1e-12
+    lo = COND_LO - 1e-5
+    jump = oracle.lengths(["theta"], [lo]) - oracle.lengths(["theta"], [np.nextafter(lo, -np.inf)])
+    assert abs(jump[0]) > 1e-3  # the poses discriminate: the point switches between them
+
+
+@pytest.mark.skipif(not os.path.exists(MOBL), reason=f"MoBL model not found at {MOBL} (non-commercial, not vendored)")
+def test_mobl_conditional_boundaries_match_opensim(tmp_path):
+    """Every MoBL ConditionalPathPoint at and just beyond its range ends, other coordinates at default."""
+    path = strip_wrapping(MOBL, str(tmp_path / "mobl.osim"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = load_osim(path)
+    oracle = OpenSimOracle(path)
+    points = _conditional_points(oracle)
+    assert len(points) == 11
+    worst, n = _boundary_lengths(model, oracle, points, np.asarray(model.extras["osim"].default))
+    print(f"MoBL conditional path points: worst length difference {worst:.1e} m over {n} boundary poses")
+    assert n == 11 * 13
+    assert worst <= 1e-12
+
+
+_PIN_DEFAULT = FUNCTIONLESS_AXIS_MODEL.replace(
+    '<Coordinate name="c"><default_value>0.1</default_value><range>-2 2</range></Coordinate>',
+    '<Coordinate name="c"><default_value>DEFAULT</default_value><range>-1 1</range>CLAMPED</Coordinate>')
+
+
+@pytest.mark.parametrize(
+    "default, clamped",
+    [("1.5", True), ("1.5", False), ("1.00000001", True), ("1.0000001", True), ("-1.00000001", True),
+     ("-1.0000001", True), ("0.5", True), ("nan", True)],
+)
+def test_coordinate_defaults_refused_as_opensim_refuses(tmp_path, default, clamped):
+    """Clamped default outside (min - SqrtEps, max + SqrtEps): both refuse; otherwise both load."""
+    text = _PIN_DEFAULT.replace("DEFAULT", default).replace("CLAMPED", "<clamped>true</clamped>" if clamped else "")
+    path = write_model(tmp_path, text, "default.osim")
+    try:
+        load_osim(path)
+        mine = True
+    except ValueError:
+        mine = False
+    assert mine == _opensim_loads(path)
+
+
+def test_nonfinite_default_is_a_deliberate_refusal(tmp_path):
+    """OpenSim 4.6 loads an unclamped NaN default (its default pose is NaN); mbjax refuses it."""
+    path = write_model(tmp_path, _PIN_DEFAULT.replace("DEFAULT", "nan").replace("CLAMPED", ""), "nan.osim")
+    assert _opensim_loads(path)
+    with pytest.raises(ValueError, match="must be finite"):
+        load_osim(path)
+
+
+@pytest.mark.parametrize("axis", ["0 0 1", "0.000001 0 0", "0.001 0 0"])
+def test_collinear_axes_refused_as_opensim_refuses(tmp_path, axis):
+    path = write_model(tmp_path, FUNCTIONLESS_AXIS_MODEL.replace("<axis>0.6 0 0.8</axis>", f"<axis>{axis}</axis>"),
+                       "axes.osim")
+    try:
+        load_osim(path)
+        mine = True
+    except ValueError:
+        mine = False
+    assert mine == _opensim_loads(path)
+
+
+@pytest.mark.skipif(not os.path.exists(MOBL), reason=f"MoBL model not found at {MOBL} (non-commercial, not vendored)")
+def test_mobl_inertias_are_opensims():
+    """OpenSim uses MoBL's impossible clavicle and scapula inertias as given; so does mbjax."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = load_osim(MOBL, ignore_wrapping=True)
+    m = osim.Model(MOBL)
+    for name in ("clavicle", "scapula"):
+        inertia = m.getBodySet().get(name).getInertia()
+        mom, prod = inertia.getMoments(), inertia.getProducts()
+        ref = np.array([[mom[0], prod[0], prod[1]], [prod[0], mom[1], prod[2]], [prod[1], prod[2], mom[2]]])
+        assert np.array_equal(np.asarray(model.inertia[model.body_index(name)]), ref)
+
+
+def test_massless_inertia_zeroed_as_opensim_does(tmp_path):
+    text = FUNCTIONLESS_AXIS_MODEL.replace('<Body name="link"><mass>1</mass>', '<Body name="link"><mass>1e-20</mass>')
+    path = write_model(tmp_path, text, "massless.osim")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = load_osim(path)
+    opensim_model = osim.Model(path)  # kept alive: the body set belongs to it
+    inertia = opensim_model.getBodySet().get("link").getInertia()
+    assert [inertia.getMoments()[i] for i in range(3)] == [0.0, 0.0, 0.0]
+    assert np.all(np.asarray(model.inertia[model.body_index("link")]) == 0.0)
+
+
+def test_moving_path_point_beyond_range_matches_opensim(tmp_path):
+    """MovingPathPoint::getLocation clamps its coordinate to the range: lengths at, just beyond and
+    well beyond the range ends; moment arms (Richardson differences of OpenSim's lengths) away from them."""
+    path = write_model(tmp_path, MOVING_MODEL, "moving.osim")
+    model = load_osim(path)
+    oracle = OpenSimOracle(path)
+    qs = np.array([-3.6, -3.2, -3.0, np.nextafter(-3.0, -np.inf), -1.1, 0.5, 2.5, 3.0, np.nextafter(3.0, np.inf), 3.3])
+    mine = np.asarray(jax.vmap(muscle_lengths, in_axes=(None, 0))(model, jnp.asarray(qs[:, None])))[:, 0]
+    ref = np.array([oracle.lengths(["theta"], [q])[0] for q in qs])
+    worst = np.abs(mine - ref).max()
+    away = np.abs(np.abs(qs) - 3.0) > 0.01
+    arms = np.asarray(jax.vmap(moment_arms, in_axes=(None, 0))(model, jnp.asarray(qs[away, None])))[:, 0, 0]
+    ref_arms = np.array([oracle.fd_moment_arms(["theta"], [q])[0, 0] for q in qs[away]])
+    worst_arm = np.abs(arms - ref_arms).max()
+    print(f"MovingPathPoint beyond its coordinate range: worst length difference {worst:.1e} m, "
+          f"moment arm {worst_arm:.1e} m")
+    assert worst <= 1e-12
+    assert worst_arm < 1e-10
