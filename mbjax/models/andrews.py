@@ -45,6 +45,7 @@ import numpy as np
 from .._dynamics import bias_forces, generalized_forces, mass_matrix
 from .._kinematics import point_positions
 from .._model import Model, ModelBuilder
+from ..constraints import ImplicitMap, LoopConstraint
 from ..maps import Affine, Fourier
 from ..maps._base import AbstractJointMap, replace_fields
 
@@ -271,66 +272,88 @@ def fourier_maps(n_harmonics: int = 12, step: float = 0.01, params: dict | None 
     return maps, (betas, xs), residuals
 
 
+def _predictor_stack(predictors: dict) -> Fourier:
+    """The six Fourier predictors of :data:`DEPENDENT` as one stacked ``Fourier`` family."""
+    return Fourier.stack([predictors[n] for n in DEPENDENT])
+
+
+def _loop_residual(predictor, dev, q):
+    """g(δ, β) of the loop in the deviations δ = θ - P(β) from the Fourier predictor P."""
+    beta = q[0]
+    x = predictor.value(jnp.broadcast_to(q, (len(DEPENDENT), 1))) + dev
+    return _residual(x, beta)
+
+
+def andrews_loop(predictors: dict, **options) -> LoopConstraint:
+    """The squeezer's loop closure as a :class:`mbjax.constraints.LoopConstraint` in β.
+
+    The unknowns are the deviations δ = θ - P(β) of the dependent angles [ψ, γ, Φ, δ, Ω, ε] from
+    their Fourier predictors P (``predictors``, e.g. :func:`fourier_maps`); the predictor
+    coefficients are the constraint's (differentiable) parameters.  Because P is accurate to
+    ~1e-8 rad over the whole crank period, one Newton solve from δ = 0 converges at any β
+    (``continuation=0``): no continuation path from a reference is needed, and β may wind any
+    number of turns.  ``options`` go to ``LoopConstraint`` (``tol``, ``min_rcond``, ...).
+    """
+    opts = dict(continuation=0)
+    opts.update(options)
+    b0 = float(Q0[0])
+    return LoopConstraint(_loop_residual, _predictor_stack(predictors), ("beta",),
+                          tuple("d_" + n for n in DEPENDENT), [b0], np.zeros(len(DEPENDENT)), **opts)
+
+
 class AndrewsImplicitMap(AbstractJointMap):
     """Exact joint maps θ_k(β) of the squeezer, from the loop equations g(β, θ) = 0.
 
-    Value: Newton on g from a periodic Fourier predictor (so no continuation state is needed);
-    gradient θ' = -g_θ⁻¹ g_β; Hessian θ'' = -g_θ⁻¹ d²/ds² g(β + s, θ + s θ') (implicit
-    differentiation, Eq. 102 and 120 for one coordinate).  A stack of such maps shares one solve
-    per row; ``component`` picks the dependent angle (index into :data:`DEPENDENT`).  A Newton
-    residual above ``tol`` raises (``eqx.error_if``).
+    θ(β) = P(β) + δ(β): the Fourier predictor P plus the deviation δ solved by
+    :class:`mbjax.constraints.ImplicitMap` on :func:`andrews_loop` (checked optimistix Newton,
+    ∇δ and H_δ by the analytical projection Eq. 102-120, or ``method="implicit"``: autodiff
+    through the implicit-function custom JVP).  A stack of such maps shares one loop solve;
+    ``component`` picks the dependent angle (index into :data:`DEPENDENT`).  A failed solve or a
+    near-singular ∂g/∂θ raises (``eqx.error_if``, the constraints' policy).
     """
 
-    a0: jnp.ndarray  # (6,) predictor coefficients
-    a: jnp.ndarray  # (6, K)
-    b: jnp.ndarray  # (6, K)
+    loop: ImplicitMap  # the loop's ImplicitMap stacked over all six deviations
     component: tuple[int, ...] = eqx.field(static=True)
-    iterations: int = eqx.field(static=True)
-    tol: float = eqx.field(static=True)
     coordinates: tuple[tuple[str, ...], ...] = eqx.field(static=True)
     arity: ClassVar[int | None] = 1
 
-    def __init__(self, predictors: dict, component: int, iterations: int = 3, tol: float = 1e-9):
-        fs = [predictors[n] for n in DEPENDENT]
-        k = max(f.a.shape[1] for f in fs)
-        pad = lambda v: jnp.pad(v, ((0, 0), (0, k - v.shape[1])))
-        self.a0 = jnp.concatenate([f.a0 for f in fs])
-        self.a = jnp.concatenate([pad(f.a) for f in fs])
-        self.b = jnp.concatenate([pad(f.b) for f in fs])
+    def __init__(self, predictors: dict | None, component: int, loop: LoopConstraint | None = None,
+                 method: str = "projection"):
+        if loop is None:
+            if predictors is None:
+                raise ValueError("AndrewsImplicitMap: give the Fourier predictors or a loop constraint")
+            loop = andrews_loop(predictors)
+        self.loop = ImplicitMap.stack([ImplicitMap(loop, j, method) for j in range(len(DEPENDENT))])
         self.component = (int(component),)
-        self.iterations = int(iterations)
-        self.tol = float(tol)
         self.coordinates = (("beta",),)
 
     def group_key(self):
-        return (type(self), self.iterations, self.tol)
+        return (type(self), id(self.loop.constraint), self.loop.method)
 
     @classmethod
     def stack(cls, maps: Sequence["AndrewsImplicitMap"]):
         maps = list(maps)
+        if any(m.loop.constraint is not maps[0].loop.constraint or m.loop.method != maps[0].loop.method for m in maps):
+            raise ValueError("AndrewsImplicitMap.stack: maps of different loop constraints or methods do not stack")
         return replace_fields(
             maps[0],
             component=tuple(c for m in maps for c in m.component),
             coordinates=tuple(c for m in maps for c in m.coordinates),
         )
 
+    @property
+    def predictor(self) -> Fourier:
+        return self.loop.constraint.params
+
     def _predict(self, beta):
-        k = jnp.arange(1, self.a.shape[1] + 1, dtype=self.a.dtype)
-        return self.a0 + jnp.cos(k * beta) @ self.a.T + jnp.sin(k * beta) @ self.b.T
+        return self.predictor.value(jnp.broadcast_to(jnp.reshape(beta, (1, 1)), (len(DEPENDENT), 1)))
 
     def solve(self, beta):
-        """All six dependent angles at ``beta`` with first and second derivatives."""
-        x = jax.lax.stop_gradient(_newton(beta, self._predict(beta), None, self.iterations))
-        res = jnp.max(jnp.abs(_residual(x, beta)))
-        x = eqx.error_if(x, ~(res <= self.tol), "AndrewsImplicitMap: Newton on the loop equations did not converge")
-        g_x = jax.jacfwd(_residual, argnums=0)(x, beta)
-        g_b = jax.jacfwd(_residual, argnums=1)(x, beta)
-        d1 = -jnp.linalg.solve(g_x, g_b)
-        # second directional derivative of g along (θ', 1)
-        along = lambda s: _residual(x + s * d1, beta + s)
-        dd = jax.jvp(lambda s: jax.jvp(along, (s,), (jnp.ones_like(s),))[1], (jnp.zeros_like(beta),), (jnp.ones_like(beta),))[1]
-        d2 = -jnp.linalg.solve(g_x, dd)
-        return x, d1, d2
+        """All six dependent angles at ``beta`` with first and second derivatives ``(6,)`` each."""
+        b = jnp.reshape(beta, (1,))
+        p, pg, ph = self.predictor.local(jnp.broadcast_to(b, (len(DEPENDENT), 1)))
+        d, dg, dh = self.loop.loop_values(b)
+        return p + d, pg[:, 0] + dg[:, 0], ph[:, 0, 0] + dh[:, 0, 0]
 
     def local(self, x):
         # every map of the family reads the single coordinate β, so all rows share one solve
@@ -352,7 +375,8 @@ def andrews_reduced(kind: str = "implicit", n_harmonics: int = 12, params: dict 
     if kind == "fourier":
         maps = {n: fmaps[n] for n in DEPENDENT}
     elif kind == "implicit":
-        maps = {n: AndrewsImplicitMap(fmaps, k) for k, n in enumerate(DEPENDENT)}
+        loop = andrews_loop(fmaps)
+        maps = {n: AndrewsImplicitMap(None, k, loop) for k, n in enumerate(DEPENDENT)}
     else:
         raise ValueError(f"andrews_reduced: kind must be 'fourier' or 'implicit', got {kind!r}")
     maps = dict(maps, beta="beta", unwind=Affine("beta", [-1.0]), Theta=maps["psi"])
