@@ -5,9 +5,24 @@ and hands it to diffrax: any of its solvers (explicit ``Tsit5``/``Dopri5``/``Dop
 implicit ``Kvaerno5`` for stiff cases), adaptive steps with a PID controller, dense output and
 saving at requested times, and gradients through the solve with diffrax's adjoints.
 
-Failure policy: a non-finite right-hand side makes diffrax reject the step; with ``throw=True``
-(default) a solve that then fails (max steps, step size collapse) raises an error naming the
-diffrax result.  With ``throw=False`` inspect ``solution.result`` and ``solution.stats``.
+Compile once.  The vector field is an ``eqx.Module`` (:class:`DynamicsField`) whose fields are the
+``controls``/``forces`` callables; the model travels as diffrax's ``args``.  The whole solve is one
+``eqx.filter_jit`` in which every array is dynamic: the initial state, ``t0``, ``t1``, ``dt0``,
+the ``saveat`` times, ``rtol``/``atol`` and the array leaves of the model and of the controls (an
+``eqx.Module`` controller with new gains).  A second call that changes only those runs the
+compiled solve again without re-tracing.  What re-traces: a new model topology, a new solver,
+adjoint or ``max_steps``, a different number of ``saveat`` times, or a *new Python function
+object* as ``controls``/``forces``/``vector_field`` (a fresh ``lambda`` each call is a new static
+argument; keep the function, or put its numbers in an ``eqx.Module``).  Batched over initial
+states: ``jax.vmap(lambda q0, qd0: simulate(model, q0, qd0, t0, t1))(q0s, qd0s)`` (one compiled,
+vmapped solve; adaptive steps run until every member is done).
+
+Failure policy: ``t0``/``t1`` that are not finite or ``t1 < t0`` raise ``ValueError`` when they
+are concrete numbers and an ``eqx.error_if`` run-time error when traced; a non-finite initial
+state raises likewise.  A non-finite right-hand side makes diffrax reject the step; with
+``throw=True`` (default) a solve that then fails (max steps, step size collapse) raises an error
+naming the diffrax result.  With ``throw=False`` inspect ``solution.result`` and
+``solution.stats``.
 """
 
 from __future__ import annotations
@@ -16,80 +31,64 @@ from typing import Callable
 
 import diffrax
 import equinox as eqx
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._dynamics import forward_dynamics
 from ._model import Model
 
 
-def dynamics_vector_field(model: Model, controls: Callable | None = None, forces: Callable | None = None):
-    """The diffrax vector field ``(t, (q, q̇), args) -> (q̇, q̈)``.
+class DynamicsField(eqx.Module):
+    """The diffrax vector field ``(t, (q, q̇), model) -> (q̇, q̈)`` of Eq. 198.
 
     ``controls(t, q, q̇)`` and ``forces(t, q, q̇)`` return generalized forces ``(nq,)`` (actuation
     and external Q, e.g. from :func:`mbjax.generalized_forces`); both are added to the right-hand
-    side of Eq. 198.  ``args`` may carry a replacement model (for parameter gradients).
+    side.  They are module fields: a plain function is static (hashed by identity), an
+    ``eqx.Module`` contributes its arrays as dynamic leaves.  The model is diffrax's ``args``.
     """
 
-    def field(t, y, args):
-        mdl = model if args is None else args
+    controls: Callable | None = None
+    forces: Callable | None = None
+
+    def __call__(self, t, y, model):
         q, qd = y
         tau = jnp.zeros_like(q)
-        if controls is not None:
-            tau = tau + controls(t, q, qd)
-        if forces is not None:
-            tau = tau + forces(t, q, qd)
-        return qd, forward_dynamics(mdl, q, qd, tau)
-
-    return field
+        if self.controls is not None:
+            tau = tau + self.controls(t, q, qd)
+        if self.forces is not None:
+            tau = tau + self.forces(t, q, qd)
+        return qd, forward_dynamics(model, q, qd, tau)
 
 
-def simulate(
-    model: Model,
-    q0,
-    qd0,
-    t0: float,
-    t1: float,
-    *,
-    saveat=None,
-    solver=None,
-    controls: Callable | None = None,
-    forces: Callable | None = None,
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
-    dt0: float | None = None,
-    max_steps: int | None = 100_000,
-    adjoint=None,
-    stepsize_controller=None,
-    throw: bool = True,
-    vector_field: Callable | None = None,
-) -> diffrax.Solution:
-    """Integrate the equations of motion from ``(q0, qd0)`` at ``t0`` to ``t1``.
+def dynamics_vector_field(model: Model | None = None, controls: Callable | None = None, forces: Callable | None = None):
+    """:class:`DynamicsField` for ``controls`` and ``forces`` (``model`` is unused: it is passed as ``args``)."""
+    del model
+    return DynamicsField(controls, forces)
 
-    ``saveat``: an array of times, a ``diffrax.SaveAt``, or ``None`` (end point only; pass
-    ``diffrax.SaveAt(dense=True)`` for dense output).  ``solver`` defaults to ``diffrax.Tsit5()``.
-    Returns the ``diffrax.Solution``; ``sol.ys`` is the tuple ``(q, q̇)`` with a leading time axis.
-    ``adjoint`` defaults to ``diffrax.RecursiveCheckpointAdjoint()`` (reverse-mode through the
-    solver); ``diffrax.BacksolveAdjoint()`` and ``diffrax.ForwardMode()`` also work.
-    ``vector_field`` replaces the default :func:`dynamics_vector_field` (for reduced models).
-    The model is passed to the vector field as ``args``, so ``jax.grad`` with respect to model
-    parameters flows through the solve.
-    """
-    q0 = jnp.asarray(q0)
-    qd0 = jnp.asarray(qd0, dtype=q0.dtype)
-    nq = model.n_coordinates
-    if q0.shape != (nq,) or qd0.shape != (nq,):
-        raise ValueError(f"q0 and qd0 must have shape ({nq},), got {q0.shape} and {qd0.shape}")
-    if solver is None:
-        solver = diffrax.Tsit5()
-    if saveat is None:
-        saveat = diffrax.SaveAt(t1=True)
-    elif not isinstance(saveat, diffrax.SaveAt):
-        saveat = diffrax.SaveAt(ts=jnp.asarray(saveat))
-    if stepsize_controller is None:
-        stepsize_controller = diffrax.PIDController(rtol=rtol, atol=atol)
-    if adjoint is None:
-        adjoint = diffrax.RecursiveCheckpointAdjoint()
-    field = vector_field if vector_field is not None else dynamics_vector_field(model, controls, forces)
+
+def _is_traced(x) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def _check_interval(t0, t1):
+    """Trace-time check of concrete ``t0``, ``t1`` (finite, ``t1 >= t0``)."""
+    if _is_traced(t0) or _is_traced(t1):
+        return
+    a, b = np.asarray(t0), np.asarray(t1)
+    if a.shape != () or b.shape != ():
+        raise ValueError(f"simulate: t0 and t1 must be scalars, got shapes {a.shape} and {b.shape}")
+    if not (np.isfinite(a) and np.isfinite(b)):
+        raise ValueError(f"simulate: t0 and t1 must be finite, got t0={a} and t1={b}")
+    if b < a:
+        raise ValueError(f"simulate: t1 must not be before t0 (backward solves are not supported), got t0={a} and t1={b}")
+
+
+def _integrate(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller, adjoint, max_steps, throw):
+    """The traced body of :func:`simulate` (one trace per static configuration; tests count them)."""
+    bad_t = ~(jnp.isfinite(t0) & jnp.isfinite(t1) & (t1 >= t0))
+    t1 = eqx.error_if(t1, bad_t, "simulate: t0 and t1 must be finite with t1 >= t0")
+    q0, qd0 = y0
     y0 = (
         eqx.error_if(q0, ~jnp.all(jnp.isfinite(q0)), "simulate: q0 is not finite"),
         eqx.error_if(qd0, ~jnp.all(jnp.isfinite(qd0)), "simulate: qd0 is not finite"),
@@ -108,3 +107,77 @@ def simulate(
         max_steps=max_steps,
         throw=throw,
     )
+
+
+@eqx.filter_jit
+def _solve(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller, adjoint, max_steps, throw):
+    # `_integrate` is looked up at trace time, so a test can wrap it to count traces
+    return _integrate(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller, adjoint, max_steps, throw)
+
+
+def simulate(
+    model: Model,
+    q0,
+    qd0,
+    t0,
+    t1,
+    *,
+    saveat=None,
+    solver=None,
+    controls: Callable | None = None,
+    forces: Callable | None = None,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    dt0: float | None = None,
+    max_steps: int | None = 100_000,
+    adjoint=None,
+    stepsize_controller=None,
+    throw: bool = True,
+    vector_field: Callable | None = None,
+) -> diffrax.Solution:
+    """Integrate the equations of motion from ``(q0, qd0)`` at ``t0`` to ``t1 >= t0``.
+
+    ``saveat``: an array of times, a ``diffrax.SaveAt``, or ``None`` (end point only; pass
+    ``diffrax.SaveAt(dense=True)`` for dense output).  ``solver`` defaults to ``diffrax.Tsit5()``;
+    ``stepsize_controller`` to ``diffrax.PIDController(rtol, atol)``.
+    Returns the ``diffrax.Solution``; ``sol.ys`` is the tuple ``(q, q̇)`` with a leading time axis.
+    ``adjoint`` defaults to ``diffrax.RecursiveCheckpointAdjoint()`` (reverse-mode through the
+    solver); ``diffrax.BacksolveAdjoint()`` and ``diffrax.ForwardMode()`` also work.
+    ``vector_field`` replaces the default :class:`DynamicsField` (for reduced models): a callable
+    ``(t, (q, q̇), model) -> (q̇, q̈)``, best an ``eqx.Module`` built once (see the module notes on
+    what re-traces).  The model is passed to the vector field as ``args``, so ``jax.grad`` with
+    respect to model parameters flows through the solve.  ``t0``, ``t1``, ``dt0``, ``rtol``,
+    ``atol`` and the ``saveat`` times are dynamic (new values do not recompile).
+    """
+    q0 = jnp.asarray(q0)
+    if not jnp.issubdtype(q0.dtype, jnp.inexact):
+        q0 = q0.astype(float)
+    dtype = q0.dtype
+    qd0 = jnp.asarray(qd0, dtype=dtype)
+    nq = model.n_coordinates
+    if q0.shape != (nq,) or qd0.shape != (nq,):
+        raise ValueError(f"q0 and qd0 must have shape ({nq},), got {q0.shape} and {qd0.shape}")
+    _check_interval(t0, t1)
+    # non-weak arrays of the state's dtype: Python floats, NumPy scalars and arrays all give the
+    # same abstract signature, so new values never re-trace
+    t0 = jnp.asarray(t0, dtype=dtype)
+    t1 = jnp.asarray(t1, dtype=dtype)
+    if dt0 is not None:
+        dt0 = jnp.asarray(dt0, dtype=dtype)
+    if solver is None:
+        solver = diffrax.Tsit5()
+    if saveat is None:
+        saveat = diffrax.SaveAt(t1=True)
+    elif not isinstance(saveat, diffrax.SaveAt):
+        saveat = diffrax.SaveAt(ts=jnp.asarray(saveat, dtype=dtype))
+    if stepsize_controller is None:
+        stepsize_controller = diffrax.PIDController(rtol=jnp.asarray(rtol, dtype=dtype), atol=jnp.asarray(atol, dtype=dtype))
+    if adjoint is None:
+        adjoint = diffrax.RecursiveCheckpointAdjoint()
+    if vector_field is None:
+        field = DynamicsField(controls, forces)
+    elif controls is not None or forces is not None:
+        raise ValueError("simulate: controls and forces apply to the default vector field; put them in vector_field")
+    else:
+        field = vector_field
+    return _solve(field, solver, t0, t1, dt0, (q0, qd0), model, saveat, stepsize_controller, adjoint, max_steps, throw)

@@ -88,3 +88,115 @@ def test_bad_initial_state_reported():
         mbjax.simulate(pendulum(), jnp.array([jnp.nan]), jnp.zeros(1), 0.0, 0.1)
     with pytest.raises(ValueError, match="shape"):
         mbjax.simulate(pendulum(), jnp.zeros(2), jnp.zeros(2), 0.0, 0.1)
+
+
+# --------------------------------------------------------------------------------------------
+# compile once
+# --------------------------------------------------------------------------------------------
+
+
+class _Gains(eqx.Module):
+    """A controller with array parameters: new gains are new dynamic leaves, not a new function."""
+
+    k: jnp.ndarray
+    c: jnp.ndarray
+
+    def __call__(self, t, q, qd):
+        return -self.k * q - self.c * qd
+
+
+def _direct_pendulum(q0, qd0, t0, t1, ts, k, c, tol=1e-11):
+    """Reference: a hand-written pendulum ODE solved by diffrax directly (not through mbjax)."""
+
+    def field(t, y, args):
+        th, om = y
+        tau = -k * th - c * om
+        inertia = MASS * LENGTH**2
+        return om, (tau - MASS * G * LENGTH * jnp.sin(th)) / inertia
+
+    sol = diffrax.diffeqsolve(diffrax.ODETerm(field), diffrax.Tsit5(), t0, t1, None, (q0[0], qd0[0]),
+                              saveat=diffrax.SaveAt(ts=ts), stepsize_controller=diffrax.PIDController(rtol=tol, atol=tol),
+                              max_steps=100_000)
+    return sol.ys
+
+
+def _count_traces(monkeypatch):
+    from mbjax import _simulate
+
+    counted = eqx.debug.assert_max_traces(_simulate._integrate, max_traces=1)
+    monkeypatch.setattr(_simulate, "_integrate", counted)
+    return counted
+
+
+def test_simulate_compiles_once_for_new_states_times_and_gains(monkeypatch):
+    """New y0, t0, t1, saveat times (same count), rtol and controller gains: one trace, same answers as diffrax directly."""
+    counted = _count_traces(monkeypatch)
+    model = pendulum()
+    cases = [
+        (0.3, 0.0, 0.0, 1.0, 2.0, 0.1),
+        (1.1, -0.5, 0.2, 1.7, 0.5, 0.0),
+        (-0.7, 2.0, 1.0, 1.4, 5.0, 0.3),
+    ]
+    for th0, om0, t0, t1, k, c in cases:
+        ts = jnp.linspace(t0, t1, 7)
+        sol = mbjax.simulate(model, jnp.array([th0]), jnp.array([om0]), t0, t1, saveat=ts,
+                             controls=_Gains(jnp.array([k]), jnp.array([c])), rtol=1e-11, atol=1e-11)
+        ref = _direct_pendulum(jnp.array([th0]), jnp.array([om0]), t0, t1, ts, k, c)
+        np.testing.assert_allclose(sol.ys[0][:, 0], ref[0], atol=1e-8)
+        np.testing.assert_allclose(sol.ys[1][:, 0], ref[1], atol=1e-8)
+    # a looser tolerance is a new value, not a new program
+    mbjax.simulate(model, jnp.array([0.2]), jnp.zeros(1), 0.0, 1.0, saveat=jnp.linspace(0.0, 1.0, 7),
+                   controls=_Gains(jnp.array([1.0]), jnp.array([0.0])), rtol=1e-6, atol=1e-6)
+    assert eqx.debug.get_num_traces(counted) == 1
+
+
+def test_simulate_compiles_once_energy_conserved(monkeypatch):
+    """Default field, end point only, Python floats vs NumPy vs JAX times: one trace; energy is conserved."""
+    counted = _count_traces(monkeypatch)
+    model = double_pendulum(0.77)  # masses are leaves: a fresh model value, the same topology
+    for q0, t1 in (([0.9, -0.4], 0.5), ([0.2, 1.3], np.float64(0.8)), ([-1.0, 0.1], jnp.asarray(0.3))):
+        q0 = jnp.asarray(q0)
+        sol = mbjax.simulate(model, q0, jnp.zeros(2), 0.0, t1, solver=diffrax.Dopri8(), rtol=1e-12, atol=1e-12)
+        e0 = mbjax.total_energy(model, q0, jnp.zeros(2))
+        e1 = mbjax.total_energy(model, sol.ys[0][-1], sol.ys[1][-1])
+        assert abs(float(e1 - e0)) <= 1e-9 * max(1.0, abs(float(e0)))
+        np.testing.assert_allclose(float(sol.ts[-1]), float(t1), rtol=1e-15)
+    assert eqx.debug.get_num_traces(counted) == 1
+
+
+def test_simulate_vmapped_over_initial_states(monkeypatch):
+    """jax.vmap over (q0, q̇0): one trace for single solves and two batches; each member equals its own solve."""
+    counted = _count_traces(monkeypatch)
+    model = double_pendulum()
+    damper = _Gains(jnp.zeros(2), jnp.array([0.05, 0.02]))  # a static configuration no other test uses
+    rng = np.random.default_rng(4)
+    ts = jnp.linspace(0.0, 0.6, 4)
+    q0s = [jnp.asarray(rng.uniform(-1, 1, (5, 2))) for _ in range(2)]
+    qd0s = [jnp.asarray(rng.uniform(-1, 1, (5, 2))) for _ in range(2)]
+    one = lambda q0, qd0: mbjax.simulate(model, q0, qd0, 0.0, 0.6, saveat=ts, forces=damper, rtol=1e-11, atol=1e-11).ys
+    singles = [one(q0, qd0) for q0, qd0 in zip(q0s[0], qd0s[0])]
+    run = jax.jit(jax.vmap(one))
+    batched = [run(q0, qd0) for q0, qd0 in zip(q0s, qd0s)]
+    assert eqx.debug.get_num_traces(counted) == 1
+    assert batched[0][0].shape == (5, 4, 2)
+    for i, (q, qd) in enumerate(singles):
+        np.testing.assert_allclose(batched[0][0][i], q, atol=1e-9)
+        np.testing.assert_allclose(batched[0][1][i], qd, atol=1e-9)
+    # an unjitted vmap gives the same
+    q, _ = jax.vmap(one)(q0s[1], qd0s[1])
+    np.testing.assert_allclose(q, batched[1][0], atol=1e-12)
+    assert eqx.debug.get_num_traces(counted) == 1
+
+
+@pytest.mark.parametrize("t0, t1", [(0.0, np.nan), (np.nan, 1.0), (0.0, np.inf), (1.0, 0.5)])
+def test_bad_time_interval_reported(t0, t1):
+    model = pendulum()
+    with pytest.raises(ValueError, match="t1|t0"):
+        mbjax.simulate(model, jnp.array([0.3]), jnp.zeros(1), t0, t1)
+    # traced times: a run-time error instead of a silent 0-step "success"
+    run = jax.jit(lambda a, b: mbjax.simulate(model, jnp.array([0.3]), jnp.zeros(1), a, b).ys[0])
+    with pytest.raises(Exception, match="t1 >= t0"):
+        jax.block_until_ready(run(jnp.asarray(t0), jnp.asarray(t1)))
+    # t1 == t0 is a valid empty solve
+    sol = mbjax.simulate(model, jnp.array([0.3]), jnp.zeros(1), 0.5, 0.5)
+    np.testing.assert_allclose(sol.ys[0][-1], [0.3])

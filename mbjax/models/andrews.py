@@ -28,9 +28,12 @@ the tree.  Θ winds with the crank (Θ + β is 2π-periodic), so K2 hangs from K
 zero-inertia body ``K2_unwind`` with the affine map ``-β`` and K2's own joint variable is the
 periodic ψ = Θ + β.  Maps: (a) Fourier series fitted over one crank period (the seed's
 pre-modelling, :func:`fourier_maps`) or (b) the exact implicit map (:class:`AndrewsImplicitMap`:
-Newton on the loop equations g = 0 from the Fourier predictor, closed-form ∇f and H by implicit
-differentiation).  :func:`dae_vector_field` is the index-1 DAE baseline with Baumgarte
-stabilization.
+the loop closure as a :class:`mbjax.constraints.LoopConstraint` in the deviations from the
+Fourier predictor, solved and differentiated by :class:`mbjax.constraints.ImplicitMap`).
+:class:`ReducedField` is the one-coordinate ODE (one kinematics pass per evaluation) and
+:class:`DAEField` (:func:`dae_vector_field`) the index-1 DAE baseline with Baumgarte
+stabilization; both are ``eqx.Module`` vector fields taking the model as diffrax's ``args``, so
+:func:`mbjax.simulate` compiles each once.
 """
 
 from __future__ import annotations
@@ -42,9 +45,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._dynamics import bias_forces, generalized_forces, mass_matrix
-from .._kinematics import point_positions
+from .._dynamics import bias_forces, generalized_forces, inverse_dynamics, mass_matrix
+from .._kinematics import point_positions, pose_derivatives
 from .._model import Model, ModelBuilder
+from ..constraints import ImplicitMap, LoopConstraint
 from ..maps import Affine, Fourier
 from ..maps._base import AbstractJointMap, replace_fields
 
@@ -271,66 +275,89 @@ def fourier_maps(n_harmonics: int = 12, step: float = 0.01, params: dict | None 
     return maps, (betas, xs), residuals
 
 
+def _predictor_stack(predictors: dict) -> Fourier:
+    """The six Fourier predictors of :data:`DEPENDENT` as one stacked ``Fourier`` family."""
+    return Fourier.stack([predictors[n] for n in DEPENDENT])
+
+
+def _loop_residual(predictor, dev, q):
+    """g(δ, β) of the loop in the deviations δ = θ - P(β) from the Fourier predictor P."""
+    beta = q[0]
+    x = predictor.value(jnp.broadcast_to(q, (len(DEPENDENT), 1))) + dev
+    return _residual(x, beta)
+
+
+def andrews_loop(predictors: dict, **options) -> LoopConstraint:
+    """The squeezer's loop closure as a :class:`mbjax.constraints.LoopConstraint` in β.
+
+    The unknowns are the deviations δ = θ - P(β) of the dependent angles [ψ, γ, Φ, δ, Ω, ε] from
+    their Fourier predictors P (``predictors``, e.g. :func:`fourier_maps`); the predictor
+    coefficients are the constraint's (differentiable) parameters.  Because P is accurate to
+    ~1e-8 rad over the whole crank period, one Newton solve from δ = 0 converges at any β
+    (``continuation=0``): no continuation path from a reference is needed, and β may wind any
+    number of turns.  ``options`` go to ``LoopConstraint`` (``tol``, ``min_rcond``, ...).
+    """
+    opts = dict(continuation=0)
+    opts.update(options)
+    b0 = float(Q0[0])
+    return LoopConstraint(_loop_residual, _predictor_stack(predictors), ("beta",),
+                          tuple("d_" + n for n in DEPENDENT), [b0], np.zeros(len(DEPENDENT)), **opts)
+
+
 class AndrewsImplicitMap(AbstractJointMap):
     """Exact joint maps θ_k(β) of the squeezer, from the loop equations g(β, θ) = 0.
 
-    Value: Newton on g from a periodic Fourier predictor (so no continuation state is needed);
-    gradient θ' = -g_θ⁻¹ g_β; Hessian θ'' = -g_θ⁻¹ d²/ds² g(β + s, θ + s θ') (implicit
-    differentiation, Eq. 102 and 120 for one coordinate).  A stack of such maps shares one solve
-    per row; ``component`` picks the dependent angle (index into :data:`DEPENDENT`).  A Newton
-    residual above ``tol`` raises (``eqx.error_if``).
+    θ(β) = P(β) + δ(β): the Fourier predictor P plus the deviation δ solved by
+    :class:`mbjax.constraints.ImplicitMap` on :func:`andrews_loop` (checked optimistix Newton;
+    ∇δ and H_δ by autodiff through the implicit-function custom JVP, ``method="implicit"``, or
+    by the literal projector recursion of Eq. 102-120, ``method="projection"``, equal to
+    rounding and about 4x slower per evaluation here).  A stack of such maps shares one loop solve;
+    ``component`` picks the dependent angle (index into :data:`DEPENDENT`).  A failed solve or a
+    near-singular ∂g/∂θ raises (``eqx.error_if``, the constraints' policy).
     """
 
-    a0: jnp.ndarray  # (6,) predictor coefficients
-    a: jnp.ndarray  # (6, K)
-    b: jnp.ndarray  # (6, K)
+    loop: ImplicitMap  # the loop's ImplicitMap stacked over all six deviations
     component: tuple[int, ...] = eqx.field(static=True)
-    iterations: int = eqx.field(static=True)
-    tol: float = eqx.field(static=True)
     coordinates: tuple[tuple[str, ...], ...] = eqx.field(static=True)
     arity: ClassVar[int | None] = 1
 
-    def __init__(self, predictors: dict, component: int, iterations: int = 3, tol: float = 1e-9):
-        fs = [predictors[n] for n in DEPENDENT]
-        k = max(f.a.shape[1] for f in fs)
-        pad = lambda v: jnp.pad(v, ((0, 0), (0, k - v.shape[1])))
-        self.a0 = jnp.concatenate([f.a0 for f in fs])
-        self.a = jnp.concatenate([pad(f.a) for f in fs])
-        self.b = jnp.concatenate([pad(f.b) for f in fs])
+    def __init__(self, predictors: dict | None, component: int, loop: LoopConstraint | None = None,
+                 method: str = "implicit"):
+        if loop is None:
+            if predictors is None:
+                raise ValueError("AndrewsImplicitMap: give the Fourier predictors or a loop constraint")
+            loop = andrews_loop(predictors)
+        self.loop = ImplicitMap.stack([ImplicitMap(loop, j, method) for j in range(len(DEPENDENT))])
         self.component = (int(component),)
-        self.iterations = int(iterations)
-        self.tol = float(tol)
         self.coordinates = (("beta",),)
 
     def group_key(self):
-        return (type(self), self.iterations, self.tol)
+        return (type(self), id(self.loop.constraint), self.loop.method)
 
     @classmethod
     def stack(cls, maps: Sequence["AndrewsImplicitMap"]):
         maps = list(maps)
+        if any(m.loop.constraint is not maps[0].loop.constraint or m.loop.method != maps[0].loop.method for m in maps):
+            raise ValueError("AndrewsImplicitMap.stack: maps of different loop constraints or methods do not stack")
         return replace_fields(
             maps[0],
             component=tuple(c for m in maps for c in m.component),
             coordinates=tuple(c for m in maps for c in m.coordinates),
         )
 
+    @property
+    def predictor(self) -> Fourier:
+        return self.loop.constraint.params
+
     def _predict(self, beta):
-        k = jnp.arange(1, self.a.shape[1] + 1, dtype=self.a.dtype)
-        return self.a0 + jnp.cos(k * beta) @ self.a.T + jnp.sin(k * beta) @ self.b.T
+        return self.predictor.value(jnp.broadcast_to(jnp.reshape(beta, (1, 1)), (len(DEPENDENT), 1)))
 
     def solve(self, beta):
-        """All six dependent angles at ``beta`` with first and second derivatives."""
-        x = jax.lax.stop_gradient(_newton(beta, self._predict(beta), None, self.iterations))
-        res = jnp.max(jnp.abs(_residual(x, beta)))
-        x = eqx.error_if(x, ~(res <= self.tol), "AndrewsImplicitMap: Newton on the loop equations did not converge")
-        g_x = jax.jacfwd(_residual, argnums=0)(x, beta)
-        g_b = jax.jacfwd(_residual, argnums=1)(x, beta)
-        d1 = -jnp.linalg.solve(g_x, g_b)
-        # second directional derivative of g along (θ', 1)
-        along = lambda s: _residual(x + s * d1, beta + s)
-        dd = jax.jvp(lambda s: jax.jvp(along, (s,), (jnp.ones_like(s),))[1], (jnp.zeros_like(beta),), (jnp.ones_like(beta),))[1]
-        d2 = -jnp.linalg.solve(g_x, dd)
-        return x, d1, d2
+        """All six dependent angles at ``beta`` with first and second derivatives ``(6,)`` each."""
+        b = jnp.reshape(beta, (1,))
+        p, pg, ph = self.predictor.local(jnp.broadcast_to(b, (len(DEPENDENT), 1)))
+        d, dg, dh = self.loop.loop_values(b)
+        return p + d, pg[:, 0] + dg[:, 0], ph[:, 0, 0] + dh[:, 0, 0]
 
     def local(self, x):
         # every map of the family reads the single coordinate β, so all rows share one solve
@@ -352,7 +379,8 @@ def andrews_reduced(kind: str = "implicit", n_harmonics: int = 12, params: dict 
     if kind == "fourier":
         maps = {n: fmaps[n] for n in DEPENDENT}
     elif kind == "implicit":
-        maps = {n: AndrewsImplicitMap(fmaps, k) for k, n in enumerate(DEPENDENT)}
+        loop = andrews_loop(fmaps)
+        maps = {n: AndrewsImplicitMap(None, k, loop) for k, n in enumerate(DEPENDENT)}
     else:
         raise ValueError(f"andrews_reduced: kind must be 'fourier' or 'implicit', got {kind!r}")
     maps = dict(maps, beta="beta", unwind=Affine("beta", [-1.0]), Theta=maps["psi"])
@@ -360,15 +388,56 @@ def andrews_reduced(kind: str = "implicit", n_harmonics: int = 12, params: dict 
     return _add_bodies(b, p, maps).build(), fit
 
 
-def reduced_vector_field(model: Model):
-    """ODE ``(t, (q, q̇)) -> (q̇, q̈)`` of a reduced squeezer: M q̈ = Q - N q̇ (Eq. 198)."""
+class ReducedField(eqx.Module):
+    """ODE ``(t, (q, q̇), model) -> (q̇, q̈)`` of a one-coordinate squeezer (q = β).
 
-    def field(t, y, args):
+    With one coordinate, Lagrange's equation is M(β) β̈ + C(β) β̇² = Q(β) (+ G), where with the
+    world poses T_b, their β-derivatives T'_b, T''_b (:func:`mbjax.pose_derivatives`, Eq. 75/89:
+    one evaluation of the joint maps, i.e. one loop solve for implicit maps) and the
+    pseudo-inertias J_b (Eq. 131):
+
+        M = Σ_b tr(T'_b J_b T'_bᵀ),   C = ½ M' = Σ_b tr(T''_b J_b T'_bᵀ),
+        Q = mom ω_K1 + F_spring · D',   G = Σ_b m_b g · (T'_b c̄_b)
+
+    (ω_K1 = (T'_K1 T_K1ᵀ)_{10}, D' = T'_K3 [d; 1]: virtual work, Eq. 46/161).  That is all the
+    arithmetic of the right-hand side: no separate mass-matrix, bias and applied-force passes,
+    each re-evaluating the maps.  Equal to the library's ``forward_dynamics`` with
+    :func:`applied_forces` to rounding (tested).  The model is diffrax's ``args``.
+    """
+
+    def __call__(self, t, y, model):
         q, qd = y
-        m = mass_matrix(model, q)
-        return qd, jnp.linalg.solve(m, generalized_rhs(model, q, qd))
+        if q.shape != (1,):
+            raise ValueError(f"ReducedField: one coordinate (β) expected, got q of shape {q.shape}")
+        return qd, reduced_acceleration(model, q, qd)
 
-    return field
+
+def reduced_acceleration(model: Model, q, qd, params: dict | None = None):
+    """β̈ of a one-coordinate squeezer model by the one-pass formula of :class:`ReducedField`."""
+    p = dict(PARAMS, **(params or {}))
+    pd = pose_derivatives(model, q, order=2)
+    t, dt, ddt = pd.pose, pd.d_pose[..., 0], pd.dd_pose[..., 0, 0]  # (nb, 4, 4)
+    pj = model.pseudo_inertia()
+    mass = jnp.einsum("bij,bjk,bik->", dt, pj, dt)
+    coriolis = jnp.einsum("bij,bjk,bik->", ddt, pj, dt)
+    k1, k3 = model.body_index("K1"), model.body_index("K3")
+    d_local = jnp.array([p["sd"], -p["sc"], 0.0, 1.0], dtype=t.dtype)
+    d_world = (t[k3] @ d_local)[:2]
+    d_prime = (dt[k3] @ d_local)[:2]
+    rel = d_world - jnp.array([p["xc"], p["yc"]], dtype=t.dtype)
+    length = jnp.sqrt(rel @ rel)
+    spring = -p["c0"] * (length - p["l0"]) / length * rel
+    omega_k1 = (dt[k1, :3, :3] @ t[k1, :3, :3].T)[1, 0]
+    com_h = jnp.concatenate([model.com, jnp.ones_like(model.com[:, :1])], axis=1)
+    gravity = jnp.einsum("b,bij,bj,i->", model.mass, dt[:, :3, :], com_h, model.gravity.astype(t.dtype))
+    force = p["mom"] * omega_k1 + spring @ d_prime + gravity
+    return jnp.reshape((force - coriolis * qd[0] ** 2) / mass, (1,))
+
+
+def reduced_vector_field(model: Model | None = None) -> ReducedField:
+    """:class:`ReducedField` (``model`` is unused: the solve passes it as ``args``)."""
+    del model
+    return ReducedField()
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,28 +445,47 @@ def reduced_vector_field(model: Model):
 # --------------------------------------------------------------------------------------------
 
 
-def dae_vector_field(tree: Model, alpha: float = 0.0, beta: float = 0.0):
+class DAEField(eqx.Module):
     """Index-1 DAE as an ODE in (q, q̇) ∈ R^7 × R^7 (Baumgarte stabilization).
 
     [M Gᵀ; G 0] [q̈; λ] = [f; -(Ġ q̇) - 2α G q̇ - β² g], G = ∂g/∂q: the Test Set's
     M q̈ = f - Gᵀ λ with the acceleration-level constraint g̈ + 2α ġ + β² g = 0.
-    M and f come from the tree (this library); g from the Test Set.
+    M and f = Q - N q̇ come from the tree (this library; the tree is diffrax's ``args``) or, with
+    ``closed_form=True``, from the Test Set's hand-derived M(q), f(q, q̇) (the cheapest DAE
+    right-hand side: plain trigonometry, the tree is not read); g from the Test Set.
+    ``alpha``, ``beta`` are array leaves (new values do not recompile).
     """
 
-    def field(t, y, args):
+    alpha: jnp.ndarray
+    beta: jnp.ndarray
+    closed_form: bool = eqx.field(static=True)
+
+    def __init__(self, alpha=0.0, beta=0.0, closed_form: bool = False):
+        self.alpha = jnp.asarray(alpha, dtype=float)
+        self.beta = jnp.asarray(beta, dtype=float)
+        self.closed_form = bool(closed_form)
+
+    def __call__(self, t, y, tree):
         q, qd = y
-        m = mass_matrix(tree, q)
-        f = generalized_rhs(tree, q, qd)
+        if self.closed_form:
+            m, f = test_set_mass_matrix(q), test_set_rhs(q, qd)
+        else:
+            m = mass_matrix(tree, q)
+            f = -inverse_dynamics(tree, q, qd, jnp.zeros_like(q), external=applied_forces(tree, q))
         g, gq = constraints(q), jax.jacfwd(constraints)(q)
         gdot = gq @ qd
         gamma = jax.jvp(lambda z: jax.jvp(constraints, (z,), (qd,))[1], (q,), (qd,))[1]
-        n = q.shape[0]
-        kkt = jnp.block([[m, gq.T], [gq, jnp.zeros((6, 6), q.dtype)]])
-        rhs = jnp.concatenate([f, -gamma - 2 * alpha * gdot - beta**2 * g])
-        sol = jnp.linalg.solve(kkt, rhs)
-        return qd, sol[:n]
+        n, nc = q.shape[0], g.shape[0]
+        kkt = jnp.block([[m, gq.T], [gq, jnp.zeros((nc, nc), q.dtype)]])
+        rhs = jnp.concatenate([f, -gamma - 2 * self.alpha * gdot - self.beta**2 * g])
+        return qd, jnp.linalg.solve(kkt, rhs)[:n]
 
-    return field
+
+def dae_vector_field(tree: Model | None = None, alpha: float = 0.0, beta: float = 0.0,
+                     closed_form: bool = False) -> DAEField:
+    """:class:`DAEField` with Baumgarte ``alpha``, ``beta`` (``tree`` is unused: the solve passes it as ``args``)."""
+    del tree
+    return DAEField(alpha, beta, closed_form)
 
 
 def multipliers(tree: Model, q, qd):
