@@ -19,7 +19,7 @@ from ._kinematics import pose_derivatives_kron as pose_derivatives_kron
 from ._kinematics import virtual_displacement as virtual_displacement
 from ._model import GROUND as GROUND
 from ._model import Model as Model
-from ._model import ModelBuilder as ModelBuilder
+from ._builder import ModelBuilder as ModelBuilder
 from ._dynamics import mass_matrix as mass_matrix
 from ._dynamics import bias_forces as bias_forces
 from ._dynamics import gravity_forces as gravity_forces
@@ -48,4 +48,6 @@ from .muscles import moment_arms as moment_arms
 from .muscles import moment_arms_batched as moment_arms_batched
 from .muscles import muscle_lengths as muscle_lengths
 from . import io as io
+from . import sweep as sweep
+from .sweep import sweep_poses as sweep_poses
 from . import models as models

@@ -94,12 +94,3 @@ class Model(eqx.Module):
         out = out.at[:, :3, 3].set(m[:, None] * c)
         out = out.at[:, 3, :3].set(m[:, None] * c)
         return out.at[:, 3, 3].set(m)
-
-
-def __getattr__(name: str):
-    # compatibility: ``from mbjax._model import ModelBuilder`` (the builder lives in _builder.py)
-    if name == "ModelBuilder":
-        from ._builder import ModelBuilder
-
-        return ModelBuilder
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,11 +18,8 @@ def test_inertia_problems_lists_each_problem():
     assert any("finite 3x3" in p for p in inertia_problems("d", 1.0, np.ones((2, 2))))
 
 
-def test_builder_raises_on_inertia_problems_and_old_import_works():
-    from mbjax._model import ModelBuilder
-
-    assert ModelBuilder is mbjax.ModelBuilder
-    b = ModelBuilder(["q"])
+def test_builder_raises_on_inertia_problems():
+    b = mbjax.ModelBuilder(["q"])
     with pytest.raises(ValueError, match="body 'a'.*triangle inequality"):
         b.add_body("a", map="q", mass=1.0, inertia=[1.0, 1.0, 3.0])
     with pytest.raises(ValueError, match="not a unit vector"):

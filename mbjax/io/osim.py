@@ -69,7 +69,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._model import GROUND, ModelBuilder
+from .._builder import ModelBuilder
+from .._model import GROUND
 from ..maps.affine import Affine
 from ..maps.constant import Constant
 from ..muscles.paths import (

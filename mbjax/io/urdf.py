@@ -20,7 +20,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from .._model import GROUND, Model, ModelBuilder
+from .._builder import ModelBuilder
+from .._model import GROUND, Model
 from .._spatial import rpy_matrix
 from ..maps import Affine, Constant
 

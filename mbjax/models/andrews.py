@@ -47,7 +47,8 @@ import numpy as np
 
 from .._dynamics import bias_forces, generalized_forces, inverse_dynamics, mass_matrix
 from .._kinematics import point_positions, pose_derivatives
-from .._model import Model, ModelBuilder
+from .._builder import ModelBuilder
+from .._model import Model
 from ..constraints import ImplicitMap, LoopConstraint
 from ..maps import Affine, Fourier
 from ..maps._base import AbstractJointMap, replace_fields

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._model import ModelBuilder
+from .._builder import ModelBuilder
 from ..maps import Affine
 
 COORDINATES = ("x_H", "y_H", "phi1", "phi2", "phi3", "phi4", "phi5", "phi6", "phi7")
