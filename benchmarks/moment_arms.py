@@ -1,134 +1,123 @@
-"""Moment-arm throughput: mbjax (batched, jit) vs OpenSim's ``computeMomentArm`` loop.
+"""Moment-arm throughput: ``jax.vmap(mbjax.moment_arms)`` vs OpenSim's ``computeMomentArm`` loop.
 
-All 14 shoulder muscles (MoBL/Holzbaur, :mod:`mbjax.models.shoulder`) x the 3 shoulder
-coordinates, on the 181-pose elevation grid and on N random poses (default 100 000).  Prints model
-load time, compile time, mbjax time per pose (fast path :func:`moment_arms_batched`, i.e. the
-:func:`moment_arms` kernel with the poses as the last axis in chunks of ``--batch-size``; also
-``jax.vmap(moment_arms)``, the previous joint-space fast path, the Eq. 193 block form and a float32
-row), OpenSim's time per pose on the same model file (if installed; a subsample of poses, 14 x 3
-``computeMomentArm`` calls per pose) and the ratio.  Target (issue 5): >= 1000x per pose, load +
-compile <= 30 s.  Times are the best of several calls (the machine may be shared).
+Run: ``.venv/bin/python benchmarks/moment_arms.py [--quick] [--device gpu] [--float32] [--poses N]``.
 
-Run: ``.venv/bin/python benchmarks/moment_arms.py [--random N] [--osim-poses M] [--batch-size B]``
+Models: the full MoBL-ARMS file (54 paths × 7 coordinates) with its wrap objects removed (the
+issue-13 target: ≥ 5000× OpenSim per pose through plain vmap on CPU) and the 14-muscle × 3-coordinate
+shoulder of the Ehsani experiment.  N random poses uniform in the file's coordinate ranges.
+Routes, all in one run: the fast path ``jax.vmap(moment_arms)`` (batch-last kernel, cache-sized
+chunks on CPU), ``moment_arms_batched`` with a memory chunk, the autodiff twin
+``-jacfwd(muscle_lengths)`` and the Eq. 193 block form (test oracles, fewer poses).  OpenSim (if
+installed) loads the same wrap-free file and loops ``computeMomentArm`` over every muscle and
+coordinate of a pose subsample.  MoBL is read from the shared data folder (``MBJAX_SHARED_DATA``).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
+import tempfile
 import time
+import xml.etree.ElementTree as ET
 
-import equinox as eqx
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-jax.config.update("jax_enable_x64", True)
+from _timing import device_setup, timed  # sets the platform before jax starts
 
-from mbjax.models.shoulder import shoulder_model, trimmed_osim  # noqa: E402
-from mbjax.muscles import moment_arms, moment_arms_batched, moment_arms_block  # noqa: E402
-from mbjax.muscles.moment_arms import _moment_arms_joint_space  # noqa: E402
+ARGS = device_setup(extra=lambda ap: (ap.add_argument("--poses", type=int, default=None),
+                                      ap.add_argument("--osim-poses", type=int, default=None)))
 
+import equinox as eqx  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
-def timed(fn, *args, repeat=10):
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t)
-    return best
+from mbjax.io import load_osim  # noqa: E402
+from mbjax.models.shoulder import trimmed_osim  # noqa: E402
+from mbjax.muscles import moment_arms, moment_arms_autodiff, moment_arms_batched, moment_arms_block  # noqa: E402
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--random", type=int, default=100_000)
-    ap.add_argument("--osim-poses", type=int, default=200)
-    ap.add_argument("--chunk", type=int, default=25_000, help="poses per call")
-    ap.add_argument("--batch-size", type=int, default=64, help="poses per kernel step inside a call")
-    args = ap.parse_args(argv)
+def strip_wrapping(src: str) -> str:
+    """A copy of an .osim file without wrap objects on paths (OpenSim and mbjax read the same file)."""
+    tree = ET.parse(src)
+    for pws in tree.getroot().iter("PathWrapSet"):
+        objs = pws.find("objects")
+        if objs is not None:
+            for w in list(objs):
+                objs.remove(w)
+    fd, out = tempfile.mkstemp(suffix="_nowrap.osim")
+    os.close(fd)
+    tree.write(out)
+    return out
 
-    t = time.perf_counter()
-    model = shoulder_model("holzbaur")
-    t_load = time.perf_counter() - t
-    nm, nq = len(model.muscle_names), model.n_coordinates
-    grid = np.zeros((181, 3))
-    grid[:, 1] = np.deg2rad(np.arange(181.0))
-    grid[-1, 1] = 3.14159265
-    rng = np.random.default_rng(0)
-    rand = np.stack([rng.uniform(-1.5, 2.0, args.random), rng.uniform(0, 3.1, args.random),
-                     rng.uniform(-1.5, 1.5, args.random)], 1)
 
-    fast = jax.jit(lambda m, q: moment_arms_batched(m, q, args.batch_size))
-    vmapped = jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))
-    previous = jax.jit(jax.vmap(_moment_arms_joint_space, in_axes=(None, 0)))
-    block = jax.jit(jax.vmap(moment_arms_block, in_axes=(None, 0)))
-    t = time.perf_counter()
-    jax.block_until_ready(fast(model, jnp.asarray(grid)))
-    t_compile = time.perf_counter() - t
-    print(f"model: {nm} muscles x {nq} coordinates, {model.n_bodies} bodies")
-    print(f"load {t_load:.2f} s, first call (compile + run, 181 poses) {t_compile:.2f} s, "
-          f"total {t_load + t_compile:.2f} s (target <= 30 s)")
-    t_grid = timed(fast, model, jnp.asarray(grid))
-    others = {}
-    for name, fn in (("vmap(moment_arms)", vmapped), ("previous joint-space path", previous),
-                     ("block form (Eq. 193)", block)):
-        jax.block_until_ready(fn(model, jnp.asarray(grid)))
-        others[name] = timed(fn, model, jnp.asarray(grid))
-    print(f"181-pose grid: fast path {1e6 * t_grid / 181:.2f} us/pose, "
-          + ", ".join(f"{k} {1e6 * v / 181:.2f} us/pose" for k, v in others.items()))
-    diff = jnp.max(jnp.abs(fast(model, jnp.asarray(grid)) - previous(model, jnp.asarray(grid))))
-    print(f"  max |fast - previous| on the grid: {float(diff):.1e} m")
-    chunk = min(args.chunk, args.random)
+def mobl_path():
+    from mbjax.models.shoulder import _source
 
-    def per_pose_random(fn, mdl, dtype=jnp.float64, sweeps=2):
-        jax.block_until_ready(fn(mdl, jnp.asarray(rand[:chunk], dtype)))  # compile for the chunk shape
-        best = np.inf
-        for _ in range(sweeps):  # best sweep over all poses
-            t = time.perf_counter()
-            for s in range(0, args.random - chunk + 1, chunk):
-                jax.block_until_ready(fn(mdl, jnp.asarray(rand[s:s + chunk], dtype)))
-            best = min(best, time.perf_counter() - t)
-        return best
+    return _source(None)
 
-    n_done = (args.random // chunk) * chunk
-    t_rand = per_pose_random(fast, model)
-    per_pose = t_rand / n_done
-    print(f"{n_done} random poses: {t_rand:.2f} s, {1e6 * per_pose:.2f} us/pose")
-    t_vmap = per_pose_random(vmapped, model, sweeps=1)
-    print(f"  jax.vmap(moment_arms), {chunk} poses per call: {1e6 * t_vmap / n_done:.2f} us/pose")
-    model32 = jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, model)
-    t32 = per_pose_random(fast, model32, jnp.float32)
-    r32 = fast(model32, jnp.asarray(rand[:1000], jnp.float32))
-    r64 = fast(model, jnp.asarray(rand[:1000]))
-    err32 = float(jnp.max(jnp.abs(r32 - r64)))
-    print(f"  float32: {1e6 * t32 / n_done:.2f} us/pose (max |R32 - R64| {err32:.1e} m)")
 
+def opensim_us_per_pose(path, names, qs):
     try:
         import opensim as osim
     except ImportError:
-        print("opensim not installed: no OpenSim timing (pip install opensim)")
-        return
-    path = trimmed_osim(out=os.path.join("/tmp", f"mbjax_bench_shoulder_{os.getpid()}.osim"))
+        return float("nan")
+    om = osim.Model(path)
+    state = om.initSystem()
+    cs = om.getCoordinateSet()
+    coords = [cs.get(n) for n in names]
+    muscles = [om.getMuscles().get(i) for i in range(om.getMuscles().getSize())]
+    t = time.perf_counter()
+    for q in qs:
+        for c, v in zip(coords, q):
+            c.setValue(state, float(v), False)
+        om.assemble(state)  # satisfy the coupler constraints, as OpenSim users do
+        for c in coords:
+            for m in muscles:
+                m.computeMomentArm(state, c)
+    return 1e6 * (time.perf_counter() - t) / len(qs)
+
+
+def main():
+    n = ARGS.poses or (4096 if ARGS.quick else 65536)
+    n_osim = ARGS.osim_poses or (20 if ARGS.quick else 100)
+    dtype = np.float32 if ARGS.float32 else np.float64
+    src = mobl_path()
+    full = strip_wrapping(src)
+    shoulder = trimmed_osim(out=tempfile.mkstemp(suffix="_shoulder.osim")[1])
+    print(f"moment arms on {jax.devices()[0].platform}, {n} random poses, {np.dtype(dtype).name}")
+    print(f"{'model':<28}{'route':<30}{'µs/pose':>10}{'OpenSim/mbjax':>14}{'compile s':>10}{'max |diff| m':>13}")
     try:
-        om = osim.Model(path)
-        state = om.initSystem()
-        cs = om.getCoordinateSet()
-        coords = [cs.get(n) for n in model.coordinate_names]
-        muscles = [om.getMuscles().get(i) for i in range(om.getMuscles().getSize())]
-        n = min(args.osim_poses, args.random)
-        t = time.perf_counter()
-        for q in rand[:n]:
-            for c, v in zip(coords, q):
-                c.setValue(state, float(v), False)
-            om.assemble(state)  # satisfy the coupler constraints, as OpenSim users do
-            for c in coords:
-                for m in muscles:
-                    m.computeMomentArm(state, c)
-        t_os = (time.perf_counter() - t) / n
+        for label, path in ((f"MoBL full, wrap-free", full), ("MoBL shoulder", shoulder)):
+            t0 = time.perf_counter()
+            model = load_osim(path)
+            load_s = time.perf_counter() - t0
+            if ARGS.float32:
+                model = jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, model)
+            info = model.extras["osim"]
+            lo, hi = np.asarray(info.lower), np.asarray(info.upper)
+            rng = np.random.default_rng(0)
+            qs = (lo + (hi - lo) * rng.uniform(size=(n, model.n_coordinates))).astype(dtype)
+            label = f"{label} ({len(model.muscle_names)}x{model.n_coordinates})"
+            t_os = opensim_us_per_pose(path, model.coordinate_names, qs[:n_osim].astype(np.float64))
+            fast = jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))
+            chunked = jax.jit(lambda m, q: moment_arms_batched(m, q, 16384))
+            auto = jax.jit(jax.vmap(moment_arms_autodiff, in_axes=(None, 0)))
+            block = jax.jit(jax.vmap(moment_arms_block, in_axes=(None, 0)))
+            qj = jnp.asarray(qs)
+            m_small = min(n, 1024)
+            ref = np.asarray(auto(model, qj[:m_small]))
+            rows = [("jax.vmap(moment_arms)", fast, qj), ("moment_arms_batched(16384)", chunked, qj),
+                    ("autodiff -jacfwd(L) (oracle)", auto, qj[:m_small]), ("Eq. 193 block (oracle)", block, qj[:m_small])]
+            for name, fn, x in rows:
+                compile_s, best = timed(fn, model, x, repeat=2 if ARGS.quick else 5)
+                us = 1e6 * best / x.shape[0]
+                diff = float(np.max(np.abs(np.asarray(fn(model, qj[:m_small])) - ref)))
+                extra = f" (+ load {load_s:.1f} s)" if name.startswith("jax.vmap") else ""
+                print(f"{label:<28}{name:<30}{us:>10.3f}{t_os / us:>14.0f}{compile_s:>10.2f}{diff:>13.1e}{extra}", flush=True)
+            print(f"{label:<28}{'OpenSim computeMomentArm':<30}{t_os:>10.0f}{'1':>14}")
     finally:
-        os.remove(path)
-    print(f"OpenSim computeMomentArm loop: {1e6 * t_os:.0f} us/pose ({n} poses)")
-    print(f"ratio OpenSim / mbjax per pose: {t_os / per_pose:.0f}x (target >= 1000x)")
+        os.remove(full)
+        os.remove(shoulder)
+    print("target (issue 13): jax.vmap(moment_arms) >= 5000x OpenSim on the wrap-free full MoBL, CPU")
 
 
 if __name__ == "__main__":
