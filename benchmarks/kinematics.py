@@ -28,8 +28,8 @@ import jax.numpy as jnp  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 import mbjax  # noqa: E402
-from _trees import random_poses, random_tree  # noqa: E402
-from dynamics import pin_order, pinocchio_model, time_pinocchio, urdf_tree  # noqa: E402
+from _trees import random_poses, random_tree, urdf_tree  # noqa: E402
+from dynamics import pin_order, pinocchio_model, time_pinocchio  # noqa: E402
 
 
 def cast(model, dtype):

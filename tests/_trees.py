@@ -83,3 +83,29 @@ def random_tree(
 def random_poses(seed: int, n: int, n_coordinates: int, scale: float = 1.0):
     rng = np.random.default_rng(seed)
     return jnp.asarray(rng.uniform(-scale, scale, size=(n, n_coordinates)))
+
+
+def _vec(v):
+    return " ".join(f"{x:.17g}" for x in v)
+
+
+def urdf_tree(n: int, seed: int, chain: bool) -> str:
+    """A URDF tree of ``n`` revolute links (a chain, or random parents among the last 3 links)."""
+    rng = np.random.default_rng(seed)
+    parts = [f'<robot name="tree{n}"><link name="base"/>']
+    for k in range(n):
+        parts.append(
+            f'<link name="l{k}"><inertial><origin xyz="{_vec(rng.normal(size=3) * 0.05)}" '
+            f'rpy="{_vec(rng.normal(size=3))}"/><mass value="{rng.uniform(0.5, 2):.17g}"/>'
+            '<inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        )
+    for k in range(n):
+        parent = "base" if k == 0 else (f"l{k - 1}" if chain else f"l{int(rng.integers(max(0, k - 3), k))}")
+        axis = rng.normal(size=3)
+        parts.append(
+            f'<joint name="j{k}" type="revolute"><parent link="{parent}"/><child link="l{k}"/>'
+            f'<origin xyz="{_vec(rng.normal(size=3) * 0.2)}" rpy="{_vec(rng.normal(size=3))}"/>'
+            f'<axis xyz="{_vec(axis / np.linalg.norm(axis))}"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>'
+        )
+    parts.append("</robot>")
+    return "".join(parts)
