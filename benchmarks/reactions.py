@@ -27,7 +27,7 @@ import jax.numpy as jnp  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from _trees import random_poses, random_tree  # noqa: E402
 
-from mbjax import _reactions as rx  # noqa: E402
+from mbjax import reactions as rx  # noqa: E402
 from mbjax.models import planar_human as ph  # noqa: E402
 from _timing import timed  # noqa: E402
 

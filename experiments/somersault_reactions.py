@@ -27,7 +27,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from mbjax import _reactions as rx  # noqa: E402
+from mbjax import reactions as rx  # noqa: E402
 from mbjax.models import planar_human as ph  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "somersault_reactions")

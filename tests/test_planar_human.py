@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mbjax import _reactions as rx
+from mbjax import reactions as rx
 from mbjax.models import planar_human as ph
 
 PAR = ph.default_parameters()

@@ -15,7 +15,7 @@ import pytest
 from _trees import random_poses, random_tree
 
 import mbjax
-from mbjax import _reactions as rx
+from mbjax import reactions as rx
 
 HAVE_DYNAMICS = os.path.exists(os.path.join(os.path.dirname(mbjax.__file__), "_dynamics.py"))
 
