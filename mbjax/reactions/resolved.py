@@ -137,7 +137,7 @@ def _reaction_kernel(model: Model, spec: ReactionSpec, ext_bodies: tuple, q, qd,
     comps = [None] * spec.n_joints
     recon = [None] * spec.n_joints
     chain_pos = [k for k, kind in enumerate(spec.kinds) if kind == CHAIN]
-    quality = jnp.zeros((0,) + q.shape[1:], dtype)
+    quality = None  # (no chains: a zero-size output would break the chunked batch rule)
     if chain_pos:
         z, quality = _chain_directions(model, spec, kin, ops, chain_pos)  # (n_c, m_max, 6, *b)
         lam = ops.dot(z, local[np.asarray(chain_pos)][:, None])  # (n_c, m_max, *b)
