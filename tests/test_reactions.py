@@ -418,3 +418,24 @@ def test_spec_for_another_model_is_refused():
     # same topology, other parameters (e.g. under grad or jit): accepted
     heavier = eqx.tree_at(lambda m: m.mass, model, model.mass * 2)
     rx.joint_reactions(heavier, jnp.zeros(3), jnp.zeros(3), jnp.zeros(3), rx.reaction_spec(model))
+
+
+def test_coupled_chain_uses_relative_twist_jacobian():
+    """Two revolutes of a zero-inertia chain driven by one coordinate (a coupled knee-like joint):
+    dof 1 < 2 moving joints, so the free direction is J_rel, not the two twists."""
+    from mbjax.maps import Affine
+
+    b = mbjax.ModelBuilder(["a", "c"], gravity=[0, -9.81, 0])
+    b.add_body("thigh", axis=[0, 0, 1], map="c", mass=6.0, com=[0, -0.2, 0], inertia=np.diag([0.1, 0.02, 0.1]))
+    b.add_body("r1", parent="thigh", axis=[0, 0, 1], map="a", translation=[0, -0.4, 0])
+    b.add_body("shank", parent="r1", axis=[1, 0, 0], map=Affine(["a"], [0.3], 0.05), translation=[0, -0.02, 0.01],
+               mass=3.0, com=[0, -0.2, 0], inertia=np.diag([0.05, 0.01, 0.05]))
+    model = b.build()
+    spec = rx.reaction_spec(model, ["shank"])
+    assert spec.kinds == ("chain",) and spec.n_components == (5,)
+    q, qd, qdd = _state(31, 2)
+    fast = rx.joint_reactions(model, q, qd, qdd, spec)
+    dense = rx.joint_reactions_dense(model, q, qd, qdd, spec)
+    assert _rel(fast.local, dense.local) < 1e-10
+    assert _rel(fast.reaction, dense.reaction) < 1e-10
+    np.testing.assert_allclose(jnp.linalg.norm(fast.components[0]), jnp.linalg.norm(dense.components[0]), rtol=1e-10)
