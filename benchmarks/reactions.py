@@ -1,84 +1,100 @@
-"""Benchmark: joint reactions in resolved form (Eq. 2.10) vs the classical formula (Eq. 2.11).
+"""Benchmark: joint reactions vs inverse dynamics, both vmapped over poses, in one run.
 
-Per-frame times, vmapped over frames, float64, all from one run:
-(a) the paper's planar seven-segment human (p ∈ R²¹, 12 joint constraints): Eq. 2.10 with
-    z at hip/knee/ankle (the paper's use), Eq. 2.10 at all six joints, Eq. 2.11 (all joints, it
-    cannot open a subset);
-(b) 3-D random trees (identity-and-affine maps, every body massive, nq = nb): the generic
-    ``mbjax.joint_reactions`` (full wrenches + components), the literal Eq. 2.10
-    (``resolved_multipliers``) and Eq. 2.11 (``joint_reactions_classical``).
-
-    .venv/bin/python benchmarks/reactions.py [--frames 2048]
+Run: ``.venv/bin/python benchmarks/reactions.py [--quick] [--device gpu] [--float32]``.
+``jax.vmap(mbjax.joint_reactions)`` (one Newton-Euler pass, batch-last kernel: full wrenches,
+components and constraint parts at every joint) against ``jax.vmap(mbjax.inverse_dynamics)``
+on the same poses (target: reactions ≤ 3x inverse dynamics), and the dense oracle
+(``mbjax.reactions.joint_reactions_dense``: Eq. 2.10 with D, E by jacfwd over 6 n_j augmented
+coordinates) on fewer poses.  Models: the URDF 7-dof chain and 20-dof tree of
+``benchmarks/dynamics.py`` (every body massive, revolute joints), a random tree with
+zero-inertia chains and nonlinear maps (``tests/_trees.py``), and the seven-segment planar
+human of Blajer & Czaplicki.  The last column is the largest difference to the dense oracle.
 """
 
-from __future__ import annotations
-
-import argparse
 import os
 import sys
 
-import jax
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
+from _timing import device_setup, timed  # noqa: E402  (sets the platform before jax starts)
 
-import equinox as eqx  # noqa: E402
+ARGS = device_setup(__doc__.splitlines()[0])
+
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-from _trees import random_poses, random_tree  # noqa: E402
-
-from mbjax import _reactions as rx  # noqa: E402
+import mbjax  # noqa: E402
+from mbjax import reactions as rx  # noqa: E402
+from mbjax.io import load_urdf  # noqa: E402
 from mbjax.models import planar_human as ph  # noqa: E402
-from _timing import timed  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from _trees import random_tree  # noqa: E402
 
 
+def _vec(v):
+    return " ".join(f"{x:.17g}" for x in v)
+
+
+def urdf_tree(n: int, seed: int, chain: bool) -> str:
+    """The URDF tree of ``benchmarks/dynamics.py`` (``n`` revolute links, chain or random parents)."""
+    rng = np.random.default_rng(seed)
+    parts = [f'<robot name="tree{n}"><link name="base"/>']
+    for k in range(n):
+        parts.append(
+            f'<link name="l{k}"><inertial><origin xyz="{_vec(rng.normal(size=3) * 0.05)}" '
+            f'rpy="{_vec(rng.normal(size=3))}"/><mass value="{rng.uniform(0.5, 2):.17g}"/>'
+            '<inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        )
+    for k in range(n):
+        parent = "base" if k == 0 else (f"l{k - 1}" if chain else f"l{int(rng.integers(max(0, k - 3), k))}")
+        axis = rng.normal(size=3)
+        parts.append(
+            f'<joint name="j{k}" type="revolute"><parent link="{parent}"/><child link="l{k}"/>'
+            f'<origin xyz="{_vec(rng.normal(size=3) * 0.2)}" rpy="{_vec(rng.normal(size=3))}"/>'
+            f'<axis xyz="{_vec(axis / np.linalg.norm(axis))}"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>'
+        )
+    parts.append("</robot>")
+    return "".join(parts)
+
+
+def models():
+    yield "7-dof chain (URDF)", load_urdf(urdf_tree(7, 0, True))
+    yield "20-dof tree (URDF)", load_urdf(urdf_tree(20, 1, False))
+    yield "tree, 0-inertia chains", random_tree(3, n_bodies=16, n_coordinates=8, chain_depth=8, zero_inertia_fraction=0.35)
+    yield "planar human (9 dof)", ph.planar_human()
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=2048)
-    args = parser.parse_args()
-    n = args.frames
-    print(f"JAX {jax.__version__} on {jax.devices()[0].platform}, float64, {n} frames (vmap)")
-
-    par = ph.default_parameters()
-    x = random_poses(0, 3 * n, 9)
-    q, qd, qdd = x[:n], x[n : 2 * n], x[2 * n :]
-    force = jnp.tile(jnp.asarray([100.0, 1500.0]), (n, 1))
-    tau = jnp.zeros((n, 6))
-    cases = {
-        "Eq. 2.10, z at H,K,A (6 λ)": jax.jit(jax.vmap(lambda a, b, c, f: ph.reactions_resolved(par, a, b, c, f))),
-        "Eq. 2.10, all joints (12 λ)": jax.jit(
-            jax.vmap(lambda a, b, c, f: ph.reactions_resolved(par, a, b, c, f, joints=tuple(range(6))))
-        ),
-        "Eq. 2.11 classical (12 λ)": jax.jit(jax.vmap(lambda a, b, c, f: ph.reactions_classical(par, a, b, f, tau[0]))),
-        "Eq. 3.3 analytic (6 λ)": jax.jit(jax.vmap(lambda a, b, c, f: ph.reactions_eq33(par, a, b, c, f))),
-    }
-    print("\n(a) planar seven-segment human")
-    print(f"{'route':<30} {'µs/frame':>10} {'compile s':>10}")
-    base = None
-    for name, fn in cases.items():
-        c, t = timed(fn, q, qd, qdd, force)
-        base = t if base is None else base
-        print(f"{name:<30} {1e6 * t / n:>10.2f} {c:>10.1f}   ratio to first {t / base:5.2f}")
-
-    print("\n(b) 3-D random trees, every joint opened (m = 5 nb)")
-    print(f"{'nb':>3} {'joint_reactions µs':>19} {'Eq.2.10 literal µs':>19} {'Eq.2.11 µs':>11} "
-          f"{'2.11 / 2.10':>11} {'2.11 / joint_reactions':>23}")
-    for nb in (4, 8, 12):
-        model = random_tree(nb, n_bodies=nb, n_coordinates=nb, zero_inertia_fraction=0.0, nonlinear=False)
+    args = ARGS
+    n_poses = 1024 if args.quick else 8192
+    n_dense = 64 if args.quick else 256
+    repeat = 3 if args.quick else 5
+    dtype = np.float32 if args.float32 else np.float64
+    print(f"joint reactions on {jax.devices()[0].platform}, {n_poses} poses (dense oracle {n_dense}), "
+          f"{np.dtype(dtype).name}")
+    print(f"{'model':<24}{'nj':>4}{'ID µs':>9}{'reactions µs':>14}{'react/ID':>10}{'dense µs':>10}"
+          f"{'dense/react':>12}{'compile s':>10}{'max |diff|':>12}")
+    for label, model in models():
+        if args.float32:
+            model = jax.tree.map(lambda a: a.astype(jnp.float32) if isinstance(a, jax.Array) and
+                                 jnp.issubdtype(a.dtype, jnp.floating) else a, model)
         spec = rx.reaction_spec(model)
-        m = max(n // 4, 64)
-        x = random_poses(1, 3 * m, nb)
-        a, b, c = x[:m], x[m : 2 * m], x[2 * m :]
-        fast = eqx.filter_jit(jax.vmap(lambda qq, vv, aa: rx.joint_reactions(model, qq, vv, aa, spec).local))
-        lit = eqx.filter_jit(jax.vmap(lambda qq, vv, aa: rx.resolved_multipliers(model, qq, vv, aa, spec)))
-        cla = eqx.filter_jit(jax.vmap(lambda qq, vv, aa: rx.joint_reactions_classical(model, qq, vv, spec)))
-        _, t_fast = timed(fast, a, b, c)
-        _, t_lit = timed(lit, a, b, c)
-        _, t_cla = timed(cla, a, b, c)
-        print(f"{nb:>3} {1e6 * t_fast / m:>19.2f} {1e6 * t_lit / m:>19.2f} {1e6 * t_cla / m:>11.2f} "
-              f"{t_cla / t_lit:>11.2f} {t_cla / t_fast:>23.2f}")
+        nq = model.n_coordinates
+        rng = np.random.default_rng(0)
+        q, qd, qdd = (jnp.asarray(rng.uniform(-1, 1, (n_poses, nq)).astype(dtype)) for _ in range(3))
+        inv = jax.jit(jax.vmap(mbjax.inverse_dynamics, in_axes=(None, 0, 0, 0)))
+        fast = jax.jit(jax.vmap(lambda m, a, b, c: rx.joint_reactions(m, a, b, c, spec), in_axes=(None, 0, 0, 0)))
+        dense = jax.jit(jax.vmap(lambda m, a, b, c: rx.joint_reactions_dense(m, a, b, c, spec), in_axes=(None, 0, 0, 0)))
+        _, t_id = timed(inv, model, q, qd, qdd, repeat=repeat)
+        c_fast, t_fast = timed(fast, model, q, qd, qdd, repeat=repeat)
+        small = (q[:n_dense], qd[:n_dense], qdd[:n_dense])
+        _, t_dense = timed(dense, model, *small, repeat=repeat)
+        a, b = fast(model, *small), dense(model, *small)
+        diff = float(jnp.max(jnp.abs(a.local - b.local)))
+        us_id, us_fast, us_dense = 1e6 * t_id / n_poses, 1e6 * t_fast / n_poses, 1e6 * t_dense / n_dense
+        print(f"{label:<24}{spec.n_joints:>4}{us_id:>9.2f}{us_fast:>14.2f}{us_fast / us_id:>10.2f}"
+              f"{us_dense:>10.1f}{us_dense / us_fast:>12.0f}{c_fast:>10.1f}{diff:>12.1e}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,17 @@
-"""Seven-segment planar human (Blajer & Czaplicki Fig. 1, Eq. 3.1-3.3)."""
+"""Seven-segment planar human (Blajer & Czaplicki Fig. 1, Eq. 3.1-3.3).
+
+The reactions of the module come from the general code (``mbjax.joint_reactions`` and the
+reaction oracles on the 3-D model); the hand-derived Eq. 3.3 and the planar kinematics of
+Eq. 3.1 are the independent oracle.
+"""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mbjax import _reactions as rx
+import mbjax
+from mbjax import reactions as rx
 from mbjax.models import planar_human as ph
 
 PAR = ph.default_parameters()
@@ -23,8 +29,8 @@ def _rel(a, b):
 
 resolved = jax.jit(ph.reactions_resolved, static_argnames="joints")
 eq33 = jax.jit(ph.reactions_eq33)
-blajer = jax.jit(ph.blajer_matrices, static_argnames="joints")
 minimal = jax.jit(ph.minimal_dynamics)
+MODEL = ph.planar_human(PAR)
 
 
 def test_anthropometry_de_leva():
@@ -35,38 +41,52 @@ def test_anthropometry_de_leva():
     assert float(PAR.c[1]) == pytest.approx(0.4095 * 0.4222)
 
 
+def _planar_e(q, spec):
+    """Blajer's E of the 3-D model (jacfwd over augmented coordinates) in the paper's layout:
+    rows [x_Ci, y_Ci, θ_i] of segments 1..7, columns z = world x, y translations at each joint."""
+    _, e = rx.blajer_matrices(MODEL, q, spec)
+    e = e.reshape(MODEL.n_bodies, 6, spec.n_joints, 5)[2:]  # segments; per joint [t_x, t_y, t_z, r_b1, r_b2]
+    rot = mbjax.body_poses(MODEL, q)[np.asarray(spec.joints), :3, :3]
+    e_world = jnp.einsum("bkjt,jwt->bkjw", e[..., :3], rot)[..., :2]  # unit world translations
+    return e_world[:, np.asarray([3, 4, 2])].reshape(21, -1)
+
+
 def test_e_matrix_is_eq_3_2():
     """E at z1..z6 reproduces the block pattern of Eq. 3.2 (and E(1) = E(5..7) = 0)."""
     q, _, _ = _state(0)
-    _, e = blajer(PAR, q)
+    e = _planar_e(q, ph.spec((0, 1, 2)))
     e2 = np.array([[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]])
     e3 = np.array([[1, 0, 1, 0, 0, 0], [0, 1, 0, 1, 0, 0], [0, 0, 0, 0, 0, 0]])
     e4 = np.array([[1, 0, 1, 0, 1, 0], [0, 1, 0, 1, 0, 1], [0, 0, 0, 0, 0, 0]])
     expected = np.zeros((21, 6))
     expected[3:6], expected[6:9], expected[9:12] = e2, e3, e4
-    np.testing.assert_array_equal(np.asarray(e), expected)
+    np.testing.assert_allclose(np.asarray(e), expected, atol=1e-14)
 
 
 def test_ce_identity_cd_zero():
-    """Eq. 2.6-2.7 with C = ∂Φ/∂p from the implicit constraints (all 12 joint constraints)."""
+    """Eq. 2.6-2.7 on the model with every joint opened (C from rigid-body kinematics), and the
+    D of the model = jacfwd of the planar Eq. 3.1."""
     q, _, _ = _state(1)
-    p = ph.body_coordinates(PAR, q)
-    c = jax.jacfwd(lambda pp: ph.constraints(PAR, pp))(p)
-    d, e = blajer(PAR, q, joints=tuple(range(6)))
-    np.testing.assert_allclose(c @ d, 0, atol=1e-14)
-    np.testing.assert_allclose(c @ e, np.eye(12), atol=1e-14)
-    # Φ(g(q, z)) = z exactly
-    z = jnp.asarray(np.random.default_rng(2).normal(size=12) * 0.1)
-    np.testing.assert_allclose(ph.constraints(PAR, ph.body_coordinates(PAR, q, z)), z, atol=1e-14)
+    spec = rx.reaction_spec(MODEL)
+    c = rx.constraint_matrix(MODEL, q, spec)
+    d, e = rx.blajer_matrices(MODEL, q, spec)
+    np.testing.assert_allclose(c @ d, 0, atol=1e-13)
+    np.testing.assert_allclose(c @ e, np.eye(c.shape[0]), atol=1e-13)
+    d_planar = jax.jacfwd(lambda x: ph.body_coordinates(PAR, x))(q)
+    d_model = d.reshape(MODEL.n_bodies, 6, 9)[2:][:, np.asarray([3, 4, 2])].reshape(21, 9)
+    np.testing.assert_allclose(d_model, d_planar, atol=1e-13)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_eq_3_3_reproduced(seed):
-    """Eq. 2.10 (jacfwd D, E, JVP γ) = the analytic λ1..λ6 of Eq. 3.3 to 1e-12 relative."""
+    """Eq. 2.10 (mbjax.joint_reactions, O(n)) = the analytic λ1..λ6 of Eq. 3.3 to 1e-12 relative;
+    the dense jacfwd oracle of Eq. 2.10 too."""
     q, qd, qdd = _state(seed)
     force = jnp.asarray([150.0, 1200.0]) * (seed + 1)
     lam = resolved(PAR, q, qd, qdd, force)
     assert _rel(lam, eq33(PAR, q, qd, qdd, force)) < 1e-12
+    dense = rx.joint_reactions_dense(MODEL, q, qd, qdd, ph.spec(), ph.loads(PAR, force))
+    assert _rel(-dense.force[:, :2].reshape(-1), lam) < 1e-12
 
 
 def test_resolved_equals_classical_planar():
@@ -105,10 +125,12 @@ def test_mbjax_model_matches_paper():
 def test_somersault_smooth_and_consistent():
     """Flight: R = 0 and the COM is ballistic; support: R_y > 0 with its peak at t = 0."""
 
+    coords = lambda s: ph.body_coordinates(PAR, ph.somersault_q(PAR, s))
+
     @jax.jit
     def frames(t):
         q, qd, qdd, force = jax.vmap(lambda s: ph.somersault(PAR, s))(t)
-        acc = jax.vmap(lambda a, b, c: ph.blajer_matrices(PAR, a)[0] @ c + ph.gamma(PAR, a, b))(q, qd, qdd)
+        acc = jax.vmap(jax.jacfwd(jax.jacfwd(coords)))(t)  # p̈ of Eq. 3.1 along the motion
         lam = jax.vmap(lambda a, b, c, f: ph.reactions_eq33(PAR, a, b, c, f))(q, qd, qdd, force)
         return qdd, force, acc, lam
 

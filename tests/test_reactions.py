@@ -15,7 +15,7 @@ import pytest
 from _trees import random_poses, random_tree
 
 import mbjax
-from mbjax import _reactions as rx
+from mbjax import reactions as rx
 
 HAVE_DYNAMICS = os.path.exists(os.path.join(os.path.dirname(mbjax.__file__), "_dynamics.py"))
 
@@ -296,3 +296,151 @@ def test_rank_deficient_chain_raises():
     assert spec.n_components == (4,)
     with pytest.raises(Exception, match="rank-deficient"):
         rx.joint_reactions(model, jnp.zeros(2), jnp.zeros(2), jnp.zeros(2), spec)
+
+
+# --------------------------------------------------------------------------------------------
+# fast O(n) path vs the dense jacfwd oracle
+# --------------------------------------------------------------------------------------------
+
+
+def _projectors(zs):
+    return [z @ z.T for z in zs]
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_fast_equals_dense_oracle_with_chains_and_loads(seed):
+    """Newton-Euler subtree wrenches + closed-form Z vs Eq. 2.10 with jacfwd D, E and eigh Z."""
+    model = random_tree(seed, n_bodies=10, n_coordinates=5, chain_depth=7, zero_inertia_fraction=0.45)
+    spec = rx.reaction_spec(model)
+    assert "chain" in spec.kinds
+    q, qd, qdd = _state(seed, 5)
+    loads = _loads(model, seed)
+    fast = rx.joint_reactions(model, q, qd, qdd, spec, loads)
+    dense = rx.joint_reactions_dense(model, q, qd, qdd, spec, loads)
+    for name in ("force", "moment", "local", "reaction"):
+        assert _rel(getattr(fast, name), getattr(dense, name)) < 1e-10, name
+    np.testing.assert_allclose(fast.point, dense.point, atol=1e-13)
+    # components: same basis for fixed kinds; for chains compare through the projector
+    zs = rx.prohibited_directions(model, q, spec)
+    for k, kind in enumerate(spec.kinds):
+        assert fast.components[k].shape == (spec.n_components[k],)
+        if kind != "chain":
+            assert _rel(fast.components[k], dense.components[k]) < 1e-10
+        else:
+            # fast components on an orthonormal basis of the same prohibited subspace
+            assert _rel(zs[k] @ (zs[k].T @ fast.local[k]), fast.reaction[k]) < 1e-10
+            assert abs(float(jnp.linalg.norm(fast.components[k]) - jnp.linalg.norm(dense.components[k]))) < 1e-9
+
+
+def test_chain_basis_is_orthonormal_complement():
+    """Closed-form Z_c of chains: orthonormal, ⟂ the relative twist Jacobian (by jacfwd)."""
+    from mbjax.reactions import dense, resolved
+    from mbjax._batching import Small
+    from mbjax._kinematics import forward_pass
+
+    model = random_tree(22, n_bodies=10, n_coordinates=5, chain_depth=7, zero_inertia_fraction=0.45)
+    spec = rx.reaction_spec(model)
+    q, qd, qdd = _state(22, 5)
+    kin = forward_pass(model, q, qd, qdd)
+    pos = [k for k, kind in enumerate(spec.kinds) if kind == "chain"]
+    z, quality = resolved._chain_directions(model, spec, kin, Small(0, q.dtype), pos)
+    assert bool(jnp.all(quality > 1e-6))
+    zd = rx.prohibited_directions(model, q, spec)
+    for i, k in enumerate(pos):
+        zk = z[i, : spec.n_components[k]].T  # (6, m)
+        np.testing.assert_allclose(zk.T @ zk, np.eye(zk.shape[1]), atol=1e-12)
+        np.testing.assert_allclose(zk @ zk.T, zd[k] @ zd[k].T, atol=1e-10)
+        jr = dense._relative_twist_jacobian(model, q, spec.joints[k], spec.parents[k])
+        np.testing.assert_allclose(zk.T @ jr, 0, atol=1e-10)
+
+
+def test_ball_chain_components_are_child_axis_forces():
+    """A ball joint as three revolutes: the closed-form Z gives [F_x, F_y, F_z] in child axes."""
+    b = mbjax.ModelBuilder(["x", "y", "z"], gravity=[0, -9.81, 0])
+    b.add_body("r1", axis=[0, 0, 1], map="z", translation=[0, 1.0, 0])
+    b.add_body("r2", parent="r1", axis=[1, 0, 0], map="x")
+    b.add_body("femur", parent="r2", axis=[0, 1, 0], map="y", mass=8.0, com=[0, -0.18, 0],
+               inertia=np.diag([0.1, 0.02, 0.1]))
+    model = b.build()
+    q, qd, qdd = _state(12, 3)
+    out = rx.joint_reactions(model, q, qd, qdd)
+    np.testing.assert_allclose(out.components[0], out.local[0, 3:], atol=1e-12)
+
+
+def test_batched_equals_loop_and_compiles_once():
+    """jax.vmap(joint_reactions) (one batch-last kernel) = a loop of single poses; one trace."""
+    model = random_tree(23, n_bodies=8, n_coordinates=4, zero_inertia_fraction=0.4)
+    spec = rx.reaction_spec(model)
+    qs = random_poses(23, 3 * 70, 4)  # 70 poses: more than one CPU chunk, with padding
+    q, qd, qdd = qs[:70], qs[70:140], qs[140:]
+    rng = np.random.default_rng(23)
+    bodies = ("b1", "b5")
+    pts, frc = jnp.asarray(rng.normal(size=(70, 2, 3))), jnp.asarray(rng.normal(size=(70, 2, 3)) * 4)
+
+    @eqx.filter_jit
+    @eqx.debug.assert_max_traces(max_traces=1)
+    def batched(m, a, b, c, p, f):
+        return jax.vmap(lambda a, b, c, p, f: rx.joint_reactions(m, a, b, c, spec, rx.ExternalLoads(bodies, p, f)))(
+            a, b, c, p, f
+        )
+
+    out = batched(model, q, qd, qdd, pts, frc)
+    out2 = batched(model, q + 0.1, qd, qdd, pts, frc)  # same shapes: no retrace
+    assert out2.force.shape == (70, spec.n_joints, 3)
+    for i in (0, 37, 69):
+        single = rx.joint_reactions(model, q[i], qd[i], qdd[i], spec, rx.ExternalLoads(bodies, pts[i], frc[i]))
+        for name in ("force", "moment", "point", "local", "reaction"):
+            np.testing.assert_allclose(getattr(out, name)[i], getattr(single, name), rtol=1e-12, atol=1e-12)
+        for a, b in zip(out.components, single.components):
+            np.testing.assert_allclose(a[i], b, rtol=1e-12, atol=1e-12)
+
+
+def test_gradients_through_fast_path():
+    """Derivatives of the batch-last kernel (custom_jvp) = those of the dense oracle."""
+    model = random_tree(24, n_bodies=4, n_coordinates=2, zero_inertia_fraction=0.3)
+    spec = rx.reaction_spec(model)
+    q, qd, qdd = _state(24, 2)
+
+    @eqx.filter_jit
+    def derivs(fn):
+        dq = jax.jacfwd(lambda x: fn(model, x, qd, qdd, spec).local)(q)
+        dm = jax.grad(lambda m: jnp.sum(fn(m, q, qd, qdd, spec).reaction ** 2))(model)
+        return dq, dm.mass
+
+    (dq, dm), (dq_d, dm_d) = derivs(rx.joint_reactions), derivs(rx.joint_reactions_dense)
+    assert _rel(dq, dq_d) < 1e-9
+    assert _rel(dm, dm_d) < 1e-9
+
+
+def test_spec_for_another_model_is_refused():
+    model = random_tree(0, n_bodies=4, n_coordinates=3)
+    other = random_tree(1, n_bodies=4, n_coordinates=3)
+    spec = rx.reaction_spec(other)
+    with pytest.raises(ValueError, match="built for another model"):
+        rx.joint_reactions(model, jnp.zeros(3), jnp.zeros(3), jnp.zeros(3), spec)
+    with pytest.raises(ValueError, match="built for another model"):
+        rx.joint_reactions_dense(model, jnp.zeros(3), jnp.zeros(3), jnp.zeros(3), spec)
+    # same topology, other parameters (e.g. under grad or jit): accepted
+    heavier = eqx.tree_at(lambda m: m.mass, model, model.mass * 2)
+    rx.joint_reactions(heavier, jnp.zeros(3), jnp.zeros(3), jnp.zeros(3), rx.reaction_spec(model))
+
+
+def test_coupled_chain_uses_relative_twist_jacobian():
+    """Two revolutes of a zero-inertia chain driven by one coordinate (a coupled knee-like joint):
+    dof 1 < 2 moving joints, so the free direction is J_rel, not the two twists."""
+    from mbjax.maps import Affine
+
+    b = mbjax.ModelBuilder(["a", "c"], gravity=[0, -9.81, 0])
+    b.add_body("thigh", axis=[0, 0, 1], map="c", mass=6.0, com=[0, -0.2, 0], inertia=np.diag([0.1, 0.02, 0.1]))
+    b.add_body("r1", parent="thigh", axis=[0, 0, 1], map="a", translation=[0, -0.4, 0])
+    b.add_body("shank", parent="r1", axis=[1, 0, 0], map=Affine(["a"], [0.3], 0.05), translation=[0, -0.02, 0.01],
+               mass=3.0, com=[0, -0.2, 0], inertia=np.diag([0.05, 0.01, 0.05]))
+    model = b.build()
+    spec = rx.reaction_spec(model, ["shank"])
+    assert spec.kinds == ("chain",) and spec.n_components == (5,)
+    q, qd, qdd = _state(31, 2)
+    fast = rx.joint_reactions(model, q, qd, qdd, spec)
+    dense = rx.joint_reactions_dense(model, q, qd, qdd, spec)
+    assert _rel(fast.local, dense.local) < 1e-10
+    assert _rel(fast.reaction, dense.reaction) < 1e-10
+    np.testing.assert_allclose(jnp.linalg.norm(fast.components[0]), jnp.linalg.norm(dense.components[0]), rtol=1e-10)

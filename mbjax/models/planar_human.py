@@ -17,23 +17,30 @@ radius).  Forearm + hand are combined with the parallel-axis theorem.  Distances
 (shoulder height on the trunk, ankle → foot centre of mass, ankle → contact point) are documented
 estimates, see :data:`DE_LEVA_MALE` and :func:`default_parameters`.
 
-Three routes to the reactions are provided: the paper's literal planar formulation (p ∈ R²¹,
-Eq. 3.1 with z at all six joints, D and E by ``jax.jacfwd``, γ by a JVP, Eq. 2.10 and, with C from
-the implicit constraints Φ(p), Eq. 2.11), the analytic Eq. 3.3, and the generic
-:func:`mbjax.joint_reactions` on the equivalent 3-D :class:`mbjax.Model` (:func:`planar_human`).
+Reactions come from the general code on the equivalent 3-D :class:`mbjax.Model`
+(:func:`planar_human`): :func:`reactions_resolved` (Eq. 2.10 by :func:`mbjax.joint_reactions`),
+:func:`reactions_classical` (Eq. 2.11), :func:`minimal_dynamics` (Eq. 2.9 by forward dynamics),
+in the paper's sign and layout; Blajer's D, E of the model are
+:func:`mbjax.reactions.blajer_matrices`.  The hand-derived Eq. 3.3 (:func:`reactions_eq33`) and
+the planar kinematics of Eq. 3.1 (:func:`body_coordinates`) are the independent oracle.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._builder import ModelBuilder
+from .._dynamics import forward_dynamics, generalized_forces
+from .._kinematics import body_poses
 from ..maps import Affine
+from ..reactions import ExternalLoads, joint_reactions, joint_reactions_classical, reaction_spec
 
 COORDINATES = ("x_H", "y_H", "phi1", "phi2", "phi3", "phi4", "phi5", "phi6", "phi7")
 SEGMENTS = ("trunk", "thigh", "shank", "foot", "upper_arm", "forearm", "head")
@@ -123,29 +130,22 @@ def _up(phi):
 
 
 # --------------------------------------------------------------------------------------------
-# the paper's planar formulation (p ∈ R²¹)
+# planar kinematics (Eq. 3.1) and the analytic Eq. 3.3 (the oracle)
 # --------------------------------------------------------------------------------------------
 
 
-def body_coordinates(par: Parameters, q, z=None):
-    """p = g(q, z) = [x_i, y_i, θ_i]_{i=1..7} (Eq. 2.3 / 3.1); z ``(12,)`` at H, K, A, S, E, N.
-
-    With z restricted to z1..z6 (hip, knee, ankle) these are exactly the relations (3.1).
-    """
+def body_coordinates(par: Parameters, q):
+    """p = g(q) = [x_i, y_i, θ_i]_{i=1..7} (Eq. 3.1 at z = 0): centres of mass and segment angles."""
     q = jnp.asarray(q)
-    z = jnp.zeros(12, q.dtype) if z is None else jnp.asarray(z)
-    h = q[:2]
-    phi = q[2:]
-    c = par.c
-    hip = h + z[0:2]
-    knee = hip + par.l2 * _down(phi[1]) + z[2:4]
-    ankle = knee + par.l3 * _down(phi[2]) + z[4:6]
-    shoulder = h + par.l_s * _up(phi[0]) + z[6:8]
-    elbow = shoulder + par.l5 * _down(phi[4]) + z[8:10]
-    neck = h + par.l1 * _up(phi[0]) + z[10:12]
+    h, phi, c = q[:2], q[2:], par.c
+    knee = h + par.l2 * _down(phi[1])
+    ankle = knee + par.l3 * _down(phi[2])
+    shoulder = h + par.l_s * _up(phi[0])
+    elbow = shoulder + par.l5 * _down(phi[4])
+    neck = h + par.l1 * _up(phi[0])
     centres = [
         h + c[0] * _up(phi[0]),
-        hip + c[1] * _down(phi[1]),
+        h + c[1] * _down(phi[1]),
         knee + c[2] * _down(phi[2]),
         ankle + c[3] * _down(phi[3]),
         shoulder + c[4] * _down(phi[4]),
@@ -155,94 +155,11 @@ def body_coordinates(par: Parameters, q, z=None):
     return jnp.concatenate([jnp.concatenate([x, phi[i : i + 1]]) for i, x in enumerate(centres)])
 
 
-def constraints(par: Parameters, p):
-    """Implicit joint constraints z = Φ(p) (Eq. 2.1), ``(12,)``: relative joint displacements."""
-    x = jnp.reshape(p, (7, 3))
-    pos, th = x[:, :2], x[:, 2]
-    c = par.c
-    proximal_end = lambda i: pos[i] - c[i] * _down(th[i])  # joint of a hanging segment
-    trunk_point = lambda s: pos[0] + (s - c[0]) * _up(th[0])
-    return jnp.concatenate(
-        [
-            proximal_end(1) - trunk_point(0.0),
-            proximal_end(2) - (pos[1] + (par.l2 - c[1]) * _down(th[1])),
-            proximal_end(3) - (pos[2] + (par.l3 - c[2]) * _down(th[2])),
-            proximal_end(4) - trunk_point(par.l_s),
-            proximal_end(5) - (pos[4] + (par.l5 - c[4]) * _down(th[4])),
-            (pos[6] - c[6] * _up(th[6])) - trunk_point(par.l1),
-        ]
-    )
-
-
-def mass_matrix(par: Parameters):
-    """M = diag(m_i, m_i, J_Ci) (Eq. 2.2), ``(21, 21)``."""
-    return jnp.diag(jnp.stack([par.mass, par.mass, par.inertia], 1).reshape(-1))
-
-
 def contact_point(par: Parameters, q):
     """World position of the trampoline contact on the foot line."""
     p = body_coordinates(par, q).reshape(7, 3)
     ankle = p[3, :2] - par.c[3] * _down(q[5])
     return ankle + par.l_contact * _down(q[5])
-
-
-def applied_forces(par: Parameters, q, force, torques=None):
-    """h (Eq. 2.2) ``(21,)``: gravity, trampoline force ``force = (R_x, R_y)`` at the contact
-    point, and joint torques τ ``(6,)`` (H, K, A, S, E, N; + on the distal, - on the proximal
-    segment)."""
-    q = jnp.asarray(q)
-    p = body_coordinates(par, q).reshape(7, 3)
-    h = jnp.zeros((7, 3), q.dtype).at[:, 1].set(-par.mass * par.gravity)
-    r = contact_point(par, q) - p[3, :2]
-    force = jnp.asarray(force)
-    h = h.at[3, :2].add(force).at[3, 2].add(r[0] * force[1] - r[1] * force[0])
-    if torques is not None:
-        proximal = (0, 1, 2, 0, 4, 0)
-        distal = (1, 2, 3, 4, 5, 6)
-        for k in range(6):
-            h = h.at[distal[k], 2].add(torques[k]).at[proximal[k], 2].add(-torques[k])
-    return h.reshape(-1)
-
-
-def blajer_matrices(par: Parameters, q, joints=(0, 1, 2)):
-    """D ``(21, 9)``, E ``(21, 2·len(joints))`` by ``jax.jacfwd`` at z = 0 (Eq. 2.4, 3.2)."""
-    q = jnp.asarray(q)
-    z0 = jnp.zeros(12, q.dtype)
-    d = jax.jacfwd(lambda qq: body_coordinates(par, qq, z0))(q)
-    e = jax.jacfwd(lambda zz: body_coordinates(par, q, zz))(z0)
-    cols = np.concatenate([[2 * j, 2 * j + 1] for j in joints]).astype(int)
-    return d, e[:, cols]
-
-
-def gamma(par: Parameters, q, qd):
-    """γ = Ḋ q̇ (Eq. 2.5) by a JVP of q ↦ D(q) q̇."""
-    d_fn = lambda qq: jax.jacfwd(lambda x: body_coordinates(par, x))(qq) @ qd
-    return jax.jvp(d_fn, (jnp.asarray(q),), (jnp.asarray(qd),))[1]
-
-
-def reactions_resolved(par: Parameters, q, qd, qdd, force, torques=None, joints=(0, 1, 2)):
-    """λ = Eᵀ(h - M(D q̈ + γ)) (Eq. 2.10); default z1..z6 at hip, knee, ankle (paper's λ1..λ6)."""
-    d, e = blajer_matrices(par, q, joints)
-    acc = d @ qdd + gamma(par, q, qd)
-    return e.T @ (applied_forces(par, q, force, torques) - mass_matrix(par) @ acc)
-
-
-def reactions_classical(par: Parameters, q, qd, force, torques=None):
-    """λ = (C M⁻¹ Cᵀ)⁻¹ C (M⁻¹ h - γ) (Eq. 2.11) with C = ∂Φ/∂p, all 12 joint constraints."""
-    p = body_coordinates(par, q)
-    c = jax.jacfwd(lambda pp: constraints(par, pp))(p)
-    m = mass_matrix(par)
-    h = applied_forces(par, q, force, torques)
-    g = gamma(par, q, qd)
-    return jnp.linalg.solve(c @ jnp.linalg.solve(m, c.T), c @ (jnp.linalg.solve(m, h) - g))
-
-
-def minimal_dynamics(par: Parameters, q, qd, force, torques=None):
-    """q̈ from Eq. 2.9: (DᵀMD) q̈ = Dᵀ(h - M γ)."""
-    d, _ = blajer_matrices(par, q)
-    m = mass_matrix(par)
-    rhs = d.T @ (applied_forces(par, q, force, torques) - m @ gamma(par, q, qd))
-    return jnp.linalg.solve(d.T @ m @ d, rhs)
 
 
 def reactions_eq33(par: Parameters, q, qd, qdd, force):
@@ -275,40 +192,110 @@ def reactions_eq33(par: Parameters, q, qd, qdd, force):
 # the same human as an mbjax Model (3-D, motion in the x-y plane, rotations about z)
 # --------------------------------------------------------------------------------------------
 
+BODIES = ("pelvis_x", "pelvis_y") + SEGMENTS
+#: child segment of each joint (hip, knee, ankle, shoulder, elbow, neck)
+JOINT_CHILD = dict(zip(JOINTS, SEGMENTS[1:]))
+
+
+@functools.lru_cache(maxsize=None)
+def _structure():
+    """Topology, axes and maps (parameter-free); the parameters are set by :func:`planar_human`."""
+    b = ModelBuilder(COORDINATES, gravity=[0.0, -9.81, 0.0])
+    ez = [0.0, 0.0, 1.0]
+    b.add_body("pelvis_x", joint="prismatic", axis=[1.0, 0.0, 0.0], map="x_H")
+    b.add_body("pelvis_y", parent="pelvis_x", joint="prismatic", axis=[0.0, 1.0, 0.0], map="y_H")
+    rel = lambda child, parent: Affine([child, parent], [1.0, -1.0])
+    parent = {"trunk": "pelvis_y", "thigh": "trunk", "shank": "thigh", "foot": "shank", "upper_arm": "trunk",
+              "forearm": "upper_arm", "head": "trunk"}
+    maps = {"trunk": "phi1", "thigh": rel("phi2", "phi1"), "shank": rel("phi3", "phi2"), "foot": rel("phi4", "phi3"),
+            "upper_arm": rel("phi5", "phi1"), "forearm": rel("phi6", "phi5"), "head": rel("phi7", "phi1")}
+    for name in SEGMENTS:
+        b.add_body(name, parent=parent[name], axis=ez, map=maps[name], mass=1.0, inertia=np.eye(3))
+    return b.build()
+
 
 def planar_human(par: Parameters | None = None):
     """:class:`mbjax.Model` of Fig. 1a: q = [x_H, y_H, φ1..φ7], relative joint angles as
     ``Affine`` maps φ_child - φ_parent.  Bodies: ``pelvis_x``, ``pelvis_y`` (zero inertia, the
     hip's two slides), then ``trunk`` (frame origin at H) and the six segments; each segment's
     frame origin is its proximal joint, so ``joint_reactions`` at ``thigh``, ``shank``, ``foot``
-    are the hip, knee and ankle reactions (Eq. 3.3 with the parent-on-child sign, -λ)."""
+    are the hip, knee and ankle reactions (Eq. 3.3 with the parent-on-child sign, -λ).
+
+    The parameters enter as array leaves only (``par`` may be traced: jit/grad over it work);
+    slender segments along their y axis have I_zz = I_xx = J and I_yy = 0.1 J (unused in the plane).
+    """
     par = default_parameters() if par is None else par
-    b = ModelBuilder(COORDINATES, gravity=[0.0, -par.gravity, 0.0])
-    ez = [0.0, 0.0, 1.0]
-    b.add_body("pelvis_x", joint="prismatic", axis=[1.0, 0.0, 0.0], map="x_H")
-    b.add_body("pelvis_y", parent="pelvis_x", joint="prismatic", axis=[0.0, 1.0, 0.0], map="y_H")
-    mass = np.asarray(par.mass)
-    inertia = np.asarray(par.inertia)
-    c = np.asarray(par.c)
+    model = _structure()
+    dtype = model.mass.dtype
+    mass = jnp.concatenate([jnp.zeros(2, dtype), jnp.asarray(par.mass, dtype)])
+    j = jnp.asarray(par.inertia, dtype)
+    diag = jnp.concatenate([jnp.zeros((2, 3), dtype), jnp.stack([j, 0.1 * j, j], 1)])
+    inertia = diag[:, :, None] * jnp.eye(3, dtype=dtype)
+    c = jnp.asarray(par.c, dtype)
+    sign = jnp.asarray([1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0], dtype)  # trunk, head point up
+    com = jnp.zeros((9, 3), dtype).at[2:, 1].set(sign * c)
+    f = lambda x: jnp.asarray(x, dtype)
+    y_offset = jnp.stack([f(0.0), f(0.0), f(0.0), f(0.0), -f(par.l2), -f(par.l3), f(par.l_s), -f(par.l5), f(par.l1)])
+    offset = model.offset.at[:, 1, 3].set(y_offset)
+    gravity = jnp.stack([f(0.0), -f(par.gravity), f(0.0)])
+    return eqx.tree_at(lambda m: (m.mass, m.com, m.inertia, m.offset, m.gravity), model,
+                       (mass, com, inertia, offset, gravity))
 
-    def inertia3(i):
-        # slender segment along its y axis: I_zz = J, I_xx = J, small I_yy (unused in the plane)
-        return np.diag([inertia[i], 0.1 * inertia[i], inertia[i]])
 
-    rel = lambda child, parent: Affine([child, parent], [1.0, -1.0])
-    b.add_body("trunk", parent="pelvis_y", axis=ez, map="phi1", mass=mass[0], com=[0, c[0], 0], inertia=inertia3(0))
-    b.add_body("thigh", parent="trunk", axis=ez, map=rel("phi2", "phi1"), mass=mass[1], com=[0, -c[1], 0], inertia=inertia3(1))
-    b.add_body("shank", parent="thigh", axis=ez, map=rel("phi3", "phi2"), translation=[0, -par.l2, 0],
-               mass=mass[2], com=[0, -c[2], 0], inertia=inertia3(2))
-    b.add_body("foot", parent="shank", axis=ez, map=rel("phi4", "phi3"), translation=[0, -par.l3, 0],
-               mass=mass[3], com=[0, -c[3], 0], inertia=inertia3(3))
-    b.add_body("upper_arm", parent="trunk", axis=ez, map=rel("phi5", "phi1"), translation=[0, par.l_s, 0],
-               mass=mass[4], com=[0, -c[4], 0], inertia=inertia3(4))
-    b.add_body("forearm", parent="upper_arm", axis=ez, map=rel("phi6", "phi5"), translation=[0, -par.l5, 0],
-               mass=mass[5], com=[0, -c[5], 0], inertia=inertia3(5))
-    b.add_body("head", parent="trunk", axis=ez, map=rel("phi7", "phi1"), translation=[0, par.l1, 0],
-               mass=mass[6], com=[0, c[6], 0], inertia=inertia3(6))
-    return b.build()
+@functools.lru_cache(maxsize=None)
+def spec(joints: tuple[int, ...] = (0, 1, 2)):
+    """:class:`mbjax.ReactionSpec` of the joints ``joints`` (indices into :data:`JOINTS`).
+
+    Built on the parameter-free structure (same topology and zero-mass pattern), so it can be
+    called under ``jit``."""
+    return reaction_spec(_structure(), [JOINT_CHILD[JOINTS[k]] for k in joints])
+
+
+def loads(par: Parameters, force, torques=None) -> ExternalLoads:
+    """Trampoline force ``force = (R_x, R_y)`` at the contact point of the foot and joint torques
+    τ ``(6,)`` (H, K, A, S, E, N; +τ e_z on the distal, -τ e_z on the proximal segment)."""
+    force = jnp.asarray(force)
+    zero = jnp.zeros((), force.dtype)
+    bodies = ["foot"]
+    points = [jnp.stack([zero, -jnp.asarray(par.l_contact, force.dtype), zero])]
+    forces = [jnp.stack([force[0], force[1], zero])]
+    moments = [jnp.zeros(3, force.dtype)]
+    if torques is not None:
+        proximal = ("trunk", "thigh", "shank", "trunk", "upper_arm", "trunk")
+        for k, joint in enumerate(JOINTS):
+            for body, sgn in ((JOINT_CHILD[joint], 1.0), (proximal[k], -1.0)):
+                bodies.append(body)
+                points.append(jnp.zeros(3, force.dtype))
+                forces.append(jnp.zeros(3, force.dtype))
+                moments.append(jnp.stack([zero, zero, sgn * torques[k]]))
+    return ExternalLoads(tuple(bodies), jnp.stack(points), jnp.stack(forces), jnp.stack(moments))
+
+
+def reactions_resolved(par: Parameters, q, qd, qdd, force, torques=None, joints=(0, 1, 2)):
+    """λ of Eq. 2.10 (paper's sign and order: x then y per joint) by :func:`mbjax.joint_reactions`
+    on :func:`planar_human`: λ_j = -(world force the parent exerts on the child)[:2]."""
+    out = joint_reactions(planar_human(par), q, qd, qdd, spec(tuple(joints)), loads(par, force, torques))
+    return -out.force[:, :2].reshape(-1)
+
+
+def reactions_classical(par: Parameters, q, qd, force, torques=None):
+    """λ of Eq. 2.11 at all six joints (x, y per joint, paper's sign), by
+    :func:`mbjax.joint_reactions_classical` on :func:`planar_human` (all seven joints opened:
+    6·7 body coordinates = 9 + 3 (trunk chain) + 6·5); revolute components [F (child axes); ...]."""
+    model = planar_human(par)
+    sp = reaction_spec(_structure())  # every massive body: the trunk chain and the six joints
+    lam = joint_reactions_classical(model, q, qd, sp, loads(par, force, torques))
+    rot = body_poses(model, q)[np.asarray(sp.joints[1:]), :3, :3]
+    forces = lam[3:].reshape(6, 5)[:, :3]  # child axes
+    return jnp.einsum("jab,jb->ja", rot, forces)[:, :2].reshape(-1)
+
+
+def minimal_dynamics(par: Parameters, q, qd, force, torques=None):
+    """q̈ of Eq. 2.9 by :func:`mbjax.forward_dynamics` with Q = generalized force of :func:`loads`."""
+    model = planar_human(par)
+    ld = loads(par, force, torques)
+    gen = generalized_forces(model, q, ld.bodies, ld.points, ld.forces, ld.torques)
+    return forward_dynamics(model, q, qd, gen)
 
 
 # --------------------------------------------------------------------------------------------
