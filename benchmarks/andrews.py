@@ -104,7 +104,7 @@ def main(quick):
               + ", ".join(f"{tol:.0e}:{err:.0e}" for tol, err, _ in sweep), flush=True)
 
     print()
-    print(f"Andrews' squeezer, Test Set start to t = 0.03, Tsit5 + PID; error = max |q(0.03) - q_ref| (rad)")
+    print("Andrews' squeezer, Test Set start to t = 0.03, Tsit5 + PID; error = max |q(0.03) - q_ref| (rad)")
     header = f"{'target':>7}  {'formulation':<27}{'tol':>7}{'steps':>7}{'RHS':>7}{'us/RHS':>8}{'ms/solve':>10}{'error':>9}{'ratio':>7}"
     print(header)
     print("-" * len(header))

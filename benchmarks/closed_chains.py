@@ -12,7 +12,6 @@ derivative step alone given a solved f (projection vs direct linear solve).
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 

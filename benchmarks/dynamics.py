@@ -8,7 +8,6 @@ and the results are compared (max |τ_mbjax − τ_pinocchio|).  Target (issue 1
 Pinocchio µs/call.  The autodiff-Lagrangian route is timed on fewer poses as a reference.
 """
 
-import argparse
 import time
 
 import numpy as np

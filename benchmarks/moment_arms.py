@@ -86,7 +86,7 @@ def main():
     print(f"moment arms on {jax.devices()[0].platform}, {n} random poses, {np.dtype(dtype).name}")
     print(f"{'model':<28}{'route':<30}{'µs/pose':>10}{'OpenSim/mbjax':>14}{'compile s':>10}{'max |diff| m':>13}")
     try:
-        for label, path in ((f"MoBL full, wrap-free", full), ("MoBL shoulder", shoulder)):
+        for label, path in (("MoBL full, wrap-free", full), ("MoBL shoulder", shoulder)):
             t0 = time.perf_counter()
             model = load_osim(path)
             load_s = time.perf_counter() - t0

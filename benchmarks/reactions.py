@@ -29,33 +29,7 @@ from mbjax.io import load_urdf  # noqa: E402
 from mbjax.models import planar_human as ph  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-from _trees import random_tree  # noqa: E402
-
-
-def _vec(v):
-    return " ".join(f"{x:.17g}" for x in v)
-
-
-def urdf_tree(n: int, seed: int, chain: bool) -> str:
-    """The URDF tree of ``benchmarks/dynamics.py`` (``n`` revolute links, chain or random parents)."""
-    rng = np.random.default_rng(seed)
-    parts = [f'<robot name="tree{n}"><link name="base"/>']
-    for k in range(n):
-        parts.append(
-            f'<link name="l{k}"><inertial><origin xyz="{_vec(rng.normal(size=3) * 0.05)}" '
-            f'rpy="{_vec(rng.normal(size=3))}"/><mass value="{rng.uniform(0.5, 2):.17g}"/>'
-            '<inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial></link>'
-        )
-    for k in range(n):
-        parent = "base" if k == 0 else (f"l{k - 1}" if chain else f"l{int(rng.integers(max(0, k - 3), k))}")
-        axis = rng.normal(size=3)
-        parts.append(
-            f'<joint name="j{k}" type="revolute"><parent link="{parent}"/><child link="l{k}"/>'
-            f'<origin xyz="{_vec(rng.normal(size=3) * 0.2)}" rpy="{_vec(rng.normal(size=3))}"/>'
-            f'<axis xyz="{_vec(axis / np.linalg.norm(axis))}"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>'
-        )
-    parts.append("</robot>")
-    return "".join(parts)
+from _trees import random_tree, urdf_tree  # noqa: E402
 
 
 def models():

@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _kron
 from ._batching import Small, batch_last
-from ._kinematics import Kinematics, _motion_subspace, body_poses, forward_pass, pose_derivatives_kron
+from ._kinematics import Kinematics, _motion_subspace, body_poses, check_vector, forward_pass, pose_derivatives_kron
 from ._model import Model
 
 # --------------------------------------------------------------------------------------------
@@ -184,14 +184,7 @@ def _bias_gravity_kernel(model: Model, q, qd):
 # --------------------------------------------------------------------------------------------
 
 
-def _vector(model: Model, x, name: str):
-    x = jnp.asarray(x)
-    if x.shape != (model.n_coordinates,):
-        raise ValueError(
-            f"{name} must have shape ({model.n_coordinates},) (nq) for coordinates "
-            f"{model.coordinate_names}, got {x.shape}"
-        )
-    return x
+_vector = check_vector
 
 
 def mass_matrix(model: Model, q):

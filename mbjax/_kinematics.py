@@ -99,6 +99,17 @@ def _check_coordinates(model: Model, q, name: str = "q"):
     return q
 
 
+def check_vector(model: Model, x, name: str = "q"):
+    """``x`` as an array of shape ``(nq,)``; a ValueError names the argument and the coordinates."""
+    x = jnp.asarray(x)
+    if x.shape != (model.n_coordinates,):
+        raise ValueError(
+            f"{name} must have shape ({model.n_coordinates},) (nq) for coordinates "
+            f"{model.coordinate_names}, got {x.shape}"
+        )
+    return x
+
+
 def _local_eval(family, x, n_batch: int):
     """``family.local`` (value, gradient, Hessian) on local inputs ``x (n, k, *batch)``, batch last."""
     fn = family.local
@@ -402,8 +413,8 @@ def body_kinematics(model: Model, q, qd, qdd) -> BodyKinematics:
     By the forward recursion of the kinematics pass (second order through θ̈ = F q̈ + [q̇ᵀ H_j q̇]_j),
     not by contracting ∂²B/∂q²; see :class:`BodyKinematics` for the layout.
     """
-    q = _check_coordinates(model, q)
-    qd, qdd = _check_coordinates(model, qd, "qd"), _check_coordinates(model, qdd, "qdd")
+    q = check_vector(model, q)
+    qd, qdd = check_vector(model, qd, "qd"), check_vector(model, qdd, "qdd")
     return batch_last(_body_kinematics_kernel)(model, q, qd, qdd)
 
 

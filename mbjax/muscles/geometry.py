@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._batching import Small, batch_last, materialize
-from .._kinematics import Kinematics, _local_eval, _scatter_gradient, forward_pass
+from .._kinematics import Kinematics, _local_eval, _scatter_gradient, check_vector, forward_pass
 from .._model import Model
 from .paths import get_paths
 
@@ -145,21 +145,11 @@ def _points_kernel(model: Model, q):
     return geo.world, geo.active
 
 
-def _check_pose(model: Model, q):
-    q = jnp.asarray(q)
-    if q.shape != (model.n_coordinates,):
-        raise ValueError(
-            f"q must have shape ({model.n_coordinates},) (nq) for coordinates {model.coordinate_names}, "
-            f"got {q.shape}"
-        )
-    return q
-
-
 def muscle_lengths(model: Model, q) -> jnp.ndarray:
     """Musculotendon path lengths L(q) ``(nm,)``: sums of straight segments between active points."""
-    return batch_last(_lengths_kernel)(model, _check_pose(model, q))
+    return batch_last(_lengths_kernel)(model, check_vector(model, q))
 
 
 def path_points(model: Model, q):
     """World positions ``(nm, P, 3)`` of every path point and the active mask ``(nm, P)``."""
-    return batch_last(_points_kernel)(model, _check_pose(model, q))
+    return batch_last(_points_kernel)(model, check_vector(model, q))

@@ -28,7 +28,6 @@ equals ``-∂L/∂q`` (OpenSim's sign: positive when the muscle shortens as q gr
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,7 +35,7 @@ import numpy as np
 from .._batching import Small as _Small
 from .._batching import batch_last
 from .._batching import materialize as _materialize
-from .._kinematics import _local_eval, _scatter_gradient, forward_pass, joint_values
+from .._kinematics import check_vector, forward_pass, joint_values
 from .._model import Model
 from .geometry import muscle_lengths, path_geometry
 from .paths import PathState, get_paths, path_state
@@ -141,13 +140,7 @@ def moment_arms(model: Model, q) -> jnp.ndarray:
     ``jax.vmap(moment_arms, in_axes=(None, 0))`` runs the kernel batch-last (cache-sized chunks on
     CPU, one call on GPU); its derivatives are those of the same kernel.
     """
-    q = jnp.asarray(q)
-    if q.shape != (model.n_coordinates,):
-        raise ValueError(
-            f"q must have shape ({model.n_coordinates},) (nq) for coordinates {model.coordinate_names}, "
-            f"got {q.shape}"
-        )
-    return batch_last(_moment_arm_kernel)(model, q)
+    return batch_last(_moment_arm_kernel)(model, check_vector(model, q))
 
 
 def moment_arms_batched(model: Model, q_batch, batch_size: int | None = None) -> jnp.ndarray:

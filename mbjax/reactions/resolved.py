@@ -71,7 +71,6 @@ def _pivoted_gram_schmidt(ops: Small, cand, steps: int, active: np.ndarray):
 
 def _chain_directions(model: Model, spec: ReactionSpec, kin, ops: Small, chain_pos):
     """Z of the chain joints ``(n_c, m_max, 6, *b)`` (padded) and rank qualities ``(n_c, *b)``."""
-    top = model.topology
     moving = [spec.moving[k] for k in chain_pos]
     read = [spec.read[k] for k in chain_pos]
     cj = [spec.joints[k] for k in chain_pos]
