@@ -89,16 +89,6 @@ class Kinematics(NamedTuple):
     acceleration: jnp.ndarray | None = None
 
 
-def _check_coordinates(model: Model, q, name: str = "q"):
-    q = jnp.asarray(q)
-    nq = model.n_coordinates
-    if q.ndim < 1 or q.shape[0] != nq:
-        raise ValueError(
-            f"{name} must have shape ({nq},) (nq) for coordinates {model.coordinate_names}, got {q.shape}"
-        )
-    return q
-
-
 def check_vector(model: Model, x, name: str = "q"):
     """``x`` as an array of shape ``(nq,)``; a ValueError names the argument and the coordinates."""
     x = jnp.asarray(x)
@@ -359,23 +349,23 @@ def _body_poses_kernel(model: Model, q):
 
 def joint_values(model: Model, q) -> JointValues:
     """Joint variables f(q) with closed-form ∇f and H, shapes ``(nb,)``, ``(nb, nq)``, ``(nb, nq, nq)``."""
-    return batch_last(_joint_values_kernel)(model, _check_coordinates(model, q))
+    return batch_last(_joint_values_kernel)(model, check_vector(model, q))
 
 
 def joint_variables(model: Model, q) -> jnp.ndarray:
     """Joint variables f(q) only, ``(nb,)`` (no derivative work)."""
-    return batch_last(_joint_variables_kernel)(model, _check_coordinates(model, q))
+    return batch_last(_joint_variables_kernel)(model, check_vector(model, q))
 
 
 def body_poses(model: Model, q) -> jnp.ndarray:
     """World transforms ⁰ᵢA₄ (Eq. 40) of the bodies in ``model.body_names``, ``(nb, 4, 4)``."""
-    return batch_last(_body_poses_kernel)(model, _check_coordinates(model, q))
+    return batch_last(_body_poses_kernel)(model, check_vector(model, q))
 
 
 def kinematics(model: Model, q, qd=None, qdd=None) -> Kinematics:
     """The kinematics result (:class:`Kinematics`) of one pose; ``jax.vmap`` it over poses."""
-    q = _check_coordinates(model, q)
-    args = [q] + [_check_coordinates(model, x, n) for x, n in ((qd, "qd"), (qdd, "qdd")) if x is not None]
+    q = check_vector(model, q)
+    args = [q] + [check_vector(model, x, n) for x, n in ((qd, "qd"), (qdd, "qdd")) if x is not None]
     if qdd is not None and qd is None:
         raise ValueError("kinematics: qdd needs qd")
     return batch_last(forward_pass)(model, *args)

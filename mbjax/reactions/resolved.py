@@ -36,7 +36,7 @@ import numpy as np
 
 from .._batching import Small, batch_last
 from .._dynamics import _cross_force, _inertia_times, subtree_wrenches
-from .._kinematics import _check_coordinates, _motion_subspace, forward_pass
+from .._kinematics import _motion_subspace, check_vector, forward_pass
 from .._model import Model
 from .spec import CHAIN, ExternalLoads, JointReactions, ReactionSpec, as_spec, fixed_directions
 
@@ -186,7 +186,7 @@ def joint_reactions(model: Model, q, qd, qdd, joints=None, external: ExternalLoa
     :mod:`mbjax.reactions`.
     """
     spec = as_spec(model, joints)
-    q = _check_coordinates(model, q)
-    qd = _check_coordinates(model, qd, "qd")
-    qdd = _check_coordinates(model, qdd, "qdd")
+    q = check_vector(model, q)
+    qd = check_vector(model, qd, "qd")
+    qdd = check_vector(model, qdd, "qdd")
     return _run(model, spec, q, qd, qdd, external)
