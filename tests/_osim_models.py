@@ -296,3 +296,13 @@ MOVING_MODEL = CONDITIONAL_MODEL.replace(
               <socket_y_coordinate>/jointset/pin/theta</socket_y_coordinate>
               <socket_z_coordinate>/jointset/pin/theta</socket_z_coordinate>
             </MovingPathPoint>""")
+
+
+#: OpenSim's model library (github.com/opensim-org/opensim-models), not vendored: point
+#: ``OPENSIM_MODELS_DIR`` at a checkout (its ``Models/`` folder) to run the tests that need it.
+OPENSIM_MODELS = os.environ.get("OPENSIM_MODELS_DIR", "")
+RAJAGOPAL = os.path.join(OPENSIM_MODELS, "Models", "Rajagopal", "Rajagopal2016.osim")
+needs_rajagopal = pytest.mark.skipif(
+    not (OPENSIM_MODELS and os.path.exists(RAJAGOPAL)),
+    reason="Rajagopal2016.osim not found: set OPENSIM_MODELS_DIR to a checkout of opensim-org/opensim-models",
+)

@@ -38,8 +38,12 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   (``MovingPathPoint::getLocation``, whether or not the coordinate is ``clamped``), so outside the
   range the point stands still; a coordinate without ``<range>`` has OpenSim's default [-10, 10].  ``CoordinateLimitForce`` and other non-path forces
   listed in :data:`RECORDED_FORCES` are recorded by name (not modelled).
-* Wrap objects are not modelled: a model whose paths wrap is refused, naming the muscles;
-  ``ignore_wrapping=True`` loads straight-line paths and warns which muscles are affected.
+* Wrap objects (``WrapCylinder``, ``WrapSphere``, ``WrapEllipsoid``, ``WrapTorus``, owned by a body,
+  ground or an offset frame) and each path's ``PathWrapSet`` are read into
+  ``MusclePaths.wraps`` (:mod:`mbjax.wrapping`) and applied as OpenSim applies them; only wrap
+  objects some path uses are kept.  ``ignore_wrapping=True`` is the explicit choice of
+  straight-line paths (warned, and recorded in ``OsimInfo.wrapping_ignored``).  An unknown
+  ``<method>`` falls back to hybrid, as in OpenSim.
 
 * Bodies: inertias are used as given, as OpenSim does; physically impossible ones (not positive
   semidefinite, or principal moments violating the triangle inequality, e.g. MoBL's clavicle and
@@ -86,6 +90,9 @@ from ..maps.linear_combination import LinearCombination
 from ..maps.multivariate import MultivariatePolynomial
 from ..maps.piecewise import PiecewisePolynomial, PPData, pp_constant, pp_linear, pp_piecewise_linear, pp_polynomial
 from ..maps.simm_spline import pp_simm_spline
+from ..wrapping.objects import KINDS as WRAP_KINDS
+from ..wrapping.objects import METHODS as WRAP_METHODS
+from ..wrapping.objects import PathWrap, WrapObject
 
 MUSCLE_TYPES = (
     "Thelen2003Muscle",
@@ -746,10 +753,14 @@ class _Loader:
             inertia[model.body_index(name)] = value
         self._warn_inertias()
         model = eqx.tree_at(lambda m: m.inertia, model, jnp.asarray(inertia))
-        muscles, kinds, params, recorded, wrapped = self._forces(model)
-        info = self._info(indep, recorded, wrapped)
+        self._wrap_objects()
+        muscles, kinds, params, recorded, wrapped, path_wraps = self._forces(model)
+        info = self._info(indep, recorded, wrapped if self.ignore_wrapping else ())
         if muscles:
-            model = with_muscles(model, build_paths(model.body_names, model.coordinate_names, muscles, kinds, params))
+            used = sorted({w.wrap_object for ws in path_wraps.values() for w in ws})
+            objects = [self._wrap_object(self.wrap_elements[n]) for n in used]
+            model = with_muscles(model, build_paths(model.body_names, model.coordinate_names, muscles, kinds, params,
+                                                    wrap_objects=objects, path_wraps=path_wraps))
         extras = dict(model.extras)
         extras["osim"] = info
         return eqx.tree_at(lambda m: m.extras, model, extras)
@@ -827,10 +838,10 @@ class _Loader:
     def _forces(self, model):
         doc = self.doc
         fset = self.model.find("ForceSet")
-        muscles, kinds, params = {}, {}, {}
+        muscles, kinds, params, path_wraps = {}, {}, {}, {}
         recorded, wrapped, never = [], [], []
         if fset is None or fset.find("objects") is None:
-            return muscles, kinds, params, tuple(recorded), tuple(wrapped)
+            return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
         for f in fset.find("objects"):
             if f.tag in RECORDED_FORCES:
                 recorded.append((f.tag, f.get("name")))
@@ -842,38 +853,117 @@ class _Loader:
             gp = f.find("GeometryPath")
             if gp is None:
                 raise doc.error(f, "path force without <GeometryPath>")
-            wraps = gp.find("PathWrapSet")
-            if wraps is not None and wraps.find("objects") is not None and len(wraps.find("objects")):
-                wrapped.append(name)
             pset = gp.find("PathPointSet")
             if pset is None or pset.find("objects") is None:
                 raise doc.error(gp, "GeometryPath without <PathPointSet><objects>")
             points = [(p, self._point(p)) for p in pset.find("objects")]
             never.extend(f"{name}/{p.get('name')}" for p, pt in points if pt is None)
             muscles[name] = [pt for _, pt in points if pt is not None]
+            wset = gp.find("PathWrapSet")
+            pws = [w for w in (wset.find("objects") if wset is not None and wset.find("objects") is not None else [])]
+            if pws:
+                wrapped.append(name)
+            if pws and not self.ignore_wrapping:
+                kept = [k for k, (_, pt) in enumerate(points) if pt is not None]
+                path_wraps[name] = [self._path_wrap(w, kept) for w in pws]
             kinds[name] = f.tag
             params[name] = {
                 c.tag: float(c.text)
                 for c in f
                 if c.text is not None and len(c) == 0 and _is_float(c.text)
             }
-        if wrapped and not self.ignore_wrapping:
-            raise ValueError(
-                f"{doc.path}: {len(wrapped)} path(s) use wrap objects, which mbjax does not model yet: "
-                f"{', '.join(wrapped)}. Pass ignore_wrapping=True to load straight-line paths."
-            )
-        if wrapped:
+        if wrapped and self.ignore_wrapping:
             warnings.warn(
-                f"{doc.path}: wrapping ignored (straight lines) for {len(wrapped)} path(s): {', '.join(wrapped)}",
+                f"{doc.path}: wrapping ignored (straight lines), as asked by ignore_wrapping=True, for "
+                f"{len(wrapped)} path(s): {', '.join(wrapped)}",
                 stacklevel=4,
             )
+            path_wraps = {}
         if never:
             warnings.warn(
                 f"{doc.path}: {len(never)} ConditionalPathPoint(s) left out: their <range> has min > max + "
                 f"{2 * CONDITIONAL_RANGE_TOLERANCE:g}, so OpenSim never activates them: {', '.join(never)}",
                 stacklevel=4,
             )
-        return muscles, kinds, params, tuple(recorded), tuple(wrapped)
+        return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
+
+    def _path_wrap(self, w, kept):
+        """A ``<PathWrap>`` as a :class:`~mbjax.wrapping.PathWrap`, its 1-based ``range`` re-indexed
+        to the points kept (never-active conditional points are left out of the path)."""
+        doc = self.doc
+        if w.tag != "PathWrap":
+            raise doc.error(w, "unsupported path wrap element (only <PathWrap>)", NotImplementedError)
+        obj = _text(w, "wrap_object")
+        if obj is None:
+            raise doc.error(w, "PathWrap without <wrap_object>")
+        if obj not in self.wrap_elements:
+            raise doc.error(w, f"PathWrap names wrap object {obj!r}, which no body defines")
+        tag = self.wrap_elements[obj].tag
+        if tag not in WRAP_KINDS:
+            raise doc.error(self.wrap_elements[obj], f"wrap surface <{tag}> (used by PathWrap {w.get('name')!r}) is "
+                            f"not supported; supported {WRAP_KINDS}. Pass ignore_wrapping=True (or "
+                            "--ignore-wrapping) to load straight-line paths", NotImplementedError)
+        method = (_text(w, "method") or "hybrid").strip().lower()
+        if method not in WRAP_METHODS:
+            method = "hybrid"  # PathWrap::extendFinalizeFromProperties falls back to hybrid
+        rng = [int(round(v)) for v in _floats(doc, w, "range", 2, default=[-1, -1])]
+        lo, hi = rng
+        if lo >= 1:
+            lo = 1 + sum(1 for k in kept if k < lo - 1)
+        if hi >= 1:
+            hi = sum(1 for k in kept if k <= hi - 1)
+            if hi < 1 or (lo >= 1 and hi < lo):
+                raise doc.error(w, f"PathWrap range {rng} holds only never-active points", NotImplementedError)
+        return PathWrap(obj, method, (lo, hi), w.get("name") or "")
+
+    def _wrap_objects(self):
+        """Every wrap object of the file, keyed by name (element), and as :class:`WrapObject` specs."""
+        doc = self.doc
+        parents = {c: p for p in self.model.iter() for c in p}
+        elements: dict[str, Any] = {}
+        for wset in self.model.iter("WrapObjectSet"):
+            holder = wset.find("objects")
+            for el in (holder if holder is not None else []):
+                name = el.get("name")
+                if name in elements:
+                    raise doc.error(el, f"duplicate wrap object name {name!r}: also at line "
+                                    f"{doc.lines.get(elements[name], '?')}")
+                elements[name] = el
+                el.set("_owner_frame", "")
+                owner = parents.get(wset)
+                if owner is None:
+                    raise doc.error(el, "wrap object outside a body or frame")
+                if owner.tag == "Ground" or (owner.tag == "Body" and owner.get("name") == GROUND):
+                    el.set("_owner_frame", GROUND)
+                elif owner.tag == "Body":
+                    el.set("_owner_frame", owner.get("name"))
+                elif owner.tag == "PhysicalOffsetFrame":
+                    el.set("_owner_frame", owner.get("name"))
+                else:
+                    raise doc.error(el, f"wrap object owned by <{owner.tag}> is not supported", NotImplementedError)
+        self.wrap_elements = elements
+
+    def _wrap_object(self, el):
+        doc = self.doc
+        body, x_bf = self._resolve(el, el.get("_owner_frame"))
+        rot = _xyz_body_fixed(_floats(doc, el, "xyz_body_rotation", 3, default=[0, 0, 0]))
+        trans = _floats(doc, el, "translation", 3, default=[0, 0, 0])
+        x = x_bf @ _tf(rot, trans)
+        if el.tag == "WrapCylinder":
+            dims = [_floats(doc, el, "radius", 1, default=[1.0])[0], _floats(doc, el, "length", 1, default=[1.0])[0], 0.0]
+        elif el.tag == "WrapSphere":
+            dims = [_floats(doc, el, "radius", 1, default=[1.0])[0], 0.0, 0.0]
+        elif el.tag == "WrapEllipsoid":
+            dims = list(_floats(doc, el, "dimensions", 3, default=[1.0, 1.0, 1.0]))
+        else:  # WrapTorus
+            dims = [_floats(doc, el, "inner_radius", 1, default=[0.01])[0],
+                    _floats(doc, el, "outer_radius", 1, default=[0.05])[0], 0.0]
+        quadrant = (_text(el, "quadrant") or "Unassigned").strip()
+        active = (_text(el, "active") or "true").strip().lower() not in ("false", "0")
+        try:
+            return WrapObject(el.get("name"), el.tag, body, dims, x[:3, :3], x[:3, 3], quadrant, active)
+        except ValueError as e:
+            raise doc.error(el, str(e)) from None
 
     def _point(self, p):
         doc = self.doc

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._batching import Small, batch_last, materialize
 from .._kinematics import Kinematics, _local_eval, _scatter_gradient, check_vector, forward_pass
 from .._model import Model
+from ..wrapping.path import WrappedPath, wrap_paths
 from .paths import get_paths
 
 
@@ -135,9 +137,55 @@ def path_geometry(model: Model, q, kin: Kinematics) -> PathGeometry:
     return PathGeometry(world, active, length, unit, force, rot_p, slots, moving_grad)
 
 
+def wrap_frames(model: Model, kin: Kinematics):
+    """World rotation ``(O, 3, 3, *b)`` and origin ``(O, 3, *b)`` of every wrap object."""
+    wraps = get_paths(model).wraps
+    ops = Small(kin.rot.ndim - 3, kin.rot.dtype)
+    batch = kin.rot.shape[3:]
+    nb = model.n_bodies
+    rot_g = jnp.concatenate([kin.rot, jnp.broadcast_to(ops.c(np.eye(3)), (1, 3, 3) + batch)])
+    pos_g = jnp.concatenate([kin.pos, jnp.zeros((1, 3) + batch, ops.dtype)])
+    body = np.where(np.asarray(wraps.body) < 0, nb, np.asarray(wraps.body))
+    rb, pb = rot_g[body], pos_g[body]
+    rot = ops.mm(rb, ops.c(wraps.rotation.astype(ops.dtype)))
+    org = ops.mv(rb, ops.c(wraps.translation.astype(ops.dtype))) + pb
+    return rot, org
+
+
+def wrapped_paths(model: Model, q, kin: Kinematics, geo: PathGeometry) -> WrappedPath:
+    """OpenSim's wrapping of the wrapped muscles (``wraps.muscles``) at ``q (nq, *batch)``.
+
+    The wrap pass is written for one pose; batch axes are flattened and vmapped, and the result
+    is returned batch-last like the rest of the path geometry.
+    """
+    wraps = get_paths(model).wraps
+    batch = q.shape[1:]
+    rows = np.asarray(wraps.muscles)
+    rot, org = wrap_frames(model, kin)
+
+    def front(a, k):  # move the batch axes (after the first k) to the front, flattened
+        a = jnp.moveaxis(a, tuple(range(k, a.ndim)), tuple(range(a.ndim - k)))
+        return a.reshape((-1,) + a.shape[len(batch):])
+
+    args = (front(geo.world[rows], 3), front(geo.active[rows], 2), front(rot, 3), front(org, 2))
+    out = jax.vmap(lambda *a: wrap_paths(wraps, *a))(*args)
+
+    def back(a):
+        a = a.reshape(batch + a.shape[1:])
+        return jnp.moveaxis(a, tuple(range(len(batch))), tuple(range(a.ndim - len(batch), a.ndim)))
+
+    return WrappedPath(*(back(a) for a in out))
+
+
 def _lengths_kernel(model: Model, q):
-    geo = path_geometry(model, q, forward_pass(model, q))
-    return jnp.sum(geo.length, axis=1)
+    kin = forward_pass(model, q)
+    geo = path_geometry(model, q, kin)
+    lengths = jnp.sum(geo.length, axis=1)
+    wraps = get_paths(model).wraps
+    if wraps is None:
+        return lengths
+    wrapped = wrapped_paths(model, q.astype(lengths.dtype), kin, geo)
+    return lengths.at[np.asarray(wraps.muscles)].set(wrapped.length)
 
 
 def _points_kernel(model: Model, q):
@@ -146,7 +194,8 @@ def _points_kernel(model: Model, q):
 
 
 def muscle_lengths(model: Model, q) -> jnp.ndarray:
-    """Musculotendon path lengths L(q) ``(nm,)``: sums of straight segments between active points."""
+    """Musculotendon path lengths L(q) ``(nm,)``: straight segments between active points, and
+    over wrap surfaces where the model has wrap objects (OpenSim's algorithm, :mod:`mbjax.wrapping.path`)."""
     return batch_last(_lengths_kernel)(model, check_vector(model, q))
 
 

@@ -37,7 +37,7 @@ from .._batching import batch_last
 from .._batching import materialize as _materialize
 from .._kinematics import check_vector, forward_pass, joint_values
 from .._model import Model
-from .geometry import muscle_lengths, path_geometry
+from .geometry import muscle_lengths, path_geometry, wrapped_paths
 from .paths import PathState, get_paths, path_state
 
 
@@ -127,7 +127,27 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
             mine = np.nonzero(slots[:, 0] == m)[0]
             cols.append(_Small.sum0(term[mine]) if len(mine) else jnp.zeros((nq,) + batch, dtype))
         out = out + jnp.stack(cols, axis=1)
+    if paths.wraps is not None:
+        out = out.at[:, np.asarray(paths.wraps.muscles)].set(_wrapped_moment_arms(model, q.astype(dtype)))
     return out
+
+
+def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
+    """-∂L/∂q ``(nq, M, *batch)`` of the wrapped muscles: forward-mode through OpenSim's wrap pass.
+
+    The tangent points of OpenSim's surfaces are not exact geodesic tangencies (its cylinder and
+    ellipsoid use heuristics), so the envelope theorem does not apply: the moment arm is the
+    derivative of the whole pass, one JVP per coordinate, batch-last like the rest.
+    """
+    nq = q.shape[0]
+    batch = q.shape[1:]
+
+    def wrapped_lengths(x):
+        kin = forward_pass(model, x)
+        return wrapped_paths(model, x, kin, path_geometry(model, x, kin)).length
+
+    basis = jnp.broadcast_to(jnp.eye(nq, dtype=q.dtype).reshape((nq, nq) + (1,) * len(batch)), (nq, nq) + batch)
+    return -jax.vmap(lambda t: jax.jvp(wrapped_lengths, (q,), (t,))[1])(basis)
 
 
 def moment_arms(model: Model, q) -> jnp.ndarray:

@@ -84,6 +84,8 @@ class MusclePaths(eqx.Module):
     #: per moving-map family: positions of each map's local inputs in q (padded)
     moving_inputs: tuple[tuple[tuple[int, ...], ...], ...] = eqx.field(static=True)
     point_names: tuple[tuple[str, ...], ...] = eqx.field(static=True)
+    #: wrap objects and path wraps (:class:`mbjax.wrapping.path.MuscleWraps`), None without wrapping
+    wraps: Any = None
 
     @property
     def n_muscles(self) -> int:
@@ -129,11 +131,15 @@ def build_paths(
     paths: Mapping[str, Sequence[PathPoint]],
     kinds: Mapping[str, str] | None = None,
     parameters: Mapping[str, Mapping[str, float]] | None = None,
+    wrap_objects: Sequence[Any] = (),
+    path_wraps: Mapping[str, Sequence[Any]] | None = None,
 ) -> MusclePaths:
     """Pack named paths into one padded :class:`MusclePaths`.
 
     ``paths`` maps a muscle name to its points (origin first).  ``parameters`` maps a muscle name to
     a dict of scalar properties; missing properties of a muscle are stored as NaN.
+    ``wrap_objects`` (:class:`mbjax.wrapping.WrapObject`) and ``path_wraps`` (muscle name ->
+    :class:`mbjax.wrapping.PathWrap` list, in file order) add OpenSim wrapping.
     """
     body_names = tuple(body_names)
     coordinate_names = tuple(coordinate_names)
@@ -205,6 +211,10 @@ def build_paths(
         slots.append(tuple(s for s, _ in entries))
         idx = local_index(stacked.coordinates, coordinate_names, stacked.width)
         inputs.append(tuple(tuple(int(v) for v in row) for row in idx))
+    from ..wrapping.path import build_wraps
+
+    wraps = build_wraps(body_names, names, {n: len(paths[n]) for n in names}, tuple(wrap_objects),
+                        dict(path_wraps or {}))
     keys = sorted({k for v in parameters.values() for k in v})
     params = {
         k: jnp.asarray([float(parameters.get(n, {}).get(k, np.nan)) for n in names], dtype=float)
@@ -223,6 +233,7 @@ def build_paths(
         moving_slots=tuple(slots),
         moving_inputs=tuple(inputs),
         point_names=tuple(tuple(r) for r in point_names),
+        wraps=wraps,
     )
 
 

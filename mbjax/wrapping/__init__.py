@@ -1,8 +1,14 @@
 """Wrap surfaces as OpenSim defines them, in JAX: one file per surface, one shared path algorithm.
 
-See :mod:`mbjax.wrapping._result` for the contract every surface follows.
+* :mod:`~mbjax.wrapping.objects`: :class:`WrapObject` (a surface fixed in a body) and
+  :class:`PathWrap` (one path's use of it), as in ``WrapObjectSet`` / ``PathWrapSet``;
+* one file per surface, each a single-segment ``wrapLine`` (contract in :mod:`._result`):
+  :mod:`.cylinder`, :mod:`.sphere`, :mod:`.ellipsoid`, :mod:`.torus`;
+* :mod:`~mbjax.wrapping.path`: OpenSim's ``applyWrapObjects`` over whole paths, static-shaped,
+  read by :func:`mbjax.muscle_lengths` and :func:`mbjax.moment_arms`.
 """
 
 from ._result import INSIDE, MANDATORY, NO_WRAP, WRAPPED, WrapLine
+from .objects import KINDS, METHODS, PathWrap, WrapObject
 
-__all__ = ["INSIDE", "MANDATORY", "NO_WRAP", "WRAPPED", "WrapLine"]
+__all__ = ["INSIDE", "KINDS", "MANDATORY", "METHODS", "NO_WRAP", "PathWrap", "WRAPPED", "WrapLine", "WrapObject"]

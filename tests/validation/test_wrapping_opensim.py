@@ -1,0 +1,146 @@
+"""Wrapped paths of whole OpenSim models equal OpenSim 4.6's (marker ``validation``).
+
+arm26 (cylinders, ellipsoids), the full MoBL (cylinders, ellipsoids, spheres, tori) and
+Rajagopal2016 (cylinders; needs ``OPENSIM_MODELS_DIR``) are loaded *with* their wraps.  Path
+lengths are compared with OpenSim's ``getLength`` at random poses over the coordinate ranges and
+at poses where a wrap starts or stops touching (found by bisection along lines between random
+poses, then probed just either side).  Moment arms (``-∂L/∂q``, forward-mode through the wrap
+pass) are compared with Richardson differences of OpenSim's lengths where the path is smooth
+across the stencil.
+
+Tolerances: muscles whose wraps are only cylinders and spheres: 1e-9 m (OpenSim's algorithms are
+closed form up to the cylinder's tangency restarts, reproduced step for step).  Ellipsoids and
+tori are iterative in OpenSim; their tolerance is stated in :mod:`mbjax.wrapping.ellipsoid` and
+:mod:`mbjax.wrapping.torus` and asserted here per muscle kind.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+
+pytestmark = pytest.mark.validation
+osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
+
+from mbjax._kinematics import forward_pass  # noqa: E402
+from mbjax.io import load_osim  # noqa: E402
+from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
+from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
+from mbjax.muscles.geometry import path_geometry, wrapped_paths  # noqa: E402
+from mbjax.muscles.paths import get_paths  # noqa: E402
+from _osim_models import ARM26, MOBL, RAJAGOPAL, needs_mobl, needs_rajagopal  # noqa: E402
+
+#: agreement asked of each muscle, by the hardest surface kind on its path (m)
+TOLERANCE = {"WrapCylinder": 1e-9, "WrapSphere": 1e-9, "WrapEllipsoid": 1e-6, "WrapTorus": 1e-4}
+
+
+def _load(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_osim(path)
+
+
+def _tolerances(model):
+    paths = get_paths(model)
+    tol = np.full(paths.n_muscles, 1e-9)
+    w = paths.wraps
+    for row, m in enumerate(w.muscles):
+        kinds = {w.kinds[o] for o, u in zip(w.obj[row], w.used[row]) if u}
+        tol[m] = max(TOLERANCE[k] for k in kinds)
+    return tol
+
+
+def _poses(model, n, seed):
+    info = model.extras["osim"]
+    lo = np.maximum(np.asarray(info.lower), -3.0)
+    hi = np.minimum(np.asarray(info.upper), 3.0)
+    rng = np.random.default_rng(seed)
+    return lo + (hi - lo) * rng.uniform(0.02, 0.98, size=(n, lo.size))
+
+
+def _wrap_flags(model):
+    def flags(q):
+        kin = forward_pass(model, q)
+        return wrapped_paths(model, q, kin, path_geometry(model, q, kin)).surface > 0
+
+    return jax.jit(jax.vmap(flags))
+
+
+def _transitions(model, n_lines, seed, steps=24, bisect=40):
+    """Poses just before and after a wrap switches on or off, along lines between random poses."""
+    flags = _wrap_flags(model)
+    ends = _poses(model, 2 * n_lines, seed)
+    out = []
+    t = np.linspace(0.0, 1.0, steps)
+    for a, b in zip(ends[::2], ends[1::2]):
+        line = a[None] + t[:, None] * (b - a)[None]
+        f = np.asarray(flags(jnp.asarray(line)))
+        for k in np.nonzero(np.any(f[1:] != f[:-1], axis=(1, 2)))[0][:2]:
+            lo, hi = t[k], t[k + 1]
+            f_lo = f[k]
+            for _ in range(bisect):
+                mid = 0.5 * (lo + hi)
+                fm = np.asarray(flags(jnp.asarray((a + mid * (b - a))[None])))[0]
+                lo, hi = (mid, hi) if np.array_equal(fm, f_lo) else (lo, mid)
+            out += [a + (lo - 1e-7) * (b - a), a + (hi + 1e-7) * (b - a)]
+    return np.asarray(out)
+
+
+def _check_lengths(path, model, qs):
+    oracle = OpenSimReference(path)
+    names = model.coordinate_names
+    mnames = model.muscle_names
+    l_mb = np.asarray(jax.jit(jax.vmap(muscle_lengths, in_axes=(None, 0)))(model, jnp.asarray(qs)))
+    l_os = np.array([oracle.lengths(names, q, mnames) for q in qs])
+    err = np.abs(l_mb - l_os)
+    tol = _tolerances(model)
+    bad = np.argwhere(err > tol[None])
+    worst = {}
+    for m, name in enumerate(mnames):
+        worst[name] = float(err[:, m].max())
+    return err, tol, bad, worst
+
+
+@pytest.mark.parametrize("which", ["arm26", "mobl", "rajagopal"])
+def test_wrapped_lengths_equal_opensim(which):
+    path = {"arm26": ARM26, "mobl": MOBL, "rajagopal": RAJAGOPAL}[which]
+    if which == "mobl":
+        needs_mobl(lambda: None)
+        if not os.path.exists(MOBL):
+            pytest.skip("MoBL not found")
+    if which == "rajagopal" and not os.path.exists(RAJAGOPAL):
+        pytest.skip("Rajagopal2016.osim not found: set OPENSIM_MODELS_DIR to a checkout of opensim-org/opensim-models")
+    model = _load(path)
+    assert get_paths(model).wraps is not None
+    qs = np.concatenate([_poses(model, 10, 0), _transitions(model, 3, 1)])
+    err, tol, bad, worst = _check_lengths(path, model, qs)
+    wrapped = np.asarray(get_paths(model).wraps.muscles)
+    print(f"{which}: {len(qs)} poses, worst |ΔL| wrapped {err[:, wrapped].max():.3g} m, "
+          f"unwrapped {np.delete(err, wrapped, axis=1).max() if err.shape[1] > len(wrapped) else 0:.3g} m")
+    names = np.asarray(get_paths(model).names)
+    assert not len(bad), "; ".join(f"pose {k} {names[m]}: {err[k, m]:.3g} > {tol[m]:g}" for k, m in bad[:10])
+
+
+def test_arm26_wrapped_moment_arms_equal_opensim_differences():
+    model = _load(ARM26)
+    oracle = OpenSimReference(ARM26)
+    names = model.coordinate_names
+    mnames = model.muscle_names
+    qs = _poses(model, 4, 2)
+    r_mb = np.asarray(jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))(model, jnp.asarray(qs)))
+    r_ad = np.asarray(jax.vmap(lambda q: -jax.jacfwd(lambda x: muscle_lengths(model, x))(q).T)(jnp.asarray(qs)))
+    np.testing.assert_allclose(r_mb, r_ad, atol=1e-12)
+    worst = 0.0
+    for q, r in zip(qs, r_mb):
+        fd = np.array([oracle.moment_arms(names, q, c, mnames) for c in names])
+        worst = max(worst, np.abs(fd - r).max())
+    print(f"arm26 wrapped moment arms vs OpenSim Richardson differences: {worst:.3g} m")
+    assert worst < 1e-7
