@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 
 from ._math import (
+    ROUNDOFF_ERROR,
     closest_point_on_line,
     distance_squared,
     distance_squared_point_to_line,
@@ -133,6 +134,21 @@ def _spiral_point(t, r1, theta, axial, sense, dn):
     return rot + dn * (t * axial)
 
 
+def _line_point_closest_to_line(p1, p2, p3, p4):
+    """``IntersectLines``' ``pInt2``: the point of line p3p4 closest to line p1p2.
+
+    The 3x3 determinant is written as a triple product (same value as ``_math.intersect_lines``,
+    much cheaper to compile inside the restart loop); parallel lines give p3 (see module doc).
+    """
+    vec1, _ = normalize_or_zero(p2 - p1)
+    vec2, _ = normalize_or_zero(p4 - p3)
+    cross = jnp.cross(vec1, vec2)
+    denom = jnp.dot(cross, cross)
+    ok = jnp.abs(denom) > ROUNDOFF_ERROR
+    t = jnp.dot(p3 - p1, jnp.cross(vec1, cross)) / jnp.where(ok, denom, 1.0)
+    return p3 + jnp.where(ok, t, 0.0) * vec2
+
+
 def _adjust_tangent_point(pt1, dn, r1, w1):
     """``_adjust_tangent_point``: (adjusted?, new r1)."""
     pr, _ = normalize_or_zero(r1 - pt1)
@@ -142,7 +158,7 @@ def _adjust_tangent_point(pt1, dn, r1, w1):
     adjust = jnp.abs(alpha - omega) > TANGENCY_THRESHOLD
     p1a, _ = closest_point_on_line(pt1, r1, dn)
     w1a, _ = closest_point_on_line(w1, r1, dn)
-    _, _, _, p1aw1a_int, _ = intersect_lines(pt1, w1, p1a, w1a)
+    p1aw1a_int = _line_point_closest_to_line(pt1, w1, p1a, w1a)
     new = r1 + 1.5 * (p1aw1a_int - r1)
     return adjust, _where3(adjust, new, r1)
 
@@ -156,7 +172,7 @@ def _make_spiral_path(p1, p2, r1, r2, radius, far_side, single_wrap, p0, dn):
         theta, axial, length = _spiral(r1, r2, radius, far_side, p0, dn)
         nseg = jnp.floor(length / WRAP_SEGMENT_LENGTH)
         t = 1.0 / jnp.maximum(nseg, 1.0)
-        try_adjust = (~done) & (~single_wrap) & (nseg >= 2)
+        try_adjust = (~done) & jnp.logical_not(single_wrap) & (nseg >= 2)
         w = _spiral_point(t, r1, theta, axial, sense, dn)
         adj1, r1n = _adjust_tangent_point(p1, dn, r1, w)
         w2 = _spiral_point(1.0 - t, r1n, theta, axial, sense, dn)
@@ -166,7 +182,8 @@ def _make_spiral_path(p1, p2, r1, r2, radius, far_side, single_wrap, p0, dn):
         r2 = _where3(restart, r2n, r2)
         return r1, r2, done | ~restart
 
-    r1, r2, _ = jax.lax.fori_loop(0, MAX_ITERATIONS, body, (r1, r2, jnp.asarray(False)))
+    if not (isinstance(single_wrap, bool) and single_wrap):  # a static True needs no loop
+        r1, r2, _ = jax.lax.fori_loop(0, MAX_ITERATIONS, body, (r1, r2, jnp.asarray(False)))
     _, _, length = _spiral(r1, r2, radius, far_side, p0, dn)
     return r1, r2, length
 
@@ -176,7 +193,8 @@ def wrap_cylinder(p1, p2, radius, length, wrap_axis, wrap_sign, single_wrap) -> 
 
     ``wrap_axis`` (0, 1, 2) and ``wrap_sign`` (-1, +1; 0 for quadrant ``all``) are the quadrant;
     ``single_wrap`` is OpenSim's ``WrapResult::singleWrap`` (the path has exactly one PathWrap),
-    which switches off the tangent-point adjustment.  Returns a :class:`WrapLine`; where no path is
+    which switches off the tangent-point adjustment (a Python ``True`` also drops the restart loop
+    from the compiled graph).  Returns a :class:`WrapLine`; where no path is
     produced ``r1 = p1``, ``r2 = p2`` and ``length = 0``.
     """
     p1 = jnp.asarray(p1)
@@ -188,7 +206,8 @@ def wrap_cylinder(p1, p2, radius, length, wrap_axis, wrap_sign, single_wrap) -> 
     length = jnp.asarray(length, dtype)
     wrap_axis = jnp.asarray(wrap_axis, jnp.int32)
     wrap_sign = jnp.asarray(wrap_sign, jnp.int32)
-    single_wrap = jnp.asarray(single_wrap, bool)
+    if not isinstance(single_wrap, bool):
+        single_wrap = jnp.asarray(single_wrap, bool)
     p0, dn = _axis_consts(dtype)
     r_sq = radius * radius
     constrained = wrap_sign != 0
