@@ -183,7 +183,16 @@ def _make_spiral_path(p1, p2, r1, r2, radius, far_side, single_wrap, p0, dn):
         return r1, r2, done | ~restart
 
     if not (isinstance(single_wrap, bool) and single_wrap):  # a static True needs no loop
-        r1, r2, _ = jax.lax.fori_loop(0, MAX_ITERATIONS, body, (r1, r2, jnp.asarray(False)))
+        # a while loop: restarts stop as soon as every lane is tangent (usually a few), so this
+        # branch is forward-mode differentiable (jvp, jacfwd: what moment arms use), not reverse
+        def more(carry):
+            return (carry[3] < MAX_ITERATIONS) & ~carry[2]
+
+        def step(carry):
+            r1, r2, done, k = carry
+            return body(k, (r1, r2, done)) + (k + 1,)
+
+        r1, r2, _, _ = jax.lax.while_loop(more, step, (r1, r2, jnp.asarray(False), 0))
     _, _, length = _spiral(r1, r2, radius, far_side, p0, dn)
     return r1, r2, length
 

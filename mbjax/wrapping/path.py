@@ -191,20 +191,57 @@ def wrap_paths(wraps: MuscleWraps, world, active, obj_rot, obj_pos) -> WrappedPa
 
     ``world (M, P, 3)``/``active (M, P)``: the path points of the wrapped muscles (rows of
     ``wraps.muscles``); ``obj_rot (O, 3, 3)``, ``obj_pos (O, 3)``: world frames of the objects.
+    Paths with one wrap (one pass, no tangent restarts, two extra elements) and paths with
+    several (up to 8 passes) run as two static groups.
     """
-    dtype = world.dtype
-    M, P, _ = world.shape
-    W = wraps.n_slots
-    N = P + 2 * W
     used = np.asarray(wraps.used, dtype=bool)
     n_wraps = used.sum(1)
+    M, P, _ = world.shape
+    W = wraps.n_slots
+    groups = [np.nonzero(n_wraps == 1)[0], np.nonzero(n_wraps >= 2)[0]]
+    parts = []
+    for rows in groups:
+        if len(rows):
+            parts.append((rows, _wrap_group(wraps, rows, world[rows], active[rows], obj_rot, obj_pos)))
+    if len(parts) == 1 and len(parts[0][0]) == M:
+        out = parts[0][1]
+        pad = W - out.surface.shape[1]
+        if pad == 0:
+            return out
+    dtype = world.dtype
+    length = jnp.zeros((M,), dtype)
+    points = jnp.zeros((M, P + 2 * W, 3), dtype)
+    act = jnp.zeros((M, P + 2 * W), bool)
+    order = jnp.zeros((M, P + 2 * W), dtype)
+    surface = jnp.zeros((M, W), dtype)
+    for rows, g in parts:
+        n = g.points.shape[1]
+        length = length.at[rows].set(g.length)
+        points = points.at[rows, :n].set(g.points)
+        act = act.at[rows, :n].set(g.active)
+        order = order.at[rows, :n].set(g.order)
+        surface = surface.at[rows, : g.surface.shape[1]].set(g.surface)
+    return WrappedPath(length, points, act, order, surface)
+
+
+def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> WrappedPath:
+    """The wrap pass for the static group ``rows`` of wrapped muscles (see :func:`wrap_paths`)."""
+    dtype = world.dtype
+    M, P, _ = world.shape
+    used = np.asarray(wraps.used, dtype=bool)[rows]
+    n_wraps = used.sum(1)
+    W = int(n_wraps.max())
+    used = used[:, :W]
+    tables = {k: np.asarray(getattr(wraps, k))[rows][:, :W] for k in ("obj", "method", "start", "end")}
+    N = P + 2 * W
     multi = n_wraps >= 2
-    obj_table = np.asarray(wraps.obj, dtype=np.int32)
+    obj_table = tables["obj"].astype(np.int32)
     kinds_arr = np.array([KINDS.index(k) for k in wraps.kinds], dtype=np.int32)
     obj_axis = jnp.asarray(np.asarray(wraps.axis, dtype=np.int32))
     obj_sign = jnp.asarray(np.asarray(wraps.sign, dtype=np.int32))
     obj_active = jnp.asarray(np.asarray(wraps.active, dtype=bool))
     single = jnp.asarray(n_wraps == 1)
+    static_single = bool(np.all(n_wraps == 1))  # a Python True drops the cylinder's restart loop
     dims = wraps.dimensions.astype(dtype)
     # static element tables: the wrap object of each element (-1 for path points)
     elem_obj = np.full((M, N), -1, dtype=np.int32)
@@ -219,7 +256,7 @@ def wrap_paths(wraps: MuscleWraps, world, active, obj_rot, obj_pos) -> WrappedPa
         slot_of[P + 2 * w: P + 2 * w + 2] = w
     arange_n = jnp.arange(N)
     inf = jnp.asarray(jnp.inf, dtype)
-    rows_by_kind = kinds_of_rows(wraps)
+    rows_by_kind = kinds_of_rows(wraps, used, obj_table)
 
     def successor(act, key):
         later = act[:, None, :] & (key[:, None, :] > key[:, :, None])  # [m, e, e']: e' after e
@@ -248,8 +285,8 @@ def wrap_paths(wraps: MuscleWraps, world, active, obj_rot, obj_pos) -> WrappedPa
         mine = (arange_n[None] == e1[:, None]) | (arange_n[None] == e1[:, None] + 1)
         act = act & ~(mine & present[:, None])
         # 2. the stretch of active path points this wrap may use
-        lo = _gather_rows(np.asarray(wraps.start), s)
-        hi = _gather_rows(np.asarray(wraps.end), s)
+        lo = _gather_rows(tables["start"], s)
+        hi = _gather_rows(tables["end"], s)
         pidx = jnp.arange(P)
         in_range = act[:, :P] & (pidx >= lo[:, None]) & (pidx <= hi[:, None])
         any_pt = jnp.any(in_range, -1)
@@ -271,9 +308,10 @@ def wrap_paths(wraps: MuscleWraps, world, active, obj_rot, obj_pos) -> WrappedPa
         a_loc = jnp.einsum("mji,mnj->mni", rot, a - org[:, None])
         b_loc = jnp.einsum("mji,mnj->mni", rot, b - org[:, None])
         kind = jnp.asarray(kinds_arr)[o]
-        method = _gather_rows(np.asarray(wraps.method), s)
+        method = _gather_rows(tables["method"], s)
         res = evaluate_surface(
-            rows_by_kind, kind, a_loc, b_loc, dims[o], obj_axis[o], obj_sign[o], method, single, cand
+            rows_by_kind, kind, a_loc, b_loc, dims[o], obj_axis[o], obj_sign[o], method,
+            True if static_single else single, cand
         )
         r1 = jnp.einsum("mij,mnj->mni", rot, res.r1) + org[:, None]
         r2 = jnp.einsum("mij,mnj->mni", rot, res.r2) + org[:, None]
@@ -347,14 +385,12 @@ def wrap_paths(wraps: MuscleWraps, world, active, obj_rot, obj_pos) -> WrappedPa
     return WrappedPath(path_length(pos, act, key, surf), pos, act, key, surf)
 
 
-def kinds_of_rows(wraps: MuscleWraps) -> dict[int, np.ndarray]:
+def kinds_of_rows(wraps: MuscleWraps, used, obj) -> dict[int, np.ndarray]:
     """Static: each kind of surface the wrapped muscles use, and the muscle rows that use it.
 
     The wrap steps run in one ``fori_loop`` (each surface is traced once); a step evaluates a kind
     only on the rows that have that kind in some slot.
     """
-    used = np.asarray(wraps.used, dtype=bool)
-    obj = np.asarray(wraps.obj)
     out: dict[int, list[int]] = {}
     for m in range(used.shape[0]):
         for w in np.nonzero(used[m])[0]:

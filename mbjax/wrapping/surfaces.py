@@ -71,8 +71,14 @@ def evaluate_surface(rows_by_kind, kind, p1, p2, dims, axis, sign, method, singl
         far2 = jnp.stack([2 * scale, scale, scale], -1)[:, None]
         q1 = jnp.where(use[..., None], p1[rows], far1)
         q2 = jnp.where(use[..., None], p2[rows], far2)
-        fn = jax.vmap(jax.vmap(SURFACES[k], in_axes=(0, 0, None, None, None, None, None)))
-        out = fn(q1, q2, dims[rows], axis[rows], sign[rows], method[rows], single[rows])
+        if isinstance(single, bool):  # static: every path of this group has one wrap
+            def fn(a, b, d, ax, sg, me, _single=single, _k=k):
+                return jax.vmap(jax.vmap(lambda x, y, d_, a_, s_, m_: SURFACES[_k](x, y, d_, a_, s_, m_, _single),
+                                         in_axes=(0, 0, None, None, None, None)))(a, b, d, ax, sg, me)
+            out = fn(q1, q2, dims[rows], axis[rows], sign[rows], method[rows])
+        else:
+            fn = jax.vmap(jax.vmap(SURFACES[k], in_axes=(0, 0, None, None, None, None, None)))
+            out = fn(q1, q2, dims[rows], axis[rows], sign[rows], method[rows], single[rows])
         u = use
         code = code.at[rows].set(jnp.where(u, out.code.astype(jnp.int32), code[rows]))
         has_path = has_path.at[rows].set(jnp.where(u, out.has_path, has_path[rows]))
