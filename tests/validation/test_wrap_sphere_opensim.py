@@ -6,9 +6,14 @@ own ``WrapSphere`` on ground, rotated (``xyz_body_rotation``) and translated, wi
 "all", +-x, +-y, +-z; every configuration comes twice, the second with a second ``PathWrap`` over a
 far-away sphere (OpenSim's ``singleWrap`` false and 8 wrap iterations).  For many point pairs per
 configuration (piercing segments near and far from the centre, wrap on/off within 1e-7 R, points
-near the quadrant plane, segments longer than 1 m, random pairs) OpenSim's ``getLength`` must
-equal ``|p1 - r1| + length + |r2 - p2|`` (``|p1 - p2|`` without a wrap) and OpenSim's current
-path must hold the two wrap points exactly when ``WrapLine.wraps``.
+near the quadrant plane, segments longer than 1 m, far-side wraps, random pairs) OpenSim's
+``getLength`` must equal ``|p1 - r1| + length + |r2 - p2|`` (``|p1 - p2|`` without a wrap),
+OpenSim's current path must hold the two wrap points exactly when ``WrapLine.wraps``, and those
+points and OpenSim's ``wrap_path_length`` must equal r1, r2 and ``length``.  The end points enter
+``wrap_sphere`` transformed by the sphere's own ``getTransform()`` (what ``wrapLine`` receives).
+
+A second model with three-point paths checks the codes themselves (WRAPPED vs MANDATORY vs
+NO_WRAP) through OpenSim's choice of which segment wraps.
 """
 
 from __future__ import annotations
