@@ -112,13 +112,15 @@ def _safe_sqrt(x):
 # ----------------------------------------------------------------------------------------------
 # closest points (Graphics Gems IV)
 # ----------------------------------------------------------------------------------------------
-def _closest_point_to_ellipse(a, b, u, v):
-    """``closestPointToEllipse``: closest point (x, y) of (x/a)² + (y/b)² = 1 to (u, v)."""
+def _ellipse_special(a, b, u, v):
+    """``closestPointToEllipse``'s closed forms for u or v within ``ROUNDOFF_ERROR`` of 0.
+
+    Returns ``(x, y)`` for the case ``u ~ 0 and v ~ 0``, ``u ~ 0`` or ``v ~ 0`` (as the caller
+    selects), choosing among them by the same tests as the C++.
+    """
     a2, b2 = a * a, b * b
-    a2u2, b2v2 = a2 * (u * u), b2 * (v * v)
     near_x = jnp.abs(u) <= ROUNDOFF_ERROR
     near_y = jnp.abs(v) <= ROUNDOFF_ERROR
-
     # both near 0
     bx = jnp.where(a < b, jnp.where(u < 0.0, -a, a), u)
     by = jnp.where(a < b, v, jnp.where(v < 0.0, -b, b))
@@ -134,88 +136,101 @@ def _closest_point_to_ellipse(a, b, u, v):
     xda = xx / a
     ny_x = jnp.where(cy1, jnp.where(u >= 0, a, -a), xx)
     ny_y = jnp.where(cy1, v, b * _safe_sqrt(jnp.abs(1.0 - xda * xda)))
-
-    # Newton on f(t) = P²Q² - a²u²Q² - b²v²P², P = t + a², Q = t + b²
-    inside = (u / a) * (u / a) + (v / b) * (v / b) < 1.0
-    t0 = jnp.where(inside, 0.0, jnp.maximum(a, b) * _safe_sqrt(u * u + v * v))
-
-    def body(_, state):
-        t, p, q, done = state
-        pn, qn = t + a2, t + b2
-        p2, q2 = pn * pn, qn * qn
-        f = p2 * q2 - a2u2 * q2 - b2v2 * p2
-        conv = jnp.abs(f) < NEWTON_TOL
-        fp = 2.0 * (pn * qn * (pn + qn) - a2u2 * qn - b2v2 * pn)
-        tn = t - _safe_div(f, fp)
-        p = jnp.where(done, p, pn)
-        q = jnp.where(done, q, qn)
-        t = jnp.where(done | conv, t, tn)
-        return t, p, q, done | conv
-
-    one = jnp.ones_like(t0)
-    _, p, q, _ = lax.fori_loop(0, NEWTON_STEPS, body, (t0, one, one, jnp.zeros(t0.shape, bool)))
-    gx = a2 * u / p
-    gy = b2 * v / q
-
-    x = jnp.where(near_x & near_y, bx, jnp.where(near_x, nx_x, jnp.where(near_y, ny_x, gx)))
-    y = jnp.where(near_x & near_y, by, jnp.where(near_x, nx_y, jnp.where(near_y, ny_y, gy)))
-    return x, y
+    x = jnp.where(near_x & near_y, bx, jnp.where(near_x, nx_x, ny_x))
+    y = jnp.where(near_x & near_y, by, jnp.where(near_x, nx_y, ny_y))
+    return near_x | near_y, x, y
 
 
-def _closest_point_plane(a, uvw, k):
-    """``findClosestPoint`` with ``specialCaseAxis = k``: the 2-D problem in the plane x_k = u_k."""
-    i, j = (k + 1) % 3, (k + 2) % 3
-    ai, aj = jnp.take(a, i), jnp.take(a, j)
-    ui, uj = jnp.take(uvw, i), jnp.take(uvw, j)
-    x, y = _closest_point_to_ellipse(ai, aj, ui, uj)
-    idx = jnp.arange(3)
-    return jnp.where(idx == k, uvw, jnp.where(idx == i, x, y))
+def _closest_point(a, dims, uvw, special, previous):
+    """``findClosestPoint(a, b, c, u, v, w, &x, &y, &z, specialCaseAxis)`` (Eberly).
 
-
-def _closest_point_general(a, uvw):
-    """``findClosestPoint``'s general case: (point, converged); 64 Newton steps, |f| < 1e-9."""
-    a2 = a * a
-    k = a2 * (uvw * uvw)
-    inside = jnp.sum((uvw / a) ** 2) < 1.0
-    t0 = jnp.where(inside, 0.0, jnp.max(a) * safe_norm(uvw))
-
-    def body(_, state):
-        t, pqr, done = state
-        pn, qn, rn = t + a2[0], t + a2[1], t + a2[2]
-        p2, q2, r2 = pn * pn, qn * qn, rn * rn
-        f = p2 * q2 * r2 - k[0] * q2 * r2 - k[1] * p2 * r2 - k[2] * p2 * q2
-        conv = jnp.abs(f) < NEWTON_TOL
-        pq, pr, qr = pn * qn, pn * rn, qn * rn
-        fp = 2.0 * (pn * qn * rn * (qr + pr + pq) - k[0] * qr * (qn + rn)
-                    - k[1] * pr * (pn + rn) - k[2] * pq * (pn + qn))
-        tn = t - _safe_div(f, fp)
-        pqr = jnp.where(done, pqr, jnp.stack([pn, qn, rn]))
-        t = jnp.where(done | conv, t, tn)
-        return t, pqr, done | conv
-
-    _, pqr, done = lax.fori_loop(0, NEWTON_STEPS, body, (t0, jnp.ones(3, t0.dtype), jnp.array(False)))
-    return a2 * uvw / pqr, done
-
-
-def _closest_point(a, dims, uvw, previous):
-    """``findClosestPoint`` with ``specialCaseAxis = -1``.
-
-    A coordinate within ``ROUNDOFF_ERROR`` of 0 reduces the problem to that plane's ellipse (the
-    one with the smallest radii sum, first axis on ties); otherwise the 3-D Newton iteration.
-    Where that does not converge OpenSim leaves its output untouched: ``previous`` is returned.
+    ``special`` (int): -1 = OpenSim's default: a coordinate within ``ROUNDOFF_ERROR`` of 0 reduces
+    the problem to that coordinate plane's ellipse (the smallest radii sum ``dims`` wins, first axis
+    on ties), else the 3-D problem; 0..2 = that plane's ellipse (``closestPointToEllipse``).  Both
+    Newton iterations on Eberly's polynomial in t run 64 steps at most and stop at ``|f| < 1e-9``;
+    the 2-D one then uses its last P, Q; a 3-D one that never meets the test leaves OpenSim's
+    output untouched, i.e. ``previous`` is returned.  One merged ``fori_loop`` runs both.
     """
     near = jnp.abs(uvw) <= ROUNDOFF_ERROR
     sums = jnp.stack([dims[1] + dims[2], dims[0] + dims[2], dims[0] + dims[1]])
-    k = jnp.argmin(jnp.where(near, sums, jnp.inf))
-    plane = _closest_point_plane(a, uvw, k)
-    gen, ok = _closest_point_general(a, uvw)
-    gen = jnp.where(ok, gen, previous)
-    return jnp.where(jnp.any(near), plane, gen)
+    k_auto = jnp.argmin(jnp.where(near, sums, jnp.inf))
+    k = jnp.where(special >= 0, special, k_auto)
+    planar = (special >= 0) | jnp.any(near)
+    i, j = (k + 1) % 3, (k + 2) % 3
+    ea, eb = jnp.take(a, i), jnp.take(a, j)
+    eu, ev = jnp.take(uvw, i), jnp.take(uvw, j)
+
+    # 2-D: f = P²Q² - a²u²Q² - b²v²P²
+    ea2, eb2 = ea * ea, eb * eb
+    a2u2, b2v2 = ea2 * (eu * eu), eb2 * (ev * ev)
+    in2 = (eu / ea) * (eu / ea) + (ev / eb) * (ev / eb) < 1.0
+    t2 = jnp.where(in2, 0.0, jnp.maximum(ea, eb) * _safe_sqrt(eu * eu + ev * ev))
+    # 3-D: f = P²Q²R² - a²u²Q²R² - b²v²P²R² - c²w²P²Q²
+    a2 = a * a
+    kk = a2 * (uvw * uvw)
+    in3 = jnp.sum((uvw / a) ** 2) < 1.0
+    t3 = jnp.where(in3, 0.0, jnp.max(a) * safe_norm(uvw))
+
+    def body(_, st):
+        t2, pq, done2, t3, pqr, done3 = st
+        # 2-D step
+        pn, qn = t2 + ea2, t2 + eb2
+        pp, qq = pn * pn, qn * qn
+        f = pp * qq - a2u2 * qq - b2v2 * pp
+        conv = jnp.abs(f) < NEWTON_TOL
+        fp = 2.0 * (pn * qn * (pn + qn) - a2u2 * qn - b2v2 * pn)
+        pq = jnp.where(done2, pq, jnp.stack([pn, qn]))
+        t2 = jnp.where(done2 | conv, t2, t2 - _safe_div(f, fp))
+        done2 = done2 | conv
+        # 3-D step
+        pn, qn, rn = t3 + a2[0], t3 + a2[1], t3 + a2[2]
+        pp, qq, rr = pn * pn, qn * qn, rn * rn
+        f = pp * qq * rr - kk[0] * qq * rr - kk[1] * pp * rr - kk[2] * pp * qq
+        conv = jnp.abs(f) < NEWTON_TOL
+        pq_, pr_, qr_ = pn * qn, pn * rn, qn * rn
+        fp = 2.0 * (pn * qn * rn * (qr_ + pr_ + pq_) - kk[0] * qr_ * (qn + rn)
+                    - kk[1] * pr_ * (pn + rn) - kk[2] * pq_ * (pn + qn))
+        pqr = jnp.where(done3, pqr, jnp.stack([pn, qn, rn]))
+        t3 = jnp.where(done3 | conv, t3, t3 - _safe_div(f, fp))
+        return t2, pq, done2, t3, pqr, done3 | conv
+
+    false = jnp.zeros((), bool)
+    init = (t2, jnp.ones(2, t2.dtype), false, t3, jnp.ones(3, t3.dtype), false)
+    _, pq, _, _, pqr, ok3 = lax.fori_loop(0, NEWTON_STEPS, body, init)
+
+    special_2d, sx, sy = _ellipse_special(ea, eb, eu, ev)
+    x = jnp.where(special_2d, sx, ea2 * eu / pq[0])
+    y = jnp.where(special_2d, sy, eb2 * ev / pq[1])
+    idx = jnp.arange(3)
+    plane = jnp.where(idx == k, uvw, jnp.where(idx == i, x, y))
+    general = jnp.where(ok3, a2 * uvw / pqr, previous)
+    return jnp.where(planar, plane, general), planar | ok3
 
 
 # ----------------------------------------------------------------------------------------------
 # calcTangentPoint
 # ----------------------------------------------------------------------------------------------
+def _inv4(m):
+    """Inverse of a 4x4 matrix by cofactors (2x2 minors); SimTK's ``Mat44::invert`` uses LAPACK LU."""
+    (a00, a01, a02, a03), (a10, a11, a12, a13), (a20, a21, a22, a23), (a30, a31, a32, a33) = m
+    s0, s1, s2 = a00 * a11 - a10 * a01, a00 * a12 - a10 * a02, a00 * a13 - a10 * a03
+    s3, s4, s5 = a01 * a12 - a11 * a02, a01 * a13 - a11 * a03, a02 * a13 - a12 * a03
+    c5, c4, c3 = a22 * a33 - a32 * a23, a21 * a33 - a31 * a23, a21 * a32 - a31 * a22
+    c2, c1, c0 = a20 * a33 - a30 * a23, a20 * a32 - a30 * a22, a20 * a31 - a30 * a21
+    det = s0 * c5 - s1 * c4 + s2 * c3 + s3 * c2 - s4 * c1 + s5 * c0
+    adj = jnp.array([
+        [a11 * c5 - a12 * c4 + a13 * c3, -a01 * c5 + a02 * c4 - a03 * c3,
+         a31 * s5 - a32 * s4 + a33 * s3, -a21 * s5 + a22 * s4 - a23 * s3],
+        [-a10 * c5 + a12 * c2 - a13 * c1, a00 * c5 - a02 * c2 + a03 * c1,
+         -a30 * s5 + a32 * s2 - a33 * s1, a20 * s5 - a22 * s2 + a23 * s1],
+        [a10 * c4 - a11 * c2 + a13 * c0, -a00 * c4 + a01 * c2 - a03 * c0,
+         a30 * s4 - a31 * s2 + a33 * s0, -a20 * s4 + a21 * s2 - a23 * s0],
+        [-a10 * c3 + a11 * c1 - a12 * c0, a00 * c3 - a01 * c1 + a02 * c0,
+         -a30 * s3 + a31 * s1 - a32 * s0, a20 * s3 - a21 * s1 + a22 * s0],
+    ])
+    return adj / jnp.where(det != 0, det, 1.0)
+
+
 def _tangent_point(pe, r, p, a, vs, vs4):
     """``calcTangentPoint``: r moved (in the plane vs·x + vs4 = 0) until p-r is tangent at r."""
     ia2 = 1.0 / (a * a)
@@ -266,7 +281,7 @@ def _tangent_point(pe, r, p, a, vs, vs4):
         def lm_body(s):
             r, d1, ee, ssq, ssqo, alpha, vt, n2 = s
             m2 = dedth2.at[jnp.diag_indices(4)].set(diag * (1.0 + alpha))
-            inv = jnp.linalg.inv(m2)
+            inv = _inv4(m2)
             vt = jnp.sum(dd * inv * v[None, :] / 16.0, axis=-1)
             r = r + vt[:3]
             d1 = d1 + vt[3]
@@ -350,7 +365,7 @@ def _surface_path(r1, r2, a, vs, vs4, n_seg, far):
 # wrapLine
 # ----------------------------------------------------------------------------------------------
 def _plane_point(p1, p2, r1, r2, a, dims, method, wrap_axis, wrap_sign):
-    """COMPUTE WRAPPING PLANE: c1 and the starting points of the tangent iterations."""
+    """COMPUTE WRAPPING PLANE: c1, and the starting points of the two tangent iterations."""
     dtype = p1.dtype
     p1p2 = p1 - p2
     r1r2 = r2 - r1
@@ -358,79 +373,84 @@ def _plane_point(p1, p2, r1, r2, a, dims, method, wrap_axis, wrap_sign):
     mu = jnp.abs(mu)
     t = _safe_div(-r1, r1r2)
     t = jnp.where(jnp.isfinite(t), t, 0.0)
-    t_sv = r1[None, :] + t[:, None] * r1r2[None, :]  # (3 axes, 3)
-    t_c1 = jnp.stack([_closest_point_plane(a, t_sv[i], i) for i in range(3)])
-    best = jnp.argmax(mu)
+    t_sv = r1[None, :] + t[:, None] * r1r2[None, :]  # Frans: chord meets plane x_i = 0, i = 0..2
+    best = jnp.argmax(mu)  # first index on ties, like the C++ strict '>'
     mub = jnp.take(mu, best)
     tb = jnp.take(t, best)
     hybrid = method == HYBRID
     axial = method == AXIAL
+    midpoint = method == MIDPOINT
+
+    # every independent projection in one batch: 3 Frans points (forced planes), the 298 fan
+    # samples and the chord mid-point (OpenSim's default special-case test)
+    sv_mid = r1 + 0.5 * r1r2
+    sv_m = r1 + 0.5 * (r2 - r1)
+    tt = jnp.arange(1, NUM_FAN_SAMPLES - 1).astype(dtype) / NUM_FAN_SAMPLES
+    sv_k = r1[None, :] + tt[:, None] * r1r2[None, :]
+    pts = jnp.concatenate([t_sv, sv_k, sv_m[None]], axis=0)
+    special = jnp.concatenate([jnp.arange(3), -jnp.ones(sv_k.shape[0] + 1, jnp.int32)])
+    proj, ok = jax.vmap(lambda u, sp: _closest_point(a, dims, u, sp, u))(pts, special)
+    t_c1 = proj[:3]
+    c_k, ok_k = proj[3:-1], ok[3:-1]
+    c1_m = proj[-1]  # not converged: OpenSim keeps the previous call's c1; here: the mid-point
 
     # hybrid: fade out a Frans sv near / beyond the chord ends
     s = jnp.where((tb < 0.0) | (tb > 1.0), 0.0,
                   jnp.where(tb < SV_BOUNDARY_BLEND, tb / SV_BOUNDARY_BLEND,
                             jnp.where(tb > 1.0 - SV_BOUNDARY_BLEND, (1.0 - tb) / SV_BOUNDARY_BLEND, 1.0)))
     mub = jnp.where(hybrid & (mub > MU_BLEND_MIN) & (s < 1.0), MU_BLEND_MIN + s * (mub - MU_BLEND_MIN), mub)
-    frans = axial | (hybrid & (mub > MU_BLEND_MIN))
     c1_frans = t_c1[best]
     sv_frans = t_sv[best]
 
-    # fan
-    sv_mid = r1 + 0.5 * r1r2
-    tt = jnp.arange(1, NUM_FAN_SAMPLES - 1).astype(dtype) / NUM_FAN_SAMPLES
-    sv_k = r1[None, :] + tt[:, None] * r1r2[None, :]
-    gen, ok = jax.vmap(lambda u: _closest_point_general(a, u))(sv_k)
-    near = jnp.abs(sv_k) <= ROUNDOFF_ERROR
-    sums = jnp.stack([dims[1] + dims[2], dims[0] + dims[2], dims[0] + dims[1]])
-    kk = jnp.argmin(jnp.where(near, sums[None, :], jnp.inf), axis=-1)
-    plane = jax.vmap(lambda u, k: _closest_point_plane(a, u, k))(sv_k, kk)
-    has_near = jnp.any(near, axis=-1)
-    ok = ok | has_near
-    c_k = jnp.where(has_near[:, None], plane, gen)
-    # a non-converged projection leaves t_c1[0] at its last value (forward fill)
-    n = jnp.arange(tt.shape[0])
-    last = lax.cummax(jnp.where(ok, n, -1), axis=0)
+    # fan: a non-converged projection leaves t_c1[0] at its last value (forward fill)
+    n = jnp.arange(c_k.shape[0])
+    last = lax.cummax(jnp.where(ok_k, n, -1), axis=0)
     c_k = jnp.where((last >= 0)[:, None], c_k[jnp.maximum(last, 0)], t_c1[0][None, :])
     blade, _ = normalize_or_zero(c_k - sv_k)
     v_sum, _ = normalize_or_zero(jnp.sum(blade, axis=0))
     tc1 = sv_mid + v_sum
     pure_fan = mub <= MU_BLEND_MIN
-    c1_fan = _closest_point(a, dims, tc1, jnp.where(pure_fan, tc1, t_c1[1]))
-    w = (mub - MU_BLEND_MIN) / (MU_BLEND_MAX - MU_BLEND_MIN)
-    c1_mix = w * c1_frans + (1.0 - w) * c1_fan
-    sv_mix = w * sv_frans + (1.0 - w) * sv_mid
-    c1_blend = _closest_point(a, dims, c1_mix, c1_frans)
     fan = hybrid & (mub < MU_BLEND_MAX)
-    c1_h = jnp.where(fan, jnp.where(pure_fan, c1_fan, c1_blend), c1_frans)
-    sv_h = jnp.where(fan, jnp.where(pure_fan, sv_mid, sv_mix), sv_frans)
+    w = (mub - MU_BLEND_MIN) / (MU_BLEND_MAX - MU_BLEND_MIN)
     fan_weight = jnp.where(fan, jnp.where(pure_fan, 1.0, 1.0 - w), -jnp.inf)
-    del frans
+    sv_mix = w * sv_frans + (1.0 - w) * sv_mid
+    del sv_mix  # sv only feeds OpenSim's next call (previousWrap); it does not change this one
 
-    # midpoint
-    sv_m = r1 + 0.5 * (r2 - r1)
-    c1_m = _closest_point(a, dims, sv_m, sv_m)
+    idx = jnp.arange(3)
+    on_axis = idx == wrap_axis
 
-    c1 = jnp.where(method == MIDPOINT, c1_m, jnp.where(axial, c1_frans, c1_h))
-    sv = jnp.where(method == MIDPOINT, sv_m, jnp.where(axial, sv_frans, sv_h))
-    fan_weight = jnp.where(hybrid, fan_weight, -jnp.inf)
-    del sv
+    def choose(c1_fan, c1_blend):
+        c1_h = jnp.where(fan, jnp.where(pure_fan, c1_fan, c1_blend), c1_frans)
+        c1 = jnp.where(midpoint, c1_m, jnp.where(axial, c1_frans, c1_h))
+        c_ax = jnp.sum(jnp.where(on_axis, c1, 0.0))
+        fw = jnp.minimum(fan_weight, 1.0)
+        bis = (c_ax + (-c_ax)) / 2.0
+        c1g = jnp.where(on_axis, -c1 + jnp.where(fw > 0, fw, 0.0) * (bis - (-c1)), c1)
+        return c1, c_ax, fw, c1g
+
+    # the three dependent projections (fan c1, blended c1, quadrant c1) share one loop body
+    def stage(k, carry):
+        c1_fan, c1_blend, c1_q = carry
+        c1_mix = w * c1_frans + (1.0 - w) * c1_fan
+        _, _, _, c1g = choose(c1_fan, c1_blend)
+        x = jnp.where(k == 0, tc1, jnp.where(k == 1, c1_mix, c1g))
+        # not converged: the C++ output variable keeps t_c1[1] (blend), the previous call's c1
+        # (pure fan; here tc1), the Frans c1 (blend) or the moved c1 (quadrant)
+        prev = jnp.where(k == 0, jnp.where(pure_fan, tc1, t_c1[1]), jnp.where(k == 1, c1_frans, c1g))
+        y, _ = _closest_point(a, dims, x, -1, prev)
+        return (jnp.where(k == 0, y, c1_fan), jnp.where(k == 1, y, c1_blend), jnp.where(k == 2, y, c1_q))
+
+    c1_fan, c1_blend, c1_q = lax.fori_loop(0, 3, stage, (tc1, tc1, tc1))
+    c1, c_ax, fw, _ = choose(c1_fan, c1_blend)
 
     use_c1 = ~axial | ((tb > 0.0) & (tb < 1.0))
     r1s = jnp.where(use_c1, c1, r1)
     r2s = jnp.where(use_c1, c1, r2)
 
-    # quadrant: mirror c1 to the active side (and pull it toward the bisecting plane)
-    idx = jnp.arange(3)
-    on_axis = idx == wrap_axis
-    c_ax = jnp.sum(jnp.where(on_axis, c1, 0.0))
+    # quadrant: mirror c1 to the active side (and, with a fan share, pull it toward x_axis = 0)
     flip = (wrap_sign != 0) & (dsign(c_ax) != wrap_sign)
     c1f = jnp.where(on_axis, -c1, c1)
-    fw = jnp.minimum(fan_weight, 1.0)
-    bis = (c_ax + (-c_ax)) / 2.0
-    c1g = jnp.where(on_axis, -c1 + jnp.where(fw > 0, fw, 0.0) * (bis - (-c1)), c1)
-    c1g = _closest_point(a, dims, c1g, c1g)
-    c1_q = jnp.where(fw > 0.0, c1g, c1f)
-    c1 = jnp.where(flip, c1_q, c1)
+    c1 = jnp.where(flip, jnp.where(fw > 0.0, c1_q, c1f), c1)
     r1s = jnp.where(flip, c1f, r1s)
     r2s = jnp.where(flip, c1f, r2s)
     return c1, r1s, r2s
@@ -487,13 +507,16 @@ def _wrap_impl(p1, p2, dimensions, wrap_axis, wrap_sign, method):
 
     vs, _ = normalize_or_zero(jnp.cross(p1p2, q1 - c1))
     vs4 = -_dot(vs, c1)
-    t1 = _tangent_point(p1e, r1s, q1, a, vs, vs4)
-    t2 = _tangent_point(p2e, r2s, q2, a, vs, vs4)
+    tp = jax.vmap(_tangent_point, in_axes=(0, 0, 0, None, None, None))
+    t12 = tp(jnp.stack([p1e, p2e]), jnp.stack([r1s, r2s]), jnp.stack([q1, q2]), a, vs, vs4)
+    t1, t2 = t12[0], t12[1]
 
     chord = _norm3(t1 - t2)
     length_m = chord / factor
     n_seg = jnp.clip(jnp.floor(length_m / DESIRED_SEG_LENGTH), 1, MAX_SEGMENTS).astype(jnp.int32)
-    pts, near_len = _surface_path(t1, t2, a, vs, vs4, n_seg, False)
+    sp = jax.vmap(_surface_path, in_axes=(None, None, None, None, None, None, 0))
+    pts, lens = sp(t1, t2, a, vs, vs4, n_seg, jnp.array([False, True]))
+    pts, near_len, far_len = pts[0], lens[0], lens[1]
     # wrong-way test (quadrant only, at least one interior point)
     w1 = pts[1]
     w2 = pts[jnp.maximum(n_seg - 1, 0)]
@@ -503,7 +526,6 @@ def _wrap_impl(p1, p2, dimensions, wrap_axis, wrap_sign, method):
     e2, _ = normalize_or_zero(w2 - t2)
     wrong = (_dot(d1, e1) > 0.0) | (_dot(d2, e2) > 0.0)
     far = (wrap_sign != 0) & (n_seg >= 2) & wrong
-    _, far_len = _surface_path(t1, t2, a, vs, vs4, n_seg, True)
     length = jnp.where(far, far_len, near_len)
     length = jnp.where(length_m < DESIRED_SEG_LENGTH, chord, length)
 
