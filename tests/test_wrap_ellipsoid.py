@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from mbjax.wrapping import INSIDE, MANDATORY, NO_WRAP
-from mbjax.wrapping.ellipsoid import AXIAL, HYBRID, MIDPOINT, wrap_ellipsoid
+from mbjax.wrapping._math import safe_norm
+from mbjax.wrapping.ellipsoid import wrap_ellipsoid
 
 DIMS = np.array([0.04, 0.025, 0.06])
 TRACES = {"primal": 0}
@@ -22,16 +23,25 @@ TRACES = {"primal": 0}
 
 def _total(p1, p2, dims, axis, sign, method):
     w = wrap_ellipsoid(p1, p2, dims, axis, sign, method, True)
-    wrapped = jnp.linalg.norm(p1 - w.r1) + w.length + jnp.linalg.norm(w.r2 - p2)
-    return jnp.where(w.wraps, wrapped, jnp.linalg.norm(p1 - p2)), w
+    wrapped = safe_norm(p1 - w.r1) + w.length + safe_norm(w.r2 - p2)
+    return jnp.where(w.wraps, wrapped, safe_norm(p1 - p2)), w
 
 
+@jax.jit
 def _batched(p1, p2, dims, axis, sign, method):
     TRACES["primal"] += 1
     return jax.vmap(_total)(p1, p2, dims, axis, sign, method)
 
 
-primal = jax.jit(_batched)
+BATCH = 192  # every primal call is padded to this size: one compilation for the whole file
+
+
+def primal(p1, p2, dims, axis, sign, method):
+    n = len(p1)
+    assert n <= BATCH
+    pad = lambda v: np.concatenate([np.asarray(v), np.repeat(np.asarray(v)[-1:], BATCH - n, axis=0)])
+    out = _batched(*(pad(v) for v in (p1, p2, dims, axis, sign, method)))
+    return jax.tree_util.tree_map(lambda v: np.asarray(v)[:n], out)
 
 
 def _x_total(x, axis, sign, method):
@@ -40,9 +50,15 @@ def _x_total(x, axis, sign, method):
 
 @jax.jit
 def derivatives(x, axis, sign, method):
-    fwd = jax.vmap(jax.jacfwd(_x_total))(x, axis, sign, method)
-    rev = jax.vmap(jax.grad(_x_total))(x, axis, sign, method)
-    return fwd, rev
+    """Forward-mode Jacobian and reverse-mode gradient from one linearization."""
+
+    def one(x, axis, sign, method):
+        y, lin = jax.linearize(lambda xx: _x_total(xx, axis, sign, method), x)
+        fwd = jax.vmap(lin)(jnp.eye(9, dtype=x.dtype))
+        (rev,) = jax.linear_transpose(lin, x)(jnp.ones_like(y))
+        return fwd, rev
+
+    return jax.vmap(one)(x, axis, sign, method)
 
 
 def _cases(n, seed, dims=DIMS):
@@ -126,16 +142,23 @@ def test_vmap_over_points_and_ellipsoids_one_trace():
     p1, p2, method, axis, sign = _cases(12, 3)
     rng = np.random.default_rng(4)
     dims = DIMS * rng.uniform(0.8, 1.2, size=(12, 3))  # a different ellipsoid per case
-    before = TRACES["primal"]
     tot, w = primal(p1, p2, dims, axis, sign, method)
+    before = TRACES["primal"]
     tot2, _ = primal(p1 * 1.01, p2, dims, axis, sign, method)
-    assert TRACES["primal"] - before <= 1  # at most the first call traces (cached from others)
-    assert not np.allclose(np.asarray(tot), np.asarray(tot2))
-    single = jax.jit(_total)
-    for k in (0, 5, 11):
-        t_k, w_k = single(p1[k], p2[k], dims[k], axis[k], sign[k], method[k])
-        np.testing.assert_allclose(float(t_k), float(tot[k]), rtol=1e-14, atol=0)
-        assert int(w_k.code) == int(w.code[k])
+    # each case again, in other lanes, next to other ellipsoids and points (and with shared dims)
+    perm = np.roll(np.arange(12), 5)
+    tot3, w3 = primal(p1[perm], p2[perm], dims[perm], axis[perm], sign[perm], method[perm])
+    assert TRACES["primal"] == before  # new values, same shapes: no re-trace under jit
+    assert not np.allclose(tot, tot2)
+    np.testing.assert_array_equal(tot3, tot[perm])
+    np.testing.assert_array_equal(w3.code, w.code[perm])
+    k = 4
+    tot4, _ = primal(np.tile(p1[k], (5, 1)), np.tile(p2[k], (5, 1)), np.tile(dims[k], (5, 1)),
+                     np.full(5, axis[k]), np.full(5, sign[k]), np.full(5, method[k]))
+    np.testing.assert_array_equal(tot4, tot[k])
+    # a different ellipsoid gives a different length
+    tot5, _ = primal(p1, p2, np.tile(DIMS, (12, 1)), axis, sign, method)
+    assert not np.allclose(tot5, tot)
 
 
 def test_jacobian_matches_finite_differences():
@@ -151,13 +174,16 @@ def test_jacobian_matches_finite_differences():
     xp = (x[:, None, :] + h * eye[None]).reshape(-1, 9)
     xm = (x[:, None, :] - h * eye[None]).reshape(-1, 9)
     rep = lambda v: np.repeat(v, 9)
-    tp, _ = primal(xp[:, :3], xp[:, 3:6], xp[:, 6:], rep(axis), rep(sign), rep(method))
-    tm, _ = primal(xm[:, :3], xm[:, 3:6], xm[:, 6:], rep(axis), rep(sign), rep(method))
-    fd = ((np.asarray(tp) - np.asarray(tm)) / (2 * h)).reshape(n, 9)
+    both = np.concatenate([xp, xm])
+    tpm, _ = primal(both[:, :3], both[:, 3:6], both[:, 6:], *(np.tile(rep(v), 2) for v in (axis, sign, method)))
+    fd = ((tpm[: n * 9] - tpm[n * 9:]) / (2 * h)).reshape(n, 9)
     err = np.abs(fd - fwd)
-    print("max |jacfwd - FD|", err.max())
-    # discrete decisions (segment count, iteration counts) make tiny jumps; allow a few misses
-    assert np.mean(err < 1e-5) > 0.95, err.max()
+    print("max |jacfwd - FD|", err.max(), "median", np.median(err), "max |J|", np.abs(fwd).max())
+    # The derivative is that of the *solved* tangent conditions (implicit function theorem), FD sees
+    # OpenSim's iteration stopped at ssq <= 1e-8 (|residual| <= 1e-4 in scaled units), so the two
+    # differ by about that tolerance times |dL/dr| (O(1e-4)..O(1e-5) here, J entries are O(1)).
+    assert np.median(err) < 5e-6, np.median(err)
+    assert err.max() < 1e-3, err.max()
 
 
 def test_float32_runs():
