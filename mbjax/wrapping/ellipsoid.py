@@ -56,7 +56,10 @@ algorithm's own, much looser, convergence tolerance):
 unchanged" behaviour (the previous value of the output variable).  The only deviations: a
 non-converged projection whose output variable would hold the *previous call's* c1 (state kept by
 OpenSim's PathWrap between calls) falls back to the unprojected point; SimTK's LAPACK 4x4 inverse
-and libm's ``pow``/``acos`` are replaced by XLA's (differences of an ulp).
+and libm's ``pow``/``acos`` are replaced by XLA's (differences of an ulp).  Where a far-side
+(quadrant) surface ray misses the ellipsoid, OpenSim takes ``sqrt`` of a negative number and its
+length is NaN (about 1 % of quadrant wraps in the validation sample); here that square root is
+clamped to 0 (the ray's closest approach), so the length stays finite.
 
 Derivatives: no loop is differentiated.  Each iteration (closest points, tangent points) runs on
 stop-gradient inputs and its result gets one implicit-function (Newton) correction whose value is
