@@ -46,8 +46,6 @@ SQRT_EPS = float(np.sqrt(np.finfo(np.float64).eps))
 
 #: iterations of OpenSim's equilibrium loop (it stops earlier once the force error is at rounding)
 OUTER_ITERATIONS = 60
-#: step halvings per iteration (OpenSim stops halving at h ≤ √ε, i.e. after 27)
-INNER_ITERATIONS = 28
 
 
 class MuscleState(NamedTuple):
@@ -158,7 +156,14 @@ def _equilibrium_terms(fam: _Family, lce, v, L, V, a):
 
 def _opensim_iteration(fam: _Family, L, V, a):
     """OpenSim's equilibrium loop (``initMuscleState`` / ``estimateMuscleFiberState``) run to
-    rounding: returns (ℓ, v, |force error|)."""
+    rounding: returns (ℓ, v, |force error|).
+
+    OpenSim's nested loops (Newton steps on ℓ, each halved until the force error drops or the
+    step factor reaches √ε; then the partials and the fibre velocity are updated at the accepted ℓ
+    with the previous velocity) are folded into one ``while_loop`` that evaluates the muscle once
+    per pass: a pass either accepts its trial ℓ (and takes the new velocity and slope from the same
+    evaluation, as OpenSim's ``partialsFunc``/``velocityFunc`` would) or halves the step.
+    """
     p = fam.p
     fiso = p["max_isometric_force"]
     tol = 4.0 * np.finfo(np.float64).eps * fiso
@@ -168,36 +173,27 @@ def _opensim_iteration(fam: _Family, L, V, a):
     # fv = 1 (v = 0) first, then the velocity estimate, then the error with it
     _, _, v0 = _equilibrium_terms(fam, lce0, jnp.zeros_like(L), L, V, a)
     ferr0, dferr0, _ = _equilibrium_terms(fam, lce0, v0, L, V, a)
+    max_passes = OUTER_ITERATIONS * 4
 
-    def outer_cond(s):
-        it, lce, v, ferr, dferr = s
-        return (jnp.abs(ferr) > tol) & (it < OUTER_ITERATIONS)
+    def cond(s):
+        it, passes, h, lce_prev, v, ferr_prev, dferr = s
+        return (jnp.abs(ferr_prev) > tol) & (it < OUTER_ITERATIONS) & (passes < max_passes)
 
-    def outer_body(s):
-        it, lce_prev, v, ferr_prev, dferr = s
-        dferr = jnp.where(dferr == 0, 1.0, dferr)
+    def body(s):
+        it, passes, h, lce_prev, v, ferr_prev, dferr = s
+        delta = -h * ferr_prev / jnp.where(dferr == 0, 1.0, dferr)
+        big = jnp.abs(delta) > SIGNIFICANT_REAL
+        lce = jnp.where(big, lce_prev + delta, lce_prev - jnp.sign(delta) * SQRT_EPS)
+        h_used = jnp.where(big, h, 0.0)
+        lce = jnp.maximum(lce, fam.lmin)
+        ferr, dferr_new, v_new = _equilibrium_terms(fam, lce, v, L, V, a)
+        accept = (jnp.abs(ferr) < jnp.abs(ferr_prev)) | (h_used <= SQRT_EPS)
+        pick = lambda x, y: jnp.where(accept, x, y)  # noqa: E731
+        return (it + accept.astype(int), passes + 1, pick(jnp.ones_like(h), 0.5 * h_used), pick(lce, lce_prev),
+                pick(v_new, v), pick(ferr, ferr_prev), pick(dferr_new, dferr))
 
-        def inner_cond(t):
-            k, h, lce, ferr, done = t
-            return (~done) & (k < INNER_ITERATIONS)
-
-        def inner_body(t):
-            k, h, lce, ferr, done = t
-            delta = -h * ferr_prev / dferr
-            big = jnp.abs(delta) > SIGNIFICANT_REAL
-            lce = jnp.where(big, lce_prev + delta, lce_prev - jnp.sign(delta) * SQRT_EPS)
-            h = jnp.where(big, h, 0.0)
-            lce = jnp.maximum(lce, fam.lmin)
-            ferr, _, _ = _equilibrium_terms(fam, lce, v, L, V, a)
-            done = (jnp.abs(ferr) < jnp.abs(ferr_prev)) | (h <= SQRT_EPS)
-            return k + 1, 0.5 * h, lce, ferr, done
-
-        _, _, lce, ferr, _ = jax.lax.while_loop(
-            inner_cond, inner_body, (0, jnp.ones_like(L), lce_prev, ferr_prev, jnp.zeros_like(L, dtype=bool)))
-        _, dferr_new, v_new = _equilibrium_terms(fam, lce, v, L, V, a)
-        return it + 1, lce, v_new, ferr, dferr_new
-
-    _, lce, v, ferr, _ = jax.lax.while_loop(outer_cond, outer_body, (0, lce0, v0, ferr0, dferr0))
+    init = (0, 0, jnp.ones_like(L), lce0, v0, ferr0, dferr0)
+    _, _, _, lce, v, ferr, _ = jax.lax.while_loop(cond, body, init)
     return lce, v, jnp.abs(ferr)
 
 
@@ -304,14 +300,38 @@ def _rigid_state(fam: _Family, L, V, a):
                        fal, fpe, fv, fm * cos / fiso)
 
 
-def _one_muscle(kind, p, L, V, a):
+def _one_muscle(kind, p, L, V, a, tendons="both"):
     fam = _Family(kind, p)
     a = jnp.clip(a, p["minimum_activation"], 1.0)
-    rigid = _rigid_state(fam, L, V, a)
-    lce, _ = equilibrium_state(fam, L, V, a)
-    elastic = _state_from_fiber_length(fam, lce, L, V, a)
+    if tendons != "elastic":
+        rigid = _rigid_state(fam, L, V, a)
+    if tendons != "rigid":
+        lce, _ = equilibrium_state(fam, L, V, a)
+        elastic = _state_from_fiber_length(fam, lce, L, V, a)
+    if tendons == "rigid":
+        return rigid
+    if tendons == "elastic":
+        return elastic
     use_rigid = p["ignore_tendon_compliance"] > 0.5
     return jax.tree_util.tree_map(lambda r, e: jnp.where(use_rigid, r, e), rigid, elastic)
+
+
+def _tendon_kinds(flags) -> str:
+    """'rigid', 'elastic' or 'both': which tendon models a group of muscles needs.
+
+    Decided from the ``ignore_tendon_compliance`` values when they are concrete (a model closed
+    over by ``jit``), so an all-rigid model never traces the equilibrium solver; 'both' (each
+    muscle picks with ``jnp.where``) when they are traced.  The results are the same either way.
+    """
+    try:
+        f = np.asarray(flags)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return "both"
+    if np.all(f > 0.5):
+        return "rigid"
+    if np.all(f <= 0.5):
+        return "elastic"
+    return "both"
 
 
 def _one_muscle_given_fiber_length(kind, p, lce, L, V, a):
@@ -321,26 +341,33 @@ def _one_muscle_given_fiber_length(kind, p, lce, L, V, a):
 
 
 def _by_family(model, fn, *per_muscle):
-    """Evaluate ``fn(kind, p, *args)`` vmapped over the muscles of each Hill class and reassemble."""
+    """Evaluate ``fn(kind, p, *args)`` vmapped over the muscles of each Hill class and reassemble.
+
+    Path elements that are not Hill muscles (``PathActuator``, ``PathSpring``, ``Ligament``) get 0 in
+    every field: their tension does not depend on activation and is not modelled here.
+    """
     paths = get_paths(model)
     params = hill_parameters(paths)
     nm = paths.n_muscles
-    known = np.zeros(nm, dtype=bool)
-    parts = []
+    dtype = per_muscle[0].dtype
+    out = None
     for kind in (THELEN, MILLARD):
         idx = np.nonzero(kind_mask(paths, kind))[0]
-        known[idx] = True
         if idx.size == 0:
             continue
         p = {k: v[idx] for k, v in params.items()}
-        out = jax.vmap(lambda pp, *args: fn(kind, pp, *args))(p, *(x[idx] for x in per_muscle))
-        parts.append((idx, out))
-    if not known.all():
-        bad = [n for n, k in zip(paths.names, known) if not k]
-        raise NotImplementedError(f"muscle_forces: no Hill model for {bad} (kinds {sorted(set(paths.kinds))}); "
+        if fn is _one_muscle:
+            mode = _tendon_kinds(p["ignore_tendon_compliance"])
+            part = jax.vmap(lambda pp, *args: fn(kind, pp, *args, tendons=mode))(p, *(x[idx] for x in per_muscle))
+        else:
+            part = jax.vmap(lambda pp, *args: fn(kind, pp, *args))(p, *(x[idx] for x in per_muscle))
+        if out is None:
+            out = jax.tree_util.tree_map(lambda x: jnp.zeros((nm,), dtype), part)
+        out = jax.tree_util.tree_map(lambda o, x: o.at[idx].set(x.astype(dtype)), out, part)
+    if out is None:
+        raise NotImplementedError(f"no Hill-type muscle among the paths (kinds {sorted(set(paths.kinds))}); "
                                   f"supported: {THELEN}, {MILLARD}")
-    order = np.argsort(np.concatenate([idx for idx, _ in parts]))
-    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs)[order], *(o for _, o in parts))
+    return out
 
 
 def musculotendon_state(model, length, speed, activation) -> MuscleState:
