@@ -112,15 +112,20 @@ class Segmented:
         return evaluate(self, x)[0]
 
 
+def _clip(x, lo, hi):
+    """Clip with the full derivative at the ends (``jnp.clip`` halves it at ties)."""
+    return jnp.where(x < lo, lo, jnp.where(x > hi, hi, x))
+
+
 def evaluate(curve: Segmented, x):
     """``calcSelectedDerivatives`` for orders 0 and 1 at a scalar ``x``: (y, dy/dx)."""
     px, py = curve.px, curve.py
     n = px.shape[0]
-    xin = jnp.clip(x, curve.x0, curve.x1)
+    xin = _clip(x, curve.x0, curve.x1)
     inside = (xin >= px[:, 0]) & (xin < px[:, 5])
     idx = jnp.where(jnp.any(inside), jnp.argmax(inside), n - 1)  # x == x1 -> last segment
     sx, sy = px[idx], py[idx]
-    xs = jnp.clip(xin, sx[0], sx[5])
+    xs = _clip(xin, sx[0], sx[5])
     u = _solve_u(xs, sx)
     y_in = bezier(u, sy)
     dx = bezier_du(u, sx)

@@ -57,7 +57,7 @@ def _frames(src, tmp_path, n, seed):
     lo, hi = np.maximum(np.asarray(info.lower), -3.0), np.minimum(np.asarray(info.upper), 3.0)
     rng = np.random.default_rng(seed)
     cn = list(model.coordinate_names)
-    out = {k: [] for k in ("q", "qd", "a", "L", "V") + tuple(f for _, f in FIELDS)}
+    out = {k: [] for k in ("q", "qd", "a", "getLength", "getLengtheningSpeed") + tuple(f for _, f in FIELDS)}
     for _ in range(n):
         q = 0.5 * (lo + hi) + 0.35 * (hi - lo) * rng.uniform(-1, 1, lo.size)
         qd = rng.uniform(-1.5, 1.5, lo.size)
@@ -112,7 +112,9 @@ def test_arm26_thelen_compliant(tmp_path):
     fiso = np.asarray(model.extras["muscles"].parameters["max_isometric_force"])
     assert np.max(np.abs(np.asarray(state.tendon_force) - d["getTendonForce"]) / fiso) < 1e-8
     assert _rel(state.fiber_length, d["getFiberLength"]).max() < 1e-8
-    assert _rel(state.fiber_velocity, d["getFiberVelocity"]).max() < 1e-6
+    prm = model.extras["muscles"].parameters
+    vscale = np.asarray(prm["max_contraction_velocity"] * prm["optimal_fiber_length"])
+    assert np.max(np.abs(np.asarray(state.fiber_velocity) - d["getFiberVelocity"]) / vscale) < 1e-7
     assert _rel(state.active_fiber_force, d["getActiveFiberForce"]).max() < 1e-7
     assert _rel(state.passive_fiber_force, d["getPassiveFiberForce"]).max() < 1e-7
 
@@ -125,7 +127,7 @@ def test_mobl_millard_rigid(tmp_path):
     L, V, a = (jnp.asarray(d[k]) for k in ("getLength", "getLengtheningSpeed", "a"))
     state = jax.jit(jax.vmap(lambda *x: musculotendon_state(model, *x)))(L, V, a)
     for ours, f in FIELDS:
-        assert _rel(np.asarray(getattr(state, ours))[:, hill], d[f][:, hill]).max() < 1e-12, ours
+        assert _rel(np.asarray(getattr(state, ours))[:, hill], d[f][:, hill]).max() < 1e-10, ours
 
 
 def _grid(lo, hi, n=801):
