@@ -51,3 +51,7 @@ from . import io as io
 from . import sweep as sweep
 from .sweep import sweep_poses as sweep_poses
 from . import models as models
+from .muscles import activation_derivative as activation_derivative
+from .muscles import muscle_forces as muscle_forces
+from .muscles import muscle_state as muscle_state
+from .muscles import equilibrium_fiber_length as equilibrium_fiber_length

@@ -867,11 +867,7 @@ class _Loader:
                 kept = [k for k, (_, pt) in enumerate(points) if pt is not None]
                 path_wraps[name] = [self._path_wrap(w, kept) for w in pws]
             kinds[name] = f.tag
-            params[name] = {
-                c.tag: float(c.text)
-                for c in f
-                if c.text is not None and len(c) == 0 and _is_float(c.text)
-            }
+            params[name] = _muscle_properties(f)
         if wrapped and self.ignore_wrapping:
             warnings.warn(
                 f"{doc.path}: wrapping ignored (straight lines), as asked by ignore_wrapping=True, for "
@@ -1068,6 +1064,25 @@ def _inertia_problem(inertia: np.ndarray) -> str | None:
     if eig[0] + eig[1] < eig[2] - tol:
         return f"principal moments {moments} violate the triangle inequality"
     return None
+
+
+_MUSCLE_FLAGS = ("ignore_tendon_compliance", "ignore_activation_dynamics")
+
+
+def _muscle_properties(f) -> dict[str, float]:
+    """Scalar properties of a muscle element: numbers, the two ``ignore_*`` flags as 0/1, and the
+    properties of its curve elements (``<ActiveForceLengthCurve>`` ...) as ``"Curve.property"``."""
+    out = {}
+    for c in f:
+        if c.text is not None and len(c) == 0 and _is_float(c.text):
+            out[c.tag] = float(c.text)
+        elif c.tag in _MUSCLE_FLAGS and c.text is not None:
+            out[c.tag] = 1.0 if c.text.strip().lower() == "true" else 0.0
+        elif c.tag.endswith("Curve") and len(c):
+            for g in c:
+                if g.text is not None and len(g) == 0 and _is_float(g.text):
+                    out[f"{c.tag}.{g.tag}"] = float(g.text)
+    return out
 
 
 def _is_float(s: str) -> bool:

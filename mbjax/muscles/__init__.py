@@ -17,3 +17,14 @@ from .geometry import muscle_lengths as muscle_lengths
 from .geometry import path_points as path_points
 from .paths import path_state as path_state
 from .paths import with_muscles as with_muscles
+from .activation import activation_derivative as activation_derivative
+from .activation import activation_rate as activation_rate
+from .parameters import hill_parameters as hill_parameters
+from .musculotendon import MuscleState as MuscleState
+from .musculotendon import equilibrium_fiber_length as equilibrium_fiber_length
+from .musculotendon import muscle_forces as muscle_forces
+from .musculotendon import muscle_state as muscle_state
+from .musculotendon import musculotendon_state as musculotendon_state
+from .musculotendon import state_from_fiber_length as state_from_fiber_length
+from . import millard2012 as millard2012
+from . import thelen2003 as thelen2003

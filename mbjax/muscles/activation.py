@@ -1,0 +1,37 @@
+"""First-order activation dynamics (OpenSim's ``MuscleFirstOrderActivationDynamicModel``).
+
+ȧ = (u - a) / τ with a clamped to [a_min, 1] first, τ = τ_act (0.5 + 1.5 a) when u > a and
+τ_deact / (0.5 + 1.5 a) otherwise (Thelen 2003 / Winters 1995), as both ``Thelen2003Muscle`` and
+``Millard2012EquilibriumMuscle`` use it.  A muscle with ``ignore_activation_dynamics`` has
+ȧ = 0 (its activation is the control).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from .parameters import hill_parameters
+
+
+def clamp_activation(activation, minimum_activation):
+    """``clampActivation``: clamp(a_min, a, 1)."""
+    return jnp.clip(activation, minimum_activation, 1.0)
+
+
+def activation_rate(excitation, activation, activation_time_constant, deactivation_time_constant,
+                    minimum_activation):
+    """``MuscleFirstOrderActivationDynamicModel::calcDerivative`` (elementwise)."""
+    a = clamp_activation(activation, minimum_activation)
+    tau = jnp.where(excitation > a, activation_time_constant * (0.5 + 1.5 * a),
+                    deactivation_time_constant / (0.5 + 1.5 * a))
+    return (excitation - a) / tau
+
+
+def activation_derivative(excitation, activation, params):
+    """ȧ ``(nm,)`` of every muscle; ``params`` is a model, its ``MusclePaths`` or a filled
+    parameter dict (:func:`mbjax.muscles.hill_parameters`).  Zero where
+    ``ignore_activation_dynamics``."""
+    p = params if isinstance(params, dict) and "minimum_activation" in params else hill_parameters(params)
+    rate = activation_rate(excitation, activation, p["activation_time_constant"], p["deactivation_time_constant"],
+                           p["minimum_activation"])
+    return jnp.where(p["ignore_activation_dynamics"] > 0.5, 0.0, rate)

@@ -1,0 +1,404 @@
+"""Musculotendon mechanics of Thelen2003Muscle and Millard2012EquilibriumMuscle; ``muscle_forces``.
+
+For each muscle (path length L, lengthening speed V = -Rᵀq̇, activation a) the fibre state is
+
+* **rigid tendon** (``ignore_tendon_compliance``; Millard's ``calcMuscleLengthInfo`` /
+  ``calcFiberVelocityInfo`` / ``calcMuscleDynamicsInfo``): ℓ = max(ℓ_min, √(h² + (L - ℓ_s)²)),
+  ℓ̇ = V cos α; f_V = 1 and ℓ̇ = 0 when the fibre is clamped at ℓ_min (or the tendon would be
+  shorter than slack); F = F_o (a f_L f_V + f_PE + β ℓ̇/(v_max ℓ_o)), floored at 0, tendon force
+  F cos α.  OpenSim refuses the flag for Thelen2003Muscle; here it is allowed and uses the same
+  formulas with the Thelen curves (and no damping).
+* **compliant tendon**: the fibre length ℓ is the equilibrium of OpenSim's
+  ``computeInitialFiberEquilibrium`` (Thelen ``initMuscleState``, Millard
+  ``estimateMuscleFiberState`` with ``solveForVelocity``): F(ℓ, ℓ̇) cos α = F_o f_T(ℓ_T/ℓ_s),
+  ℓ_T = L - ℓ cos α, with the fibre velocity from OpenSim's stiffness-sharing heuristic
+  ℓ̇_T = K_M/(K_M + K_T) V, ℓ̇ = (V - ℓ̇_T) cos α (K_M the fibre stiffness along the tendon,
+  K_T the tendon stiffness; ℓ̇_T = V when the tendon is slack).  It is solved with OpenSim's own
+  iteration (Newton on ℓ with the fibre velocity of the previous iterate, step halving until the
+  force error drops, ℓ ≥ ℓ_min), run to machine precision instead of OpenSim's 1e-8 F_o, then one
+  Newton step of the coupled (ℓ, ℓ̇) system written with the converged point held constant, so
+  forward and reverse derivatives are the implicit-function ones.  Then, as OpenSim does from the
+  state, the reported quantities follow from ℓ alone: f_T from the tendon length, and the fibre
+  velocity from the force balance (Thelen ``calcdlceN`` of a f_L f_V = f_T/cos α - f_PE; Millard
+  undamped: the inverse force-velocity curve; damped: Newton on
+  a f_L f_V(v) + f_PE + β v = f_T / cos α, ``calcDampedNormFiberVelocity``).
+
+All outputs are SI: forces in N, lengths in m, velocities in m/s.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import millard2012 as mil
+from . import thelen2003 as th
+from .geometry import muscle_lengths
+from .moment_arms import moment_arms
+from .parameters import MILLARD, THELEN, hill_parameters, kind_mask
+from .paths import get_paths
+from .pennation import SIGNIFICANT_REAL, height, minimum_fiber_length, pennation_angle, rigid_fiber_length
+
+SQRT_EPS = float(np.sqrt(np.finfo(np.float64).eps))
+
+#: iterations of OpenSim's equilibrium loop (it stops earlier once the force error is at rounding)
+OUTER_ITERATIONS = 60
+
+
+class MuscleState(NamedTuple):
+    """Fibre and tendon state of every muscle, ``(nm,)`` each (OpenSim's MuscleLength/FiberVelocity/
+    MuscleDynamics info names)."""
+
+    tendon_force: jnp.ndarray
+    fiber_length: jnp.ndarray
+    fiber_velocity: jnp.ndarray
+    normalized_fiber_length: jnp.ndarray
+    normalized_fiber_velocity: jnp.ndarray
+    pennation_angle: jnp.ndarray
+    tendon_length: jnp.ndarray
+    active_fiber_force: jnp.ndarray
+    passive_fiber_force: jnp.ndarray
+    fiber_force: jnp.ndarray
+    active_force_length_multiplier: jnp.ndarray
+    passive_force_multiplier: jnp.ndarray
+    force_velocity_multiplier: jnp.ndarray
+    tendon_force_multiplier: jnp.ndarray
+
+
+# ------------------------------------------------------------------------------------------------
+# one muscle, scalar parameters p (a dict of scalars)
+# ------------------------------------------------------------------------------------------------
+
+
+class _Family:
+    """The curves of one muscle (Thelen closed forms or Millard Bézier splines) with derivatives."""
+
+    def __init__(self, kind, p):
+        self.kind, self.p = kind, p
+        if kind == MILLARD:
+            self.c = mil.curves(p)
+            self.beta = jnp.where(mil.use_damping(p), p["fiber_damping"], 0.0)
+            pen_min = minimum_fiber_length(p["optimal_fiber_length"], p["pennation_angle_at_optimal"],
+                                           p["maximum_pennation_angle"])
+            self.lmin = mil.minimum_fiber_length(p, pen_min)
+        else:
+            self.beta = 0.0
+            self.lmin = minimum_fiber_length(p["optimal_fiber_length"], p["pennation_angle_at_optimal"],
+                                             p["maximum_pennation_angle"])
+
+    def _vd(self, f, x):
+        return jax.jvp(f, (x,), (jnp.ones_like(x),))
+
+    def fal(self, x):
+        if self.kind == MILLARD:
+            return self.c["fal"].value_and_derivative(x)
+        return self._vd(lambda z: th.active_force_length(z, self.p["KshapeActive"]), x)
+
+    def fpe(self, x):
+        if self.kind == MILLARD:
+            return self.c["fpe"].value_and_derivative(x)
+        return self._vd(lambda z: th.passive_force_length(z, self.p["FmaxMuscleStrain"], self.p["KshapePassive"]), x)
+
+    def fse(self, x):
+        if self.kind == MILLARD:
+            return self.c["fse"].value_and_derivative(x)
+        return self._vd(lambda z: th.tendon_force_length(z, self.p["FmaxTendonStrain"]), x)
+
+    def fv(self, a, fal, v):
+        """Force-velocity multiplier at normalized velocity v (Thelen: ``calcfvInv``)."""
+        if self.kind == MILLARD:
+            return self.c["fv"](v)
+        p = self.p
+        return th.force_velocity_multiplier(a, fal, v, p["Af"], p["Flen"], p["fv_linear_extrap_threshold"])
+
+    def geometry(self, lce, L):
+        p = self.p
+        phi = pennation_angle(lce, p["optimal_fiber_length"], p["pennation_angle_at_optimal"],
+                              p["maximum_pennation_angle"])
+        cos, sin = jnp.cos(phi), jnp.sin(phi)
+        h = height(p["optimal_fiber_length"], p["pennation_angle_at_optimal"])
+        hl = h / lce
+        dphi = (-hl / lce) / jnp.sqrt(jnp.maximum(1.0 - hl * hl, 1e-300))  # calc_DPennationAngle_DfiberLength
+        return phi, cos, sin, L - lce * cos, dphi
+
+
+def _equilibrium_terms(fam: _Family, lce, v, L, V, a):
+    """Force error and the heuristic fibre velocity at (ℓ, v) (OpenSim's ferrFunc, partialsFunc,
+    velocityFunc); v is the normalized fibre velocity."""
+    p = fam.p
+    fiso, ofl, tsl = p["max_isometric_force"], p["optimal_fiber_length"], p["tendon_slack_length"]
+    phi, cos, sin, tl, dphi = fam.geometry(lce, L)
+    fal, dfal = fam.fal(lce / ofl)
+    fpe, dfpe = fam.fpe(lce / ofl)
+    fse, dfse = fam.fse(tl / tsl)
+    fv = fam.fv(a, fal, v)
+    fm = fiso * (a * fal * fv + fpe + fam.beta * v)
+    ferr = fm * cos - fse * fiso
+    dfm = fiso * (a * fv * dfal + dfpe) / ofl
+    dfmat = dfm * cos + fm * (-sin * dphi)
+    if fam.kind == MILLARD:
+        dfmat_at = dfmat / (cos - lce * sin * dphi)
+    else:
+        dfmat_at = dfmat * cos
+    dft_dtl = dfse * fiso / tsl
+    dft_dlce = dft_dtl * (lce * sin * dphi - cos)
+    ksum = dfmat_at + dft_dtl
+    share = (jnp.abs(ksum) > SIGNIFICANT_REAL) & (tl > tsl)
+    dtl = jnp.where(share, dfmat_at / jnp.where(share, ksum, 1.0) * V, V)
+    v_new = (V - dtl) * cos / (p["max_contraction_velocity"] * ofl)
+    if fam.kind == MILLARD:
+        v_new = jnp.where(jnp.abs(V) < SIGNIFICANT_REAL, 0.0, v_new)
+    return ferr, dfmat - dft_dlce, v_new
+
+
+def _opensim_iteration(fam: _Family, L, V, a):
+    """OpenSim's equilibrium loop (``initMuscleState`` / ``estimateMuscleFiberState``) run to
+    rounding: returns (ℓ, v, |force error|).
+
+    OpenSim's nested loops (Newton steps on ℓ, each halved until the force error drops or the
+    step factor reaches √ε; then the partials and the fibre velocity are updated at the accepted ℓ
+    with the previous velocity) are folded into one ``while_loop`` that evaluates the muscle once
+    per pass: a pass either accepts its trial ℓ (and takes the new velocity and slope from the same
+    evaluation, as OpenSim's ``partialsFunc``/``velocityFunc`` would) or halves the step.
+    """
+    p = fam.p
+    fiso = p["max_isometric_force"]
+    tol = 4.0 * np.finfo(np.float64).eps * fiso
+    lce0 = rigid_fiber_length(L, 1.01 * p["tendon_slack_length"], p["optimal_fiber_length"],
+                              p["pennation_angle_at_optimal"], p["maximum_pennation_angle"])
+    lce0 = jnp.maximum(lce0, fam.lmin)
+    # fv = 1 (v = 0) first, then the velocity estimate, then the error with it
+    _, _, v0 = _equilibrium_terms(fam, lce0, jnp.zeros_like(L), L, V, a)
+    ferr0, dferr0, _ = _equilibrium_terms(fam, lce0, v0, L, V, a)
+    max_passes = OUTER_ITERATIONS * 4
+
+    def cond(s):
+        it, passes, h, lce_prev, v, ferr_prev, dferr = s
+        return (jnp.abs(ferr_prev) > tol) & (it < OUTER_ITERATIONS) & (passes < max_passes)
+
+    def body(s):
+        it, passes, h, lce_prev, v, ferr_prev, dferr = s
+        delta = -h * ferr_prev / jnp.where(dferr == 0, 1.0, dferr)
+        big = jnp.abs(delta) > SIGNIFICANT_REAL
+        lce = jnp.where(big, lce_prev + delta, lce_prev - jnp.sign(delta) * SQRT_EPS)
+        h_used = jnp.where(big, h, 0.0)
+        lce = jnp.maximum(lce, fam.lmin)
+        ferr, dferr_new, v_new = _equilibrium_terms(fam, lce, v, L, V, a)
+        accept = (jnp.abs(ferr) < jnp.abs(ferr_prev)) | (h_used <= SQRT_EPS)
+        pick = lambda x, y: jnp.where(accept, x, y)  # noqa: E731
+        return (it + accept.astype(int), passes + 1, pick(jnp.ones_like(h), 0.5 * h_used), pick(lce, lce_prev),
+                pick(v_new, v), pick(ferr, ferr_prev), pick(dferr_new, dferr))
+
+    init = (0, 0, jnp.ones_like(L), lce0, v0, ferr0, dferr0)
+    _, _, _, lce, v, ferr, _ = jax.lax.while_loop(cond, body, init)
+    return lce, v, jnp.abs(ferr)
+
+
+def equilibrium_state(fam: _Family, L, V, a):
+    """(ℓ, v) of OpenSim's compliant-tendon equilibrium, differentiable (see module docstring)."""
+    frozen = _Family(fam.kind, jax.lax.stop_gradient(fam.p))
+    lce, v, _ = _opensim_iteration(frozen, *jax.lax.stop_gradient((L, V, a)))
+    x = jax.lax.stop_gradient(jnp.stack([lce, v]))
+    fiso = fam.p["max_isometric_force"]
+
+    def residual(x):
+        ferr, _, v_new = _equilibrium_terms(fam, x[0], x[1], L, V, a)
+        return jnp.stack([ferr / fiso, x[1] - v_new])
+
+    jac = jax.lax.stop_gradient(jax.jacfwd(residual)(x))
+    det = jac[0, 0] * jac[1, 1] - jac[0, 1] * jac[1, 0]
+    ok = jnp.abs(det) > 1e-300
+    det = jnp.where(ok, det, 1.0)
+    r = residual(x)
+    step = jnp.stack([jac[1, 1] * r[0] - jac[0, 1] * r[1], -jac[1, 0] * r[0] + jac[0, 0] * r[1]]) / det
+    y = x - jnp.where(ok, step, 0.0)
+    at_bound = x[0] <= fam.lmin
+    return jnp.where(at_bound, jnp.maximum(y[0], fam.lmin), y[0]), y[1]
+
+
+def _state_from_fiber_length(fam: _Family, lce, L, V, a):
+    """OpenSim's length, velocity and dynamics info of an elastic-tendon muscle whose fibre length
+    state is ``lce`` (Thelen2003Muscle / Millard2012EquilibriumMuscle ``calc*Info``)."""
+    p = fam.p
+    fiso, ofl, tsl = p["max_isometric_force"], p["optimal_fiber_length"], p["tendon_slack_length"]
+    vmax = p["max_contraction_velocity"]
+    lce_state = lce
+    lce = jnp.maximum(lce, fam.lmin)
+    phi, cos, sin, tl, _ = fam.geometry(lce, L)
+    fal, _ = fam.fal(lce / ofl)
+    fpe, _ = fam.fpe(lce / ofl)
+    fse, _ = fam.fse(tl / tsl)
+    if fam.kind == THELEN:
+        afalfv = fse / cos - fpe
+        fv = afalfv / (a * fal)
+        vn = th.norm_fiber_velocity(a, fal, afalfv, p["Af"], p["Flen"], p["fv_linear_extrap_threshold"])
+        clamped = (lce_state <= fam.lmin) & (vn <= 0)
+    else:
+        damped = mil.use_damping(p)
+        # undamped: fv from the force balance, velocity from the inverse curve
+        fv_u = (fse / cos - fpe) / (a * fal)
+        vn_u = fam.c["fv_inv"](fv_u)
+        # damped: Newton on a fal fv(v) + fpe + beta v = fse / cos (calcDampedNormFiberVelocity)
+        beta = jnp.where(damped, fam.beta, 1.0)
+        fv0 = (fse / jnp.maximum(cos, 0.01) - fpe) / (jnp.maximum(a, 0.01) * jnp.maximum(fal, 0.01))
+        v0 = jnp.clip(fam.c["fv_inv"](fv0), -1.0, 1.0)
+
+        def newton(_, v):
+            f, df = fam.c["fv"].value_and_derivative(v)
+            err = (a * fal * f + fpe + beta * v) * cos - fse
+            return v - err / ((a * fal * df + beta) * cos)
+
+        vn_d = jax.lax.fori_loop(0, 20, newton, jax.lax.stop_gradient(v0))
+        vn_d = jax.lax.stop_gradient(vn_d)
+        f, df = fam.c["fv"].value_and_derivative(vn_d)
+        vn_d = vn_d - ((a * fal * f + fpe + beta * vn_d) * cos - fse) / ((a * fal * df + beta) * cos)
+        vn = jnp.where(damped, vn_d, vn_u)
+        fv = jnp.where(damped, fam.c["fv"](vn_d), fv_u)
+        clamped = ((lce <= fam.lmin) & (vn <= 0)) | (lce_state < fam.lmin)
+    vn = jnp.where(clamped, 0.0, vn)
+    fv = jnp.where(clamped, 1.0, fv)
+    active = jnp.where(clamped, 0.0, fiso * a * fal * fv)
+    damping = jnp.where(clamped, 0.0, fiso * fam.beta * vn)
+    passive = fiso * fpe + damping
+    if fam.kind == MILLARD:
+        passive = jnp.where(clamped, 0.0, passive)
+    fm = jnp.where(clamped, 0.0, active + fiso * fpe + damping)
+    return MuscleState(fse * fiso, lce, vn * vmax * ofl, lce / ofl, vn, phi, tl, active, passive, fm,
+                       fal, fpe, fv, fse)
+
+
+def _rigid_state(fam: _Family, L, V, a):
+    """Millard's rigid-tendon length, velocity and dynamics info (also used for Thelen muscles)."""
+    p = fam.p
+    fiso, ofl, tsl = p["max_isometric_force"], p["optimal_fiber_length"], p["tendon_slack_length"]
+    vmax = p["max_contraction_velocity"]
+    lce = jnp.maximum(rigid_fiber_length(L, tsl, ofl, p["pennation_angle_at_optimal"], p["maximum_pennation_angle"]),
+                      fam.lmin)
+    phi, cos, sin, tl, _ = fam.geometry(lce, L)
+    fal, _ = fam.fal(lce / ofl)
+    fpe, _ = fam.fpe(lce / ofl)
+    slack = tl < tsl - SIGNIFICANT_REAL
+    vn = jnp.where(slack, 0.0, V * cos / (ofl * vmax))
+    clamped = ((lce <= fam.lmin) & (vn <= 0)) | (lce < fam.lmin)
+    vn = jnp.where(clamped, 0.0, vn)
+    if fam.kind == MILLARD:
+        fv = fam.c["fv"](vn)
+    else:
+        fv = fam.fv(a, fal, vn)
+    fv = jnp.where(slack | clamped, 1.0, fv)
+    active = jnp.where(clamped, 0.0, fiso * a * fal * fv)
+    p1 = jnp.where(clamped, 0.0, fiso * fpe)
+    p2 = jnp.where(clamped, 0.0, fiso * fam.beta * vn)
+    fm = active + p1 + p2
+    negative = fm < 0
+    p2 = jnp.where(negative, -active - p1, p2)
+    fm = jnp.where(negative, 0.0, fm)
+    return MuscleState(fm * cos, lce, vn * vmax * ofl, lce / ofl, vn, phi, tl, active, p1 + p2, fm,
+                       fal, fpe, fv, fm * cos / fiso)
+
+
+def _one_muscle(kind, p, L, V, a, tendons="both"):
+    fam = _Family(kind, p)
+    a = jnp.clip(a, p["minimum_activation"], 1.0)
+    if tendons != "elastic":
+        rigid = _rigid_state(fam, L, V, a)
+    if tendons != "rigid":
+        lce, _ = equilibrium_state(fam, L, V, a)
+        elastic = _state_from_fiber_length(fam, lce, L, V, a)
+    if tendons == "rigid":
+        return rigid
+    if tendons == "elastic":
+        return elastic
+    use_rigid = p["ignore_tendon_compliance"] > 0.5
+    return jax.tree_util.tree_map(lambda r, e: jnp.where(use_rigid, r, e), rigid, elastic)
+
+
+def _tendon_kinds(flags) -> str:
+    """'rigid', 'elastic' or 'both': which tendon models a group of muscles needs.
+
+    Decided from the ``ignore_tendon_compliance`` values when they are concrete (a model closed
+    over by ``jit``), so an all-rigid model never traces the equilibrium solver; 'both' (each
+    muscle picks with ``jnp.where``) when they are traced.  The results are the same either way.
+    """
+    try:
+        f = np.asarray(flags)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return "both"
+    if np.all(f > 0.5):
+        return "rigid"
+    if np.all(f <= 0.5):
+        return "elastic"
+    return "both"
+
+
+def _one_muscle_given_fiber_length(kind, p, lce, L, V, a):
+    fam = _Family(kind, p)
+    a = jnp.clip(a, p["minimum_activation"], 1.0)
+    return _state_from_fiber_length(fam, lce, L, V, a)
+
+
+def _by_family(model, fn, *per_muscle):
+    """Evaluate ``fn(kind, p, *args)`` vmapped over the muscles of each Hill class and reassemble.
+
+    Path elements that are not Hill muscles (``PathActuator``, ``PathSpring``, ``Ligament``) get 0 in
+    every field: their tension does not depend on activation and is not modelled here.
+    """
+    paths = get_paths(model)
+    params = hill_parameters(paths)
+    nm = paths.n_muscles
+    dtype = per_muscle[0].dtype
+    out = None
+    for kind in (THELEN, MILLARD):
+        idx = np.nonzero(kind_mask(paths, kind))[0]
+        if idx.size == 0:
+            continue
+        p = {k: v[idx] for k, v in params.items()}
+        if fn is _one_muscle:
+            mode = _tendon_kinds(p["ignore_tendon_compliance"])
+            part = jax.vmap(lambda pp, *args: fn(kind, pp, *args, tendons=mode))(p, *(x[idx] for x in per_muscle))
+        else:
+            part = jax.vmap(lambda pp, *args: fn(kind, pp, *args))(p, *(x[idx] for x in per_muscle))
+        if out is None:
+            out = jax.tree_util.tree_map(lambda x: jnp.zeros((nm,), dtype), part)
+        out = jax.tree_util.tree_map(lambda o, x: o.at[idx].set(x.astype(dtype)), out, part)
+    if out is None:
+        raise NotImplementedError(f"no Hill-type muscle among the paths (kinds {sorted(set(paths.kinds))}); "
+                                  f"supported: {THELEN}, {MILLARD}")
+    return out
+
+
+def musculotendon_state(model, length, speed, activation) -> MuscleState:
+    """Fibre and tendon state of every muscle from path lengths, lengthening speeds and activations
+    ``(nm,)`` each (rigid tendons directly, compliant ones at OpenSim's equilibrium)."""
+    length, speed, activation = jnp.broadcast_arrays(*(jnp.asarray(x) for x in (length, speed, activation)))
+    return _by_family(model, _one_muscle, length, speed, activation)
+
+
+def state_from_fiber_length(model, fiber_length, length, speed, activation) -> MuscleState:
+    """OpenSim's muscle state for a given fibre-length state (elastic tendon): what
+    ``Muscle::getTendonForce``, ``getFiberVelocity`` ... report for that state."""
+    args = jnp.broadcast_arrays(*(jnp.asarray(x) for x in (fiber_length, length, speed, activation)))
+    return _by_family(model, _one_muscle_given_fiber_length, *args)
+
+
+def equilibrium_fiber_length(model, length, speed, activation):
+    """Equilibrium fibre length ``(nm,)`` (m) of OpenSim's ``computeInitialFiberEquilibrium``
+    (the rigid-tendon fibre length where ``ignore_tendon_compliance``)."""
+    return musculotendon_state(model, length, speed, activation).fiber_length
+
+
+def muscle_state(model, q, qd, activation) -> MuscleState:
+    """Fibre and tendon state at pose ``q``, velocity ``qd`` and activation ``(nm,)``:
+    L from :func:`mbjax.muscle_lengths`, V = -Rᵀ q̇ with R from :func:`mbjax.moment_arms`."""
+    length = muscle_lengths(model, q)
+    speed = -(moment_arms(model, q).T @ jnp.asarray(qd, length.dtype))
+    return musculotendon_state(model, length, speed, activation)
+
+
+def muscle_forces(model, q, qd, activation):
+    """Tendon forces ``(nm,)`` (N): rigid tendons directly, compliant tendons at their equilibrium
+    fibre state.  Generalized muscle forces are ``moment_arms(model, q) @ muscle_forces(...)``."""
+    return muscle_state(model, q, qd, activation).tendon_force

@@ -1,0 +1,144 @@
+"""Hill-type muscle parameters: OpenSim's property names and defaults, filled per muscle class.
+
+``load_osim`` stores every scalar property of a muscle element in ``MusclePaths.parameters``
+(``(nm,)`` arrays, NaN where the file leaves a property out), the curve properties of a
+``Millard2012EquilibriumMuscle`` under ``"<CurveElement>.<property>"`` (e.g.
+``"TendonForceLengthCurve.strain_at_one_norm_force"``) and the flags ``ignore_tendon_compliance``
+and ``ignore_activation_dynamics`` as 0/1.  :func:`hill_parameters` replaces each NaN by the
+OpenSim 4.6 default of the muscle's class (``Muscle``, ``Thelen2003Muscle``,
+``Millard2012EquilibriumMuscle`` and its curve objects; the optional Millard curve properties by
+the formulas of ``FiberForceLengthCurve`` / ``TendonForceLengthCurve::ensureCurveUpToDate``), with
+``jnp.where`` so the given parameters stay differentiable leaves.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+
+THELEN = "Thelen2003Muscle"
+MILLARD = "Millard2012EquilibriumMuscle"
+
+#: ``Muscle::constructProperties``
+MUSCLE_DEFAULTS = {
+    "max_isometric_force": 1000.0,
+    "optimal_fiber_length": 0.1,
+    "tendon_slack_length": 0.2,
+    "pennation_angle_at_optimal": 0.0,
+    "max_contraction_velocity": 10.0,
+    "ignore_tendon_compliance": 0.0,
+    "ignore_activation_dynamics": 0.0,
+}
+
+#: ``Thelen2003Muscle::constructProperties``
+THELEN_DEFAULTS = {
+    "FmaxTendonStrain": 0.04,
+    "FmaxMuscleStrain": 0.6,
+    "KshapeActive": 0.45,
+    "KshapePassive": 5.0,
+    "Af": 0.25,
+    "Flen": 1.4,
+    "fv_linear_extrap_threshold": 0.95,
+    "maximum_pennation_angle": math.acos(0.1),
+    "activation_time_constant": 0.015,
+    "deactivation_time_constant": 0.050,
+    "minimum_activation": 0.01,
+}
+
+#: ``Millard2012EquilibriumMuscle::constructProperties`` and its curves' ``constructProperties``
+MILLARD_DEFAULTS = {
+    "fiber_damping": 0.1,
+    "activation_time_constant": 0.010,
+    "deactivation_time_constant": 0.040,
+    "minimum_activation": 0.01,
+    "maximum_pennation_angle": math.acos(0.1),
+    "ActiveForceLengthCurve.min_norm_active_fiber_length": 0.47 - 0.0259,
+    "ActiveForceLengthCurve.transition_norm_fiber_length": 0.73,
+    "ActiveForceLengthCurve.max_norm_active_fiber_length": 1.8123,
+    "ActiveForceLengthCurve.shallow_ascending_slope": 0.8616,
+    "ActiveForceLengthCurve.minimum_value": 0.1,
+    "ForceVelocityCurve.concentric_slope_at_vmax": 0.0,
+    "ForceVelocityCurve.concentric_slope_near_vmax": 0.25,
+    "ForceVelocityCurve.isometric_slope": 5.0,
+    "ForceVelocityCurve.eccentric_slope_at_vmax": 0.0,
+    "ForceVelocityCurve.eccentric_slope_near_vmax": 0.15,
+    "ForceVelocityCurve.max_eccentric_velocity_force_multiplier": 1.4,
+    "ForceVelocityCurve.concentric_curviness": 0.6,
+    "ForceVelocityCurve.eccentric_curviness": 0.9,
+    "FiberForceLengthCurve.strain_at_zero_force": 0.0,
+    "FiberForceLengthCurve.strain_at_one_norm_force": 0.7,
+    "TendonForceLengthCurve.strain_at_one_norm_force": 0.049,
+}
+
+#: optional Millard curve properties, computed from others when absent
+_MILLARD_OPTIONAL = (
+    "FiberForceLengthCurve.stiffness_at_low_force",
+    "FiberForceLengthCurve.stiffness_at_one_norm_force",
+    "FiberForceLengthCurve.curviness",
+    "TendonForceLengthCurve.stiffness_at_one_norm_force",
+    "TendonForceLengthCurve.norm_force_at_toe_end",
+    "TendonForceLengthCurve.curviness",
+)
+
+HILL_KINDS = (THELEN, MILLARD)
+
+
+def _paths(obj):
+    from .paths import MusclePaths, get_paths
+
+    return obj if isinstance(obj, MusclePaths) else get_paths(obj)
+
+
+def kind_mask(obj, kind: str) -> np.ndarray:
+    """Static boolean mask ``(nm,)`` of the muscles of OpenSim class ``kind``."""
+    return np.asarray([k == kind for k in _paths(obj).kinds], dtype=bool)
+
+
+def hill_parameters(obj) -> dict:
+    """Every Hill parameter of every muscle as an ``(nm,)`` array, OpenSim defaults filled in.
+
+    ``obj`` is a model with muscles or its :class:`~mbjax.muscles.MusclePaths`.  Keys absent for a
+    class (e.g. ``KshapeActive`` for a Millard muscle) are filled with that class's value where it
+    has one and NaN elsewhere.
+    """
+    paths = _paths(obj)
+    given = paths.parameters
+    nm = paths.n_muscles
+    dtype = paths.location.dtype
+    thelen = jnp.asarray(kind_mask(paths, THELEN))
+    millard = jnp.asarray(kind_mask(paths, MILLARD))
+
+    def get(key):
+        v = given.get(key)
+        return jnp.full((nm,), jnp.nan, dtype) if v is None else jnp.asarray(v, dtype)
+
+    out = {}
+    keys = set(MUSCLE_DEFAULTS) | set(THELEN_DEFAULTS) | set(MILLARD_DEFAULTS)
+    for key in sorted(keys):
+        default = jnp.where(thelen, THELEN_DEFAULTS.get(key, jnp.nan),
+                            jnp.where(millard, MILLARD_DEFAULTS.get(key, jnp.nan), jnp.nan))
+        if key in MUSCLE_DEFAULTS:
+            default = jnp.full((nm,), MUSCLE_DEFAULTS[key], dtype)
+        v = get(key)
+        out[key] = jnp.where(jnp.isnan(v), default, v)
+    # optional curve properties (FiberForceLengthCurve / TendonForceLengthCurve::ensureCurveUpToDate)
+    e0 = out["FiberForceLengthCurve.strain_at_zero_force"]
+    e1 = out["FiberForceLengthCurve.strain_at_one_norm_force"]
+    et = out["TendonForceLengthCurve.strain_at_one_norm_force"]
+    computed = {
+        "FiberForceLengthCurve.stiffness_at_low_force": 0.2 + 0 * e1,
+        "FiberForceLengthCurve.stiffness_at_one_norm_force": 2.0 / (e1 - e0),
+        "FiberForceLengthCurve.curviness": 0.75 + 0 * e1,
+        "TendonForceLengthCurve.stiffness_at_one_norm_force": 1.375 / et,
+        "TendonForceLengthCurve.norm_force_at_toe_end": 2.0 / 3.0 + 0 * et,
+        "TendonForceLengthCurve.curviness": 0.5 + 0 * et,
+    }
+    for key in _MILLARD_OPTIONAL:
+        v = get(key)
+        out[key] = jnp.where(jnp.isnan(v) & millard, computed[key], v)
+    # anything else the file gave (e.g. default_activation) passes through
+    for key, v in given.items():
+        out.setdefault(key, jnp.asarray(v, dtype))
+    return out
