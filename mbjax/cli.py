@@ -477,13 +477,16 @@ def _plot(args, qs, arms, scale, shown, names, muscles, sel_m, sel_c, varied, gr
     lines = bool(grids) and len(grids) == 1 and not args.random
     fig, axes = plt.subplots(1, len(sel_c), figsize=(5 * len(sel_c), 4), squeeze=False)
     styles = curve_styles(len(sel_m))
+    n = len(sel_m)
     for ax, c in zip(axes[0], sel_c):
-        for (color, ls, marker), m in zip(styles, sel_m):
+        for k, ((color, ls, marker), m) in enumerate(zip(styles, sel_m)):
             y = arms[order, c, m] * 100.0
+            # later curves are drawn thinner on top of earlier ones: coincident curves show as stripes
             if lines:
-                ax.plot(xs, y, color=color, linestyle=ls, lw=1.6, label=muscles[m])
+                ax.plot(xs, y, color=color, linestyle=ls, lw=1.0 + 2.5 * (n - 1 - k) / max(n - 1, 1), label=muscles[m])
             else:
-                ax.plot(xs, y, linestyle="none", marker=marker, color=color, ms=2.5, label=muscles[m])
+                ax.plot(xs, y, linestyle="none", marker=marker, color=color, ms=2.0 + 3.0 * (n - 1 - k) / max(n - 1, 1),
+                        label=muscles[m])
         ax.set_xlabel(f"{names[x_idx]} ({shown[x_idx]})")
         unit = "cm" if shown[c] != "m" else "cm/m"
         ax.set_ylabel(f"moment arm about {names[c]} ({unit})")
