@@ -91,15 +91,22 @@ def main(quick):
     print("Fourier fit max residual over one crank period (rad), step 0.01 rad as in the seed:")
     for k, f in fits.items():
         print(f"  K = {k:2d}: " + ", ".join(f"{n} {f[2][n]:.1e}" for n in A.DEPENDENT))
-    fig, axes = plt.subplots(2, 3, figsize=(11, 6), sharex=True)
+    # values (rows 0, 2) and the difference Fourier - loop solve under each (rows 1, 3): agreement is
+    # visible, not hidden by two curves drawn on top of each other
+    fig, axes = plt.subplots(4, 3, figsize=(11, 10), sharex=True, gridspec_kw=dict(height_ratios=[2, 1, 2, 1]))
     fm = fits[8][0]
-    for ax, (k, name) in zip(axes.ravel(), enumerate(A.DEPENDENT)):
+    for i, (k, name) in enumerate(enumerate(A.DEPENDENT)):
+        ax, dax = axes[2 * (i // 3), i % 3], axes[2 * (i // 3) + 1, i % 3]
         fitted = np.asarray(jax.vmap(lambda b: fm[name].local(jnp.reshape(b, (1, 1)))[0][0])(jnp.asarray(betas)))
         ax.plot(betas, xs[:, k], "k-", lw=2, label="loop solve (data)")
         ax.plot(betas, fitted, "r--", lw=1, label="Fourier, K = 8")
         ax.set_title(name + (" = Θ + β" if name == "psi" else ""))
+        ax.set_ylabel(f"{name} (rad)")
+        dax.plot(betas, fitted - xs[:, k], "r-", lw=1)
+        dax.axhline(0.0, color="0.6", lw=0.6)
+        dax.set_ylabel("Fourier − data (rad)", fontsize=8)
     axes[0, 0].legend()
-    for ax in axes[1]:
+    for ax in axes[3]:
         ax.set_xlabel("q = β (rad)")
     fig.suptitle("Fig. 17: joint variables of Andrews' squeezer vs the generalized coordinate")
     fig.tight_layout()
@@ -116,14 +123,22 @@ def main(quick):
     res = {}
     for kind in tqdm(("implicit", "fourier", "dae"), desc="Fig. 18 solves"):
         res[kind] = solve(kind, models, A.SEED_Q0, A.SEED_T_END, ts, 1e-8)
-    fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True, gridspec_kw=dict(height_ratios=[2, 2, 1, 1]))
     for kind, style in (("implicit", "k-"), ("fourier", "b:"), ("dae", "r--")):
         axes[0].plot(ts, res[kind][0][:, 0], style, label=kind)
         axes[1].plot(ts, res[kind][1][:, 0], style, label=kind)
+    for kind, style in (("implicit", "k-"), ("fourier", "b:")):  # each empirical ODE minus the DAE
+        axes[2].plot(ts, res[kind][0][:, 0] - res["dae"][0][:, 0], style, label=f"{kind} − dae")
+        axes[3].plot(ts, res[kind][1][:, 0] - res["dae"][1][:, 0], style, label=f"{kind} − dae")
+    for ax in axes[2:]:
+        ax.axhline(0.0, color="0.6", lw=0.6)
     axes[0].set_ylabel("q = β (rad)")
     axes[1].set_ylabel("q̇ (rad/s)")
-    axes[1].set_xlabel("t (s)")
+    axes[2].set_ylabel("Δq vs DAE (rad)")
+    axes[3].set_ylabel("Δq̇ vs DAE (rad/s)")
+    axes[3].set_xlabel("t (s)")
     axes[0].legend()
+    axes[2].legend(fontsize=8)
     fig.suptitle("Fig. 18: empirical ODE vs index-1 DAE (Baumgarte), start q = -0.0620 rad")
     fig.tight_layout()
     fig.savefig(os.path.join(OUT, "fig18_ode_vs_dae.png"), dpi=120)

@@ -105,11 +105,19 @@ def main(argv=None):
     rows = []
     for fig_no, wrt in ((14, "shoulder_elv"), (15, "shoulder_rot")):
         k = names.index(wrt)
-        fig, ax = plt.subplots(figsize=(7, 5))
+        if wrt in r_os:  # overlay and, below it, the difference mbjax - OpenSim per muscle
+            fig, (ax, dax) = plt.subplots(2, 1, figsize=(7, 7), sharex=True, gridspec_kw=dict(height_ratios=[2, 1]))
+        else:
+            fig, ax = plt.subplots(figsize=(7, 5))
         for j, m in enumerate(LEADERS):
             line, = ax.plot(np.rad2deg(elev), 100 * r_h[:, k, j], "-", label=f"{m} mbjax")
             if wrt in r_os:
                 ax.plot(np.rad2deg(elev), 100 * r_os[wrt][0][:, j], "--", color=line.get_color(), lw=2.5, alpha=0.5)
+                dax.plot(np.rad2deg(elev), r_h[:, k, j] - r_os[wrt][0][:, j], "-", color=line.get_color(), lw=1)
+        if wrt in r_os:
+            dax.axhline(0.0, color="0.6", lw=0.6)
+            dax.set_ylabel("mbjax − OpenSim (m)")
+            dax.set_xlabel("elevation angle (deg)")
         ax.set_xlabel("elevation angle (deg)")
         ax.set_ylabel(f"moment arm about {wrt} (cm)")
         ax.set_title(f"Fig. {fig_no}: mbjax (solid) vs OpenSim (dashed)" if r_os else f"Fig. {fig_no}: mbjax")

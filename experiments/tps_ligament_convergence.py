@@ -45,6 +45,8 @@ from mbjax.ligaments import (  # noqa: E402
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "tps_ligament_convergence")
 METHODS = ("MBM", "MBM-centroid", "TPSM-1", "TPSM-3", "TPSM-4")
 COLORS = {"MBM": "k", "MBM-centroid": "y", "TPSM-1": "b", "TPSM-3": "r", "TPSM-4": "g"}
+#: marker and line style per method, so curves that coincide (TPSM-3 and TPSM-4 converge together) stay visible
+STYLES = {"MBM": "o-", "MBM-centroid": "D--", "TPSM-1": "s--", "TPSM-3": "^-.", "TPSM-4": "v:"}
 
 
 def fibres_for(lig, mesh, method):
@@ -173,7 +175,7 @@ def plot(results):
         for i, key in enumerate(("eF", "eM")):
             a = ax[j, i]
             for m in ("MBM", "TPSM-1", "TPSM-3", "TPSM-4"):
-                a.semilogy(res[m]["n"], np.maximum(res[m][key], 1e-6), "o-", color=COLORS[m], label=m, ms=3)
+                a.semilogy(res[m]["n"], np.maximum(res[m][key], 1e-6), STYLES[m], color=COLORS[m], label=m, ms=3)
             a.axhline(10, ls=":", c="gray")
             a.set_xlabel("number of triangles")
             a.set_ylabel(("force" if key == "eF" else "moment") + " error (%)")
@@ -188,7 +190,7 @@ def plot(results):
     for j, l0 in enumerate(results):
         res = results[l0][0]
         for m in ("MBM", "TPSM-1", "TPSM-3", "TPSM-4"):
-            ax[j].plot(res[m]["n"], np.array(res[m]["t_pose"]) * 1e6, "o-", color=COLORS[m], label=m + " (batched, per pose)")
+            ax[j].plot(res[m]["n"], np.array(res[m]["t_pose"]) * 1e6, STYLES[m], color=COLORS[m], label=m + " (batched, per pose)")
             ax[j].errorbar(
                 res[m]["n"], np.array(res[m]["t_call"]) * 1e6, np.array(res[m]["t_std"]) * 1e6, color=COLORS[m], ls="--", alpha=0.5
             )
@@ -206,7 +208,7 @@ def plot(results):
         res = results[l0][0]
         for i, key in enumerate(("eF", "eM")):
             for m in ("MBM", "TPSM-1", "TPSM-3", "TPSM-4"):
-                ax[j, i].loglog(np.array(res[m]["t_pose"]) * 1e6, np.maximum(res[m][key], 1e-6), "o-", color=COLORS[m], label=m, ms=3)
+                ax[j, i].loglog(np.array(res[m]["t_pose"]) * 1e6, np.maximum(res[m][key], 1e-6), STYLES[m], color=COLORS[m], label=m, ms=3)
             ax[j, i].set_xlabel("time per pose (µs, batched)")
             ax[j, i].set_ylabel(("force" if key == "eF" else "moment") + " error (%)")
             ax[j, i].set_title(f"Fig. 8, l0 = {l0 * 1e3:.0f} mm")
@@ -219,7 +221,7 @@ def plot(results):
     for j, l0 in enumerate(results):
         res = results[l0][0]
         for m in ("MBM", "TPSM-1", "MBM-centroid"):
-            ax[j].semilogy(res[m]["n"], np.maximum(res[m]["eF"], 1e-6), "o-", color=COLORS[m], label=m, ms=3)
+            ax[j].semilogy(res[m]["n"], np.maximum(res[m]["eF"], 1e-6), STYLES[m], color=COLORS[m], label=m, ms=3)
         ax[j].set_xlabel("number of triangles")
         ax[j].set_ylabel("force error (%)")
         ax[j].set_title(f"Fig. 9, l0 = {l0 * 1e3:.0f} mm")

@@ -402,3 +402,14 @@ def inverse_dynamics_lagrangian(model: Model, q, qd, qdd):
 def total_energy(model: Model, q, qd):
     """T + V (gravity only), for energy-conservation checks."""
     return kinetic_energy(model, q, qd) + potential_energy(model, q)
+
+
+# Eager calls compile once (first eager mass_matrix: seconds, op by op; later: the cached
+# executable); under an outer jit / vmap / grad this is a nested jit that XLA inlines.
+from ._eager import compiled_when_eager as _compiled_when_eager  # noqa: E402
+
+mass_matrix = _compiled_when_eager(mass_matrix)
+bias_forces = _compiled_when_eager(bias_forces)
+gravity_forces = _compiled_when_eager(gravity_forces)
+inverse_dynamics = _compiled_when_eager(inverse_dynamics)
+forward_dynamics = _compiled_when_eager(forward_dynamics)

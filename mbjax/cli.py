@@ -2,66 +2,202 @@
 
 ``mbjax moment-arms MODEL --vary COORD=START:STOP:STEP [--vary ...] [--set COORD=VALUE ...]
 [--random N] [--wrt COORD ...] [--muscles NAME ...] [--degrees] [--ignore-wrapping]
-[--chunk-size N] [--distributed [--coordinator HOST:PORT --num-processes P --process-id I]]
---out FILE.csv [--plot FILE.png]``
+[--allow-out-of-range] [--max-poses N] [--chunk-size N]
+[--distributed [--coordinator HOST:PORT --num-processes P --process-id I]] --out FILE.csv [--plot FILE.png]``
 
-``MODEL`` is an OpenSim ``.osim`` file or a built-in model (``shoulder``,
-``shoulder:degroot_brand``).  Several ``--vary`` make a grid (``STOP`` included when it falls on
-the grid); ``--random N`` draws N poses uniformly in the coordinate ranges instead.  Unset
-coordinates sit at the model's default pose.  The sweep (:func:`mbjax.sweep.sweep_poses`) runs in
-chunks with a progress bar and is sharded over all local JAX devices when there are several
-(``XLA_FLAGS=--xla_force_host_platform_device_count=4`` makes 4 CPU devices).  With
-``--distributed`` (or the ``MBJAX_COORDINATOR``/``MBJAX_NUM_PROCESSES``/``MBJAX_PROCESS_ID``
-variables, see :func:`mbjax.sweep.initialize`) the same command runs as several processes of one
-``jax.distributed`` job, e.g. ``srun -n 8 mbjax moment-arms ... --distributed``: each process
-takes its share of the poses and process 0 writes the CSV and the plot.  The CSV holds the
-coordinates, the lengths ``L[muscle]`` and the moment arms ``R[muscle,coord]`` (m per rad,
-OpenSim sign R = -∂L/∂q).
+``mbjax info MODEL [--json]`` lists the coordinates (joint, type, range with units, default),
+bodies, muscles and wrap objects that the ``.osim`` file declares (read from its XML).
+
+``MODEL`` is an OpenSim ``.osim`` file, the shipped example ``arm26`` or a built-in model
+(``shoulder``, ``shoulder:degroot_brand``).  Several ``--vary`` make a grid (``STOP`` included when
+it falls on the grid); ``--random N`` draws N poses uniformly in the coordinate ranges instead.
+Unset coordinates sit at the model's default pose.  ``--degrees`` makes the values of *rotational*
+coordinates degrees (translational ones stay metres) and writes them in degrees to the CSV.
+
+Checks before any work: every value parses and is finite (the error names the flag), no
+coordinate is given twice, ``--out`` / ``--plot`` can be written, a value outside a coordinate's
+``<range>`` in the file warns and one beyond it by more than the range's width is refused
+(``--allow-out-of-range`` allows it; this catches a forgotten ``--degrees``), and the sweep's host
+memory is estimated before allocating (``--max-poses``).
+
+The sweep (:func:`mbjax.sweep.sweep_poses`) runs in chunks with a progress bar and is sharded over
+all local JAX devices (``XLA_FLAGS=--xla_force_host_platform_device_count=4`` makes 4 CPU devices).
+With ``--distributed`` (or ``MBJAX_COORDINATOR``/``MBJAX_NUM_PROCESSES``/``MBJAX_PROCESS_ID``, see
+:func:`mbjax.sweep.initialize`) it runs as several processes of one ``jax.distributed`` job; process
+0 writes the CSV and the plot.  The CSV holds the coordinates (``NAME (deg|rad|m)``), the lengths
+``L[muscle] (m)`` and the moment arms ``R[muscle,coord] (m)`` (per rad; dimensionless ``(m/m)`` for a
+translational coordinate; OpenSim's sign R = -∂L/∂q).
+
+Exit status: 0 success, 2 usage error (the command line is wrong: a bad flag or value, an unknown
+coordinate or muscle, an unwritable output path, a model that needs ``--ignore-wrapping``, a sweep
+too far outside a range or too large), 1 failure (the model file cannot be read, writing the
+results fails, anything else goes wrong), 130 interrupted.  Errors are one line on stderr;
+``MBJAX_TRACEBACK=1`` adds the Python traceback of an unexpected error.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
-import itertools
+import json
+import math
 import os
 import sys
 import time
+import traceback
 import warnings
 
 import numpy as np
 
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-def _parse_assign(text: str, what: str):
+#: library keyword -> the flag that sets it (error messages raised through the CLI name the flag)
+_KEYWORD_FLAGS = {"ignore_wrapping=True": "--ignore-wrapping"}
+
+
+class UsageError(Exception):
+    """The command line is wrong (exit status 2)."""
+
+
+class Failure(Exception):
+    """The command line is right but the work failed (exit status 1)."""
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("mbjax")
+    except Exception:  # not installed (e.g. run from a checkout on PYTHONPATH)
+        return "unknown (not installed)"
+
+
+# --------------------------------------------------------------------------------------------
+# values
+# --------------------------------------------------------------------------------------------
+
+
+def _number(text: str, where: str) -> float:
+    """A finite float, or a usage error naming ``where`` (the flag and its argument)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{where}: {text.strip()!r} is not a number") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{where}: {text.strip()!r} is not a finite number")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _parse_assign(text: str, flag: str):
     if "=" not in text:
-        raise SystemExit(f"mbjax: {what} expects COORD=..., got {text!r}")
+        raise UsageError(f"{flag} expects COORD=..., got {text!r}")
     name, value = text.split("=", 1)
+    if not name.strip():
+        raise UsageError(f"{flag} {text!r}: missing coordinate name before '='")
     return name.strip(), value.strip()
 
 
-def _grid(spec: str, scale: float):
+def _grid_spec(name: str, spec: str):
+    """``(start, stop, step, n)`` of ``--vary NAME=START:STOP:STEP`` in the typed units, n without allocating."""
+    where = f"--vary {name}={spec}"
     parts = spec.split(":")
     if len(parts) != 3:
-        raise SystemExit(f"mbjax: --vary expects START:STOP:STEP, got {spec!r}")
-    start, stop, step = (float(p) * scale for p in parts)
+        raise UsageError(f"{where}: expected START:STOP:STEP")
+    start, stop, step = (_number(p, f"{where} ({w})") for p, w in zip(parts, ("START", "STOP", "STEP")))
     if step == 0 or (stop - start) / step < 0:
-        raise SystemExit(f"mbjax: --vary {spec!r}: STEP must move from START towards STOP")
-    n = int(np.floor((stop - start) / step + 1e-9)) + 1
-    return start + step * np.arange(n)
+        raise UsageError(f"{where}: STEP must move from START towards STOP")
+    x = (stop - start) / step
+    n = math.floor(x + 1e-9 + 1e-12 * x) + 1  # STOP included when on the grid up to rounding
+    return start, stop, step, n
+
+
+def _check_writable(path: str, flag: str):
+    """Refuse an output path that cannot be written, before any work (nothing is created)."""
+    if not path:
+        raise UsageError(f"{flag}: empty file name")
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path}: is a directory, expected a file name")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"{flag} {path}: file is not writable")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{flag} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: directory {parent} is not writable")
+
+
+def _check_plot_format(path: str):
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext not in formats:
+        raise UsageError(f"--plot {path}: unknown image format {ext!r}; use one of {', '.join(sorted(formats))}")
+
+
+def _library_message(e: Exception) -> tuple[str, bool]:
+    """The library's message with Python keywords replaced by their flags; whether one was replaced."""
+    text, hit = str(e), False
+    for kw, flag in _KEYWORD_FLAGS.items():
+        if kw in text:
+            text, hit = text.replace(kw, flag), True
+    return text, hit
+
+
+# --------------------------------------------------------------------------------------------
+# models
+# --------------------------------------------------------------------------------------------
+
+BUILTIN = ("arm26", "shoulder", "shoulder:degroot_brand")
+
+
+def _osim_path(spec: str) -> str | None:
+    """The ``.osim`` file a MODEL argument names (``arm26`` is the shipped file), or None for a built-in."""
+    if spec == "arm26":
+        from .models.opensim_examples import arm26_path
+
+        return arm26_path()
+    if spec.startswith("shoulder") and not os.path.exists(spec):
+        return None
+    if os.path.isdir(spec):
+        raise UsageError(f"MODEL {spec}: is a directory, expected an .osim file")
+    if spec.endswith(".osim") or os.path.exists(spec):
+        if not os.path.exists(spec):
+            raise Failure(f"MODEL {spec}: no such file")
+        return spec
+    raise UsageError(f"unknown model {spec!r} (an .osim file, or one of {', '.join(BUILTIN)})")
 
 
 def load_model(spec: str, ignore_wrapping: bool = False):
-    """A model from an ``.osim`` path or a built-in name."""
-    if spec.startswith("shoulder"):
-        from .models.shoulder import shoulder_model
+    """A model from an ``.osim`` path or a built-in name; library errors name the CLI flags."""
+    path = _osim_path(spec)
+    try:
+        if path is None:
+            from .models.shoulder import RHYTHMS, shoulder_model
 
-        rhythm = spec.split(":", 1)[1] if ":" in spec else "holzbaur"
-        return shoulder_model(rhythm)
-    if spec.endswith(".osim"):
+            rhythm = spec.split(":", 1)[1] if ":" in spec else "holzbaur"
+            if spec not in ("shoulder", "shoulder:") and rhythm not in RHYTHMS:
+                raise UsageError(f"unknown model {spec!r}; shoulder rhythms are {', '.join(RHYTHMS)}")
+            return shoulder_model(rhythm)
         from .io.osim import load_osim
 
-        return load_osim(spec, ignore_wrapping=ignore_wrapping)
-    raise SystemExit(f"mbjax: unknown model {spec!r} (an .osim file, 'shoulder' or 'shoulder:degroot_brand')")
+        return load_osim(path, ignore_wrapping=ignore_wrapping)
+    except (ValueError, NotImplementedError) as e:
+        text, usage = _library_message(e)
+        raise (UsageError if usage else Failure)(text) from None
 
 
 def default_pose(model):
@@ -69,6 +205,34 @@ def default_pose(model):
     if info is not None:
         return np.array(info.default, dtype=float)
     return np.zeros(model.n_coordinates)
+
+
+def _coordinate_table(model, spec: str):
+    """``(units, lower, upper, source)`` of the model's coordinates: units 'rad' or 'm', ranges in SI or None."""
+    n = model.n_coordinates
+    info = model.extras.get("osim")
+    units = ["rad"] * n
+    lower = upper = None
+    source = spec
+    if info is not None:
+        lower, upper = np.asarray(info.lower, float), np.asarray(info.upper, float)
+        source = os.path.basename(info.source) if spec.endswith(".osim") or spec == "arm26" else spec
+        units = ["m" if t == "translational" else "rad" for t in info.motion_types]
+        try:  # the file's declared motion types (OpenSim 4.x files omit <motion_type>)
+            from .io.osim_summary import summarize_osim
+
+            summary = summarize_osim(info.source)
+            by_name = {c.name: c for c in summary.coordinates}
+            units = [by_name[c].unit if c in by_name and by_name[c].unit != "?" else u
+                     for c, u in zip(model.coordinate_names, units)]
+        except Exception:  # a trimmed temporary file may be gone: keep the loader's types
+            pass
+    return units, lower, upper, source
+
+
+# --------------------------------------------------------------------------------------------
+# moment-arms
+# --------------------------------------------------------------------------------------------
 
 
 def lengths_and_moment_arms(model, q):
@@ -79,11 +243,7 @@ def lengths_and_moment_arms(model, q):
 
 
 def sweep(model, qs, chunk: int | None = None, progress: bool = True):
-    """Lengths ``(n, nm)`` and moment arms ``(n, nq, nm)`` at poses ``qs``: :func:`mbjax.sweep.sweep_poses`.
-
-    Chunked, sharded over the local devices and, under ``jax.distributed``, split over the
-    processes and gathered in order on every process.
-    """
+    """Lengths ``(n, nm)`` and moment arms ``(n, nq, nm)`` at poses ``qs``: :func:`mbjax.sweep.sweep_poses`."""
     from .sweep import sweep_poses
 
     return sweep_poses(lengths_and_moment_arms, model, qs, chunk_size=chunk, progress=progress, desc="moment arms")
@@ -100,11 +260,94 @@ def _start_distributed(args) -> bool:
     return initialize(*explicit)
 
 
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:.3g} PB"
+
+
+def _check_size(n_poses: int, nq: int, nm: int, args, what: str):
+    """Refuse a sweep whose arrays would not fit (before allocating them)."""
+    per_pose = 8 * (2 * nq + nm + nq * nm)  # qs (+ one grid copy), lengths, moment arms, float64
+    need = n_poses * per_pose
+    limit = args.max_poses
+    mem = _physical_memory()
+    if limit is None:
+        limit = max(1, (mem // 2) // per_pose) if mem else 10**8
+    if n_poses > limit:
+        have = f"; this machine has {_fmt_bytes(mem)}" if mem else ""
+        raise UsageError(
+            f"{what} makes {n_poses:,} poses, about {_fmt_bytes(need)} of results in host memory{have} "
+            f"(limit {limit:,} poses). Sweep fewer poses (a coarser STEP) or pass --max-poses {n_poses} to try anyway"
+        )
+
+
+def _check_ranges(values: dict, table, names, args, scale):
+    """Warn when a value leaves a coordinate's range; refuse one beyond it by more than its width."""
+    units, lower, upper, source = table
+    if lower is None:
+        return
+    for i, (flag, lo_v, hi_v) in values.items():
+        lo, hi = float(lower[i]), float(upper[i])
+        if not lo < hi:
+            continue
+        width = hi - lo
+        u = units[i]
+        shown = "deg" if scale[i] != 1.0 else u
+        rng = f"[{lo / scale[i]:.6g}, {hi / scale[i]:.6g}] {shown}"
+        worst = lo_v if lo - lo_v > hi_v - hi else hi_v
+        if lo <= lo_v and hi_v <= hi:
+            continue
+        far = worst < lo - width or worst > hi + width
+        text = f"{flag} reaches {worst / scale[i]:.6g} {shown}, outside the range {rng} of {names[i]!r} in {source}"
+        if far and not args.allow_out_of_range:
+            hint = ""
+            if u == "rad" and not args.degrees and lo - width <= np.deg2rad(worst) <= hi + width:
+                hint = "; these look like degrees: did you forget --degrees?"
+            raise UsageError(f"{text}, beyond it by more than the range's width{hint} "
+                             f"(pass --allow-out-of-range to sweep there anyway)")
+        print(f"mbjax: warning: {text}", file=sys.stderr)
+
+
+def _check_unique(items, flag):
+    seen = set()
+    for x in items:
+        if x in seen:
+            raise UsageError(f"{flag} {x!r} given twice")
+        seen.add(x)
+
+
 def moment_arms_command(args):
+    # --- the command line alone: values, duplicates, output paths (before JAX, the model, the sweep)
+    sets = [(item, *_parse_assign(item, "--set")) for item in args.set or []]
+    varies = [(item, *_parse_assign(item, "--vary")) for item in args.vary or []]
+    _check_unique([c for _, c, _ in sets], "--set: coordinate")
+    _check_unique([c for _, c, _ in varies], "--vary: coordinate")
+    both = {c for _, c, _ in sets} & {c for _, c, _ in varies}
+    if both:
+        raise UsageError(f"coordinate {sorted(both)[0]!r} is given by both --set and --vary")
+    set_values = {c: _number(v, f"--set {item}") for item, c, v in sets}
+    specs = {c: _grid_spec(c, s) for _, c, s in varies}
+    _check_unique(args.wrt or [], "--wrt: coordinate")
+    _check_unique(args.muscles or [], "--muscles: muscle")
+    _check_writable(args.out, "--out")
+    if args.plot:
+        if os.path.abspath(args.plot) == os.path.abspath(args.out):
+            raise UsageError(f"--plot and --out are the same file {args.out}")
+        _check_writable(args.plot, "--plot")
+        _check_plot_format(args.plot)
+
     import jax
 
-    if args.chunk_size is not None and args.chunk_size < 1:
-        raise SystemExit(f"mbjax: --chunk-size must be a positive integer, got {args.chunk_size}")
     jax.config.update("jax_enable_x64", True)
     _start_distributed(args)  # before anything starts the JAX backends
     lead = jax.process_index() == 0  # only process 0 reports and writes files
@@ -113,107 +356,274 @@ def moment_arms_command(args):
         model = load_model(args.model, args.ignore_wrapping)
     for w in caught if lead else ():
         print(f"mbjax: warning: {w.message}", file=sys.stderr)
+
+    # --- names against the model
     names = model.coordinate_names
-    scale = np.pi / 180.0 if args.degrees else 1.0
+    muscles = list(model.muscle_names)
+
+    def index(c, flag):
+        if c not in names:
+            raise UsageError(f"{flag}: unknown coordinate {c!r}; coordinates are {', '.join(names)}")
+        return names.index(c)
+
+    table = _coordinate_table(model, args.model)
+    units = table[0]
+    scale = np.array([np.pi / 180.0 if (args.degrees and u == "rad") else 1.0 for u in units])
     base = default_pose(model)
-    for item in args.set or []:
-        c, v = _parse_assign(item, "--set")
-        if c not in names:
-            raise SystemExit(f"mbjax: --set: unknown coordinate {c!r}; coordinates are {names}")
-        base[names.index(c)] = float(v) * scale
-    varied = []
-    grids = []
-    for item in args.vary or []:
-        c, spec = _parse_assign(item, "--vary")
-        if c not in names:
-            raise SystemExit(f"mbjax: --vary: unknown coordinate {c!r}; coordinates are {names}")
-        varied.append(names.index(c))
-        grids.append(_grid(spec, scale))
+    checked = {}
+    for c, v in set_values.items():
+        i = index(c, "--set")
+        base[i] = v * scale[i]
+        checked[i] = (f"--set {c}={v:g}", base[i], base[i])
+    varied = [index(c, "--vary") for c in specs]
+    if not muscles:
+        raise UsageError(f"model {args.model!r} has no muscle paths")
+    if args.muscles:
+        unknown = [m for m in args.muscles if m not in muscles]
+        if unknown:
+            raise UsageError(f"--muscles: unknown muscles {unknown}; muscles are {', '.join(muscles)}")
+    sel_m = [muscles.index(m) for m in (args.muscles or muscles)]
+
+    # --- size and ranges, then the poses
+    nq, nm = len(names), len(muscles)
+    for (c, (start, _, step, n)), i in zip(specs.items(), varied):  # the grid's ends, without allocating it
+        ends = sorted((start * scale[i], (start + step * (n - 1)) * scale[i]))
+        checked[i] = (f"--vary {c}", *ends)
+    if lead:
+        _check_ranges(checked, table, names, args, scale)
+    else:
+        with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
+            _check_ranges(checked, table, names, args, scale)
     if args.random:
-        info = model.extras.get("osim")
-        lo = np.maximum(np.asarray(info.lower), -np.pi) if info is not None else -np.pi * np.ones(len(names))
-        hi = np.minimum(np.asarray(info.upper), np.pi) if info is not None else np.pi * np.ones(len(names))
+        _check_size(args.random, nq, nm, args, f"--random {args.random}")
+    elif specs:
+        _check_size(math.prod(s[3] for s in specs.values()), nq, nm, args,
+                    " ".join(f"--vary {c}={s[0]:g}:{s[1]:g}:{s[2]:g}" for c, s in specs.items()))
+    grids = [(start + step * np.arange(n)) * scale[i] for (start, _, step, n), i in zip(specs.values(), varied)]
+    if args.random:
+        lower, upper = table[1], table[2]
+        lo = np.maximum(lower, -np.pi) if lower is not None else -np.pi * np.ones(nq)
+        hi = np.minimum(upper, np.pi) if upper is not None else np.pi * np.ones(nq)
         rng = np.random.default_rng(args.seed)
-        cols = varied or list(range(len(names)))
+        cols = varied or list(range(nq))
         qs = np.repeat(base[None], args.random, 0)
         qs[:, cols] = rng.uniform(lo[cols], hi[cols], size=(args.random, len(cols)))
         varied = cols
     elif grids:
-        qs = np.repeat(base[None], int(np.prod([len(g) for g in grids])), 0)
-        for row, values in enumerate(itertools.product(*grids)):
-            qs[row, varied] = values
+        qs = np.repeat(base[None], math.prod(len(g) for g in grids), 0)
+        qs[:, varied] = np.stack(np.meshgrid(*grids, indexing="ij"), -1).reshape(len(qs), len(varied))  # product order
     else:
         qs = base[None]
-    muscles = list(model.muscle_names)
-    if not muscles:
-        raise SystemExit(f"mbjax: model {args.model!r} has no muscle paths")
-    if args.muscles:
-        unknown = [m for m in args.muscles if m not in muscles]
-        if unknown:
-            raise SystemExit(f"mbjax: unknown muscles {unknown}; muscles are {tuple(muscles)}")
-    sel_m = [muscles.index(m) for m in (args.muscles or muscles)]
     wrt = args.wrt or [names[i] for i in varied] or list(names)
-    for c in wrt:
-        if c not in names:
-            raise SystemExit(f"mbjax: --wrt: unknown coordinate {c!r}; coordinates are {names}")
-    sel_c = [names.index(c) for c in wrt]
+    sel_c = [index(c, "--wrt") for c in wrt]
+
+    # --- the sweep
     t0 = time.perf_counter()
     lengths, arms = sweep(model, qs, chunk=args.chunk_size, progress=not args.quiet)
     dt = time.perf_counter() - t0
     if not lead:
-        return 0
+        return EXIT_OK
     n_proc = jax.process_count()
     print(
-        f"mbjax: {len(qs)} poses x {len(muscles)} muscles x {len(names)} coordinates in {dt:.2f} s "
+        f"mbjax: {len(qs)} poses x {nm} muscles x {nq} coordinates in {dt:.2f} s "
         f"on {jax.device_count()} device(s)" + (f" in {n_proc} processes" if n_proc > 1 else ""),
         file=sys.stderr,
     )
-    header = list(names) + [f"L[{muscles[m]}]" for m in sel_m]
-    header += [f"R[{muscles[m]},{names[c]}]" for m in sel_m for c in sel_c]
-    with open(args.out, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        for q, l, r in zip(qs, lengths, arms):
-            w.writerow([repr(float(v)) for v in q] + [repr(float(l[m])) for m in sel_m]
-                       + [repr(float(r[c, m])) for m in sel_m for c in sel_c])
+    bad = ~(np.isfinite(lengths).all(axis=1) & np.isfinite(arms).all(axis=(1, 2)))
+    if bad.any():
+        print(f"mbjax: warning: {int(bad.sum())} pose(s) gave non-finite lengths or moment arms "
+              f"(written as nan/inf), first at row {int(np.argmax(bad)) + 1}", file=sys.stderr)
+    shown = ["deg" if scale[i] != 1.0 else units[i] for i in range(nq)]
+    arm_unit = ["m" if units[c] == "rad" else "m/m" for c in range(nq)]
+    header = [f"{n} ({u})" for n, u in zip(names, shown)] + [f"L[{muscles[m]}] (m)" for m in sel_m]
+    header += [f"R[{muscles[m]},{names[c]}] ({arm_unit[c]})" for m in sel_m for c in sel_c]
+    try:
+        with open(args.out, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(header)
+            for q, ln, r in zip(qs / scale, lengths, arms):
+                w.writerow([repr(float(v)) for v in q] + [repr(float(ln[m])) for m in sel_m]
+                           + [repr(float(r[c, m])) for m in sel_m for c in sel_c])
+    except OSError as e:
+        raise Failure(f"--out {args.out}: cannot write the CSV: {e.strerror or e}") from None
     if args.plot:
-        import matplotlib
+        _plot(args, qs, arms, scale, shown, names, muscles, sel_m, sel_c, varied, grids)
+    return EXIT_OK
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        x_idx = varied[0] if varied else 0
-        order = np.argsort(qs[:, x_idx], kind="stable")
-        xs = qs[order, x_idx] / scale
-        fig, axes = plt.subplots(1, len(sel_c), figsize=(5 * len(sel_c), 4), squeeze=False)
-        for ax, c in zip(axes[0], sel_c):
-            for m in sel_m:
-                style = "-" if grids and len(grids) == 1 and not args.random else "."
-                ax.plot(xs, arms[order, c, m], style, label=muscles[m], ms=2)
-            ax.set_xlabel(f"{names[x_idx]} ({'deg' if args.degrees else 'model units'})")
-            ax.set_ylabel(f"moment arm about {names[c]} (m)")
-        if len(sel_m) <= 16:
-            axes[0][-1].legend(fontsize=7)
-        fig.tight_layout()
+#: line styles cycled with the colours: curve k gets colour k % 10 and style k % 4, so no two of
+#: the first 20 curves look alike and coincident curves stay visible (dashes over a solid line)
+LINESTYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "v", "D", "x", "+", "*")
+
+
+def curve_styles(n: int):
+    """Distinct (colour, line style, marker) for ``n`` curves."""
+    import matplotlib
+
+    colors = matplotlib.colormaps["tab10"].colors
+    return [(colors[k % 10], LINESTYLES[k % 4], MARKERS[k % len(MARKERS)]) for k in range(n)]
+
+
+def _plot(args, qs, arms, scale, shown, names, muscles, sel_m, sel_c, varied, grids):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x_idx = varied[0] if varied else 0
+    order = np.argsort(qs[:, x_idx], kind="stable")
+    xs = qs[order, x_idx] / scale[x_idx]
+    lines = bool(grids) and len(grids) == 1 and not args.random
+    fig, axes = plt.subplots(1, len(sel_c), figsize=(5 * len(sel_c), 4), squeeze=False)
+    styles = curve_styles(len(sel_m))
+    n = len(sel_m)
+    for ax, c in zip(axes[0], sel_c):
+        for k, ((color, ls, marker), m) in enumerate(zip(styles, sel_m)):
+            y = arms[order, c, m] * 100.0
+            # later curves are drawn thinner on top of earlier ones: coincident curves show as stripes
+            if lines:
+                ax.plot(xs, y, color=color, linestyle=ls, lw=1.0 + 2.5 * (n - 1 - k) / max(n - 1, 1), label=muscles[m])
+            else:
+                ax.plot(xs, y, linestyle="none", marker=marker, color=color, ms=2.0 + 3.0 * (n - 1 - k) / max(n - 1, 1),
+                        label=muscles[m])
+        ax.set_xlabel(f"{names[x_idx]} ({shown[x_idx]})")
+        unit = "cm" if shown[c] != "m" else "cm/m"
+        ax.set_ylabel(f"moment arm about {names[c]} ({unit})")
+        ax.axhline(0.0, color="0.6", lw=0.6)
+    if len(sel_m) <= 20:
+        axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    try:
         fig.savefig(args.plot, dpi=120)
-    return 0
+    except OSError as e:
+        raise Failure(f"--plot {args.plot}: cannot write the figure: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
+
+
+# --------------------------------------------------------------------------------------------
+# info
+# --------------------------------------------------------------------------------------------
+
+
+def info_command(args):
+    path = _osim_path(args.model)
+    if path is None:  # a built-in model assembled in code: list what the Model knows
+        model = load_model(args.model, ignore_wrapping=True)
+        info = model.extras.get("osim")
+        data = {
+            "model": args.model,
+            "coordinates": [{"name": n, "unit": "rad",
+                             "range": [float(info.lower[i]), float(info.upper[i])] if info is not None else None,
+                             "default": float(default_pose(model)[i])}
+                            for i, n in enumerate(model.coordinate_names)],
+            "bodies": [{"name": b} for b in model.body_names],
+            "muscles": [{"name": m} for m in model.muscle_names],
+            "wrap_objects": [],
+        }
+    else:
+        from .io.osim_summary import summarize_osim
+
+        try:
+            s = summarize_osim(path)
+        except ValueError as e:
+            raise Failure(str(e)) from None
+        data = {
+            "model": path,
+            "name": s.model_name,
+            "version": s.version,
+            "coordinates": [{"name": c.name, "joint": c.joint, "type": c.motion_type, "unit": c.unit,
+                             "range": list(c.range), "default": c.default, "clamped": c.clamped,
+                             "locked": c.locked, "coupled_to": list(c.coupled_to) if c.coupled_to else None}
+                            for c in s.coordinates],
+            "bodies": [{"name": b.name, "mass": b.mass} for b in s.bodies],
+            "muscles": [{"name": m.name, "class": m.kind, "wrap_objects": list(m.wrap_objects)} for m in s.muscles],
+            "wrap_objects": [{"name": w.name, "class": w.kind, "body": w.body} for w in s.wrap_objects],
+        }
+    if args.json:
+        print(json.dumps(data, indent=1))
+        return EXIT_OK
+    out = []
+    title = data["model"] + (f"  (model {data['name']!r}, OpenSim document version {data['version']})"
+                             if "version" in data else "")
+    out.append(title)
+    cs = data["coordinates"]
+    out.append(f"\ncoordinates ({len(cs)}):")
+    width = max([len(c["name"]) for c in cs] + [4])
+    for c in cs:
+        rng = c["range"]
+        if rng is None:
+            r = "no range"
+        elif c["unit"] == "rad":
+            r = f"[{rng[0]:.6g}, {rng[1]:.6g}] rad = [{np.rad2deg(rng[0]):.4g}, {np.rad2deg(rng[1]):.4g}] deg"
+        else:
+            r = f"[{rng[0]:.6g}, {rng[1]:.6g}] {c['unit']}"
+        flags = [k for k in ("clamped", "locked") if c.get(k)]
+        if c.get("coupled_to"):
+            flags.append(f"coupled to {', '.join(c['coupled_to'])}")
+        joint = f"  joint {c['joint']}" if "joint" in c else ""
+        kind = f" {c['type']}" if "type" in c else ""
+        out.append(f"  {c['name']:<{width}} {r}  default {c['default']:.6g} {c['unit']}{kind}{joint}"
+                   + (f"  ({'; '.join(flags)})" if flags else ""))
+    bs = data["bodies"]
+    out.append(f"\nbodies ({len(bs)}):")
+    out.extend(f"  {b['name']}" + (f"  {b['mass']:.6g} kg" if "mass" in b else "") for b in bs)
+    ms = data["muscles"]
+    out.append(f"\nmuscles ({len(ms)}):")
+    for m in ms:
+        wraps = f"  wraps over {', '.join(m['wrap_objects'])}" if m.get("wrap_objects") else ""
+        out.append(f"  {m['name']}" + (f"  {m['class']}" if "class" in m else "") + wraps)
+    ws = data["wrap_objects"]
+    out.append(f"\nwrap objects ({len(ws)}):")
+    out.extend(f"  {w['name']}  {w['class']} on {w['body']}" for w in ws)
+    try:
+        print("\n".join(out))
+    except BrokenPipeError:  # `mbjax info MODEL | head`
+        sys.stdout = open(os.devnull, "w")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# parser and entry point
+# --------------------------------------------------------------------------------------------
+
+EPILOG = """exit status:
+  0    success
+  1    failure: the model file cannot be read, the results cannot be written, an unexpected error
+  2    usage error: a bad flag or value (named in the message), an unknown coordinate or muscle,
+       an output path that cannot be written, a model that needs --ignore-wrapping, a sweep far
+       outside a coordinate's range or larger than --max-poses
+  130  interrupted (Ctrl-C)
+Errors are one line on stderr; MBJAX_TRACEBACK=1 adds the traceback of an unexpected error."""
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="mbjax", description="mbjax: empirical multibody musculoskeletal models in JAX")
-    sub = p.add_subparsers(dest="command", required=True)
-    ma = sub.add_parser("moment-arms", help="sweep muscle lengths and moment arms of a model")
-    ma.add_argument("model", help="an .osim file, 'shoulder' or 'shoulder:degroot_brand'")
-    ma.add_argument("--vary", action="append", metavar="COORD=START:STOP:STEP")
-    ma.add_argument("--set", action="append", metavar="COORD=VALUE")
-    ma.add_argument("--random", type=int, default=0, metavar="N", help="N random poses instead of a grid")
+    p = argparse.ArgumentParser(prog="mbjax", description="mbjax: empirical multibody musculoskeletal models in JAX",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"mbjax {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{moment-arms,info}")
+    model_help = "an .osim file, 'arm26' (shipped), 'shoulder' or 'shoulder:degroot_brand'"
+
+    ma = sub.add_parser("moment-arms", help="sweep muscle lengths and moment arms of a model", epilog=EPILOG,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ma.add_argument("model", help=model_help)
+    ma.add_argument("--vary", action="append", metavar="COORD=START:STOP:STEP",
+                    help="sweep a coordinate (STOP included when on the grid); several make a grid")
+    ma.add_argument("--set", action="append", metavar="COORD=VALUE", help="hold a coordinate (default: the model's default)")
+    ma.add_argument("--random", type=_positive_int, metavar="N", help="N random poses in the coordinate ranges")
     ma.add_argument("--seed", type=int, default=0)
     ma.add_argument("--wrt", nargs="+", metavar="COORD", help="coordinates of the moment arms (default: varied)")
     ma.add_argument("--muscles", nargs="+", metavar="NAME")
-    ma.add_argument("--degrees", action="store_true", help="--vary/--set values are degrees")
+    ma.add_argument("--degrees", action="store_true",
+                    help="values of rotational coordinates are degrees (in --vary/--set and in the CSV)")
     ma.add_argument("--ignore-wrapping", action="store_true", help="load wrapping paths as straight lines")
+    ma.add_argument("--allow-out-of-range", action="store_true",
+                    help="sweep beyond a coordinate's range by more than its width (otherwise refused)")
+    ma.add_argument("--max-poses", type=_positive_int, metavar="N",
+                    help="refuse larger sweeps (default: as many as fit in half the physical memory)")
     ma.add_argument("--quiet", action="store_true", help="no progress bar")
-    ma.add_argument("--chunk-size", type=int, metavar="N",
+    ma.add_argument("--chunk-size", type=_positive_int, metavar="N",
                     help="poses per step and process (default: 4096 per CPU device, 65536 per GPU)")
     dist = ma.add_argument_group(
         "distributed", "run as one of several processes (hosts, GPUs) under jax.distributed; the poses are split "
@@ -222,21 +632,41 @@ def build_parser():
     dist.add_argument("--distributed", action="store_true",
                       help="call jax.distributed.initialize (via mbjax.sweep.initialize)")
     dist.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0 (implies --distributed)")
-    dist.add_argument("--num-processes", type=int, metavar="P", help="number of processes (implies --distributed)")
+    dist.add_argument("--num-processes", type=_positive_int, metavar="P", help="number of processes (implies --distributed)")
     dist.add_argument("--process-id", type=int, metavar="I", help="this process, 0..P-1 (implies --distributed)")
     ma.add_argument("--out", required=True, metavar="FILE.csv")
     ma.add_argument("--plot", metavar="FILE.png")
     ma.set_defaults(func=moment_arms_command)
+
+    info = sub.add_parser("info", help="list a model's coordinates (ranges, units), bodies, muscles, wrap objects",
+                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    info.add_argument("model", help=model_help)
+    info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    info.set_defaults(func=info_command)
     return p
 
 
-def main(argv=None):
+def main(argv=None) -> int:
+    """Run the command; returns the exit status (argparse's own usage errors exit 2 directly)."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, NotImplementedError, FileNotFoundError) as e:
+    except UsageError as e:
         print(f"mbjax: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("mbjax: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (Failure, OSError, ValueError, NotImplementedError) as e:
+        text, _ = _library_message(e)
+        print(f"mbjax: error: {text}", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as e:  # a bug or an exhausted resource: one line, the traceback on request
+        if os.environ.get("MBJAX_TRACEBACK"):
+            traceback.print_exc()
+        print(f"mbjax: error: unexpected {type(e).__name__}: {e} (set MBJAX_TRACEBACK=1 for the traceback)",
+              file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -12,13 +12,15 @@ import re
 import pytest
 
 from mbjax._data import shared_data
+from mbjax.models import arm26_path
 
 DATA = shared_data("osim")
-ARM26 = os.path.join(DATA, "arm26.osim")
+ARM26 = arm26_path()  # shipped in the wheel (Apache-2.0)
 MOBL = os.path.join(DATA, "MOBL_ARMS_fixed_41-ignoreTendonCompl.osim")
 needs_arm26 = pytest.mark.skipif(not os.path.exists(ARM26), reason=f"{ARM26} not found")
 needs_mobl = pytest.mark.skipif(
-    not os.path.exists(MOBL), reason=f"MoBL model not found at {MOBL} (non-commercial licence, not vendored)"
+    not os.path.exists(MOBL),
+    reason=f"MoBL model not found at {MOBL} (non-commercial licence, not shipped; set MBJAX_SHARED_DATA, see README 'Data')",
 )
 
 

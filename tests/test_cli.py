@@ -1,27 +1,62 @@
-"""The ``mbjax moment-arms`` command: CSV content vs the library, sharding over 4 host devices."""
+"""The ``mbjax`` command: CSV content vs the library, sharding, and every bad command line it must refuse.
+
+Each check feeds the bad input itself (an unparsable or infinite value, a directory as ``--out``,
+``/dev/full``, a duplicate ``--vary``, a sweep in radians that was meant in degrees, 10⁹ poses) and
+asserts the exit status (2 usage, 1 failure), that the message names the flag, and that no Python
+traceback reaches the user.  Most run ``mbjax.cli.main`` in-process (no JAX start-up per case).
+"""
 
 import csv
 import os
+import re
 import subprocess
 import sys
+import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from mbjax._data import shared_data
 
-ARM26 = shared_data("osim", "arm26.osim")
-pytestmark = pytest.mark.skipif(not os.path.exists(ARM26), reason=f"{ARM26} not found")
+from mbjax import cli
+from mbjax.models import arm26_path
+
+ARM26 = arm26_path()  # shipped in the wheel: these tests never skip
 
 
-def _run(args, devices=None, cwd=None):
+def _run(args, devices=None, cwd=None, env_extra=None):
     env = dict(os.environ)
     env["JAX_PLATFORMS"] = "cpu"
     if devices:
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env.update(env_extra or {})
     return subprocess.run(
         [sys.executable, "-m", "mbjax.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600
     )
+
+
+def _main(capsys, *args):
+    """``mbjax ARGS`` in-process: (exit status, stdout, stderr); argparse's own exits included."""
+    try:
+        rc = cli.main(list(args))
+    except SystemExit as e:
+        rc = e.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return rc, out, err
+
+
+def _arm26_model():
+    from mbjax.io import load_osim
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_osim(ARM26, ignore_wrapping=True)
+
+
+# --------------------------------------------------------------------------------------------
+# sweeps that succeed
+# --------------------------------------------------------------------------------------------
 
 
 def test_sweep_sharded_over_four_devices_matches_library(tmp_path):
@@ -34,23 +69,23 @@ def test_sweep_sharded_over_four_devices_matches_library(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert "on 4 device(s)" in res.stderr and "wrapping ignored" in res.stderr
+    assert "warning: --" not in res.stderr  # inside the ranges: no range warning
     rows = list(csv.reader(open(out)))
     header, data = rows[0], np.asarray(rows[1:], dtype=float)
     assert data.shape[0] == 7 and png.exists()
-    assert np.allclose(data[:, 1], np.deg2rad(np.arange(0, 91, 15)), atol=1e-15)
+    # --degrees: the coordinates are written in degrees and the header says so
+    assert header[:2] == ["r_shoulder_elev (deg)", "r_elbow_flex (deg)"]
+    np.testing.assert_allclose(data[:, 1], np.arange(0, 91, 15), atol=1e-12)
+    np.testing.assert_allclose(data[:, 0], 20.0, atol=1e-12)
     # independent check: central differences of the library's lengths
-    import warnings
-
-    from mbjax.io import load_osim
     from mbjax.muscles import muscle_lengths
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = load_osim(ARM26, ignore_wrapping=True)
-    col = header.index("R[BIClong,r_elbow_flex]")
-    lcol = header.index("L[BIClong]")
+    model = _arm26_model()
+    muscle_lengths = jax.jit(muscle_lengths)
+    col = header.index("R[BIClong,r_elbow_flex] (m)")
+    lcol = header.index("L[BIClong] (m)")
     m = model.muscle_names.index("BIClong")
-    q = jnp.asarray(data[3, :2])
+    q = jnp.asarray(np.deg2rad(data[3, :2]))
     h = 1e-6
     dq = jnp.asarray([0.0, h])
     fd = -(muscle_lengths(model, q + dq)[m] - muscle_lengths(model, q - dq)[m]) / (2 * h)
@@ -58,11 +93,251 @@ def test_sweep_sharded_over_four_devices_matches_library(tmp_path):
     assert abs(data[3, lcol] - muscle_lengths(model, q)[m]) < 1e-15
 
 
-def test_errors_are_reported(tmp_path):
-    res = _run(["moment-arms", ARM26, "--vary", "knee=0:1:0.1", "--ignore-wrapping", "--out", str(tmp_path / "x.csv")])
-    assert res.returncode != 0 and "unknown coordinate 'knee'" in res.stderr
-    res = _run(["moment-arms", ARM26, "--out", str(tmp_path / "x.csv")])
-    assert res.returncode == 2 and "ignore_wrapping=True" in res.stderr
+def test_radians_header_and_range_warning_in_process(tmp_path, capsys):
+    """Without --degrees the CSV is in rad; a sweep a little past the file's range warns and runs."""
+    out = tmp_path / "a.csv"
+    rc, _, err = _main(capsys, "moment-arms", "arm26", "--ignore-wrapping", "--vary", "r_elbow_flex=2.0:2.5:0.25",
+                       "--wrt", "r_shoulder_elev", "r_elbow_flex", "--muscles", "BIClong", "TRIlong",
+                       "--quiet", "--out", str(out))
+    assert rc == 0, err
+    assert re.search(r"warning: --vary r_elbow_flex reaches 2\.5 rad, outside the range \[0, 2\.26893\] rad", err)
+    rows = list(csv.reader(open(out)))
+    header, data = rows[0], np.asarray(rows[1:], dtype=float)
+    assert header == ["r_shoulder_elev (rad)", "r_elbow_flex (rad)", "L[BIClong] (m)", "L[TRIlong] (m)",
+                      "R[BIClong,r_shoulder_elev] (m)", "R[BIClong,r_elbow_flex] (m)",
+                      "R[TRIlong,r_shoulder_elev] (m)", "R[TRIlong,r_elbow_flex] (m)"]
+    np.testing.assert_allclose(data[:, 1], [2.0, 2.25, 2.5], atol=1e-15)
+    from mbjax import moment_arms
+
+    model = _arm26_model()
+    arms = jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))(model, jnp.asarray(data[:, :2]))
+    t = model.muscle_names.index("TRIlong")
+    np.testing.assert_allclose(data[:, 6], arms[:, 0, t], atol=1e-15)
+
+
+# --------------------------------------------------------------------------------------------
+# errors name the flag, exit 2 for usage and 1 for failures, no tracebacks
+# --------------------------------------------------------------------------------------------
+
+
+def test_wrapping_error_names_the_flag(tmp_path, capsys, monkeypatch):
+    """Raised through the CLI, the loader's ``ignore_wrapping=True`` hint becomes ``--ignore-wrapping`` (exit 2)."""
+    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
+    rc, _, err = _main(capsys, "moment-arms", ARM26, "--vary", "r_elbow_flex=0:1:0.1", "--out", str(tmp_path / "x.csv"))
+    if "wrap objects" not in err:
+        pytest.skip("this build models arm26's wrap objects: no wrapping error to name")
+    assert rc == 2, err
+    assert "--ignore-wrapping" in err and "ignore_wrapping=True" not in err and err.count("\n") == 1
+    # the rewrite applies to any library message carrying the keyword
+    text, usage = cli._library_message(ValueError("x.osim: wraps. Pass ignore_wrapping=True to load"))
+    assert usage and text == "x.osim: wraps. Pass --ignore-wrapping to load"
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--vary", "knee=0:1:0.1"], "--vary: unknown coordinate 'knee'"),
+        (["--set", "r_elbow_flex=abc"], "--set r_elbow_flex=abc: 'abc' is not a number"),
+        (["--set", "r_elbow_flex=inf"], "--set r_elbow_flex=inf: 'inf' is not a finite number"),
+        (["--set", "r_elbow_flex=nan"], "'nan' is not a finite number"),
+        (["--vary", "r_elbow_flex=0:1,5:0.1"], "--vary r_elbow_flex=0:1,5:0.1 (STOP): '1,5' is not a number"),
+        (["--vary", "r_elbow_flex=0:inf:0.1"], "(STOP): 'inf' is not a finite number"),
+        (["--vary", "r_elbow_flex=0:1:-0.1"], "STEP must move from START towards STOP"),
+        (["--vary", "r_elbow_flex=0:1"], "expected START:STOP:STEP"),
+        (["--set", "r_elbow_flex"], "--set expects COORD=..."),
+        (["--vary", "r_elbow_flex=0:1:0.5", "--vary", "r_elbow_flex=0:2:1"], "--vary: coordinate 'r_elbow_flex' given twice"),
+        (["--set", "r_elbow_flex=1", "--set", "r_elbow_flex=2"], "--set: coordinate 'r_elbow_flex' given twice"),
+        (["--set", "r_elbow_flex=1", "--vary", "r_elbow_flex=0:1:0.5"], "given by both --set and --vary"),
+        (["--vary", "r_elbow_flex=0:1:0.5", "--wrt", "elbow"], "--wrt: unknown coordinate 'elbow'"),
+        (["--muscles", "BIC"], "--muscles: unknown muscles ['BIC']"),
+        (["--chunk-size", "0"], "--chunk-size: must be a positive integer"),
+        (["--random", "-3"], "--random: must be a positive integer"),
+    ],
+)
+def test_usage_errors_name_their_flag(tmp_path, capsys, args, named):
+    out = tmp_path / "x.csv"
+    rc, _, err = _main(capsys, "moment-arms", "arm26", "--ignore-wrapping", *args, "--out", str(out))
+    assert rc == 2, err
+    assert named in err, err
+    assert not out.exists()
+
+
+def test_outputs_checked_before_the_sweep(tmp_path, capsys, monkeypatch):
+    """A directory, a missing folder, an unknown image type: refused (2) before any sweep; nothing written."""
+    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran before the output check"))
+    base = ["moment-arms", "arm26", "--ignore-wrapping", "--vary", "r_elbow_flex=0:1:0.5"]
+    cases = [
+        (["--out", str(tmp_path)], f"--out {tmp_path}: is a directory"),
+        (["--out", str(tmp_path / "no" / "x.csv")], "does not exist"),
+        (["--out", str(tmp_path / "x.csv"), "--plot", str(tmp_path)], f"--plot {tmp_path}: is a directory"),
+        (["--out", str(tmp_path / "x.csv"), "--plot", str(tmp_path / "x.xyz")], "--plot"),
+        (["--out", str(tmp_path / "x.csv"), "--plot", str(tmp_path / "x.csv")], "same file"),
+    ]
+    for extra, named in cases:
+        rc, _, err = _main(capsys, *base, *extra)
+        assert rc == 2 and named in err, (extra, err)
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        rc, _, err = _main(capsys, *base, "--out", str(locked / "x.csv"))
+        assert rc == 2 and "not writable" in err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "locked") == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_write_failure_is_one_line_exit_1(tmp_path, capsys):
+    rc, _, err = _main(capsys, "moment-arms", "arm26", "--ignore-wrapping", "--quiet", "--out", "/dev/full")
+    assert rc == 1 and "--out /dev/full: cannot write the CSV: No space left on device" in err, err
+
+
+def test_model_file_errors(tmp_path, capsys):
+    rc, _, err = _main(capsys, "moment-arms", str(tmp_path / "none.osim"), "--out", str(tmp_path / "x.csv"))
+    assert rc == 1 and "no such file" in err
+    rc, _, err = _main(capsys, "moment-arms", str(tmp_path), "--out", str(tmp_path / "x.csv"))
+    assert rc == 2 and "is a directory" in err
+    bad = tmp_path / "bad.osim"
+    bad.write_text("<OpenSimDocument><Model>")
+    rc, _, err = _main(capsys, "moment-arms", str(bad), "--out", str(tmp_path / "x.csv"))
+    assert rc == 1 and "malformed XML" in err
+    rc, _, err = _main(capsys, "info", str(bad))
+    assert rc == 1 and "malformed XML" in err
+    rc, _, err = _main(capsys, "moment-arms", "knee", "--out", str(tmp_path / "x.csv"))
+    assert rc == 2 and "unknown model 'knee'" in err
+
+
+def test_unexpected_error_is_one_line_and_traceback_on_request(tmp_path, capsys, monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("XLA ran out of something")
+
+    monkeypatch.setattr(cli, "sweep", boom)
+    args = ["moment-arms", "arm26", "--ignore-wrapping", "--out", str(tmp_path / "x.csv")]
+    rc, _, err = _main(capsys, *args)
+    assert rc == 1 and "unexpected RuntimeError: XLA ran out of something" in err and "MBJAX_TRACEBACK" in err
+    monkeypatch.setenv("MBJAX_TRACEBACK", "1")
+    assert cli.main(args) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# ranges, size, version, help, info, plots
+# --------------------------------------------------------------------------------------------
+
+
+def test_forgotten_degrees_refused_far_outside_the_range(tmp_path, capsys, monkeypatch):
+    """0:130 without --degrees is 130 rad on an elbow whose range is [0, 2.27] rad: refused, with the hint."""
+    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("a refused sweep ran"))
+    base = ["moment-arms", "arm26", "--ignore-wrapping", "--vary", "r_elbow_flex=0:130:1", "--out",
+            str(tmp_path / "x.csv")]
+    rc, _, err = _main(capsys, *base)
+    assert rc == 2 and "reaches 130 rad" in err and "did you forget --degrees?" in err and "--allow-out-of-range" in err
+    rc, _, err = _main(capsys, "moment-arms", "arm26", "--ignore-wrapping", "--set", "r_shoulder_elev=-20",
+                       "--out", str(tmp_path / "x.csv"))
+    assert rc == 2 and "--set r_shoulder_elev=-20 reaches -20 rad" in err
+    # --allow-out-of-range passes the range check (a warning); the next check, the size guard, then speaks
+    rc, _, err = _main(capsys, *base, "--allow-out-of-range", "--max-poses", "100")
+    assert rc == 2 and "warning: --vary r_elbow_flex reaches 130 rad" in err and "makes 131 poses" in err
+
+
+def test_size_guard_before_allocating(tmp_path, capsys, monkeypatch):
+    """10⁹ poses (16 GB for the grid alone) is refused in milliseconds; nothing of that size is allocated."""
+    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("a refused sweep ran"))
+    base = ["moment-arms", "arm26", "--ignore-wrapping", "--out", str(tmp_path / "x.csv")]
+    rc, _, err = _main(capsys, *base, "--vary", "r_elbow_flex=0:2:2e-9")
+    assert rc == 2 and "makes 1,000,000,001 poses" in err and "--max-poses" in err  # STOP on the grid
+    rc, _, err = _main(capsys, *base, "--random", str(10**9))
+    assert rc == 2 and "--random 1000000000 makes 1,000,000,000 poses" in err
+    rc, _, err = _main(capsys, *base, "--vary", "r_elbow_flex=0:2:0.01", "--vary", "r_shoulder_elev=0:3:0.01",
+                       "--max-poses", "10000")
+    assert rc == 2 and "makes 60,501 poses" in err  # 201 x 301, the grid's size as a product
+
+
+def test_version_and_exit_codes_documented(capsys):
+    from importlib.metadata import version
+
+    rc, out, _ = _main(capsys, "--version")
+    assert rc == 0 and out.strip() == f"mbjax {version('mbjax')}"
+    for sub in ([], ["moment-arms"], ["info"]):
+        rc, out, _ = _main(capsys, *sub, "--help")
+        assert rc == 0 and "exit status:" in out
+        assert re.search(r"^\s+1\s+failure", out, re.M) and re.search(r"^\s+2\s+usage error", out, re.M)
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    assert "exit status" in readme and "`2`" in readme and "`1`" in readme
+    rc, _, err = _main(capsys, "moment-arms", "arm26", "--bogus", "--out", "x.csv")
+    assert rc == 2 and "unrecognized arguments: --bogus" in err
+
+
+def _xml_ranges(path):
+    """Coordinate ranges straight from the file text (an independent reading)."""
+    text = open(path).read()
+    return {m.group(1): tuple(float(v) for v in m.group(2).split())
+            for m in re.finditer(r'<Coordinate name="(\w+)">.*?<range>([^<]+)</range>', text, re.S)}
+
+
+def test_info_arm26_lists_coordinates_bodies_muscles_wraps(capsys):
+    import json
+
+    rc, out, _ = _main(capsys, "info", "arm26", "--json")
+    assert rc == 0
+    info = json.loads(out)
+    ranges = _xml_ranges(ARM26)
+    assert [c["name"] for c in info["coordinates"]] == list(ranges) == ["r_shoulder_elev", "r_elbow_flex"]
+    for c in info["coordinates"]:
+        assert tuple(c["range"]) == ranges[c["name"]] and c["unit"] == "rad" and c["type"] == "rotational"
+    assert [b["name"] for b in info["bodies"]] == ["ground", "base", "r_humerus", "r_ulna_radius_hand"]
+    assert abs(info["bodies"][2]["mass"] - 1.864572) < 1e-15
+    assert [m["name"] for m in info["muscles"]] == list(_arm26_model().muscle_names)
+    assert {w["name"]: (w["class"], w["body"]) for w in info["wrap_objects"]} == {
+        "TRIlongglen": ("WrapCylinder", "base"), "TRIlonghh": ("WrapEllipsoid", "r_humerus"),
+        "BIClonghh": ("WrapEllipsoid", "r_humerus"), "TRI": ("WrapCylinder", "r_humerus")}
+    assert next(m for m in info["muscles"] if m["name"] == "BIClong")["wrap_objects"] == ["BIClonghh"]
+    rc, out, _ = _main(capsys, "info", "arm26")
+    assert rc == 0 and "[0, 2.26893] rad = [0, 130] deg" in out and "wrap objects (4):" in out
+
+
+OSIM4 = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000"><Model name="m">
+ <Ground name="ground"/>
+ <BodySet><objects>
+  <Body name="a"><mass>2</mass>
+   <WrapObjectSet><objects><WrapSphere name="ball"><socket_frame>/bodyset/a</socket_frame></WrapSphere></objects></WrapObjectSet>
+  </Body>
+  <Body name="b"><mass>1</mass></Body><Body name="c"><mass>0.5</mass></Body>
+ </objects></BodySet>
+ <JointSet><objects>
+  <CustomJoint name="cj"><coordinates>
+    <Coordinate name="flex"><range>-1 1</range></Coordinate>
+    <Coordinate name="slide"><range>0 0.05</range></Coordinate></coordinates>
+   <SpatialTransform>
+    <TransformAxis name="rotation1"><coordinates>flex</coordinates></TransformAxis>
+    <TransformAxis name="translation1"><coordinates>slide</coordinates></TransformAxis>
+   </SpatialTransform></CustomJoint>
+  <SliderJoint name="sj"><coordinates><Coordinate name="s2"><default_value>0.01</default_value></Coordinate></coordinates></SliderJoint>
+  <PinJoint name="pj"><coordinates><Coordinate name="pin"><locked>true</locked></Coordinate></coordinates></PinJoint>
+ </objects></JointSet>
+</Model></OpenSimDocument>
+"""
+
+
+def test_info_opensim4_units_from_the_joints(tmp_path, capsys):
+    """OpenSim 4 writes no <motion_type>: translation axes and slider joints are metres, the rest radians."""
+    import json
+
+    path = tmp_path / "m.osim"
+    path.write_text(OSIM4)
+    rc, out, _ = _main(capsys, "info", str(path), "--json")
+    assert rc == 0
+    coords = {c["name"]: c for c in json.loads(out)["coordinates"]}
+    assert {n: c["unit"] for n, c in coords.items()} == {"flex": "rad", "slide": "m", "s2": "m", "pin": "rad"}
+    assert coords["s2"]["range"] == [-10.0, 10.0] and coords["s2"]["default"] == 0.01  # OpenSim's default range
+    assert coords["pin"]["locked"]
+    rc, out, _ = _main(capsys, "info", str(path))
+    assert "[0, 0.05] m" in out and "ball  WrapSphere on a" in out and "muscles (0):" in out
+
+
+def test_plot_styles_are_distinct():
+    styles = cli.curve_styles(20)
+    assert len({(c, ls) for c, ls, _ in styles}) == 20  # colour x line style: no two of 20 curves alike
+    assert all(a[0] != b[0] and a[1] != b[1] for a, b in zip(styles, styles[1:]))  # neighbours differ in both
 
 
 def test_two_processes_split_the_sweep_and_process_0_writes(tmp_path):
@@ -95,20 +370,13 @@ def test_two_processes_split_the_sweep_and_process_0_writes(tmp_path):
     rows = list(csv.reader(open(out)))
     header, data = rows[0], np.asarray(rows[1:], dtype=float)
     assert data.shape[0] == 91 and (tmp_path / "arm.png").exists()
-    assert np.allclose(data[:, 1], np.deg2rad(np.arange(91)), atol=1e-15)  # in order
-    import warnings
-
-    import jax
-
+    np.testing.assert_allclose(data[:, 1], np.arange(91), atol=1e-12)  # in order, in degrees
     from mbjax import moment_arms, muscle_lengths
-    from mbjax.io import load_osim
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = load_osim(ARM26, ignore_wrapping=True)
-    q = jnp.asarray(data[:, :2])
-    arms = jax.vmap(moment_arms, in_axes=(None, 0))(model, q)
-    lengths = jax.vmap(muscle_lengths, in_axes=(None, 0))(model, q)
+    model = _arm26_model()
+    q = jnp.asarray(np.deg2rad(data[:, :2]))
+    arms = jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))(model, q)
+    lengths = jax.jit(jax.vmap(muscle_lengths, in_axes=(None, 0)))(model, q)
     m = model.muscle_names.index("TRIlong")
-    assert np.max(np.abs(data[:, header.index("R[TRIlong,r_elbow_flex]")] - arms[:, 1, m])) <= 1e-14
-    assert np.max(np.abs(data[:, header.index("L[TRIlong]")] - lengths[:, m])) <= 1e-14
+    assert np.max(np.abs(data[:, header.index("R[TRIlong,r_elbow_flex] (m)")] - arms[:, 1, m])) <= 1e-12
+    assert np.max(np.abs(data[:, header.index("L[TRIlong] (m)")] - lengths[:, m])) <= 1e-12

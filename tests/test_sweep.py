@@ -19,10 +19,9 @@ import pytest
 
 import mbjax
 from mbjax import sweep as msweep
-from mbjax._data import shared_data
 from mbjax.sweep import sweep_poses
 
-ARM26 = shared_data("osim", "arm26.osim")
+ARM26 = mbjax.models.arm26_path()  # shipped in the wheel
 needs_arm26 = pytest.mark.skipif(not os.path.exists(ARM26), reason=f"{ARM26} not found")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -20,7 +20,7 @@ Rhythms (clavicle and scapula as joint maps of the humerus coordinates):
 * ``"degroot_brand"``: de Groot & Brand (2001)'s regression with its plane-of-elevation terms:
   ``Cy = -0.242 Hz + 0.120 Hy``, ``Cz = 0.123 Hz - 0.046 Hy``, ``Sx = 0.184 Hz - 0.028 Hy``,
   ``Sy = -0.049 Hz + 0.140 Hy``, ``Sz = 0.396 Hz - 0.079 Hy`` (deg/deg = rad/rad; coefficients
-  from ``/work/shared/data/degroot_brand_2001.json``).  Angle mapping (documented assumption):
+  from ``degroot_brand_2001.json`` in the shared data folder, ``MBJAX_SHARED_DATA``).  Angle mapping (documented assumption):
   the regressed angles map onto MoBL's coupled coordinates exactly as Holzbaur's slopes show
   (Cy → sternoclavicular_r2, Cz → sternoclavicular_r3, Sx → acromioclavicular_r1,
   Sy → acromioclavicular_r2, Sz → acromioclavicular_r3), Hz → ``shoulder_elv`` and
@@ -65,7 +65,9 @@ def _source(path):
     if not os.path.exists(path):
         raise FileNotFoundError(
             f"the shoulder model reads the MoBL-ARMS 4.1 OpenSim file at run time (non-commercial "
-            f"licence, not distributed with mbjax); not found at {path}. Pass path= or set MBJAX_MOBL."
+            f"licence, not distributed with mbjax); not found at {path}. Set MBJAX_SHARED_DATA to the folder "
+            f"holding osim/MOBL_ARMS_fixed_41-ignoreTendonCompl.osim, set MBJAX_MOBL to the file, or pass path= "
+            f"(README, 'Data')."
         )
     return path
 
