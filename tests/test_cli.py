@@ -123,10 +123,17 @@ def test_radians_header_and_range_warning_in_process(tmp_path, capsys):
 def test_wrapping_error_names_the_flag(tmp_path, capsys, monkeypatch):
     """Raised through the CLI, the loader's ``ignore_wrapping=True`` hint becomes ``--ignore-wrapping`` (exit 2)."""
     monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
-    rc, _, err = _main(capsys, "moment-arms", ARM26, "--vary", "r_elbow_flex=0:1:0.1", "--out", str(tmp_path / "x.csv"))
-    if "wrap objects" not in err:
-        pytest.skip("this build models arm26's wrap objects: no wrapping error to name")
-    assert rc == 2, err
+    # arm26 with one wrap surface mbjax does not model (OpenSim's WrapDoubleCylinderObst)
+    with open(ARM26) as fh:
+        text = fh.read()
+    text = text.replace('<WrapCylinder name="TRI">', '<WrapDoubleCylinderObst name="TRI">', 1)
+    head, _, tail = text.partition('<WrapDoubleCylinderObst name="TRI">')
+    tail = tail.replace("</WrapCylinder>", "</WrapDoubleCylinderObst>", 1)
+    bad = tmp_path / "arm26_obst.osim"
+    bad.write_text(head + '<WrapDoubleCylinderObst name="TRI">' + tail)
+    rc, _, err = _main(capsys, "moment-arms", str(bad), "--vary", "r_elbow_flex=0:1:0.1", "--out", str(tmp_path / "x.csv"))
+    assert "WrapDoubleCylinderObst" in err, err
+    assert rc in (1, 2), err
     assert "--ignore-wrapping" in err and "ignore_wrapping=True" not in err and err.count("\n") == 1
     # the rewrite applies to any library message carrying the keyword
     text, usage = cli._library_message(ValueError("x.osim: wraps. Pass ignore_wrapping=True to load"))

@@ -14,6 +14,7 @@ import pytest
 from scipy.interpolate import CubicSpline, make_interp_spline
 
 import mbjax
+from mbjax.muscles.paths import get_paths
 from mbjax.io import load_osim
 from mbjax.maps import ComposedPolynomial, LinearCombination, MultivariatePolynomial, PiecewisePolynomial
 from mbjax.maps.gcv_spline import pp_gcv_spline
@@ -225,9 +226,9 @@ def test_families_closed_form_vs_autodiff():
 
 
 @needs_arm26
-def test_arm26_refuses_wrapping_then_loads():
-    with pytest.raises(ValueError, match="TRIlong.*ignore_wrapping=True"):
-        load_osim(ARM26)
+def test_arm26_loads_with_wraps_or_straight_when_asked():
+    wrapped = load_osim(ARM26)
+    assert get_paths(wrapped).wraps.wraps_of(0) == ("TRI", "TRIlonghh", "TRIlongglen")
     with pytest.warns(UserWarning, match="wrapping ignored"):
         model = load_osim(ARM26, ignore_wrapping=True)
     assert model.coordinate_names == ("r_shoulder_elev", "r_elbow_flex")

@@ -897,8 +897,8 @@ class _Loader:
         tag = self.wrap_elements[obj].tag
         if tag not in WRAP_KINDS:
             raise doc.error(self.wrap_elements[obj], f"wrap surface <{tag}> (used by PathWrap {w.get('name')!r}) is "
-                            f"not supported; supported {WRAP_KINDS}. Pass ignore_wrapping=True (or "
-                            "--ignore-wrapping) to load straight-line paths", NotImplementedError)
+                            f"not supported; supported {WRAP_KINDS}. Pass ignore_wrapping=True to load straight-line "
+                            "paths", NotImplementedError)
         method = (_text(w, "method") or "hybrid").strip().lower()
         if method not in WRAP_METHODS:
             method = "hybrid"  # PathWrap::extendFinalizeFromProperties falls back to hybrid

@@ -21,13 +21,12 @@ def arm26_path() -> str:
     return str(importlib.resources.files("mbjax.models").joinpath("data", EXAMPLES["arm26"]))
 
 
-def arm26(ignore_wrapping: bool = True):
+def arm26(ignore_wrapping: bool = False):
     """OpenSim's ``arm26`` as an mbjax :class:`~mbjax.Model` (``load_osim(arm26_path(), ...)``).
 
-    arm26's triceps and biceps paths use wrap objects (``TRIlonghh``, ``BIClonghh``, ``TRI``,
-    ``TRIlongglen``).  ``ignore_wrapping=True`` (the default for now) loads them as straight
-    lines between the path points and warns which paths are affected; ``False`` passes the file
-    to :func:`~mbjax.io.load_osim` as it is.
+    arm26's triceps and biceps paths wrap over ``TRIlonghh``, ``BIClonghh`` (ellipsoids), ``TRI``
+    and ``TRIlongglen`` (cylinders), modelled as OpenSim models them (:mod:`mbjax.wrapping`);
+    ``ignore_wrapping=True`` is the explicit choice of straight lines (warned).
     """
     from ..io.osim import load_osim
 
