@@ -369,6 +369,7 @@ def bias_forces_kron(model: Model, q, qd, derivs=None):
     i.e. Eq. 145 with D_iᵀ → D'_iᵀ and q̈ → q̇ ⊗ q̇ (Eq. 147 as printed repeats Eq. 145, see
     ERRATA).  Returns N q̇ = Σ_i N_i q̇ ``(nq,)`` (Eq. 190).
     """
+    qd = _vector(model, qd, "qd")
     nq, _, d, dd, dtype, jmat = _kron_setup(model, q, derivs)
     eye4 = jnp.eye(4, dtype=dtype)
     u = _kron.commutation_matrix(nq, 4, dtype)
@@ -404,6 +405,7 @@ def kinetic_energy(model: Model, q, qd):
     """T = ½ Σ_i trace(Ṫ_i J_i Ṫ_iᵀ) with Ṫ_i = jvp of the world poses and J_i of Eq. 131."""
     from ._kinematics import body_poses
 
+    q, qd = _vector(model, q, "q"), _vector(model, qd, "qd")
     _, tdot = jax.jvp(lambda x: body_poses(model, x), (q,), (qd,))
     jmat = model.pseudo_inertia().astype(tdot.dtype)
     return 0.5 * jnp.einsum("iab,ibc,iac->", tdot, jmat, tdot)
