@@ -1,6 +1,9 @@
 """mbjax: empirically-based multibody dynamics of musculoskeletal models in JAX."""
 
 from . import maps as maps
+from ._checks import checks as checks
+from ._checks import checks_enabled as checks_enabled
+from ._checks import set_checks as set_checks
 from ._kinematics import JointValues as JointValues
 from ._kinematics import PoseDerivatives as PoseDerivatives
 from ._kinematics import BodyKinematics as BodyKinematics

@@ -15,7 +15,6 @@ import numpy as np
 
 from ._inertia import inertia_problems
 from ._model import GROUND, Model
-from ._spatial import transform
 from ._topology import JOINT_TYPES, REVOLUTE, Topology
 from .maps._base import AbstractJointMap, local_index
 from .maps.affine import Affine
@@ -56,8 +55,8 @@ class ModelBuilder:
             raise ValueError(f"coordinate names must be non-empty strings, got {coordinates}")
         self.coordinates = coordinates
         self.gravity = np.asarray(gravity, dtype=float)
-        if self.gravity.shape != (3,):
-            raise ValueError(f"gravity must be a 3-vector, got {gravity!r}")
+        if self.gravity.shape != (3,) or not np.all(np.isfinite(self.gravity)):
+            raise ValueError(f"gravity must be a finite 3-vector, got {gravity!r}")
         self._bodies: list[_BodySpec] = []
 
     @property
@@ -104,8 +103,8 @@ class ModelBuilder:
         if problems:
             raise ValueError("\n".join(problems))
         com = np.asarray(com, dtype=float)
-        if com.shape != (3,):
-            raise ValueError(f"body {name!r}: com must be a 3-vector, got {com!r}")
+        if com.shape != (3,) or not np.all(np.isfinite(com)):
+            raise ValueError(f"body {name!r}: com must be a finite 3-vector, got {com!r}")
         self._bodies.append(_BodySpec(name, parent_index, joint, axis, offset, map, mass, com, inertia))
         return self
 
@@ -163,28 +162,50 @@ def _parent_index(name: str, parent: str | int, body_names: tuple[str, ...]) -> 
     return parent_index
 
 
+def _tolerance(value) -> float:
+    """Rounding tolerance of a user array: 1e-9, or 100 eps of its dtype if that is coarser
+    (a float32 rotation is orthonormal only to ~1e-7); values are then kept in float64."""
+    dtype = np.asarray(value).dtype
+    eps = float(np.finfo(dtype).eps) if np.issubdtype(dtype, np.floating) else 0.0
+    return max(1e-9, 100.0 * eps)
+
+
 def _unit_axis(name: str, axis) -> np.ndarray:
+    tol = _tolerance(axis)
     axis = np.asarray(axis, dtype=float)
     if axis.shape != (3,) or not np.all(np.isfinite(axis)):
         raise ValueError(f"body {name!r}: axis must be a finite 3-vector, got {axis!r}")
-    if abs(np.linalg.norm(axis) - 1.0) > 1e-9:
+    if abs(np.linalg.norm(axis) - 1.0) > tol:
         raise ValueError(f"body {name!r}: joint axis {axis} is not a unit vector (norm {np.linalg.norm(axis)})")
     return axis
 
 
 def _offset(name: str, offset, rotation, translation) -> np.ndarray:
-    """The joint's constant 4x4 offset: ``offset`` itself, or built from ``rotation`` and ``translation``."""
+    """The joint's constant 4x4 offset: ``offset`` itself, or built from ``rotation`` and ``translation``.
+
+    Built in NumPy float64 (never through JAX's default dtype); every entry must be finite and the
+    rotation proper to the input dtype's rounding (:func:`_tolerance`).
+    """
     if offset is not None:
+        tol = _tolerance(offset)
         offset = np.asarray(offset, dtype=float)
         if offset.shape != (4, 4):
             raise ValueError(f"body {name!r}: offset must be 4x4, got shape {offset.shape}")
     else:
+        tol = _tolerance(rotation) if rotation is not None else 1e-9
         rot = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float)
         if rot.shape != (3, 3):
             raise ValueError(f"body {name!r}: rotation must be 3x3, got shape {rot.shape}")
-        offset = np.asarray(transform(rot, np.asarray(translation, dtype=float)))
+        trans = np.asarray(translation, dtype=float)
+        if trans.shape != (3,):
+            raise ValueError(f"body {name!r}: translation must be a 3-vector, got shape {trans.shape}")
+        offset = np.eye(4)
+        offset[:3, :3] = rot
+        offset[:3, 3] = trans
+    if not np.all(np.isfinite(offset)):
+        raise ValueError(f"body {name!r}: offset (rotation and translation) must be finite, got\n{offset}")
     rot = offset[:3, :3]
-    if np.max(np.abs(rot.T @ rot - np.eye(3))) > 1e-9 or np.linalg.det(rot) < 0:
+    if np.max(np.abs(rot.T @ rot - np.eye(3))) > tol or np.linalg.det(rot) < 0:
         raise ValueError(f"body {name!r}: offset rotation is not a proper rotation matrix:\n{rot}")
     if not np.allclose(offset[3], [0, 0, 0, 1]):
         raise ValueError(f"body {name!r}: offset's last row must be [0, 0, 0, 1]")

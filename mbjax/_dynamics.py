@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _kron
 from ._batching import Small, batch_last
+from . import _checks
 from ._kinematics import Kinematics, _motion_subspace, body_poses, check_vector, forward_pass, pose_derivatives_kron
 from ._model import Model
 
@@ -217,18 +218,60 @@ def inverse_dynamics(model: Model, q, qd, qdd, external=None):
     return tau
 
 
+def singular_tolerance(m):
+    """Relative pivot tolerance of :func:`forward_dynamics`: ``nq · eps(dtype)``.
+
+    A Cholesky pivot ``L_ii`` with ``L_ii² <= nq · eps · max_j M_jj`` is at the rounding level of
+    the largest diagonal entry: the factor carries no information in that direction.
+    """
+    return m.shape[-1] * jnp.finfo(m.dtype).eps
+
+
+def _cholesky_checked(m):
+    """Lower Cholesky factor of M, refused (``eqx.error_if``, checks on) when M is singular.
+
+    Singular: a non-finite factor of a finite M (M indefinite or rank deficient, e.g. a
+    coordinate that moves only zero-inertia bodies) or a pivot below :func:`singular_tolerance`
+    (e.g. two joint axes aligned through zero-inertia bodies, gimbal lock of a 3-axis chain).
+    A non-finite M itself is left to the argument checks (it comes from non-finite inputs).
+    """
+    chol, lower = jsl.cho_factor(m, lower=True)
+    if not _checks.checks_enabled():
+        return chol, lower
+    pivots = jnp.diagonal(chol)
+    scale = jnp.max(jnp.abs(jnp.diagonal(m)))
+    small = jnp.min(jnp.where(jnp.isfinite(pivots), pivots, 0.0) ** 2) <= singular_tolerance(m) * scale
+    bad = jnp.all(jnp.isfinite(m)) & (small | ~jnp.all(jnp.isfinite(pivots)))
+    chol = _checks.require(
+        chol,
+        bad,
+        "forward_dynamics: the mass matrix M(q) is singular (a coordinate moves only zero-inertia "
+        "bodies, or joint axes align through zero-inertia bodies): q̈ is undefined at this q",
+    )
+    return chol, lower
+
+
 def forward_dynamics(model: Model, q, qd, tau=None):
     """q̈ solving M q̈ = G + τ - N q̇ (Eq. 198) with a Cholesky factorization of M.
 
     ``tau`` ``(nq,)`` is any applied generalized force (actuation plus external Q).  M must be
-    positive definite: a coordinate that moves only zero-inertia bodies makes it singular and
-    gives non-finite q̈.
+    positive definite: a singular M (a coordinate that moves only zero-inertia bodies, joint axes
+    aligned through zero-inertia bodies) raises at run time (``eqx.error_if``, see
+    :func:`_cholesky_checked`) while checks are on; with ``mbjax.checks(False)`` it gives
+    non-finite or meaningless q̈.
     """
     q, qd = _vector(model, q, "q"), _vector(model, qd, "qd")
-    m = mass_matrix(model, q)
+    tau = None if tau is None else _vector(model, tau, "tau")
+    return _forward_dynamics(model, q, qd, tau)
+
+
+def _forward_dynamics(model: Model, q, qd, tau=None):
+    """:func:`forward_dynamics` without the argument checks (the simulator's vector field: diffrax
+    must be free to try a non-finite trial state and reject the step); the singular-M check stays."""
+    m = batch_last(_mass_matrix_kernel)(model, q)
     c = batch_last(_bias_gravity_kernel)(model, q, qd)  # N q̇ - G
-    rhs = -c if tau is None else _vector(model, tau, "tau") - c
-    return jsl.cho_solve(jsl.cho_factor(m, lower=True), rhs)
+    rhs = -c if tau is None else tau - c
+    return jsl.cho_solve(_cholesky_checked(m), rhs)
 
 
 def generalized_forces(model: Model, q, bodies, points, forces, torques=None):
@@ -252,10 +295,13 @@ def generalized_forces(model: Model, q, bodies, points, forces, torques=None):
             f"generalized_forces: points and forces must have shape ({len(idx)}, 3), got "
             f"{points.shape} and {forces.shape}"
         )
+    points = _checks.finite(points, "generalized_forces: points")
+    forces = _checks.finite(forces, "generalized_forces: forces")
     if torques is not None:
         torques = jnp.asarray(torques)
         if torques.shape != (len(idx), 3):
             raise ValueError(f"generalized_forces: torques must have shape ({len(idx)}, 3), got {torques.shape}")
+        torques = _checks.finite(torques, "generalized_forces: torques")
     poses = body_poses(model, q)
     rot = poses[idx, :3, :3]
     f_body = jnp.einsum("kab,ka->kb", rot, forces)  # Rᵀ F
@@ -275,9 +321,8 @@ def body_wrench_forces(model: Model, q, wrench):
     """Generalized force Q ``(nq,)`` of body-frame wrenches ``(nb, 6)`` = [moment about the body
     origin; force], both in body axes: Q = Fᵀ τ_θ with τ_θ the joint components of their subtree sums.
     """
-    wrench = jnp.asarray(wrench)
-    if wrench.shape != (model.n_bodies, 6):
-        raise ValueError(f"wrench must have shape ({model.n_bodies}, 6) (nb, 6), got {wrench.shape}")
+    wrench = _checks.as_array(wrench, "wrench", (model.n_bodies, 6), ("nb", 6), f" for bodies {model.body_names}")
+    wrench = _checks.finite(wrench, "wrench")
     return batch_last(_wrench_kernel)(model, _vector(model, q, "q"), wrench)
 
 
@@ -324,6 +369,7 @@ def bias_forces_kron(model: Model, q, qd, derivs=None):
     i.e. Eq. 145 with D_iᵀ → D'_iᵀ and q̈ → q̇ ⊗ q̇ (Eq. 147 as printed repeats Eq. 145, see
     ERRATA).  Returns N q̇ = Σ_i N_i q̇ ``(nq,)`` (Eq. 190).
     """
+    qd = _vector(model, qd, "qd")
     nq, _, d, dd, dtype, jmat = _kron_setup(model, q, derivs)
     eye4 = jnp.eye(4, dtype=dtype)
     u = _kron.commutation_matrix(nq, 4, dtype)
@@ -359,6 +405,7 @@ def kinetic_energy(model: Model, q, qd):
     """T = ½ Σ_i trace(Ṫ_i J_i Ṫ_iᵀ) with Ṫ_i = jvp of the world poses and J_i of Eq. 131."""
     from ._kinematics import body_poses
 
+    q, qd = _vector(model, q, "q"), _vector(model, qd, "qd")
     _, tdot = jax.jvp(lambda x: body_poses(model, x), (q,), (qd,))
     jmat = model.pseudo_inertia().astype(tdot.dtype)
     return 0.5 * jnp.einsum("iab,ibc,iac->", tdot, jmat, tdot)

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _kron
+from . import _checks, _kron
 from ._model import Model
 from ._batching import Small, batch_last, materialize
 from ._spatial import homogeneous, inverse_transform, skew
@@ -90,14 +90,13 @@ class Kinematics(NamedTuple):
 
 
 def check_vector(model: Model, x, name: str = "q"):
-    """``x`` as an array of shape ``(nq,)``; a ValueError names the argument and the coordinates."""
-    x = jnp.asarray(x)
-    if x.shape != (model.n_coordinates,):
-        raise ValueError(
-            f"{name} must have shape ({model.n_coordinates},) (nq) for coordinates "
-            f"{model.coordinate_names}, got {x.shape}"
-        )
-    return x
+    """``x`` as a finite real array of shape ``(nq,)`` (the one check for pose arguments).
+
+    Shape and dtype at trace time (``ValueError`` naming the argument, ``nq`` and the
+    coordinates); NaN/inf at run time by ``eqx.error_if`` unless checks are off
+    (:mod:`mbjax._checks`, ``mbjax.checks(False)``).
+    """
+    return _checks.vector(x, name, model.n_coordinates, "nq", _checks.coordinates_context(model))
 
 
 def _local_eval(family, x, n_batch: int):
@@ -494,9 +493,7 @@ def body_jacobians(model: Model, q) -> jnp.ndarray:
 
 
 def _as_points(points):
-    points = jnp.asarray(points)
-    single = points.ndim == 1
-    return (points[None] if single else points), single
+    return _checks.points(points, "points")
 
 
 def point_positions(model: Model, q, body, points) -> jnp.ndarray:
@@ -510,6 +507,7 @@ def point_positions(model: Model, q, body, points) -> jnp.ndarray:
 def point_velocity(model: Model, q, qd, body, points, derivs: PoseDerivatives | None = None):
     """Velocity of body-fixed points, ⁰v = D_iᵀ([r; 1] ⊗ q̇) (Eq. 44)."""
     i = model.body_index(body)
+    qd = check_vector(model, qd, "qd")
     derivs = pose_derivatives(model, q, order=1) if derivs is None else derivs
     pts, single = _as_points(points)
     v = jnp.einsum("abl,pb,l->pa", derivs.d_pose[i], homogeneous(pts), qd)[:, :3]
@@ -518,12 +516,13 @@ def point_velocity(model: Model, q, qd, body, points, derivs: PoseDerivatives | 
 
 def virtual_displacement(model: Model, q, dq, body, points, derivs: PoseDerivatives | None = None):
     """Virtual displacement δ⁰r = D_iᵀ([r; 1] ⊗ δq) of body-fixed points (Eq. 46)."""
-    return point_velocity(model, q, dq, body, points, derivs)
+    return point_velocity(model, q, check_vector(model, dq, "dq"), body, points, derivs)
 
 
 def point_acceleration(model: Model, q, qd, qdd, body, points, derivs: PoseDerivatives | None = None):
     """Acceleration ⁰a = D'_iᵀ([r; 1] ⊗ q̇ ⊗ q̇) + D_iᵀ([r; 1] ⊗ q̈) (Eq. 57)."""
     i = model.body_index(body)
+    qd, qdd = check_vector(model, qd, "qd"), check_vector(model, qdd, "qdd")
     derivs = pose_derivatives(model, q, order=2) if derivs is None else derivs
     pts, single = _as_points(points)
     r = homogeneous(pts)

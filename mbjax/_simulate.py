@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._dynamics import forward_dynamics
+from ._dynamics import _forward_dynamics
 from ._model import Model
 
 
@@ -58,7 +58,9 @@ class DynamicsField(eqx.Module):
             tau = tau + self.controls(t, q, qd)
         if self.forces is not None:
             tau = tau + self.forces(t, q, qd)
-        return qd, forward_dynamics(model, q, qd, tau)
+        # argument checks off: diffrax may try a non-finite trial state and reject the step;
+        # a singular M still raises (see mbjax._dynamics._cholesky_checked)
+        return qd, _forward_dynamics(model, q, qd, tau)
 
 
 def dynamics_vector_field(model: Model | None = None, controls: Callable | None = None, forces: Callable | None = None):
@@ -93,6 +95,14 @@ def _integrate(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controlle
         eqx.error_if(q0, ~jnp.all(jnp.isfinite(q0)), "simulate: q0 is not finite"),
         eqx.error_if(qd0, ~jnp.all(jnp.isfinite(qd0)), "simulate: qd0 is not finite"),
     )
+    if isinstance(saveat.subs, diffrax.SubSaveAt) and saveat.subs.ts is not None:
+        ts = saveat.subs.ts
+        bad_ts = ~jnp.all(jnp.isfinite(ts)) | jnp.any(ts < t0) | jnp.any(ts > t1) | jnp.any(jnp.diff(ts) < 0)
+        saveat = eqx.tree_at(
+            lambda s: s.subs.ts,
+            saveat,
+            eqx.error_if(ts, bad_ts, "simulate: saveat times must be finite, non-decreasing and within [t0, t1]"),
+        )
     return diffrax.diffeqsolve(
         diffrax.ODETerm(field),
         solver,
@@ -169,7 +179,16 @@ def simulate(
     if saveat is None:
         saveat = diffrax.SaveAt(t1=True)
     elif not isinstance(saveat, diffrax.SaveAt):
-        saveat = diffrax.SaveAt(ts=jnp.asarray(saveat, dtype=dtype))
+        ts = jnp.asarray(saveat, dtype=dtype)
+        if ts.ndim != 1:
+            raise ValueError(f"simulate: saveat times must be a 1-D array (n_save,), got shape {ts.shape}")
+        if not _is_traced(ts) and not _is_traced(t0) and not _is_traced(t1):
+            tn = np.asarray(ts)
+            if not np.all(np.isfinite(tn)) or np.any(np.diff(tn) < 0) or np.any(tn < t0) or np.any(tn > t1):
+                raise ValueError(
+                    f"simulate: saveat times must be finite, non-decreasing and within [t0, t1] = [{t0}, {t1}], got {tn}"
+                )
+        saveat = diffrax.SaveAt(ts=ts)
     if stepsize_controller is None:
         stepsize_controller = diffrax.PIDController(rtol=jnp.asarray(rtol, dtype=dtype), atol=jnp.asarray(atol, dtype=dtype))
     if adjoint is None:

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _checks
 from ._constraint import LoopConstraint, solve
 
 
@@ -52,7 +53,12 @@ def molecule_derivatives(constraint: LoopConstraint, q, step, f_centre=None, *, 
     """
     q = jnp.asarray(q)
     nq = q.shape[0]
-    h = jnp.broadcast_to(jnp.asarray(step, q.dtype), (nq,))
+    h = jnp.asarray(step, q.dtype)
+    if h.shape not in ((), (nq,)):
+        raise ValueError(f"molecule_derivatives: step must be a scalar or have shape (n_q,) = ({nq},), got {h.shape}")
+    h = jnp.broadcast_to(h, (nq,))
+    # a zero, negative or non-finite step divides by zero in the central differences
+    h = _checks.require(h, ~jnp.all(jnp.isfinite(h) & (h > 0)), "molecule_derivatives: step must be finite and > 0")
     f0 = solve(constraint, q, check=check) if f_centre is None else f_centre
     offs = jnp.asarray(molecule_offsets(nq), q.dtype)
     pts = q + offs[1:] * h

@@ -22,7 +22,6 @@ import numpy as np
 
 from .._builder import ModelBuilder
 from .._model import GROUND, Model
-from .._spatial import rpy_matrix
 from ..maps import Affine, Constant
 
 SUPPORTED = ("revolute", "continuous", "prismatic", "fixed")
@@ -50,6 +49,20 @@ def _floats(err, text, n, element, attr, default=None):
     return vals
 
 
+def _rpy_float64(rpy) -> np.ndarray:
+    """:func:`mbjax._spatial.rpy_matrix` in NumPy float64, ``Rz(yaw) Ry(pitch) Rx(roll)``.
+
+    Files are parsed in float64 and the model is cast once when it is used, so a rotated joint
+    origin is a proper rotation to float64 rounding even with JAX's float32 default.
+    """
+    r, p, y = (float(v) for v in rpy)
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
+    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
+    rz = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
+    return rz @ ry @ rx
+
+
 def _origin(err, node, element):
     o = node.find("origin") if node is not None else None
     if o is None:
@@ -57,7 +70,7 @@ def _origin(err, node, element):
     xyz = _floats(err, o.get("xyz"), 3, element + "/origin", "xyz", (0, 0, 0))
     rpy = _floats(err, o.get("rpy"), 3, element + "/origin", "rpy", (0, 0, 0))
     t = np.eye(4)
-    t[:3, :3] = np.asarray(rpy_matrix(rpy))
+    t[:3, :3] = _rpy_float64(rpy)  # parsed in float64 whatever jax_enable_x64 says
     t[:3, 3] = xyz
     return t
 

@@ -22,6 +22,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _checks
 from .._spatial import safe_norm
 
 LAWS = ("quadratic", "blankevoort")
@@ -76,10 +77,18 @@ class FibreSet(eqx.Module):
             raise ValueError(f"FibreSet: law {self.law!r} is not one of {LAWS}")
         try:
             l0 = np.asarray(self.free_length)
+            k, w = np.asarray(self.stiffness), np.asarray(self.weight)
+            pa, pb = np.asarray(self.points_a), np.asarray(self.points_b)
         except Exception:  # traced: skip the concrete check
             return
+        if not all(np.all(np.isfinite(a)) for a in (l0, k, w, pa, pb)):
+            raise ValueError("FibreSet: points, weights, stiffnesses and free lengths must be finite")
         if np.any(l0 <= 0):
             raise ValueError("FibreSet: free lengths must be > 0 (strain ε = (l - l0)/l0 of Eq. 6)")
+        if np.any(k < 0):
+            raise ValueError(f"FibreSet: stiffness must be >= 0 (Pa), got min {k.min()} (fibre {int(np.argmin(k))})")
+        if np.any(w < 0):
+            raise ValueError(f"FibreSet: weights (areas, m²) must be >= 0, got min {w.min()} (fibre {int(np.argmin(w))})")
 
     @property
     def n_fibres(self) -> int:
@@ -92,6 +101,7 @@ def _world(pose, pts):
 
 def fibre_state(fibres: FibreSet, pose_a, pose_b):
     """World ends ``p, q``, lengths ``l``, strains ``ε`` and unit vectors ``ŝ = (p - q)/l``."""
+    pose_a, pose_b = _checks.pose(pose_a, "pose_a"), _checks.pose(pose_b, "pose_b")
     p = _world(pose_a, fibres.points_a)
     q = _world(pose_b, fibres.points_b)
     d = p - q
@@ -112,7 +122,7 @@ def ligament_wrench(fibres: FibreSet, pose_a, pose_b, pole=None):
     _, q, _, strain, s_hat = fibre_state(fibres, pose_a, pose_b)
     t = fibre_law(strain, fibres.stiffness, fibres.law, fibres.transition_strain) * fibres.weight
     force = t[:, None] * s_hat
-    arm = q if pole is None else q - jnp.asarray(pole)
+    arm = q if pole is None else q - _checks.finite(_checks.as_array(pole, "pole", (3,), (3,)), "pole")
     moment = jnp.cross(arm, force)
     return jnp.concatenate([moment.sum(0), force.sum(0)])
 

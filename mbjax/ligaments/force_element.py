@@ -15,6 +15,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .. import _checks
 from .._kinematics import body_jacobians, body_poses
 from .._model import GROUND, Model
 from .._spatial import skew, transform
@@ -91,6 +92,8 @@ def ligament_stiffness(fibres: FibreSet, pose_a, pose_b):
     Computed by ``jax.jacfwd`` through the whole fibre sum (the MBM gives it fibre by fibre; here it
     comes free for TPSM).  The negative is the usual (tangent) stiffness matrix.
     """
+    pose_a, pose_b = _checks.pose(pose_a, "pose_a"), _checks.pose(pose_b, "pose_b")
+
     def w(xi):
         return ligament_wrench(fibres, pose_a, twist_perturbation(xi) @ pose_b)
 

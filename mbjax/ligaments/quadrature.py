@@ -98,6 +98,8 @@ def check_mesh(mesh: Mesh, rtol: float = 1e-10) -> Mesh:
     t = np.asarray(mesh.triangles, int)
     if v.ndim != 2 or v.shape[1] != 2 or t.ndim != 2 or t.shape[1] != 3:
         raise ValueError(f"mesh: need vertices (nv, 2) and triangles (nt, 3), got {v.shape} and {t.shape}")
+    if t.shape[0] == 0:
+        raise ValueError("mesh: no triangles (an empty ligament mesh has no fibres and would give a zero wrench)")
     if not np.all(np.isfinite(v)):
         raise ValueError("mesh: vertices must be finite")
     if t.size and (t.min() < 0 or t.max() >= v.shape[0]):

@@ -58,23 +58,31 @@ class ThinPlateSpline(eqx.Module):
         return self.weights.shape[-1]
 
     def _u(self, xy):
-        return (jnp.asarray(xy) - self.origin) / self.scale
+        """Normalised inputs; the *last* axis of ``xy`` is (x, y), leading axes are a batch."""
+        xy = jnp.asarray(xy)
+        if xy.ndim == 0 or xy.shape[-1] != 2:
+            raise ValueError(f"thin-plate spline: xy must have shape (2,) or (..., 2) (batch, 2), got {xy.shape}")
+        return (xy - self.origin) / self.scale
 
     def __call__(self, xy):
-        """t(x, y) of Eq. 1, shape ``(d,)``."""
+        """t(x, y) of Eq. 1: ``xy (2,)`` -> ``(d,)``; a batch ``(..., 2)`` -> ``(..., d)``.
+
+        The batch axis rule is explicit (leading axes are points, the landmarks are a separate
+        axis), so a batch whose size equals the number of landmarks is not confused with them.
+        """
         u = self._u(xy)
         uk = (self.landmarks - self.origin) / self.scale
-        d = u - uk
+        d = u[..., None, :] - uk  # (..., n, 2)
         g = tps_kernel(jnp.sum(d * d, -1))
         return g @ self.weights + self.affine[0] + u @ self.affine[1:]
 
     def jacobian(self, xy):
-        """Closed-form ∂t/∂(x, y), shape ``(d, 2)``."""
+        """Closed-form ∂t/∂(x, y): ``(d, 2)`` for ``xy (2,)``, ``(..., d, 2)`` for a batch."""
         u = self._u(xy)
         uk = (self.landmarks - self.origin) / self.scale
-        d = u - uk
-        dg = d * _kernel_dlog(jnp.sum(d * d, -1))[:, None]  # (n, 2)
-        return (self.weights.T @ dg + self.affine[1:].T) / self.scale
+        d = u[..., None, :] - uk  # (..., n, 2)
+        dg = d * _kernel_dlog(jnp.sum(d * d, -1))[..., None]  # (..., n, 2)
+        return (jnp.einsum("nd,...nk->...dk", self.weights, dg) + self.affine[1:].T) / self.scale
 
     def bending_energy(self):
         """∫_{R²} (t_xx² + 2 t_xy² + t_yy²) dx dy = 8π aᵀ K a / scale² per output (Duchon), ``(d,)``.

@@ -191,6 +191,8 @@ class NaturalCubicSpline(AbstractJointMap):
         self.policy = check_policy(policy)
         if _is_concrete(x):
             check_knots(x, "NaturalCubicSpline")
+        if _is_concrete(y) and not np.all(np.isfinite(np.asarray(y, dtype=float))):
+            raise ValueError("NaturalCubicSpline: knot values y must be finite")
         x = jnp.asarray(x, dtype=float)
         y = jnp.asarray(y, dtype=float)
         if x.ndim != 1 or y.shape != x.shape or x.shape[0] < 2:

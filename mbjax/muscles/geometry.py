@@ -20,7 +20,7 @@ from .._batching import Small, batch_last, materialize
 from .._kinematics import Kinematics, _local_eval, _scatter_gradient, check_vector, forward_pass
 from .._model import Model
 from ..wrapping.path import WrappedPath, wrap_paths
-from .paths import get_paths
+from .paths import empty_result, get_paths, require_path, segment_exists
 
 
 class PathGeometry(NamedTuple):
@@ -127,7 +127,7 @@ def path_geometry(model: Model, q, kin: Kinematics) -> PathGeometry:
     for c, e in enumerate(ends, 1):
         d = d + jnp.where(ops.expand(e, -1), ahead(world, c) - world, 0.0)
     sq = ops.dot(d, d)
-    nonzero = sq > 0
+    nonzero = segment_exists(sq, ops.dot(world, world) + ops.dot(world + d, world + d), dtype)  # coincident points: no segment
     root = jnp.sqrt(jnp.where(nonzero, sq, 1.0))  # grad-safe: no sqrt(0) on any branch
     length = jnp.where(nonzero, root, 0.0)
     unit = jnp.where(ops.expand(nonzero, -1), d / ops.expand(root, -1), 0.0)
@@ -182,10 +182,11 @@ def _lengths_kernel(model: Model, q):
     geo = path_geometry(model, q, kin)
     lengths = jnp.sum(geo.length, axis=1)
     wraps = get_paths(model).wraps
-    if wraps is None:
-        return lengths
-    wrapped = wrapped_paths(model, q.astype(lengths.dtype), kin, geo)
-    return lengths.at[np.asarray(wraps.muscles)].set(wrapped.length)
+    if wraps is not None:
+        wrapped = wrapped_paths(model, q.astype(lengths.dtype), kin, geo)
+        lengths = lengths.at[np.asarray(wraps.muscles)].set(wrapped.length)
+    # fewer than 2 active points (conditional points out of range): no path, NaN (see muscle_lengths)
+    return jnp.where(jnp.sum(geo.active, axis=1) >= 2, lengths, jnp.nan)
 
 
 def _points_kernel(model: Model, q):
@@ -195,10 +196,23 @@ def _points_kernel(model: Model, q):
 
 def muscle_lengths(model: Model, q) -> jnp.ndarray:
     """Musculotendon path lengths L(q) ``(nm,)``: straight segments between active points, and
-    over wrap surfaces where the model has wrap objects (OpenSim's algorithm, :mod:`mbjax.wrapping.path`)."""
-    return batch_last(_lengths_kernel)(model, check_vector(model, q))
+    over wrap surfaces where the model has wrap objects (OpenSim's algorithm, :mod:`mbjax.wrapping.path`).
+
+    A path left with fewer than 2 active points (its conditional points out of range) has no
+    length: NaN, and a run-time error (``eqx.error_if``) while checks are on.  Coincident
+    consecutive points are a zero-length segment (:func:`~mbjax.muscles.paths.segment_exists`).
+    """
+    q = check_vector(model, q)
+    empty = empty_result(model, q, (0,))  # no muscles: (0,)
+    if empty is not None:
+        return empty
+    return require_path(batch_last(_lengths_kernel)(model, q), "muscle_lengths")
 
 
 def path_points(model: Model, q):
     """World positions ``(nm, P, 3)`` of every path point and the active mask ``(nm, P)``."""
-    return batch_last(_points_kernel)(model, check_vector(model, q))
+    q = check_vector(model, q)
+    empty = empty_result(model, q, (0, 0, 3))  # no muscles: (0, 0, 3) and (0, 0)
+    if empty is not None:
+        return empty, jnp.zeros((0, 0), bool)
+    return batch_last(_points_kernel)(model, q)

@@ -38,7 +38,7 @@ from .._batching import materialize as _materialize
 from .._kinematics import check_vector, forward_pass, joint_values
 from .._model import Model
 from .geometry import muscle_lengths, path_geometry, wrapped_paths
-from .paths import PathState, get_paths, path_state
+from .paths import PathState, empty_result, get_paths, path_state, require_path
 
 
 def _body_onehot(paths, nb: int) -> np.ndarray:
@@ -129,7 +129,8 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
         out = out + jnp.stack(cols, axis=1)
     if paths.wraps is not None:
         out = out.at[:, np.asarray(paths.wraps.muscles)].set(_wrapped_moment_arms(model, q.astype(dtype)))
-    return out
+    # fewer than 2 active points: no path, NaN (as muscle_lengths)
+    return jnp.where((jnp.sum(geo.active, axis=1) >= 2)[None], out, jnp.nan)
 
 
 def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
@@ -160,7 +161,11 @@ def moment_arms(model: Model, q) -> jnp.ndarray:
     ``jax.vmap(moment_arms, in_axes=(None, 0))`` runs the kernel batch-last (cache-sized chunks on
     CPU, one call on GPU); its derivatives are those of the same kernel.
     """
-    return batch_last(_moment_arm_kernel)(model, check_vector(model, q))
+    q = check_vector(model, q)
+    empty = empty_result(model, q, (model.n_coordinates, 0))  # no muscles: (nq, 0)
+    if empty is not None:
+        return empty
+    return require_path(batch_last(_moment_arm_kernel)(model, q), "moment_arms")
 
 
 def moment_arms_batched(model: Model, q_batch, batch_size: int | None = None) -> jnp.ndarray:

@@ -28,6 +28,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _checks
 from .._kinematics import body_poses
 from .._model import GROUND, Model
 from ..maps._base import AbstractJointMap, local_index
@@ -250,10 +251,52 @@ def with_muscles(model: Model, paths: MusclePaths | Mapping[str, Sequence[PathPo
     return eqx.tree_at(lambda m: m.extras, model, extras)
 
 
+def empty_paths() -> MusclePaths:
+    """The path set of a model without muscles: ``nm = 0`` (quantities over it are empty arrays)."""
+    return MusclePaths(
+        location=jnp.zeros((0, 0, 3)),
+        cond_range=jnp.zeros((0, 0, 2)),
+        moving_maps=(),
+        parameters={},
+        names=(),
+        kinds=(),
+        body=(),
+        valid=(),
+        cond_coord=(),
+        moving_slots=(),
+        moving_inputs=(),
+        point_names=(),
+    )
+
+
+def empty_result(model: Model, q, shape: tuple[int, ...]):
+    """``None`` if the model has muscles, else zeros of ``shape`` (a quantity over no muscles)."""
+    if get_paths(model).n_muscles:
+        return None
+    return jnp.zeros(shape, jnp.result_type(q, model.axis))
+
+
+def require_path(out, where: str):
+    """``out`` unchanged; a run-time error (checks on) if it holds NaN, which the kernels give for
+    a path with fewer than 2 active points (all but one conditional point out of range)."""
+    return _checks.require(
+        out,
+        jnp.any(jnp.isnan(out)),
+        f"{where}: a muscle path has fewer than 2 active points at this q (conditional points out of "
+        "range) or a NaN path point: its length is undefined",
+    )
+
+
 def get_paths(model: Model) -> MusclePaths:
+    """The model's :class:`MusclePaths`; a model without muscles has the empty set (``nm = 0``), so
+    ``muscle_lengths`` is ``(0,)`` and ``moment_arms`` ``(nq, 0)`` (OpenSim's double pendulum)."""
     paths = model.extras.get("muscles")
+    if paths is None:
+        return empty_paths()
     if not isinstance(paths, MusclePaths):
-        raise ValueError("model has no musculotendon paths (model.extras['muscles']); use with_muscles()")
+        raise ValueError(
+            f"model.extras['muscles'] must be a MusclePaths (use with_muscles()), got {type(paths).__name__}"
+        )
     return paths
 
 
@@ -326,9 +369,26 @@ def _active(paths: MusclePaths, q):
     return valid & jnp.where(jnp.asarray(cond >= 0), inside, True)
 
 
-def _safe_norm(d):
+#: segments shorter than COINCIDENT · eps · (|x_p| + |x_next|) are coincident points (rounding level)
+COINCIDENT = 256.0
+
+
+def segment_exists(sq, scale2, dtype):
+    """Whether a segment of squared length ``sq`` between points of squared norms summing to
+    ``scale2`` has a direction: ``sq > (COINCIDENT · eps)² · scale2`` (and ``sq > 0``).
+
+    Coincident consecutive points (a zero-length segment) have no unit vector and ``|d|`` has no
+    derivative at ``d = 0`` (a cone): the policy is length 0 and a zero contribution to the moment
+    arms (the zero subgradient, the mean of the one-sided slopes), in the fast path and by autodiff
+    alike.  Below the tolerance the computed ``d`` is rounding noise, so the same rule applies.
+    """
+    tol = (COINCIDENT * float(jnp.finfo(dtype).eps)) ** 2
+    return (sq > tol * scale2) & (sq > 0)
+
+
+def _safe_norm(d, scale2=None):
     sq = jnp.sum(d * d, axis=-1)
-    pos = sq > 0
+    pos = sq > 0 if scale2 is None else segment_exists(sq, scale2, d.dtype)
     return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
 
 
@@ -360,8 +420,9 @@ def path_state(model: Model, q, derivatives: bool = True) -> PathState:
     nxt = jnp.argmax(cand, axis=-1)
     seg = active & has_next
     onehot = (nxt[..., None] == jnp.arange(npt)) & seg[..., None]  # [m, p, p'] segment p ends at p'
-    d = jnp.einsum("mpq,mqa->mpa", onehot.astype(dtype), world) - world
-    seg_len = jnp.where(seg, _safe_norm(d), 0.0)
+    x_next = jnp.einsum("mpq,mqa->mpa", onehot.astype(dtype), world)
+    d = x_next - world
+    seg_len = jnp.where(seg, _safe_norm(d, jnp.sum(world * world, -1) + jnp.sum(x_next * x_next, -1)), 0.0)
     safe_len = jnp.where(seg_len > 0, seg_len, 1.0)
     unit = jnp.where((seg & (seg_len > 0))[..., None], d / safe_len[..., None], 0.0)
     # net force of a unit tension at each point: e_out(p) - e_in(p)

@@ -1,0 +1,138 @@
+"""One policy for bad inputs: no silent wrong answers.
+
+Every public entry point passes its array arguments through the helpers here, so a bad input is
+refused in one place with one kind of message.
+
+**Trace time (always on, free).**  Shapes and dtypes are static, so they are checked when the
+function is called or traced: a wrong shape or a non-real dtype (complex, bool, strings) raises
+``ValueError`` naming the argument and the expected shape with its dimension names, e.g.
+``qd must have shape (nq,) = (2,) for coordinates ('shoulder', 'elbow'), got (1,)``.  Nothing
+broadcasts silently: a ``tau`` of shape ``(1,)`` for a 2-coordinate model is refused.
+
+**Run time (values, behind a switch).**  Values are only known when the program runs, so they are
+checked with ``eqx.error_if``: NaN or inf in a coordinate, velocity, acceleration, force, point or
+pose; a pose whose last row is not ``[0, 0, 0, 1]``; a singular mass matrix in
+:func:`mbjax.forward_dynamics`; a muscle path left with fewer than two active points.  Eagerly the
+error is raised at the call (``equinox.EquinoxRuntimeError``, a ``RuntimeError``); under
+``jax.jit`` it is raised when the compiled program runs (a ``RuntimeError`` whose text holds the
+message).  These checks cost a reduction and a host callback per argument; turn them off for speed
+once inputs are known to be good::
+
+    with mbjax.checks(False):          # context manager (restores the previous setting)
+        fast = jax.jit(jax.vmap(mbjax.moment_arms, in_axes=(None, 0)))
+        r = fast(model, qs)
+    mbjax.set_checks(False)            # or globally; MBJAX_CHECKS=0 in the environment at import
+
+The switch is read when a function is *traced*: a function jitted while checks were on keeps
+them (and vice versa), so set it before the first call of a jitted function.  With checks off a
+NaN input propagates as NaN (IEEE semantics); never as a plausible finite number that the checks
+would have refused: grad-safe norms and ``where`` guards may otherwise turn NaN into 0 (a NaN
+coordinate gives muscle length 0 with checks off).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Sequence
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+_ENABLED = [os.environ.get("MBJAX_CHECKS", "1").strip().lower() not in ("0", "false", "off", "no")]
+
+
+def checks_enabled() -> bool:
+    """Whether run-time value checks (``eqx.error_if``) are traced into public functions."""
+    return _ENABLED[0]
+
+
+def set_checks(enabled: bool) -> None:
+    """Turn run-time value checks on or off globally (read at trace time; shape checks stay on)."""
+    _ENABLED[0] = bool(enabled)
+
+
+@contextlib.contextmanager
+def checks(enabled: bool = True):
+    """Context manager: run-time value checks on (``True``) or off (``False``) inside the block."""
+    old = _ENABLED[0]
+    _ENABLED[0] = bool(enabled)
+    try:
+        yield
+    finally:
+        _ENABLED[0] = old
+
+
+def _fmt(shape: Sequence) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def as_array(x, name: str, shape: Sequence[int | None], dims: Sequence[str | int], context: str = ""):
+    """``x`` as a real (integer or floating) array of ``shape``; ``None`` entries match any size.
+
+    ``dims`` names each axis (``("nq",)``, ``("npts", 3)``) for the message; ``context`` is
+    appended (e.g. the coordinate names).  Raises ``ValueError`` at trace time.
+    """
+    try:
+        arr = jnp.asarray(x)
+    except TypeError as err:
+        raise ValueError(f"{name} must be a real array of shape {_fmt(dims)}, got {type(x).__name__}: {err}") from None
+    if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+        raise ValueError(f"{name} must be a real (integer or floating) array, got dtype {arr.dtype}")
+    ok = arr.ndim == len(shape) and all(s is None or a == s for a, s in zip(arr.shape, shape))
+    if not ok:
+        named = _fmt(dims)
+        concrete = _fmt(["*" if s is None else s for s in shape])
+        expect = named if named == concrete else f"{named} = {concrete}"
+        raise ValueError(f"{name} must have shape {expect}{context}, got {tuple(arr.shape)}")
+    return arr
+
+
+def require(x, bad, message: str):
+    """``eqx.error_if(x, bad, message)`` when checks are on, else ``x`` unchanged."""
+    if not _ENABLED[0]:
+        return x
+    return eqx.error_if(x, bad, message)
+
+
+def finite(x, name: str, context: str = ""):
+    """``x`` unchanged; raises at run time (``eqx.error_if``) if it holds NaN or inf (checks on)."""
+    if not _ENABLED[0] or not jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact):
+        return x
+    return eqx.error_if(x, ~jnp.all(jnp.isfinite(x)), f"{name} contains NaN or inf{context}")
+
+
+def vector(x, name: str, n: int, dim: str, context: str = ""):
+    """A finite real vector of shape ``(n,)`` (dimension name ``dim``)."""
+    return finite(as_array(x, name, (n,), (dim,), context), name, context)
+
+
+def points(x, name: str = "points"):
+    """Body-frame points ``(3,)`` or ``(npts, 3)``, finite; returns ``(pts (npts, 3), single)``."""
+    arr = jnp.asarray(x)
+    if arr.ndim == 1:
+        arr = as_array(arr, name, (3,), (3,))
+        return finite(arr, name)[None], True
+    return finite(as_array(arr, name, (None, 3), ("npts", 3)), name), False
+
+
+def pose(x, name: str):
+    """A homogeneous transform ``(4, 4)``: finite, last row ``[0, 0, 0, 1]`` (run time)."""
+    arr = as_array(x, name, (4, 4), (4, 4), " (a homogeneous transform [[R, p], [0, 0, 0, 1]])")
+    if not _ENABLED[0] or not jnp.issubdtype(arr.dtype, jnp.inexact):
+        return arr
+    eps = 100 * jnp.finfo(arr.dtype).eps
+    row = jnp.asarray([0.0, 0.0, 0.0, 1.0], arr.dtype)
+    bad = ~jnp.all(jnp.isfinite(arr)) | jnp.any(jnp.abs(arr[3] - row) > eps)
+    return eqx.error_if(arr, bad, f"{name} must be a finite homogeneous transform with last row [0, 0, 0, 1]")
+
+
+def coordinates_context(model) -> str:
+    return f" for coordinates {model.coordinate_names}"
+
+
+def dtype_eps(dtype) -> float:
+    """Machine epsilon of a floating dtype (float64 for integers): tolerances follow the dtype."""
+    dtype = np.dtype(dtype)
+    return float(np.finfo(dtype if np.issubdtype(dtype, np.floating) else np.float64).eps)
