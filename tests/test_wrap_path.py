@@ -50,9 +50,8 @@ def _closed_form(theta):
     return np.where(theta > onset, wrapped, straight), onset
 
 
-@pytest.mark.parametrize("on", ["ground", "link"])
-def test_string_around_a_hinge_cylinder_has_closed_form_length_and_moment_arm(on):
-    model = _hinge_model(on)
+def test_string_around_a_hinge_cylinder_has_closed_form_length_and_moment_arm():
+    model = _hinge_model("link")  # the cylinder turns with the link: its frame moves
     thetas = np.linspace(2.0, 3.1, 23)
     lengths = jax.jit(jax.vmap(muscle_lengths, in_axes=(None, 0)))(model, jnp.asarray(thetas[:, None]))
     expected, onset = _closed_form(thetas)
