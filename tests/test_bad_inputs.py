@@ -471,6 +471,7 @@ ROTATED_URDF = """<robot name="r">
 """
 
 
+@pytest.mark.extended
 def test_float32_loaders_kinematics_dynamics(tmp_path):
     import json
 

@@ -37,6 +37,7 @@ def _scaled(model, s):
     return eqx.tree_at(lambda m: m.extras["muscles"].parameters, model, prm)
 
 
+@pytest.mark.extended
 def test_gradient_and_vmap(coupled):
     q0 = np.asarray(coupled.extras["osim"].default)
     rng = np.random.default_rng(3)

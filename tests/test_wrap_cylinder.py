@@ -99,6 +99,7 @@ def test_cylinder_jacobian_matches_central_differences():
     np.testing.assert_allclose(np.asarray(rev), np.asarray(jac), rtol=0, atol=1e-12)
 
 
+@pytest.mark.extended
 def test_no_nan_gradients_in_unused_branches():
     """Inside, no-wrap, end point on the axis, tangent-adjusting: all derivatives finite."""
     cases = np.array([[0.0, 0.0, 0.0, 0.2, 0.1, 0.0], [0.2, 0.3, 0.0, 0.3, 0.2, 0.1],
@@ -114,6 +115,7 @@ def test_no_nan_gradients_in_unused_branches():
 TORUS_POINTS = np.array([[-0.071, -0.057, 0.125, -0.053, -0.004, -0.195], [0.078, 0.093, 0.193, -0.061, 0.064, -0.142]])
 
 
+@pytest.mark.extended
 def test_torus_jacobian_matches_central_differences():
     def f(x, a, s):
         return torus_length(x[:3], x[3:], 0.03, 0.1, a, s, True)
@@ -161,6 +163,7 @@ def test_vmap_over_poses_and_surfaces_traces_once():
     assert tw.r1.shape == (n, 3) and np.all(np.isfinite(np.asarray(tw.length)))
 
 
+@pytest.mark.extended
 def test_float32_runs():
     p1 = jnp.array([0.15, 0.02, -0.07], jnp.float32)
     p2 = jnp.array([-0.12, 0.03, 0.09], jnp.float32)

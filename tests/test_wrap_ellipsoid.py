@@ -161,6 +161,7 @@ def test_vmap_over_points_and_ellipsoids_one_trace():
     assert not np.allclose(tot5, tot)
 
 
+@pytest.mark.extended
 def test_jacobian_matches_finite_differences():
     p1, p2, method, axis, sign = _cases(10, 5)
     n = len(p1)
@@ -186,6 +187,7 @@ def test_jacobian_matches_finite_differences():
     assert err.max() < 1e-3, err.max()
 
 
+@pytest.mark.extended
 def test_float32_runs():
     p1, p2, method, axis, sign = _cases(3, 6)
     f = jax.jit(jax.vmap(lambda a, b, m: wrap_ellipsoid(a, b, jnp.asarray(DIMS, jnp.float32), 0, 0, m).length))

@@ -120,6 +120,7 @@ def test_arm26_thelen_compliant(tmp_path):
 
 
 @needs_mobl
+@pytest.mark.extended
 def test_mobl_millard_rigid(tmp_path):
     model, hill, d = _frames(MOBL, tmp_path, 4, 1)
     assert kind_mask(model, MILLARD)[hill].all()

@@ -123,6 +123,7 @@ def test_cylinder_matches_opensim(second):
     print(f"cylinder max |length - OpenSim| ({'two' if second else 'one'} PathWrap): {worst:.2e} m")
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("second", [False, True], ids=["single_wrap", "two_pathwraps"])
 def test_torus_matches_opensim(second):
     """Agreement limited by OpenSim's lmdif (ftol = xtol = 1e-4, forward-difference Jacobian) in

@@ -114,7 +114,7 @@ def _check_lengths(path, model, qs):
     return err, tol, bad, worst
 
 
-@pytest.mark.parametrize("which", ["arm26", "mobl", "rajagopal"])
+@pytest.mark.parametrize("which", ["arm26", pytest.param("mobl", marks=pytest.mark.extended), "rajagopal"])
 def test_wrapped_lengths_equal_opensim(which):
     path = {"arm26": ARM26, "mobl": MOBL, "rajagopal": RAJAGOPAL}[which]
     if which == "mobl":
