@@ -2,7 +2,9 @@
 
 One muscle, one pose, Python lists and loops exactly as in the C++ (remove this wrap's points,
 scan the segments in range, first mandatory wins else the least length change, insert, up to 8
-passes with the 0.5 mm rule and the first-pass order swap).  The surfaces are mbjax's own
+passes with the 0.5 mm rule and the first-pass order swap; straight segments and the segment
+choice use each tangent point's ground position cached at the first ``getLocationInGround`` call,
+the surfaces the latest tangent points, as OpenSim 4.6 does).  The surfaces are mbjax's own
 single-segment functions, so this checks the static-shaped pass of :mod:`mbjax.wrapping.path`
 by a second algorithm.
 """
@@ -28,6 +30,14 @@ def apply_wrap_objects(points, active, wraps_of_path, start_end, surface_args, f
     n_w = len(wraps_of_path)
     path = [("pt", p, np.asarray(points[p], float)) for p in range(len(points)) if active[p]]
     surf_len = {}
+    # Point::getLocationInGround caches a PathWrapPoint's ground position on its first call in a
+    # state; PathWrapPoint::setLocation does not invalidate it.  ``ground`` is that cache.
+    ground = {}
+
+    def in_ground(e):
+        if e[0] == "pt":
+            return e[2]
+        return ground.setdefault((e[0], e[1]), e[2])
 
     def where(w):
         for j, e in enumerate(path):
@@ -35,13 +45,15 @@ def apply_wrap_objects(points, active, wraps_of_path, start_end, surface_args, f
                 return j
         return None
 
-    def length():
+    def length():  # calcLengthAfterPathComputation: every element's getLocationInGround
+        for e in path:
+            in_ground(e)
         total = 0.0
         for a, b in zip(path[:-1], path[1:]):
             if a[0] in ("w1", "w2") and b[0] in ("w1", "w2") and wraps_of_path[a[1]] == wraps_of_path[b[1]]:
                 total += surf_len.get(b[1], 0.0) if b[0] == "w2" else 0.0
             else:
-                total += float(np.linalg.norm(a[2] - b[2]))
+                total += float(np.linalg.norm(in_ground(a) - in_ground(b)))
         return total
 
     order = list(range(n_w))
@@ -82,8 +94,9 @@ def apply_wrap_objects(points, active, wraps_of_path, start_end, surface_args, f
                     best = cand
                     break
                 if code == WRAPPED:
-                    change = (np.linalg.norm(a[2] - r1) + res.length + np.linalg.norm(r2 - b[2])
-                              - np.linalg.norm(a[2] - b[2]))
+                    ga, gb = in_ground(a), in_ground(b)  # calcPathLengthChange: cached ground positions
+                    change = (np.linalg.norm(ga - r1) + res.length + np.linalg.norm(r2 - gb)
+                              - np.linalg.norm(ga - gb))
                     if change < min_change:
                         best, min_change = cand, change
             if best is not None and best[4]:

@@ -20,6 +20,26 @@ tangent points of one wrap, the surface length its ``wrapLine`` computed.  All o
 reproduced: the reported length equals OpenSim's, including the non-converged remainder of the
 0.5 mm rule.
 
+Cached ground positions (OpenSim 4.6 behaviour, reproduced).  A tangent point is a
+``PathWrapPoint``: ``setLocation`` writes its body-frame position into a cache variable, but
+``Point::getLocationInGround`` keeps its *own* Stage::Position cache, filled on its first call in
+a state and not invalidated by later ``setLocation`` calls.  So within one path evaluation
+(passes ≥ 2 of a multi-wrap path):
+
+* ``wrapPathSegment`` reads ``getLocation``: the *latest* tangent points of the other wraps;
+* ``calcPathLengthChange`` (choice of segment) and ``calcLengthAfterPathComputation`` (the 0.5 mm
+  rule and the final length) read ``getLocationInGround``: a tangent point's position at the end
+  of the first pass in which it was on the path (the first call happens there, or earlier in that
+  same pass when it neighbours a later wrap's candidate segment, where it has the same value);
+* the surface length between two tangent points is the latest one.
+
+Hence OpenSim's length is: straight segments between *first-pass* tangent points plus the
+*last-pass* surface lengths; its ``getCurrentPath`` points are the first-pass ones too.  We keep
+both: ``pos`` (latest, fed to the surfaces) and ``ground``/``frozen`` (the cache, used for
+segment choice and lengths, returned as ``WrappedPath.points``).  This depends only on the pose
+(caches are per state and emptied when q changes), not on earlier evaluations.  Single-wrap paths
+run one pass, where both coincide.
+
 Static shapes: each muscle holds ``N = P + 2W`` path elements (its ``P`` point slots and two per
 wrap slot).  The path order is kept as a *key* per element (point ``p`` has key ``p``; a wrap
 inserted between keys ``a < b`` gets ``a + (b - a)/3`` and ``a + 2(b - a)/3``), so insertion and
@@ -168,7 +188,9 @@ class WrappedPath(NamedTuple):
     """The wrapped paths of the wrapped muscles at one pose.
 
     ``length (M,)``; ``points (M, N, 3)`` world positions of the ``N = P + 2W`` path elements
-    (point slots first, then r1, r2 of each wrap slot), ``active (M, N)`` and ``order (M, N)``
+    (point slots first, then r1, r2 of each wrap slot) as OpenSim's ``getLocationInGround``
+    reports them (tangent points from the first pass that placed them, see the module
+    docstring), ``active (M, N)`` and ``order (M, N)``
     their path-order keys (sort active elements by key to walk the path); ``surface (M, W)`` the
     surface length of each wrap slot (0 when it did not wrap).
     """
@@ -276,7 +298,7 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
         return jnp.sum(jnp.where(has, jnp.where(same, on_surface, dist), 0.0), -1)
 
     def step(i, state):
-        pos, act, key, surf, swapped, stopped, result = state
+        pos, ground, frozen, act, key, surf, swapped, stopped, result = state
         live = ~stopped
         s = jnp.where((i < 2) & swapped & jnp.asarray(multi), 1 - i, i).astype(jnp.int32)
         present = _gather_rows(used, s) & live
@@ -301,8 +323,11 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
         cand = has & (key >= key_lo[:, None]) & (key < key_hi[:, None])
         cand = cand & ~((elem_obj_j >= 0) & (jnp.take_along_axis(elem_obj_j, nxt, 1) == elem_obj_j))
         cand = cand & work[:, None]
-        a = pos
+        a = pos  # wrapPathSegment reads PathWrapPoint::getLocation: the latest tangent points
         b = jnp.take_along_axis(pos, nxt[..., None], axis=1)
+        seen = jnp.where(frozen[..., None], ground, pos)  # calcPathLengthChange: getLocationInGround
+        ga = seen
+        gb = jnp.take_along_axis(seen, nxt[..., None], axis=1)
         rot = obj_rot[o]  # (M, 3, 3)
         org = obj_pos[o]
         a_loc = jnp.einsum("mji,mnj->mni", rot, a - org[:, None])
@@ -321,7 +346,7 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
             sq = jnp.sum(d * d, -1)
             return jnp.where(sq > 0, jnp.sqrt(jnp.where(sq > 0, sq, 1.0)), 0.0)
 
-        change = dist(a, r1) + res.length + dist(r2, b) - dist(a, b)
+        change = dist(ga, r1) + res.length + dist(r2, gb) - dist(ga, gb)
         code = jnp.where(cand, res.code, NO_WRAP)
         mand = cand & (code == MANDATORY)
         has_mand = jnp.any(mand, -1)
@@ -348,14 +373,20 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
         length_b = jnp.take_along_axis(res.length, best[:, None], 1)[:, 0]
         slot_hot = (jnp.arange(W)[None] == s[:, None]) & present[:, None]
         surf = jnp.where(slot_hot, jnp.where(take, length_b, 0.0)[:, None], surf)
-        return pos, act, key, surf, swapped, stopped | stop_now, result
+        return pos, ground, frozen, act, key, surf, swapped, stopped | stop_now, result
+
+    def freeze(pos, ground, frozen, act):
+        """``Point::getLocationInGround`` on every element of the path: first call caches."""
+        now = act & ~frozen
+        return jnp.where(now[..., None], pos, ground), frozen | act
 
     def one_pass(kk, carry):
-        pos, act, key, surf, swapped, stopped, done, last = carry
-        state = (pos, act, key, surf, swapped, stopped, jnp.zeros((M, W), jnp.int32))
+        pos, ground, frozen, act, key, surf, swapped, stopped, done, last = carry
+        state = (pos, ground, frozen, act, key, surf, swapped, stopped, jnp.zeros((M, W), jnp.int32))
         state = jax.lax.fori_loop(0, W, step, state) if W > 1 else step(0, state)
-        n_pos, n_act, n_key, n_surf, _, n_stopped, result = state
-        length = path_length(n_pos, n_act, n_key, n_surf)
+        n_pos, n_ground, n_frozen, n_act, n_key, n_surf, _, n_stopped, result = state
+        n_ground, n_frozen = freeze(n_pos, n_ground, n_frozen, n_act)
+        length = path_length(n_ground, n_act, n_key, n_surf)
         converged = jnp.abs(length - last) < LENGTH_TOLERANCE
         n_done = converged | ~jnp.asarray(multi) | n_stopped
         if W >= 2:
@@ -371,18 +402,21 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
             k = keep.reshape(keep.shape + (1,) * (new.ndim - 1))
             return jnp.where(k, old, new)
 
-        return (sel(pos, n_pos), sel(act, n_act), sel(key, n_key), sel(surf, n_surf), sel(swapped, n_swapped),
-                sel(stopped, n_stopped), done | n_done, jnp.where(done, last, length))
+        return (sel(pos, n_pos), sel(ground, n_ground), sel(frozen, n_frozen), sel(act, n_act), sel(key, n_key),
+                sel(surf, n_surf), sel(swapped, n_swapped), sel(stopped, n_stopped), done | n_done,
+                jnp.where(done, last, length))
 
     pos0 = jnp.concatenate([world, jnp.zeros((M, 2 * W, 3), dtype)], 1)
     act0 = jnp.concatenate([active, jnp.zeros((M, 2 * W), bool)], 1)
     key0 = jnp.concatenate([jnp.broadcast_to(jnp.arange(P, dtype=dtype), (M, P)), jnp.zeros((M, 2 * W), dtype)], 1)
-    carry = (pos0, act0, key0, jnp.zeros((M, W), dtype), jnp.zeros(M, bool), jnp.zeros(M, bool),
+    frozen0 = jnp.broadcast_to(arange_n < P, (M, N))  # path points never move: ground = pos
+    carry = (pos0, pos0, frozen0, act0, key0, jnp.zeros((M, W), dtype), jnp.zeros(M, bool), jnp.zeros(M, bool),
              jnp.zeros(M, bool), jnp.full((M,), jnp.inf, dtype))
     passes = MAX_PASSES if bool(multi.any()) else 1
     carry = jax.lax.fori_loop(0, passes, one_pass, carry) if passes > 1 else one_pass(0, carry)
-    pos, act, key, surf = carry[:4]
-    return WrappedPath(path_length(pos, act, key, surf), pos, act, key, surf)
+    pos, ground, frozen, act, key, surf = carry[:6]
+    ground, _ = freeze(pos, ground, frozen, act)
+    return WrappedPath(path_length(ground, act, key, surf), ground, act, key, surf)
 
 
 def kinds_of_rows(wraps: MuscleWraps, used, obj) -> dict[int, np.ndarray]:
