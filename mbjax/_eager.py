@@ -24,6 +24,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from ._checks import checks_enabled
+
 
 def _as_input(x):
     if isinstance(x, (np.ndarray, numbers.Number)) and not isinstance(x, bool):
@@ -34,12 +36,22 @@ def _as_input(x):
 
 
 def compiled_when_eager(fn):
-    """``fn(model, *arrays, **options)`` compiled once per structure when called eagerly (``eqx.filter_jit``)."""
-    jitted = eqx.filter_jit(fn)
+    """``fn(model, *arrays, **options)`` compiled once per structure when called eagerly (``eqx.filter_jit``).
+
+    The bad-input switch (:func:`mbjax.checks`) is read while tracing, so it is part of the cache
+    key: a program compiled with checks off is never reused once they are back on.
+    """
+
+    def with_switch(checks_on, model, *args, **kwargs):
+        del checks_on  # static: only selects the cached program
+        return fn(model, *args, **kwargs)
+
+    jitted = eqx.filter_jit(with_switch)
 
     @functools.wraps(fn)
     def public(model, *args, **kwargs):
-        return jitted(model, *(_as_input(a) for a in args), **{k: _as_input(v) for k, v in kwargs.items()})
+        return jitted(checks_enabled(), model, *(_as_input(a) for a in args),
+                      **{k: _as_input(v) for k, v in kwargs.items()})
 
     public.__wrapped_eager__ = fn  # the plain function (tests, debugging)
     return public

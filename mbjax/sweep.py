@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._checks import checks, checks_enabled
+
 __all__ = ["initialize", "sweep_poses", "default_chunk_size", "default_batch_size"]
 
 _ENV_COORDINATOR = "MBJAX_COORDINATOR"
@@ -159,7 +161,10 @@ def _evaluate(fn, model, x, batch_size, mesh):
     spec = jax.sharding.PartitionSpec("pose")
 
     def body(arrays, x):
-        return _per_device(fn, eqx.combine(arrays, static), x, batch_size)
+        # run-time value checks (eqx.error_if) do not type-check inside shard_map's manual axes;
+        # sweep_poses checks the poses on the host instead
+        with checks(False):
+            return _per_device(fn, eqx.combine(arrays, static), x, batch_size)
 
     return jax.shard_map(body, mesh=mesh, in_specs=(jax.sharding.PartitionSpec(), spec), out_specs=spec)(arrays, x)
 
@@ -202,6 +207,9 @@ def sweep_poses(
     if qs_np.ndim != 2:
         raise ValueError(f"sweep_poses: qs must have shape (N, nq), got {qs_np.shape}")
     n, nq = qs_np.shape
+    if checks_enabled() and np.issubdtype(qs_np.dtype, np.inexact) and not np.all(np.isfinite(qs_np)):
+        bad = np.argwhere(~np.isfinite(qs_np))[0]
+        raise ValueError(f"sweep_poses: qs contains NaN or inf (first at pose {bad[0]}, coordinate {bad[1]})")
     devices = jax.local_devices()
     n_dev = len(devices)
     n_proc = jax.process_count()
