@@ -17,7 +17,6 @@ from mbjax.wrapping._result import INSIDE, MANDATORY, NO_WRAP, WRAPPED
 from mbjax.wrapping.surfaces import SURFACES
 from mbjax.wrapping.objects import KINDS
 
-DEBUG = False
 
 
 def apply_wrap_objects(points, active, wraps_of_path, start_end, surface_args, frames):
@@ -105,7 +104,6 @@ def apply_wrap_objects(points, active, wraps_of_path, start_end, surface_args, f
                 path.insert(pt1 + 2, ("w2", w, r2))
                 surf_len[w] = ln
         total = length()
-        if DEBUG: print('pass', kk, total, result, [(e[0], e[1]) for e in path])
         if abs(total - last) < 0.0005:
             break
         last = total
