@@ -1,6 +1,9 @@
 """mbjax: empirically-based multibody dynamics of musculoskeletal models in JAX."""
 
 from . import maps as maps
+from ._ranges import MapRangeError as MapRangeError
+from ._ranges import RangeViolation as RangeViolation
+from ._ranges import range_violations as range_violations
 from ._checks import checks as checks
 from ._checks import checks_enabled as checks_enabled
 from ._checks import set_checks as set_checks

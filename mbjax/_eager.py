@@ -10,8 +10,9 @@ same model) run the cached executable.  Under an outer ``jit``, ``vmap``, ``grad
 one nested ``jit`` that XLA inlines, so the batch-last ``vmap`` rules behind the function
 (:mod:`mbjax._batching`) apply unchanged.
 
-Array-like positional arguments (lists, tuples of numbers, NumPy arrays, Python scalars) are
-turned into JAX arrays first, so a new value is a new input, not a new compilation.  Shape errors
+Array-like arguments (lists, tuples of numbers, NumPy arrays, Python floats) are turned into JAX
+arrays first, so a new value is a new input, not a new compilation; Python ints and strings stay
+static (options such as ``order=2``, body indices and names).  Shape errors
 still raise at the call (during the trace).
 """
 
@@ -25,10 +26,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import checks_enabled
+from ._ranges import RUNTIME_ERRORS as _RUNTIME_ERRORS
+from ._ranges import name_range_violation
 
 
 def _as_input(x):
-    if isinstance(x, (np.ndarray, numbers.Number)) and not isinstance(x, bool):
+    if isinstance(x, np.ndarray) or (isinstance(x, numbers.Number) and not isinstance(x, numbers.Integral)):
         return jnp.asarray(x)
     if isinstance(x, (list, tuple)) and x and all(isinstance(v, numbers.Number) for v in np.ravel(np.asarray(x, dtype=object))):
         return jnp.asarray(x)
@@ -50,8 +53,12 @@ def compiled_when_eager(fn):
 
     @functools.wraps(fn)
     def public(model, *args, **kwargs):
-        return jitted(checks_enabled(), model, *(_as_input(a) for a in args),
-                      **{k: _as_input(v) for k, v in kwargs.items()})
+        args = tuple(_as_input(a) for a in args)
+        try:
+            return jitted(checks_enabled(), model, *args, **{k: _as_input(v) for k, v in kwargs.items()})
+        except _RUNTIME_ERRORS as e:
+            name_range_violation(e, model, args)
+            raise
 
     public.__wrapped_eager__ = fn  # the plain function (tests, debugging)
     return public

@@ -585,3 +585,17 @@ def pose_derivatives_kron(model: Model, q, method: str = "recursive"):
         d_list.append(d_i)
         dd_list.append(dd_i)
     return b_list, d_list, dd_list
+
+
+# called eagerly: compiled once per model structure (mbjax._eager), and an out-of-range map names its
+# joint, coordinate, value and range (mbjax._ranges); under an outer jit/vmap/grad: unchanged
+from ._eager import compiled_when_eager as _naming  # noqa: E402
+
+joint_values = _naming(joint_values)
+joint_variables = _naming(joint_variables)
+body_poses = _naming(body_poses)
+kinematics = _naming(kinematics)
+body_kinematics = _naming(body_kinematics)
+pose_derivatives = _naming(pose_derivatives)
+body_jacobians = _naming(body_jacobians)
+point_positions = _naming(point_positions)

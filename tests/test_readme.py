@@ -18,3 +18,9 @@ def test_readme_example_runs():
     q = qs[1234]
     hess = jax.jit(jax.hessian(lambda x: mbjax.body_poses(model, x)))(q)
     np.testing.assert_allclose(derivs.dd_pose[1234], hess, atol=1e-12)
+    # the 1 s swing: stays inside the elbow map's fitted range (else it raises) and conserves energy
+    sol = ns["sol"]
+    qt, qdt = sol.ys
+    assert qt.shape == (101, 2) and np.all(np.isfinite(qt))
+    energy = jax.vmap(mbjax.total_energy, in_axes=(None, 0, 0))(model, qt, qdt)
+    assert float(np.ptp(np.asarray(energy))) < 1e-4 * float(np.abs(energy).max() + 1.0)

@@ -68,6 +68,15 @@ class AbstractJointMap(eqx.Module):
         """Map value only, ``(n_maps,)``; differentiated by autodiff in the cross-check tests."""
         return self.local(x)[0]
 
+    def guarded_inputs(self, x):
+        """The range-checked quantities at local inputs ``x (n_maps, k)``, or ``None``.
+
+        ``(values, lower, upper)``, each ``(n_maps, m)``: what this family's out-of-range policy
+        compares (the inputs themselves for a spline; ``u = A x + b`` for :class:`Composed`).
+        ``None`` for families without a fitted range.  Read by :func:`mbjax.range_violations`.
+        """
+        return None
+
     @property
     def n_maps(self) -> int:
         return len(self.coordinates)
@@ -175,7 +184,8 @@ def range_guard(x, lower, upper, policy: str, family: str):
             x,
             ~inside,
             f"{family}: coordinate outside the fitted range (policy 'error'; use 'clamp', "
-            "'extrapolate' or 'nan' to allow it)",
+            "'extrapolate' or 'nan' to allow it). mbjax.range_violations(model, q) names the "
+            "joint, coordinate, value and range",
         )
         return x, inside
     if policy == "clamp":

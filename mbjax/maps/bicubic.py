@@ -32,6 +32,7 @@ from .spline import (
     _new,
     check_knots,
     cubic_basis,
+    end_knots,
     natural_second_derivatives,
     pad_knots,
 )
@@ -80,6 +81,11 @@ class BicubicSpline(AbstractJointMap):
         m2 = jnp.swapaxes(natural_second_derivatives(self.knots2, jnp.swapaxes(y, 1, 2), s2), 1, 2)
         m12 = natural_second_derivatives(self.knots1, m2, s1)
         return m1, m2, m12
+
+    def guarded_inputs(self, x):
+        lo1, hi1 = end_knots(self.knots1, tuple(s[0] for s in self.sizes))
+        lo2, hi2 = end_knots(self.knots2, tuple(s[1] for s in self.sizes))
+        return x[:, :2], jnp.stack([lo1, lo2], 1), jnp.stack([hi1, hi2], 1)
 
     def local(self, x):
         s1 = tuple(s[0] for s in self.sizes)

@@ -64,6 +64,12 @@ class Composed(AbstractJointMap):
         self.offset = jnp.asarray(b)[None]
         self.coordinates = (coords,)
 
+    def guarded_inputs(self, x):
+        """The outer map's range applies to ``u = A x + b``."""
+        k = x.shape[-1]
+        u = jnp.einsum("nmk,nk->nm", self.matrix[:, :, :k], x) + self.offset
+        return self.outer.guarded_inputs(u)
+
     def local(self, x):
         k = x.shape[-1]
         a = self.matrix[:, :, :k]

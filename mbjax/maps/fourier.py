@@ -63,6 +63,9 @@ class Fourier(AbstractJointMap):
     def n_harmonics(self) -> int:
         return int(self.a.shape[1])
 
+    def guarded_inputs(self, x):
+        return x[:, :1], self.lower[:, None], self.upper[:, None]
+
     def local(self, x):
         x = x[:, 0]
         x, inside = range_guard(x, self.lower, self.upper, self.policy, "Fourier")

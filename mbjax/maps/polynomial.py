@@ -93,6 +93,10 @@ class Polynomial(AbstractJointMap):
                 out[m, t, : len(e)] = e
         return out
 
+    def guarded_inputs(self, x):
+        lower, upper = self._box(x.shape[1], x.dtype)
+        return x, lower, upper
+
     def local(self, x):
         n, k = x.shape
         lower, upper = self._box(k, x.dtype)

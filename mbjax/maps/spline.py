@@ -208,6 +208,10 @@ class NaturalCubicSpline(AbstractJointMap):
         """Knot second derivatives M ``(n_maps, N)`` (zero at both ends: the natural condition)."""
         return natural_second_derivatives(self.knots, self.values[:, :, None], self.sizes)[:, :, 0]
 
+    def guarded_inputs(self, x):
+        lo, hi = end_knots(self.knots, self.sizes)
+        return x[:, :1], lo[:, None], hi[:, None]
+
     def local(self, x):
         x = x[:, 0]
         m = self.second_derivatives()

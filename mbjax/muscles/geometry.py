@@ -216,3 +216,8 @@ def path_points(model: Model, q):
     if empty is not None:
         return empty, jnp.zeros((0, 0), bool)
     return batch_last(_points_kernel)(model, q)
+
+
+from .._eager import compiled_when_eager as _naming  # noqa: E402
+
+muscle_lengths = _naming(muscle_lengths)

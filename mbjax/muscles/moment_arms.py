@@ -281,3 +281,8 @@ def moment_arms_sparse(model: Model, q) -> jnp.ndarray:
     ang = jnp.einsum("mgja,mga->jm", beta[safe], e_hat_k)
     r = lin + jac.T @ (rev[:, None] * ang)
     return r + _moving_term(st, paths, model.n_bodies)
+
+
+from .._eager import compiled_when_eager as _naming  # noqa: E402
+
+moment_arms = _naming(moment_arms)

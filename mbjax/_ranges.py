@@ -1,0 +1,139 @@
+"""Which joint map left its fitted range: the joint, coordinate, value and range, by name.
+
+Inside compiled code an out-of-range coordinate (policy ``"error"``, :mod:`mbjax.maps`) stops the
+program through ``eqx.error_if``, whose message is fixed when the program is traced.  This module
+is the host-side half: :func:`range_violations` evaluates every map's range-checked quantity
+(:meth:`~mbjax.maps.AbstractJointMap.guarded_inputs`) at concrete poses and names each violation.
+Public functions called eagerly re-raise the run-time error with this list
+(:mod:`mbjax._eager`); under your own ``jit``/``vmap`` the message points here.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import numpy as np
+
+from ._model import Model
+
+
+class RangeViolation(NamedTuple):
+    """One range-checked quantity outside its fitted range (``pose``: index in a batch, or None)."""
+
+    joint: str
+    family: str
+    coordinates: tuple[str, ...]
+    quantity: str
+    value: float
+    lower: float
+    upper: float
+    pose: int | None
+
+    def __str__(self) -> str:
+        where = "" if self.pose is None else f"pose {self.pose}: "
+        return (
+            f"{where}joint {self.joint!r} ({self.family} map of {', '.join(self.coordinates)}): "
+            f"{self.quantity} = {self.value:.6g} outside the fitted range [{self.lower:.6g}, {self.upper:.6g}]"
+        )
+
+
+def _policy(family) -> str:
+    outer = getattr(family, "outer", None)
+    return getattr(family, "policy", getattr(outer, "policy", "extrapolate"))
+
+
+def range_violations(model: Model, q) -> list[RangeViolation]:
+    """Every map with policy ``"error"`` whose checked quantity is outside its range at ``q``.
+
+    ``q``: one pose ``(nq,)`` or a batch ``(N, nq)`` (concrete arrays; this runs on the host).
+    The slack is :func:`mbjax.maps._base.range_guard`'s (1e-12 of the span), so the list is empty
+    exactly when the compiled check passes.
+    """
+    q = np.asarray(q, dtype=float)
+    single = q.ndim == 1
+    qs = q[None] if single else q.reshape(-1, q.shape[-1])
+    top = model.topology
+    out: list[RangeViolation] = []
+    for family, bodies, inputs in zip(model.maps, top.map_bodies, top.map_inputs):
+        if _policy(family) != "error":
+            continue
+        inputs = np.asarray(inputs, dtype=np.int64)
+        for p, pose in enumerate(qs):
+            checked = family.guarded_inputs(pose[inputs]) if inputs.size else None
+            if checked is None:
+                continue
+            values, lower, upper = (np.asarray(a, dtype=float) for a in checked)
+            span = np.abs(upper - lower)
+            tol = 1e-12 * np.maximum(np.where(np.isfinite(span), span, 1.0), 1.0)
+            bad = (values < lower - tol) | (values > upper + tol)
+            for i, j in zip(*np.nonzero(bad)):
+                coords = family.coordinates[i]
+                composed = hasattr(family, "outer")
+                quantity = (f"u[{j}] (affine in {', '.join(coords)})" if composed
+                            else coords[j] if j < len(coords) else f"input {j}")
+                out.append(RangeViolation(
+                    joint=top.body_names[bodies[i]],
+                    family=type(family).__name__,
+                    coordinates=tuple(coords),
+                    quantity=quantity,
+                    value=float(values[i, j]),
+                    lower=float(lower[i, j]),
+                    upper=float(upper[i, j]),
+                    pose=None if single else p,
+                ))
+    return out
+
+
+def describe_range_violations(model: Model, q, limit: int = 10) -> str:
+    """Text for an error message: the first ``limit`` violations, one per line."""
+    found = range_violations(model, q)
+    lines = [str(v) for v in found[:limit]]
+    if len(found) > limit:
+        lines.append(f"... and {len(found) - limit} more")
+    return "\n".join(lines)
+
+
+#: what a failed ``eqx.error_if`` raises: Equinox's error under ``filter_jit``, XLA's otherwise
+RUNTIME_ERRORS = (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError)
+
+
+class MapRangeError(eqx.EquinoxRuntimeError):
+    """A joint map's coordinate left its fitted range (policy ``"error"``), with the joint named."""
+
+
+def name_range_violation(error, model, args):
+    """Re-raise an eager call's out-of-range run-time error naming joint, coordinate, value, range.
+
+    ``args[0]`` is the pose (or batch of poses) the public function was called with.  Returns
+    (letting the caller re-raise ``error`` unchanged) when the error is another one or the pose
+    cannot be read.
+    """
+    if "outside the fitted range" not in str(error) or not args or isinstance(error, MapRangeError):
+        return
+    q = args[0]
+    nq = getattr(getattr(model, "topology", None), "n_coordinates", None)
+    if nq is None or not hasattr(q, "shape") or not q.shape or q.shape[-1] != nq:
+        return
+    try:
+        text = describe_range_violations(model, q)
+    except Exception:  # a tracer or an odd argument: keep the original error
+        return
+    if text:
+        raise MapRangeError(f"a joint map's coordinate is outside its fitted range:\n{text}") from error
+
+
+def naming_range_violations(fn):
+    """Wrap a public ``fn(model, q, ...)``: called eagerly, a range error names the joint (no cost under jit)."""
+
+    @functools.wraps(fn)
+    def public(model, *args, **kwargs):
+        try:
+            return fn(model, *args, **kwargs)
+        except RUNTIME_ERRORS as e:
+            name_range_violation(e, model, args)
+            raise
+
+    return public
