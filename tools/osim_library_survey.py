@@ -5,6 +5,8 @@ Usage::
     python tools/osim_library_survey.py DIR          # DIR holds Models/**.osim (a checkout of
                                                       # opensim-org/opensim-models, or an extract)
     python tools/osim_library_survey.py DIR --markdown
+    python tools/osim_library_survey.py DIR --opt-out  # with LIBRARY_OPT_OUTS (the elements mbjax
+                                                        # does not model, left out explicitly)
 
 Each line is ``OK`` (with the number of bodies, coordinates and paths), or the exception's class
 and first line.  Warnings are counted, not printed.  Nothing is opted out (no ``ignore_*``).
@@ -16,6 +18,13 @@ import argparse
 import glob
 import os
 import warnings
+
+#: The explicit opt-outs that load the rest of the library: contact and bushing forces, a
+#: point-to-point spring, the deprecated Schutte muscle (path kept), point-on-line constraints.
+LIBRARY_OPT_OUTS = dict(
+    ignore_forces=("HuntCrossleyForce", "BushingForce", "PointToPointSpring", "Schutte1993Muscle_Deprecated"),
+    ignore_constraints=("PointOnLineConstraint",),
+)
 
 
 def survey(root: str, **kwargs):
@@ -45,8 +54,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root", help="folder holding Models/")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
+    ap.add_argument("--opt-out", action="store_true", help="load with LIBRARY_OPT_OUTS")
     args = ap.parse_args()
-    rows = survey(args.root)
+    rows = survey(args.root, **(LIBRARY_OPT_OUTS if args.opt_out else {}))
     if args.markdown:
         print("| file | result |\n| --- | --- |")
     for rel, ok, status in rows:
