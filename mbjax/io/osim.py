@@ -14,7 +14,17 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   Two axes of a triple with ``|a × b| < 1e-5`` (as written, not normalised) are refused, as
   ``CustomJoint::extendFinalizeFromProperties`` refuses them.
   ``PinJoint`` = rotation about z, ``SliderJoint`` = translation along x, ``UniversalJoint`` =
-  x then y, ``WeldJoint`` = no motion.
+  x then y, ``WeldJoint`` = no motion.  ``GimbalJoint``, ``BallJoint``, ``FreeJoint``: OpenSim sets
+  Simbody's ``useEulerAngles``, so their rotation coordinates 0, 1, 2 are X-Y-Z body-fixed angles
+  ``R = Rx(q0) Ry(q1) Rz(q2)``, singular (gimbal lock: the x and z axes align, the mass matrix loses
+  rank) at ``q1 = ±π/2``; Free's coordinates 3, 4, 5 translate along F's axes before the rotation.
+  (Ball/Free speeds in OpenSim are angular velocities ``u = N⁻¹ q̇``; mbjax's are ``q̇``.)
+  ``PlanarJoint`` (rz, tx, ty) = translation in F's xy plane, then rotation about z.
+  ``EllipsoidJoint`` = the Ball rotation after a translation ``(a z_x, b z_y, c z_z)`` (``z`` =
+  R's third column) whose maps read q0, q1 (:class:`~mbjax.maps.FunctionMap`, autodiff).
+  ``ScapulothoracicJoint``, ``ConstantCurvatureJoint``, ``CantileverFreeBeamJoint`` are refused by
+  name; OpenSim has no screw joint (a CustomJoint with a linear translation function is one).
+  A ``prescribed`` coordinate (a function of time) is refused.
 * The last chain body carries the OpenSim body's name and mass properties.  When ``X_BC`` (or a
   trailing constant axis) is not the identity, a final zero-dof "weld" body (joint map
   ``Constant``) is appended so that mbjax body frames equal OpenSim's; intermediate bodies are
@@ -23,7 +33,8 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   becomes ``scale · f(q_independent)`` (one independent coordinate and any 1-D function, or
   several with a ``MultivariatePolynomialFunction``; chains of couplers compose); a transform
   axis of it is the composed map (``ComposedPolynomial``).  A ``locked`` coordinate is held at
-  its default value (a constant).
+  its default value (a constant; it is not in ``q``): a ``ConditionalPathPoint`` on it is decided
+  once at that value (kept as a fixed point, or left out with a warning).
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
   ``clamped`` and ``locked`` flags are kept in ``model.extras["osim"]`` (:class:`OsimInfo`).
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
@@ -44,6 +55,12 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   objects some path uses are kept.  ``ignore_wrapping=True`` is the explicit choice of
   straight-line paths (warned, and recorded in ``OsimInfo.wrapping_ignored``).  An unknown
   ``<method>`` falls back to hybrid, as in OpenSim.
+
+* Forces and constraints mbjax does not model (contact, bushings, point-to-point springs, the
+  deprecated Schutte/Delp muscles, non-coupler constraints) are refused by name unless listed in
+  ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).  Sets that change no quantity
+  mbjax computes from the model are not read: ContactGeometrySet (used only by contact forces),
+  ControllerSet (mbjax takes excitations as inputs), ProbeSet, visual geometry.
 
 * Bodies: inertias are used as given, as OpenSim does; physically impossible ones (not positive
   semidefinite, or principal moments violating the triangle inequality, e.g. MoBL's clavicle and

@@ -199,3 +199,19 @@ def test_library_model_matches_opensim(rel, tmp_path):
     bad = [k for k, v in worst.items() if not v <= TOL[k]]
     RESULTS[rel] = ("agree: " if not bad else f"DISAGREE ({', '.join(bad)}): ") + line
     assert not bad, f"{rel}: {line}"
+
+
+@pytest.mark.parametrize("joint", ["BallJoint", "EllipsoidJoint", "FreeJoint", "GimbalJoint", "PlanarJoint",
+                                   "UniversalJoint"])
+def test_synthetic_joint_models_match_opensim(tmp_path, joint):
+    """The hand-computed transforms of tests/test_osim_joints.py (which mbjax matches) are OpenSim's."""
+    from test_osim_joints import JOINTS, _poses as joint_poses, hand_transform, write_joint_model
+
+    ref = OpenSimReference(write_joint_model(tmp_path, joint))
+    names = JOINTS[joint][0]
+    for q in joint_poses(4, len(names)):
+        ref.set(names, q)
+        r, p = ref.body_pose("b")
+        t = hand_transform(joint, q)
+        np.testing.assert_allclose(r, t[:3, :3], atol=1e-14, rtol=0)
+        np.testing.assert_allclose(p, t[:3, 3], atol=1e-14, rtol=0)
