@@ -344,7 +344,7 @@ def test_tiny_pin_model(tmp_path):
 @pytest.mark.parametrize(
     "joint, force, match",
     [
-        (PIN.replace("PinJoint", "BallJoint"), "", r"tiny.osim:17: <BallJoint name='pin'>: unsupported joint type"),
+        (PIN.replace("PinJoint", "ConstantCurvatureJoint"), "", r"tiny.osim:17: <ConstantCurvatureJoint name='pin'>: ConstantCurvatureJoint .* is not supported"),
         (PIN, MUSCLE.replace("POINT", POINT.replace("/bodyset/link", "/bodyset/femur")), r"<PathPoint name='p2'>: cannot resolve frame"),
         (PIN, MUSCLE.replace("POINT", "<ViaPoint name='v'/>"), r"<ViaPoint name='v'>: unsupported path point"),
         (PIN, "<PrescribedForce name='pf'/>", r"<PrescribedForce name='pf'>: unsupported force"),

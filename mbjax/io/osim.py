@@ -14,7 +14,17 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   Two axes of a triple with ``|a × b| < 1e-5`` (as written, not normalised) are refused, as
   ``CustomJoint::extendFinalizeFromProperties`` refuses them.
   ``PinJoint`` = rotation about z, ``SliderJoint`` = translation along x, ``UniversalJoint`` =
-  x then y, ``WeldJoint`` = no motion.
+  x then y, ``WeldJoint`` = no motion.  ``GimbalJoint``, ``BallJoint``, ``FreeJoint``: OpenSim sets
+  Simbody's ``useEulerAngles``, so their rotation coordinates 0, 1, 2 are X-Y-Z body-fixed angles
+  ``R = Rx(q0) Ry(q1) Rz(q2)``, singular (gimbal lock: the x and z axes align, the mass matrix loses
+  rank) at ``q1 = ±π/2``; Free's coordinates 3, 4, 5 translate along F's axes before the rotation.
+  (Ball/Free speeds in OpenSim are angular velocities ``u = N⁻¹ q̇``; mbjax's are ``q̇``.)
+  ``PlanarJoint`` (rz, tx, ty) = translation in F's xy plane, then rotation about z.
+  ``EllipsoidJoint`` = the Ball rotation after a translation ``(a z_x, b z_y, c z_z)`` (``z`` =
+  R's third column) whose maps read q0, q1 (:class:`~mbjax.maps.FunctionMap`, autodiff).
+  ``ScapulothoracicJoint``, ``ConstantCurvatureJoint``, ``CantileverFreeBeamJoint`` are refused by
+  name; OpenSim has no screw joint (a CustomJoint with a linear translation function is one).
+  A ``prescribed`` coordinate (a function of time) is refused.
 * The last chain body carries the OpenSim body's name and mass properties.  When ``X_BC`` (or a
   trailing constant axis) is not the identity, a final zero-dof "weld" body (joint map
   ``Constant``) is appended so that mbjax body frames equal OpenSim's; intermediate bodies are
@@ -23,7 +33,8 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   becomes ``scale · f(q_independent)`` (one independent coordinate and any 1-D function, or
   several with a ``MultivariatePolynomialFunction``; chains of couplers compose); a transform
   axis of it is the composed map (``ComposedPolynomial``).  A ``locked`` coordinate is held at
-  its default value (a constant).
+  its default value (a constant; it is not in ``q``): a ``ConditionalPathPoint`` on it is decided
+  once at that value (kept as a fixed point, or left out with a warning).
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
   ``clamped`` and ``locked`` flags are kept in ``model.extras["osim"]`` (:class:`OsimInfo`).
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
@@ -44,6 +55,12 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   objects some path uses are kept.  ``ignore_wrapping=True`` is the explicit choice of
   straight-line paths (warned, and recorded in ``OsimInfo.wrapping_ignored``).  An unknown
   ``<method>`` falls back to hybrid, as in OpenSim.
+
+* Forces and constraints mbjax does not model (contact, bushings, point-to-point springs, the
+  deprecated Schutte/Delp muscles, non-coupler constraints) are refused by name unless listed in
+  ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).  Sets that change no quantity
+  mbjax computes from the model are not read: ContactGeometrySet (used only by contact forces),
+  ControllerSet (mbjax takes excitations as inputs), ProbeSet, visual geometry.
 
 * Bodies: inertias are used as given, as OpenSim does; physically impossible ones (not positive
   semidefinite, or principal moments violating the triangle inequality, e.g. MoBL's clavicle and
@@ -77,6 +94,7 @@ from .._builder import ModelBuilder
 from .._model import GROUND
 from ..maps.affine import Affine
 from ..maps.constant import Constant
+from ..maps.function import FunctionMap
 from ..muscles.paths import (
     ConditionalPathPoint,
     MovingPathPoint,
@@ -103,7 +121,45 @@ MUSCLE_TYPES = (
     "Ligament",
 )
 RECORDED_FORCES = ("CoordinateLimitForce", "CoordinateActuator", "ExpressionBasedCoordinateForce")
-JOINT_TYPES = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint")
+JOINT_TYPES = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint", "GimbalJoint", "BallJoint",
+               "FreeJoint", "PlanarJoint", "EllipsoidJoint")
+_X, _Y, _Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
+#: Simbody mobilizers of OpenSim's fixed joints as 1-dof chains: (kind, axis in F, index of the
+#: joint's coordinate in file order).  OpenSim sets ``useEulerAngles`` (``Model::initializeState``),
+#: so Ball/Free/Ellipsoid rotations are the X-Y-Z body-fixed angles of their coordinates 0, 1, 2
+#: (``Rotation(BodyRotationSequence, q0, X, q1, Y, q2, Z)``), as Gimbal's are; Free's and Planar's
+#: translations are along F's axes (``p_FM`` expressed in F), applied before the rotation.
+_MOBILIZER_CHAINS = {
+    "PinJoint": [("revolute", _Z, 0)],
+    "SliderJoint": [("prismatic", _X, 0)],
+    "UniversalJoint": [("revolute", _X, 0), ("revolute", _Y, 1)],
+    "GimbalJoint": [("revolute", _X, 0), ("revolute", _Y, 1), ("revolute", _Z, 2)],
+    "BallJoint": [("revolute", _X, 0), ("revolute", _Y, 1), ("revolute", _Z, 2)],
+    "EllipsoidJoint": [("revolute", _X, 0), ("revolute", _Y, 1), ("revolute", _Z, 2)],
+    "FreeJoint": [("prismatic", _X, 3), ("prismatic", _Y, 4), ("prismatic", _Z, 5),
+                  ("revolute", _X, 0), ("revolute", _Y, 1), ("revolute", _Z, 2)],
+    "PlanarJoint": [("prismatic", _X, 1), ("prismatic", _Y, 2), ("revolute", _Z, 0)],
+}
+_MOBILIZER_NQ = {k: 1 + max(i for _, _, i in v) for k, v in _MOBILIZER_CHAINS.items()}
+#: OpenSim joints refused by name, with the reason
+_REFUSED_JOINTS = {
+    "ScapulothoracicJoint": "ScapulothoracicJoint (Seth 2016: Simbody ellipsoid mobilizer with a winging "
+                            "axis) is not supported",
+    "ConstantCurvatureJoint": "ConstantCurvatureJoint (rotation-coupled translation of a bent beam) is not supported",
+    "CantileverFreeBeamJoint": "CantileverFreeBeamJoint is not supported",
+}
+#: forces refused by name, with what they would change
+_REFUSED_FORCES = {
+    "HuntCrossleyForce": "HuntCrossleyForce (contact between ContactGeometry, changes dynamics) is not modelled",
+    "ElasticFoundationForce": "ElasticFoundationForce (contact, changes dynamics) is not modelled",
+    "BushingForce": "BushingForce (frame-to-frame spring-damper, changes dynamics) is not modelled",
+    "PointToPointSpring": "PointToPointSpring (changes dynamics) is not modelled",
+    "SpringGeneralizedForce": "SpringGeneralizedForce (changes dynamics) is not modelled",
+    "Schutte1993Muscle_Deprecated": "Schutte1993Muscle_Deprecated (spline force-length/velocity curves that "
+                                    "the Thelen and Millard models cannot reproduce) is not modelled",
+    "Delp1990Muscle_Deprecated": "Delp1990Muscle_Deprecated (spline force-length/velocity curves that the "
+                                 "Thelen and Millard models cannot reproduce) is not modelled",
+}
 #: SimTK::SqrtEps: the slack OpenSim allows a clamped coordinate's default beyond its range
 _SQRT_EPS = float(np.sqrt(np.finfo(float).eps))
 #: SimTK::SignificantReal (eps^(7/8)): OpenSim zeroes the inertia of a body with |mass| at most this
@@ -143,6 +199,9 @@ class OsimInfo(eqx.Module):
     motion_types: tuple[str, ...] = eqx.field(static=True)
     recorded_forces: tuple[tuple[str, str], ...] = eqx.field(static=True)
     wrapping_ignored: tuple[str, ...] = eqx.field(static=True)
+    #: (OpenSim class, name) of the forces and constraints left out by ``ignore_forces`` /
+    #: ``ignore_constraints`` (a path force among them keeps its path)
+    ignored: tuple[tuple[str, str], ...] = eqx.field(static=True, default=())
 
 
 # --------------------------------------------------------------------------------------------
@@ -451,8 +510,13 @@ def _coordinate_elements(joint):
 
 
 class _Loader:
-    def __init__(self, path, ignore_wrapping: bool, couplings=None):
+    def __init__(self, path, ignore_wrapping: bool, couplings=None, ignore_forces=(), ignore_constraints=()):
         self.couplings = dict(couplings or {})
+        self.ignore_forces = _class_names("ignore_forces", ignore_forces, MUSCLE_TYPES + RECORDED_FORCES)
+        self.ignore_constraints = _class_names("ignore_constraints", ignore_constraints,
+                                               ("CoordinateCouplerConstraint",))
+        self.ignored: list[tuple[str, str]] = []
+        self._locked_off: list[str] = []
         self.doc = _Doc(path)
         self.ignore_wrapping = ignore_wrapping
         root = self.doc.root
@@ -576,6 +640,10 @@ class _Loader:
         mt = _text(c, "motion_type", "rotational")
         default = float(_floats(doc, c, "default_value", 1, default=[0.0])[0])
         clamped = _bool(c, "clamped")
+        if _bool(c, "prescribed") and c.find("prescribed_function") is not None and len(c.find("prescribed_function")):
+            # OpenSim drives it as a function of time (a constraint); mbjax has no time-dependent coordinate
+            raise doc.error(c, f"prescribed coordinate {name!r} (a function of time) is not supported",
+                            NotImplementedError)
         if not np.isfinite(default):
             # OpenSim 4.6 loads an unclamped NaN/inf default (and its default pose is then NaN/inf)
             raise doc.error(c, f"coordinate {name!r}: <default_value> must be finite, got {default}")
@@ -601,10 +669,14 @@ class _Loader:
         if cset is None or cset.find("objects") is None:
             return
         for con in cset.find("objects"):
-            if con.tag != "CoordinateCouplerConstraint":
-                raise doc.error(con, "unsupported constraint (only CoordinateCouplerConstraint)", NotImplementedError)
             if not _bool(con, "isEnforced", True) or _bool(con, "isDisabled", False):
-                continue
+                continue  # a constraint OpenSim does not enforce changes nothing
+            if con.tag != "CoordinateCouplerConstraint":
+                if con.tag in self.ignore_constraints:
+                    self.ignored.append((con.tag, con.get("name")))
+                    continue
+                raise doc.error(con, "unsupported constraint (only CoordinateCouplerConstraint). Pass "
+                                f"ignore_constraints=({con.tag!r},) to load the model without it", NotImplementedError)
             indep = (_text(con, "independent_coordinate_names", "") or "").split()
             dep = _text(con, "dependent_coordinate_name")
             if not indep or dep is None:
@@ -634,7 +706,8 @@ class _Loader:
     def _joint_frames(self, j):
         doc = self.doc
         if j.tag not in JOINT_TYPES:
-            raise doc.error(j, f"unsupported joint type; supported: {JOINT_TYPES}", NotImplementedError)
+            why = _REFUSED_JOINTS.get(j.tag, "unsupported joint type")
+            raise doc.error(j, f"{why}; supported: {JOINT_TYPES}", NotImplementedError)
         if _bool(j, "reverse"):
             raise doc.error(j, "reversed joints are not supported", NotImplementedError)
         if self.version >= 30000:
@@ -664,19 +737,20 @@ class _Loader:
         coords = [c.get("name") for c in _coordinate_elements(j)]
         if j.tag == "WeldJoint":
             return []
-        if j.tag in ("PinJoint", "SliderJoint", "UniversalJoint"):
-            need = {"PinJoint": 1, "SliderJoint": 1, "UniversalJoint": 2}[j.tag]
+        if j.tag in _MOBILIZER_CHAINS:
+            spec, need = _MOBILIZER_CHAINS[j.tag], _MOBILIZER_NQ[j.tag]
             if len(coords) != need:
                 raise doc.error(j, f"{j.tag} needs {need} coordinate(s), got {coords}")
-            spec = {"PinJoint": [("revolute", [0, 0, 1])], "SliderJoint": [("prismatic", [1, 0, 0])],
-                    "UniversalJoint": [("revolute", [1, 0, 0]), ("revolute", [0, 1, 0])]}[j.tag]
             out = []
-            for (kind, axis), c in zip(spec, coords):
+            for kind, axis, k in spec:
+                c = coords[k]
                 m = self.coords.map_of(doc, j, c, pp_linear(1.0, 0.0), "identity")
                 const = None
                 if isinstance(m, Constant):
                     m, const = None, float(m.constant[0])
                 out.append((kind, np.asarray(axis, float), c, m, const))
+            if j.tag == "EllipsoidJoint":
+                out = self._ellipsoid_translations(j, coords, out) + out
             return out
         st = j.find("SpatialTransform")
         if st is None:
@@ -718,6 +792,25 @@ class _Loader:
                                     "an axis left out defaults to x, y, z in turn)")
         return out
 
+    def _ellipsoid_translations(self, j, coords, rotations):
+        """Simbody's Ellipsoid mobilizer translation ``p_FM = (a z_x, b z_y, c z_z)`` with
+        ``z = R_FM e_z = (sin q1, -sin q0 cos q1, cos q0 cos q1)`` (X-Y-Z body-fixed angles q0, q1):
+        three prismatic steps along F's axes whose maps read the first two coordinates."""
+        doc = self.doc
+        radii = _floats(doc, j, "radii_x_y_z", 3, default=[0.0, 0.0, 0.0])
+        rx, ry = coords[0], coords[1]
+        for c, (_, _, _, m, _) in zip((rx, ry), rotations[:2]):
+            if self.coords.role(c) != "independent":
+                raise doc.error(j, f"EllipsoidJoint whose coordinate {c!r} is {self.coords.role(c)} is not "
+                                "supported (its translation reads the first two angles)", NotImplementedError)
+        out = []
+        for k, (axis, fn) in enumerate(zip((_X, _Y, _Z), (_ellipsoid_x, _ellipsoid_y, _ellipsoid_z))):
+            if radii[k] == 0.0:
+                continue
+            out.append(("prismatic", np.asarray(axis), f"{'xyz'[k]}_surface",
+                        FunctionMap(fn, (rx, ry), jnp.asarray(float(radii[k]))), None))
+        return out
+
     # ---- assemble ------------------------------------------------------------------------------
     def build(self):
         doc = self.doc
@@ -756,6 +849,10 @@ class _Loader:
         self._wrap_objects()
         muscles, kinds, params, recorded, wrapped, path_wraps = self._forces(model)
         info = self._info(indep, recorded, wrapped if self.ignore_wrapping else ())
+        if self.ignored:
+            warnings.warn(f"{doc.path}: {len(self.ignored)} element(s) not modelled, as asked by ignore_forces / "
+                          "ignore_constraints (paths of ignored path forces are kept, with zero tension): "
+                          + ", ".join(f"{t} {n!r}" for t, n in self.ignored), stacklevel=3)
         if muscles:
             used = sorted({w.wrap_object for ws in path_wraps.values() for w in ws})
             objects = [self._wrap_object(self.wrap_elements[n]) for n in used]
@@ -839,16 +936,26 @@ class _Loader:
         doc = self.doc
         fset = self.model.find("ForceSet")
         muscles, kinds, params, path_wraps = {}, {}, {}, {}
-        recorded, wrapped, never = [], [], []
+        recorded, wrapped, never, locked_off = [], [], [], []
         if fset is None or fset.find("objects") is None:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
+        self._locked_off = []
         for f in fset.find("objects"):
             if f.tag in RECORDED_FORCES:
                 recorded.append((f.tag, f.get("name")))
                 continue
-            if f.tag not in MUSCLE_TYPES:
-                raise doc.error(f, f"unsupported force; supported path forces {MUSCLE_TYPES}, recorded "
-                                f"(not modelled) {RECORDED_FORCES}", NotImplementedError)
+            path_only = f.tag not in MUSCLE_TYPES and f.tag in self.ignore_forces and f.find("GeometryPath") is not None
+            if f.tag not in MUSCLE_TYPES and not path_only:
+                if f.tag in self.ignore_forces:
+                    self.ignored.append((f.tag, f.get("name")))
+                    continue
+                why = _REFUSED_FORCES.get(f.tag, "unsupported force")
+                raise doc.error(f, f"{why}; supported path forces {MUSCLE_TYPES}, recorded (not modelled) "
+                                f"{RECORDED_FORCES}. Pass ignore_forces=({f.tag!r},) to load the model without "
+                                "it" + (" (its path is kept)" if f.find("GeometryPath") is not None else ""),
+                                NotImplementedError)
+            if path_only:
+                self.ignored.append((f.tag, f.get("name")))
             name = f.get("name")
             gp = f.find("GeometryPath")
             if gp is None:
@@ -857,7 +964,11 @@ class _Loader:
             if pset is None or pset.find("objects") is None:
                 raise doc.error(gp, "GeometryPath without <PathPointSet><objects>")
             points = [(p, self._point(p)) for p in pset.find("objects")]
-            never.extend(f"{name}/{p.get('name')}" for p, pt in points if pt is None)
+            never.extend(f"{name}/{p.get('name')}" for p, pt in points
+                         if pt is None and p.get("name") not in self._locked_off)
+            locked_off.extend(f"{name}/{p.get('name')}" for p, pt in points
+                              if pt is None and p.get("name") in self._locked_off)
+            self._locked_off = []
             muscles[name] = [pt for _, pt in points if pt is not None]
             wset = gp.find("PathWrapSet")
             pws = [w for w in (wset.find("objects") if wset is not None and wset.find("objects") is not None else [])]
@@ -879,6 +990,12 @@ class _Loader:
             warnings.warn(
                 f"{doc.path}: {len(never)} ConditionalPathPoint(s) left out: their <range> has min > max + "
                 f"{2 * CONDITIONAL_RANGE_TOLERANCE:g}, so OpenSim never activates them: {', '.join(never)}",
+                stacklevel=4,
+            )
+        if locked_off:
+            warnings.warn(
+                f"{doc.path}: {len(locked_off)} ConditionalPathPoint(s) left out: their coordinate is locked at a "
+                f"default value outside their <range>, so OpenSim never activates them: {', '.join(locked_off)}",
                 stacklevel=4,
             )
         return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
@@ -985,14 +1102,20 @@ class _Loader:
             c = cref.split("/")[-1]
             if c not in self.coords.info:
                 raise doc.error(p, f"unknown coordinate {c!r}")
-            if self.coords.role(c) != "independent":
-                raise doc.error(p, f"ConditionalPathPoint on a {self.coords.role(c)} coordinate {c!r} is not "
-                                "supported", NotImplementedError)
+            role = self.coords.role(c)
+            if role == "dependent":
+                raise doc.error(p, f"ConditionalPathPoint on a dependent coordinate {c!r} is not supported",
+                                NotImplementedError)
             rng = _floats(doc, p, "range", 2, default=[0.0, 0.0])  # OpenSim's default range
             lo = float(rng[0]) - CONDITIONAL_RANGE_TOLERANCE  # the same double OpenSim compares with
             hi = float(rng[1]) + CONDITIONAL_RANGE_TOLERANCE
             if not lo <= hi:
                 return None  # OpenSim never activates it
+            if role == "locked":  # decided once, at the locked (default) value
+                if lo <= self.coords.info[c]["default"] <= hi:
+                    return PathPoint(body, to_body(loc), name)
+                self._locked_off.append(name)
+                return None
             return ConditionalPathPoint(body, to_body(loc), name, coordinate=c, range=(lo, hi))
         fns = []  # per frame component: a joint map, or None (constant loc[c])
         for axis_i, comp in enumerate("xyz"):
@@ -1047,7 +1170,23 @@ class _Loader:
             motion_types=tuple(info[c]["motion_type"] for c in indep),
             recorded_forces=tuple(recorded),
             wrapping_ignored=tuple(wrapped),
+            ignored=tuple(self.ignored),
         )
+
+
+def _ellipsoid_x(radius, x):
+    """x component of Simbody's Ellipsoid mobilizer translation: ``a sin q1``."""
+    return radius * jnp.sin(x[1])
+
+
+def _ellipsoid_y(radius, x):
+    """y component: ``-b sin q0 cos q1``."""
+    return -radius * jnp.sin(x[0]) * jnp.cos(x[1])
+
+
+def _ellipsoid_z(radius, x):
+    """z component: ``c cos q0 cos q1``."""
+    return radius * jnp.cos(x[0]) * jnp.cos(x[1])
 
 
 def _inertia_problem(inertia: np.ndarray) -> str | None:
@@ -1093,15 +1232,36 @@ def _is_float(s: str) -> bool:
         return False
 
 
-def load_osim(path, ignore_wrapping: bool = False, couplings=None):
+def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces=(), ignore_constraints=()):
     """Load an OpenSim ``.osim`` model (3.x or 4.x XML) as an mbjax :class:`~mbjax.Model`.
 
     Muscle paths go to ``model.extras["muscles"]``, coordinate metadata to ``model.extras["osim"]``.
     See the module docstring for the mapping and what is refused.  ``couplings`` (advanced) maps a
     coordinate name to an :class:`~mbjax.maps.Affine` of independent coordinates that replaces
     (or adds) its coupler: the multi-coordinate rhythms OpenSim's couplers cannot express.
+
+    ``ignore_forces`` / ``ignore_constraints``: OpenSim class names (e.g. ``("HuntCrossleyForce",
+    "BushingForce")``, ``("PointOnLineConstraint",)``) of elements mbjax does not model, loaded
+    anyway without them: the explicit opt-out, warned and listed in ``OsimInfo.ignored``.  An ignored
+    force that has a ``GeometryPath`` (``Schutte1993Muscle_Deprecated``) keeps its path (lengths,
+    moment arms), with zero tension like a ``PathActuator``.  Kinematics, path geometry and the
+    mass matrix do not depend on the ignored elements; forward dynamics and, for constraints, the
+    set of reachable poses do.
     """
-    return _Loader(path, ignore_wrapping, couplings).build()
+    return _Loader(path, ignore_wrapping, couplings, ignore_forces, ignore_constraints).build()
+
+
+def _class_names(arg: str, names, supported) -> tuple[str, ...]:
+    """``names`` as a tuple of OpenSim class names; a supported class cannot be ignored."""
+    if isinstance(names, str):
+        names = (names,)
+    names = tuple(names)
+    for n in names:
+        if not isinstance(n, str) or not n:
+            raise ValueError(f"{arg} must hold OpenSim class names (strings), got {n!r}")
+        if n in supported:
+            raise ValueError(f"{arg}: {n!r} is supported by load_osim and cannot be ignored")
+    return names
 
 
 def default_pose(model):
