@@ -22,8 +22,10 @@ chunk warm-started from the previous one; ``progress`` prints one line per chunk
   setupGoals``, ``Assembler::restrictQ``); ``bounds="clamped"`` does the same, ``"all"`` bounds every
   coordinate by its range, ``None`` none.  A bounded coordinate is reparametrised smoothly
   (MINUIT's transform) ``q = mid + half·sin(u)``, ``mid, half`` the range's centre and half width, so
-  every iterate lies in the range and a solution on a bound is reached exactly (``sin u = ±1``);
-  the start is ``u = arcsin((q0 - mid)/half)`` with ``q0`` clipped into the range.
+  every iterate lies in the range and a solution on a bound is reached exactly (``sin u = ±1``).
+  ``sin u = ±1`` is a stationary point of the transform, so a frame never starts there: its start
+  ``u = arcsin((q0 - mid)/half)`` has ``q0`` clipped to the range shrunk by 1e-6 half widths, and
+  the next frame can leave a bound the motion leaves.
 * **Locked coordinates**: those locked in the ``.osim`` are not coordinates of the mbjax model (held
   at their default by :func:`mbjax.io.load_osim`); ``locked`` holds more (by name at their default,
   or ``{name: value}``).  Coordinate tasks on locked coordinates are dropped, as in OpenSim.
@@ -124,12 +126,22 @@ def _to_q(fx: _Fixed, u):
     return jnp.where(fx.free > 0, q, fx.q_fix)
 
 
+#: a start on a bound is moved this fraction of the half range inside: ``sin u = ±1`` is a stationary
+#: point of the transform (zero gradient), from which a solver could not leave the bound
+_BOUND_NUDGE = 1e-6
+
+
 def _to_u(fx: _Fixed, q):
-    """Inverse of :func:`_to_q` (``q`` clipped into the range of bounded coordinates)."""
+    """Inverse of :func:`_to_q`, ``q`` clipped into ``[lo, hi]`` shrunk by ``_BOUND_NUDGE`` half widths."""
     mid, half = 0.5 * (fx.lo + fx.hi), 0.5 * (fx.hi - fx.lo)
     b = fx.bounded > 0
-    s = jnp.clip((q - mid) / jnp.where(b, half, 1.0), -1.0, 1.0)
+    s = jnp.clip((q - mid) / jnp.where(b, half, 1.0), -1.0 + _BOUND_NUDGE, 1.0 - _BOUND_NUDGE)
     return jnp.where(b, jnp.arcsin(s), q)
+
+
+def _restart(fx: _Fixed, u):
+    """A frame's start from the previous frame's solution: bounded coordinates moved off the bound."""
+    return _to_u(fx, _to_q(fx, u))
 
 
 def _residual(u, args):
@@ -153,7 +165,7 @@ def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
     or ``vmap`` (every frame from its own ``u_start (C, nq)``, in parallel)."""
     if spec.method == "scan":
         def step(u, frame):
-            out = _solve(spec, fx, u, *frame)
+            out = _solve(spec, fx, _restart(fx, u), *frame)
             return out[0], out
 
         _, (u, ok, steps) = jax.lax.scan(step, u_start, (x, w, qref))

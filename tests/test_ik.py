@@ -31,7 +31,9 @@ def arm():
     model = mbjax.models.arm26()
     markers = load_markers(arm26_path(), model)
     pos = jax.jit(jax.vmap(lambda q: mbjax.marker_positions(model, markers, q)))
-    return model, markers, pos
+    one = jax.jit(lambda q: mbjax.marker_positions(model, markers, q))
+    jac = jax.jit(jax.jacfwd(lambda q: mbjax.marker_positions(model, markers, q)))
+    return model, markers, pos, one, jac
 
 
 def _motion(shoulder=(0.2, 0.9), elbow=(0.3, 1.8)):
@@ -42,11 +44,9 @@ def _motion(shoulder=(0.2, 0.9), elbow=(0.3, 1.8)):
 
 def _scipy(arm, x, w, q_start, lo=None, hi=None, wc=(0.0, 0.0), qref=(0.0, 0.0), free=(True, True), q_fix=None):
     """Frame-by-frame reference: SciPy 'trf' on [√w (r(q) - x); √wc (q - qref)] over the free q."""
-    model, markers, _ = arm
+    one, jac = arm[3], arm[4]
     free = np.asarray(free)
     q_fix = np.zeros(2) if q_fix is None else np.asarray(q_fix, float)
-    one = jax.jit(lambda q: mbjax.marker_positions(model, markers, q))
-    jac = jax.jit(jax.jacfwd(lambda q: mbjax.marker_positions(model, markers, q)))
     lo = np.full(2, -np.inf) if lo is None else np.asarray(lo, float)
     hi = np.full(2, np.inf) if hi is None else np.asarray(hi, float)
     out = []
@@ -77,7 +77,7 @@ def _scipy(arm, x, w, q_start, lo=None, hi=None, wc=(0.0, 0.0), qref=(0.0, 0.0),
 
 
 def test_recovers_known_poses_through_a_trc_file(arm, tmp_path):
-    model, markers, pos = arm
+    model, markers, pos = arm[:3]
     q = _motion()
     d = MarkerData(np.arange(T) / 120.0, markers.names, np.asarray(pos(q)), rate=120.0)
     write_trc(tmp_path / "m.trc", d, units="mm")
@@ -88,7 +88,7 @@ def test_recovers_known_poses_through_a_trc_file(arm, tmp_path):
 
 
 def test_bounds_honoured(arm):
-    model, markers, pos = arm
+    model, markers, pos = arm[:3]
     q = _motion(elbow=(-0.4, 0.6))  # the elbow starts below its range [0, 2.269]
     d = MarkerData(np.arange(T) / 120.0, markers.names, np.asarray(pos(q)))
     free = inverse_kinematics(model, markers, d, bounds="clamped")  # arm26 clamps nothing (as OpenSim: free)
@@ -106,7 +106,7 @@ def test_bounds_honoured(arm):
 
 
 def test_weights_matter(arm):
-    model, markers, pos = arm
+    model, markers, pos = arm[:3]
     q = _motion()
     x = np.asarray(pos(q)) + np.array([[0.004, -0.003, 0.002], [-0.005, 0.006, 0.0], [0.003, 0.0, -0.007]])
     d = MarkerData(np.arange(T) / 120.0, markers.names, x)
@@ -119,7 +119,7 @@ def test_weights_matter(arm):
 
 
 def test_locked_coordinate_task_and_missing_markers(arm):
-    model, markers, pos = arm
+    model, markers, pos = arm[:3]
     q = _motion()
     x = np.asarray(pos(q)) + 0.003
     x[5:9, 2] = np.nan  # the wrist marker is lost for four frames
@@ -140,14 +140,24 @@ def test_locked_coordinate_task_and_missing_markers(arm):
     assert np.all(np.abs(r.q[:, 1] - 1.0) <= np.abs(plain.q[:, 1] - 1.0) + 1e-12)
 
 
-def test_vmap_method_and_progress(arm, capsys):
-    model, markers, pos = arm
+@pytest.mark.extended
+def test_vmap_method(arm):
+    """Every frame in parallel from its own start (a second compilation: extended group)."""
+    model, markers, pos = arm[:3]
+    q = _motion()
+    d = MarkerData(np.arange(T) / 120.0, markers.names, np.asarray(pos(q)) + 0.002)
+    scan = inverse_kinematics(model, markers, d)
+    par = inverse_kinematics(model, markers, d, method="vmap", q0=q + 0.05)
+    assert par.converged.all()
+    np.testing.assert_allclose(par.q, scan.q, atol=1e-8)
+
+
+def test_chunks_and_progress(arm, capsys):
+    model, markers, pos = arm[:3]
     q = _motion()
     x = np.asarray(pos(q)) + 0.002
     d = MarkerData(np.arange(T) / 120.0, markers.names, x)
     scan = inverse_kinematics(model, markers, d)
-    par = inverse_kinematics(model, markers, d, method="vmap", q0=q + 0.05)
-    np.testing.assert_allclose(par.q, scan.q, atol=1e-8)
     # two chunks of 24 frames: the same compiled chunk, one progress line each
     d2 = MarkerData(np.arange(2 * T) / 120.0, markers.names, np.concatenate([x, x[::-1]]))
     r2 = inverse_kinematics(model, markers, d2, chunk=T, progress=True)
@@ -180,7 +190,7 @@ def test_ik_setup_reader(tmp_path):
 
 
 def test_bad_inputs(arm):
-    model, markers, _ = arm
+    model, markers = arm[:2]
     d = MarkerData(np.zeros(1), ("x", "y"), np.zeros((1, 2, 3)))
     with pytest.raises(ValueError, match="no marker is in both"):
         inverse_kinematics(model, markers, d)
@@ -197,14 +207,14 @@ def test_bad_inputs(arm):
 
 def test_markers_module_is_differentiable(arm):
     """Marker offsets are array leaves: d(position)/d(offset) is the body rotation (finite differences)."""
-    model, markers, _ = arm
+    model, markers = arm[:2]
     q = jnp.array([0.4, 1.1])
     f = lambda off: mbjax.marker_positions(model, mbjax.Markers(markers.names, markers.body, off), q)  # noqa: E731
-    jac = jax.jacfwd(f)(markers.offset)
-    poses = mbjax.body_poses(model, q)
+    jac = jax.jit(jax.jacfwd(f))(markers.offset)
+    poses = jax.jit(mbjax.body_poses)(model, q)
     for m, b in enumerate(markers.body):
         np.testing.assert_allclose(jac[m, :, m, :], poses[b, :3, :3], atol=1e-14)
     eps = 1e-6
     off = markers.offset.at[2, 1].add(eps)
-    fd = (f(off) - f(markers.offset)) / eps
+    fd = (jax.jit(f)(off) - jax.jit(f)(markers.offset)) / eps
     np.testing.assert_allclose(fd[2], poses[markers.body[2], :3, 1], atol=1e-8)
