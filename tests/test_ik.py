@@ -232,3 +232,32 @@ def test_readme_example(monkeypatch, tmp_path):
     exec(compile(code, "README.md", "exec"), ns)
     np.testing.assert_allclose(ns["ik"].q, ns["q_true"], atol=1e-8)
     assert (tmp_path / "elbow_ik.mot").exists()
+
+
+@pytest.mark.extended
+def test_float32_runs(arm):
+    """IK in float32 (JAX's default; a subprocess without x64) runs, converges and recovers poses to 1e-5."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import json, jax, numpy as np, mbjax
+        from mbjax.io import MarkerData, load_markers
+        assert not jax.config.jax_enable_x64
+        model = mbjax.models.arm26()
+        markers = load_markers(mbjax.models.arm26_path(), model)
+        t = np.arange(10) / 120.0
+        q = np.stack([0.2 + 2 * t, 0.3 + 6 * t], 1)
+        x = np.asarray(jax.jit(jax.vmap(lambda qq: mbjax.marker_positions(model, markers, qq)))(q), float)
+        r = mbjax.inverse_kinematics(model, markers, MarkerData(t, markers.names, x))
+        print(json.dumps(dict(err=float(np.abs(r.q - q).max()), ok=bool(r.converged.all()))))
+        """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, JAX_ENABLE_X64="0", JAX_PLATFORMS="cpu")
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["ok"] and got["err"] < 1e-5
