@@ -182,3 +182,27 @@ def test_write_refuses_bad_tables(tmp_path):
         write_storage(tmp_path / "a.sto", Table(np.zeros(2), ("a",), np.zeros((1, 1))))
     with pytest.raises(ValueError, match="units"):
         write_trc(tmp_path / "a.trc", MarkerData(np.zeros(1), ("a",), np.zeros((1, 1, 3))), units="in")
+
+
+def test_opensim4_motion_types_decide_degree_conversion(tmp_path):
+    """OpenSim 4 files have no <motion_type>: CustomJoint axes decide (CustomJoint::constructCoordinates),
+    and only rotational coordinates are converted from degrees (convertDegreesToRadians)."""
+    import sys
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _osim_models import write_coupled_model
+
+    from mbjax.io.osim_motion import motion_types
+
+    path = write_coupled_model(tmp_path)
+    # a: rotation1, LinearFunction slope 1; m: rotation3 slope 1; d1: SimmSpline; d2: slope 0.1;
+    # b: GCVSpline on translation2; c: PinJoint
+    assert motion_types(path) == {"a": "rotational", "b": "coupled", "d1": "coupled", "d2": "coupled",
+                                  "m": "rotational", "c": "rotational"}
+    model = mbjax.io.load_osim(path)
+    names = model.coordinate_names
+    deg = np.array([[10.0, 20.0, 30.0][: len(names)]])
+    t = Table(np.zeros(1), names, deg, True)
+    q = coordinates_from_table(model, t)
+    for i, n in enumerate(names):
+        assert q[0, i] == (np.deg2rad(deg[0, i]) if n in ("a", "m", "c") else deg[0, i]), n

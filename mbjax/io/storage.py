@@ -223,8 +223,9 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
 
     A column matches coordinate ``c`` when its label is ``c`` or a path ending in ``/c/value`` or
     ``/c`` (OpenSim 4 writes ``/jointset/r_shoulder/r_shoulder_elev/value``).  Rotational coordinates
-    (``model.extras["osim"].motion_types``, or the names in ``rotational``) are converted from degrees
-    when ``table.in_degrees``.  A coordinate without a column raises (``missing="error"``) or takes
+    (OpenSim 4's motion types, :mod:`mbjax.io.osim_motion`, read from the model's ``.osim``; or the
+    names in ``rotational``) are converted from degrees when ``table.in_degrees``, as
+    ``SimbodyEngine::convertDegreesToRadians`` converts them.  A coordinate without a column raises (``missing="error"``) or takes
     its default value (``missing="default"``).  Extra columns (speeds, locked or coupled coordinates)
     are ignored.
     """
@@ -233,7 +234,7 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
     if rotational is not None:
         rot = np.array([n in set(rotational) for n in names])
     elif info is not None:
-        rot = np.array([m == "rotational" for m in info.motion_types])
+        rot = _rotational(model)
     elif table.in_degrees:
         raise ValueError("table is in degrees but the model has no OpenSim motion types: pass rotational=[names]")
     else:
@@ -263,6 +264,19 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
     return out
 
 
+def _rotational(model) -> np.ndarray:
+    """Which model coordinates OpenSim 4 treats as rotational (:mod:`mbjax.io.osim_motion`, from the
+    model's source file; the loader's ``motion_types`` when the file is gone)."""
+    info = model.extras["osim"]
+    try:
+        from .osim_motion import motion_types
+
+        types = motion_types(info.source)
+        return np.array([types.get(n, m) == "rotational" for n, m in zip(model.coordinate_names, info.motion_types)])
+    except (OSError, ValueError):
+        return np.array([m == "rotational" for m in info.motion_types])
+
+
 def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = "Coordinates") -> Table:
     """A :class:`Table` of coordinates ``q (T, nq)`` labelled by coordinate name, rotational ones in
     degrees when ``in_degrees`` (as OpenSim's IK tool writes its ``.mot``)."""
@@ -271,8 +285,7 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
     if in_degrees:
         if info is None:
             raise ValueError("in_degrees needs OpenSim motion types (model.extras['osim'])")
-        rot = np.array([m == "rotational" for m in info.motion_types])
-        q = np.where(rot, np.rad2deg(q), q)
+        q = np.where(_rotational(model), np.rad2deg(q), q)
     return Table(np.asarray(time, dtype=float), tuple(model.coordinate_names), q, in_degrees, {"name": name})
 
 

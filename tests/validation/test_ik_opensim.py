@@ -194,3 +194,21 @@ def test_opensim_ik_on_written_trc_recovers_poses(arm, tmp_path):
     assert q_os.shape == (9, 2)
     np.testing.assert_allclose(q_os, q, atol=1e-8)
     assert err.column("marker_error_max").max() < 1e-9
+
+
+def test_motion_types_match_opensim(tmp_path):
+    """mbjax.io.osim_motion (which coordinates are converted from degrees) vs Coordinate::getMotionType."""
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    from _osim_models import write_coupled_model
+
+    from mbjax.io.osim_motion import motion_types
+
+    names = {0: "undefined", 1: "rotational", 2: "translational", 3: "coupled"}
+    for path in (arm26_path(), write_coupled_model(tmp_path)):
+        model = osim.Model(path)  # kept alive while its coordinate set is read
+        cs = model.getCoordinateSet()
+        ours = motion_types(path)
+        theirs = {cs.get(i).getName(): names[int(cs.get(i).getMotionType())] for i in range(cs.getSize())}
+        assert ours == theirs, path
