@@ -43,7 +43,7 @@ def _motion(shoulder=(0.2, 0.9), elbow=(0.3, 1.8)):
 
 
 def _scipy(arm, x, w, q_start, lo=None, hi=None, wc=(0.0, 0.0), qref=(0.0, 0.0), free=(True, True), q_fix=None):
-    """Frame-by-frame reference: SciPy 'trf' on [√w (r(q) - x); √wc (q - qref)] over the free q."""
+    """Frame-by-frame reference: SciPy 'trf' on [√(w/Σw) (r(q) - x); √wc (q - qref)] over the free q."""
     one, jac = arm[3], arm[4]
     free = np.asarray(free)
     q_fix = np.zeros(2) if q_fix is None else np.asarray(q_fix, float)
@@ -52,7 +52,8 @@ def _scipy(arm, x, w, q_start, lo=None, hi=None, wc=(0.0, 0.0), qref=(0.0, 0.0),
     out = []
     for k in range(x.shape[0]):
         ok = np.isfinite(x[k]).all(axis=1)
-        sw = np.sqrt(np.asarray(w, float))[ok, None]
+        wk = np.asarray(w, float)[ok]
+        sw = np.sqrt(wk / wk.sum())[:, None]  # OpenSim's marker term: a weighted mean (Simbody's Markers goal)
 
         def full(z):
             q = q_fix.copy()

@@ -212,3 +212,38 @@ def test_motion_types_match_opensim(tmp_path):
         ours = motion_types(path)
         theirs = {cs.get(i).getName(): names[int(cs.get(i).getMotionType())] for i in range(cs.getSize())}
         assert ours == theirs, path
+
+
+GAIT = os.path.join(os.path.dirname(DATA), "gait2354_ik")
+
+
+@pytest.mark.extended
+def test_ik_matches_opensim_tool_on_gait2354(tmp_path):
+    """Gait2354 subject01 walk (23 coordinates, 31 weighted markers, 4 coordinate tasks of weight
+    1000; 7 frames): OpenSim's InverseKinematicsTool at accuracy 1e-10 vs mbjax, through its files."""
+    path = os.path.join(GAIT, "subject01_simbody_ik.osim")
+    trc = os.path.join(GAIT, "subject01_walk1_0.4-0.5s.trc")
+    setup = mbjax.ik.read_ik_setup(os.path.join(GAIT, "subject01_Setup_IK.xml"))
+    model = mbjax.io.load_osim(path)
+    r = mbjax.inverse_kinematics(model, load_markers(path, model), read_trc(trc), setup.marker_weights,
+                                 setup.coordinate_tasks)
+    tool = osim.InverseKinematicsTool(os.path.join(GAIT, "subject01_Setup_IK.xml"))
+    om = osim.Model(path)  # kept alive while the tool runs
+    tool.setModel(om)
+    tool.set_accuracy(ACCURACY)
+    tool.setMarkerDataFileName(trc)
+    tool.setStartTime(0.4)
+    tool.setEndTime(0.5)
+    tool.setResultsDir(str(tmp_path))
+    tool.setOutputMotionFileName(str(tmp_path / "ik.mot"))
+    assert tool.run()
+    mot = read_storage(tmp_path / "ik.mot")
+    err = read_storage(tmp_path / f"{tool.getName()}_ik_marker_errors.sto")
+    q_os = coordinates_from_table(model, mot)
+    assert r.converged.all() and q_os.shape == r.q.shape == (7, 23)
+    dq = np.abs(r.q - q_os).max()
+    d_rms = np.abs(r.rms - err.column("marker_error_RMS")).max()
+    d_max = np.abs(r.max - err.column("marker_error_max")).max()
+    print(f"\nGait2354 IK vs OpenSim tool: max |dq| = {dq:.2e} (rad or m), max |d RMS| = {d_rms:.2e} m, "
+          f"max |d max| = {d_max:.2e} m; marker RMS up to {r.rms.max():.3e} m")
+    assert dq < 2e-8 and d_rms < 1e-8 and d_max < 1e-8
