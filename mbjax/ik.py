@@ -48,7 +48,6 @@ markers present and the maximum.
 
 from __future__ import annotations
 
-import functools
 import os
 import time as _time
 import warnings

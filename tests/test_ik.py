@@ -62,7 +62,9 @@ def _scipy(arm, x, w, q_start, lo=None, hi=None, wc=(0.0, 0.0), qref=(0.0, 0.0),
 
         def fun(z):
             q = full(z)
-            return np.r_[(sw * (np.asarray(one(q))[ok] - x[k][ok])).ravel(), np.sqrt(wc) * (q - qref)][:, None].ravel()
+            qr = np.asarray(qref, float)
+            qr = qr[k] if qr.ndim == 2 else qr
+            return np.r_[(sw * (np.asarray(one(q))[ok] - x[k][ok])).ravel(), np.sqrt(wc) * (q - qr)]
 
         def jf(z):
             q = full(z)
@@ -139,6 +141,23 @@ def test_locked_coordinate_task_and_missing_markers(arm):
     # the task pulls the elbow towards 1.0 rad: without it the solution differs
     plain = inverse_kinematics(model, markers, d, locked={"r_shoulder_elev": 0.25})
     assert np.all(np.abs(r.q[:, 1] - 1.0) <= np.abs(plain.q[:, 1] - 1.0) + 1e-12)
+
+
+def test_coordinate_task_from_file(arm):
+    """``from_file`` tasks track a coordinate table (degrees in the file), interpolated at marker times."""
+    model, markers, pos = arm[:3]
+    q = _motion()
+    x = np.asarray(pos(q)) + 0.003
+    t = np.arange(T) / 120.0
+    d = MarkerData(t, markers.names, x)
+    ref_t = np.arange(0, T + 1, 2) / 120.0  # every other frame: the odd frames are interpolated
+    ref = np.stack([0.5 + 0.0 * ref_t, 1.2 - 3.0 * ref_t], axis=1)
+    table = mbjax.io.Table(ref_t, ("r_shoulder_elev", "r_elbow_flex"), np.rad2deg(ref), True)
+    r = inverse_kinematics(model, markers, d, coordinate_tasks={"r_elbow_flex": CoordinateTask(1e-3, "from_file")},
+                           coordinate_data=table)
+    qref = np.stack([np.interp(t, ref_t, ref[:, k]) for k in range(2)], axis=1)
+    np.testing.assert_allclose(r.q, _scipy(arm, x, np.ones(3), q[0], wc=np.array([0.0, 1e-3]), qref=qref),
+                               atol=1e-8)
 
 
 @pytest.mark.extended

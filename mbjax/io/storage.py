@@ -225,8 +225,8 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
     ``/c`` (OpenSim 4 writes ``/jointset/r_shoulder/r_shoulder_elev/value``).  Rotational coordinates
     (OpenSim 4's motion types, :mod:`mbjax.io.osim_motion`, read from the model's ``.osim``; or the
     names in ``rotational``) are converted from degrees when ``table.in_degrees``, as
-    ``SimbodyEngine::convertDegreesToRadians`` converts them.  A coordinate without a column raises (``missing="error"``) or takes
-    its default value (``missing="default"``).  Extra columns (speeds, locked or coupled coordinates)
+    ``SimbodyEngine::convertDegreesToRadians`` converts them.  A coordinate without a column raises
+    (``missing="error"``) or takes its default value (``missing="default"``).  Extra columns (speeds, locked or coupled coordinates)
     are ignored.
     """
     names = model.coordinate_names
