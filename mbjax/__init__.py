@@ -61,3 +61,8 @@ from .muscles import activation_derivative as activation_derivative
 from .muscles import muscle_forces as muscle_forces
 from .muscles import muscle_state as muscle_state
 from .muscles import equilibrium_fiber_length as equilibrium_fiber_length
+# OpenSim data files (.mot/.sto/.trc), model markers and inverse kinematics (issue 17 items 3-4)
+from . import ik as ik
+from .ik import inverse_kinematics as inverse_kinematics
+from .markers import Markers as Markers
+from .markers import marker_positions as marker_positions

@@ -1,4 +1,14 @@
-"""Model import: URDF and OpenSim (.osim 3.x and 4.x)."""
+"""Model import: URDF and OpenSim (.osim 3.x and 4.x); OpenSim data files (.mot/.sto/.trc)."""
 
 from .osim import load_osim as load_osim
 from .urdf import load_urdf as load_urdf
+# OpenSim data files and model markers (issue 17 items 3-4)
+from .osim_markers import load_markers as load_markers
+from .storage import MarkerData as MarkerData
+from .storage import Table as Table
+from .storage import coordinates_from_table as coordinates_from_table
+from .storage import read_storage as read_storage
+from .storage import read_trc as read_trc
+from .storage import table_from_coordinates as table_from_coordinates
+from .storage import write_storage as write_storage
+from .storage import write_trc as write_trc

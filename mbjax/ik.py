@@ -1,0 +1,448 @@
+"""Inverse kinematics from markers, all frames at once (OpenSim's ``InverseKinematicsTool`` problem).
+
+Per frame ``k`` the coordinates minimise OpenSim's IK objective (``InverseKinematicsSolver``)::
+
+    Σ_m w_m |⁰r_m(q) - x_m(t_k)|² / Σ_m w_m  +  Σ_c w_c (q_c - q_c^ref(t_k))²
+
+over the model's free coordinates, a weighted nonlinear least-squares problem solved with
+``optimistix.LevenbergMarquardt``.  The marker term is a weighted *mean* (sums over the markers
+present in the frame), as Simbody's ``Assembler`` ``Markers`` goal computes it; coordinate-task
+terms are not normalised.  (Measured on OpenSim 4.6's Gait2354 IK setup: the marker gradient at
+its solution balances the coordinate tasks with weight 1000 · Σ w_m = 92100, not 1000.)  With
+marker tasks only, the normalisation does not move the solution.
+
+``method="scan"`` (default, ``lax.scan`` over frames): frame 0 is solved from ``q0`` (default: the
+model's default pose, as OpenSim's first ``assemble``), each later frame from the previous frame's
+solution, as OpenSim's ``track`` does.  ``method="vmap"``: every frame in parallel from its own
+start ``q0 (T, nq)`` (a previous or coarser solution: the batched polish on an accelerator).  Each
+frame is solved to the same tolerance either way, and both take one compilation per marker count:
+weights, bounds, locks and tasks are traced arrays.
+
+Long trials are cut into chunks of ``chunk`` frames (the last chunk padded, so one compilation), a
+chunk warm-started from the previous one; ``progress`` prints one line per chunk.
+
+* **Missing markers** (NaN in the data) have weight 0 in that frame, as in OpenSim; their error is NaN.
+* **Bounds**: OpenSim restricts only ``clamped`` coordinates to their range (``AssemblySolver::
+  setupGoals``, ``Assembler::restrictQ``); ``bounds="clamped"`` does the same, ``"all"`` bounds every
+  coordinate by its range, ``None`` none.  A bounded coordinate is reparametrised smoothly
+  (MINUIT's transform) ``q = mid + half·sin(u)``, ``mid, half`` the range's centre and half width, so
+  every iterate lies in the range and a solution on a bound is reached exactly (``sin u = ±1``).
+  ``sin u = ±1`` is a stationary point of the transform, so a frame never starts there: its start
+  ``u = arcsin((q0 - mid)/half)`` has ``q0`` clipped to the range shrunk by 1e-6 half widths, and
+  the next frame can leave a bound the motion leaves.
+* **Locked coordinates**: those locked in the ``.osim`` are not coordinates of the mbjax model (held
+  at their default by :func:`mbjax.io.load_osim`); ``locked`` holds more (by name at their default,
+  or ``{name: value}``).  Coordinate tasks on locked coordinates are dropped, as in OpenSim.
+* **Weights**: ``weights`` maps marker name to weight (``None``: every marker in both the model and
+  the data, weight 1); only markers named there are tracked, as OpenSim tracks only markers with an
+  applied ``IKMarkerTask``.  ``coordinate_tasks`` maps coordinate name to a weight (track the default
+  value) or a :class:`CoordinateTask` (``default_value``, ``manual_value`` in internal units
+  (radians / metres) as OpenSim passes ``IKCoordinateTask::getValue`` unconverted, or
+  ``from_file``: the ``coordinate_data`` table, linearly interpolated at the marker times; OpenSim
+  fits an interpolating quintic ``GCVSpline``, equal at the file's sample times).
+  :func:`read_ik_setup` reads both from an OpenSim IK setup XML.
+
+Errors reported per frame are OpenSim's: marker distance ``|⁰r_m - x_m|``, their RMS over the
+markers present and the maximum.
+"""
+
+from __future__ import annotations
+
+import os
+import time as _time
+import warnings
+import xml.etree.ElementTree as ET
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+
+from . import _checks
+from .io.storage import MarkerData, Table, coordinates_from_table, read_storage, read_trc
+from .markers import Markers, marker_positions
+
+
+class CoordinateTask(NamedTuple):
+    """An ``IKCoordinateTask``: ``weight`` and the reference ``value_type`` (``"default_value"``,
+    ``"manual_value"`` with ``value`` in radians / metres, or ``"from_file"``)."""
+
+    weight: float
+    value_type: str = "default_value"
+    value: float = 0.0
+
+
+class IKSetup(NamedTuple):
+    """What an OpenSim ``InverseKinematicsTool`` setup file says (paths made absolute)."""
+
+    model_file: str | None
+    marker_file: str | None
+    coordinate_file: str | None
+    output_motion_file: str | None
+    time_range: tuple[float, float] | None
+    accuracy: float
+    constraint_weight: float
+    marker_weights: dict
+    coordinate_tasks: dict
+
+
+class IKResult(NamedTuple):
+    """IK solution: ``time (T,)``, coordinates ``q (T, nq)`` (radians / metres, model order), the
+    tracked ``marker_names``, ``marker_errors (T, nm)`` (metres, NaN where missing), per-frame
+    ``rms`` and ``max`` marker error, ``converged (T,)`` and solver ``steps (T,)``."""
+
+    time: np.ndarray
+    q: np.ndarray
+    coordinate_names: tuple[str, ...]
+    marker_names: tuple[str, ...]
+    marker_errors: np.ndarray
+    rms: np.ndarray
+    max: np.ndarray
+    converged: np.ndarray
+    steps: np.ndarray
+
+
+class _Spec(NamedTuple):  # static (hashable) part of the problem: one compilation per setting
+    method: str
+    rtol: float
+    atol: float
+    max_steps: int
+
+
+class _Fixed(NamedTuple):  # traced per-problem arrays (new values never recompile)
+    model: object
+    markers: Markers
+    free: jnp.ndarray  # (nq,) 1 = solved for, 0 = held at q_fix
+    bounded: jnp.ndarray  # (nq,) 1 = kept in [lo, hi]
+    q_fix: jnp.ndarray
+    lo: jnp.ndarray
+    hi: jnp.ndarray
+    wc: jnp.ndarray  # (nq,) coordinate-task weights (0 = no task)
+
+
+def _to_q(fx: _Fixed, u):
+    """Coordinates of the solver variables: ``mid + half sin u`` on bounded ones, ``q_fix`` on held ones."""
+    mid, half = 0.5 * (fx.lo + fx.hi), 0.5 * (fx.hi - fx.lo)
+    q = jnp.where(fx.bounded > 0, mid + half * jnp.sin(u), u)
+    return jnp.where(fx.free > 0, q, fx.q_fix)
+
+
+#: a start on a bound is moved this fraction of the half range inside: ``sin u = ±1`` is a stationary
+#: point of the transform (zero gradient), from which a solver could not leave the bound
+_BOUND_NUDGE = 1e-6
+
+
+def _to_u(fx: _Fixed, q):
+    """Inverse of :func:`_to_q`, ``q`` clipped into ``[lo, hi]`` shrunk by ``_BOUND_NUDGE`` half widths."""
+    mid, half = 0.5 * (fx.lo + fx.hi), 0.5 * (fx.hi - fx.lo)
+    b = fx.bounded > 0
+    s = jnp.clip((q - mid) / jnp.where(b, half, 1.0), -1.0 + _BOUND_NUDGE, 1.0 - _BOUND_NUDGE)
+    return jnp.where(b, jnp.arcsin(s), q)
+
+
+def _restart(fx: _Fixed, u):
+    """A frame's start from the previous frame's solution: bounded coordinates moved off the bound."""
+    return _to_u(fx, _to_q(fx, u))
+
+
+def _residual(u, args):
+    """Weighted residuals ``[√w_m (⁰r_m(q) - x_m); √w_c (q_c - q_c^ref)]`` of one frame (``w_m``
+    normalised to sum 1 over the markers present)."""
+    fx, x, w, qref = args
+    q = _to_q(fx, u)
+    r_m = (jnp.sqrt(w)[:, None] * (marker_positions(fx.model, fx.markers, q) - x)).reshape(-1)
+    r_c = jnp.sqrt(fx.wc) * (q - qref)
+    return jnp.concatenate([r_m, r_c])
+
+
+def _solve(spec: _Spec, fx: _Fixed, u0, x, w, qref):
+    solver = optx.LevenbergMarquardt(rtol=spec.rtol, atol=spec.atol)
+    sol = optx.least_squares(_residual, solver, u0, args=(fx, x, w, qref), max_steps=spec.max_steps, throw=False)
+    return sol.value, sol.result == optx.RESULTS.successful, sol.stats["num_steps"]
+
+
+@eqx.filter_jit
+def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
+    """One chunk of frames: ``lax.scan`` (each frame from the previous solution, ``u_start (nq,)``)
+    or ``vmap`` (every frame from its own ``u_start (C, nq)``, in parallel)."""
+    if spec.method == "scan":
+        def step(u, frame):
+            out = _solve(spec, fx, _restart(fx, u), *frame)
+            return out[0], out
+
+        _, (u, ok, steps) = jax.lax.scan(step, u_start, (x, w, qref))
+    else:
+        u, ok, steps = jax.vmap(lambda u0, xk, wk, rk: _solve(spec, fx, u0, xk, wk, rk))(u_start, x, w, qref)
+    q = jax.vmap(lambda uk: _to_q(fx, uk))(u)
+    xm = jax.vmap(lambda qk: marker_positions(fx.model, fx.markers, qk))(q)
+    return u, q, xm, ok, steps
+
+
+def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
+    """Coordinate-task weights ``(nq,)`` (0: no task) and reference values ``(T, nq)``."""
+    info = model.extras.get("osim")
+    names = model.coordinate_names
+    default = np.asarray(info.default) if info is not None else np.zeros(len(names))
+    roles = dict(info.roles) if info is not None else {}
+    wc = np.zeros(len(names))
+    qref = np.zeros((len(times), len(names)))
+    file_q = cols = None
+    for name, task in (tasks or {}).items():
+        if not isinstance(task, CoordinateTask):
+            task = CoordinateTask(float(task))
+        if name not in names:
+            role = roles.get(name)
+            if role is None:
+                raise ValueError(f"coordinate task {name!r}: no such coordinate; coordinates are {names}")
+            if role != "locked":
+                warnings.warn(f"coordinate task {name!r} on a {role} coordinate is ignored", stacklevel=3)
+            continue  # OpenSim drops tasks on locked coordinates
+        if name not in free_names:
+            continue  # locked by the caller
+        i = names.index(name)
+        if task.value_type == "default_value":
+            ref = np.full(len(times), default[i])
+        elif task.value_type == "manual_value":
+            ref = np.full(len(times), float(task.value))
+        elif task.value_type == "from_file":
+            if coordinate_data is None:
+                raise ValueError(f"coordinate task {name!r} is from_file but no coordinate_data was given")
+            if file_q is None:
+                file_q = coordinates_from_table(model, coordinate_data, missing="default")
+                cols = {lab.strip("/").split("/")[-2] if lab.endswith("/value") else lab.split("/")[-1]
+                        for lab in coordinate_data.labels}
+            if name not in cols:
+                raise ValueError(f"coordinate task {name!r}: value for coordinate not found in the coordinate file")
+            ref = np.interp(times, coordinate_data.time, file_q[:, i])
+        else:
+            raise ValueError(f"coordinate task {name!r}: unknown value_type {task.value_type!r}")
+        if not (np.isfinite(task.weight) and task.weight >= 0):
+            raise ValueError(f"coordinate task {name!r}: weight must be finite and >= 0, got {task.weight}")
+        wc[i] = float(task.weight)
+        qref[:, i] = ref
+    return wc, qref
+
+
+def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, coordinate_tasks=None, *,
+                       coordinate_data: Table | None = None, locked=None, bounds: str | None = "clamped",
+                       q0=None, method: str = "scan", rtol: float | None = None, atol: float | None = None,
+                       max_steps: int = 200, chunk: int = 256, progress: bool | None = None) -> IKResult:
+    """Inverse kinematics of every frame of ``data`` (see the module docstring for the method).
+
+    ``method="scan"``: frames in sequence, each from the previous solution (the first from ``q0``,
+    default the model's default pose).  ``method="vmap"``: all frames of a chunk in parallel, each
+    from its row of ``q0 (T, nq)`` (e.g. a previous or coarser solution; default: the default pose).
+    ``rtol``/``atol``: optimistix's Cauchy termination on the solver variables and the objective
+    (default 1e-9 in float64, 1e-5 in float32).  ``progress``: print a line per chunk of ``chunk``
+    frames (default: when there is more than one chunk).
+    """
+    if method not in ("scan", "vmap"):
+        raise ValueError(f"method must be 'scan' or 'vmap', got {method!r}")
+    dtype = jnp.result_type(float)
+    tol = 1e-9 if dtype == jnp.float64 else 1e-5  # 1e-10 can stall in trust-region rejections at roundoff
+    rtol = tol if rtol is None else float(rtol)
+    atol = tol if atol is None else float(atol)
+    names = model.coordinate_names
+    nq = len(names)
+    info = model.extras.get("osim")
+    # ---- markers and weights -----------------------------------------------------------------
+    if weights is None:
+        used = [n for n in data.names if n in markers.names]
+        wdict = {n: 1.0 for n in used}
+    else:
+        wdict = {str(k): float(v) for k, v in dict(weights).items()}
+        for n in wdict:
+            if n not in markers.names or n not in data.names:
+                where = "the model" if n not in markers.names else "the marker data"
+                warnings.warn(f"IK marker task {n!r}: marker not in {where}; ignored", stacklevel=2)
+        used = [n for n in data.names if n in wdict and n in markers.names]
+    if not used:
+        raise ValueError(f"no marker is in both the model {markers.names} and the data {data.names}")
+    bad = [n for n in used if not (np.isfinite(wdict[n]) and wdict[n] >= 0)]
+    if bad:
+        raise ValueError(f"marker weights must be finite and >= 0: {[(n, wdict[n]) for n in bad]}")
+    mk = markers.select(used)
+    col = [data.names.index(n) for n in used]
+    x = np.asarray(data.positions, float)[:, col]
+    present = np.all(np.isfinite(x), axis=-1)
+    w = np.where(present, np.asarray([wdict[n] for n in used])[None, :], 0.0)
+    w_sum = w.sum(axis=1, keepdims=True)
+    w = np.where(w_sum > 0, w / np.where(w_sum > 0, w_sum, 1.0), 0.0)  # Simbody's weighted mean
+    x = np.where(present[..., None], x, 0.0)
+    times = np.asarray(data.time, float)
+    T = times.shape[0]
+    # ---- coordinates: locked, bounds, start ----------------------------------------------------
+    default = np.asarray(info.default, float) if info is not None else np.zeros(nq)
+    q_fix = default.copy()
+    lock = {}
+    if locked is not None:
+        lock = dict(locked) if isinstance(locked, dict) else {n: None for n in locked}
+    for n, v in lock.items():
+        if n not in names:
+            raise ValueError(f"locked coordinate {n!r} is not a coordinate of the model {names}")
+        if v is not None:
+            q_fix[names.index(n)] = float(v)
+    free = np.array([n not in lock for n in names])
+    if bounds not in (None, "clamped", "all"):
+        raise ValueError(f"bounds must be 'clamped', 'all' or None, got {bounds!r}")
+    if bounds is not None and info is None:
+        raise ValueError("bounds need OpenSim coordinate ranges (model.extras['osim']); pass bounds=None")
+    lo = np.asarray(info.lower, float) if info is not None else np.zeros(nq)
+    hi = np.asarray(info.upper, float) if info is not None else np.ones(nq)
+    if bounds == "clamped":
+        bounded = np.asarray(info.clamped, bool)
+    else:
+        bounded = np.full(nq, bounds == "all")
+    bounded &= free
+    for i in np.flatnonzero(bounded):
+        if not lo[i] < hi[i]:
+            raise ValueError(f"coordinate {names[i]!r}: range [{lo[i]}, {hi[i]}] is empty; cannot bound it")
+    wc, qref = _coordinate_refs(model, coordinate_tasks, [n for n in names if n not in lock], coordinate_data,
+                                times)
+    start = np.broadcast_to(default if q0 is None else np.asarray(q0, float), (T, nq) if method == "vmap" else (nq,))
+    start = np.where(free, start, q_fix)
+    spec = _Spec(method, rtol, atol, int(max_steps))
+    j = lambda a: jnp.asarray(a, dtype=dtype)  # noqa: E731
+    kin_model = eqx.tree_at(lambda m: m.extras, model, {})  # kinematics only: muscles etc. are not traced
+    fx = _Fixed(kin_model, mk, j(free), j(bounded), j(q_fix), j(lo), j(hi), j(wc))
+    u = _to_u(fx, j(start))
+    # ---- chunks ------------------------------------------------------------------------------
+    C = min(int(chunk), T)
+    n_chunks = -(-T // C)
+    progress = n_chunks > 1 if progress is None else progress
+    q_out = np.empty((T, nq))
+    xm_out = np.empty((T, len(used), 3))
+    ok_out = np.empty(T, bool)
+    steps_out = np.empty(T, int)
+    t0 = _time.perf_counter()
+    with _checks.checks(False):  # inputs are checked above; no host callbacks inside the solver
+        for c in range(n_chunks):
+            a, b = c * C, min((c + 1) * C, T)
+            n = b - a
+            pad = np.r_[np.arange(a, b), np.full(C - n, b - 1)].astype(int)
+            u_start = u if method == "scan" else u[pad]
+            uc, qc, xmc, okc, stc = _solve_chunk(spec, fx, j(x[pad]), j(w[pad]), j(qref[pad]), u_start)
+            q_out[a:b] = np.asarray(qc)[:n]
+            xm_out[a:b] = np.asarray(xmc)[:n]
+            ok_out[a:b] = np.asarray(okc)[:n]
+            steps_out[a:b] = np.asarray(stc)[:n]
+            if method == "scan":
+                u = uc[n - 1]
+            if progress:
+                err = np.where(present[a:b], np.linalg.norm(xm_out[a:b] - x[a:b], axis=-1), np.nan)
+                worst = np.nanmax(err) if np.any(present[a:b]) else float("nan")
+                print(f"IK: {b}/{T} frames ({_time.perf_counter() - t0:.1f} s), max marker error in chunk "
+                      f"{worst:.3g} m, {int(np.sum(~ok_out[a:b]))} not converged", flush=True)
+    err = np.where(present, np.linalg.norm(xm_out - x, axis=-1), np.nan)
+    count = present.sum(axis=1)
+    sq = np.where(present, err, 0.0) ** 2
+    rms = np.where(count > 0, np.sqrt(sq.sum(axis=1) / np.maximum(count, 1)), np.nan)
+    mx = np.where(count > 0, np.max(np.where(present, err, -np.inf), axis=1), np.nan)
+    return IKResult(times, q_out, tuple(names), tuple(used), err, rms, mx, ok_out, steps_out)
+
+
+# --------------------------------------------------------------------------------------------
+# OpenSim IK setup files
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_float(path, el, tag, default):
+    child = el.find(tag)
+    if child is None or child.text is None or not child.text.strip():
+        return default
+    txt = child.text.strip()
+    if txt.lower() in ("inf", "infinity"):
+        return float("inf")
+    try:
+        return float(txt)
+    except ValueError:
+        raise ValueError(f"{path}: <{tag}> must be a number, got {txt!r}") from None
+
+
+def read_ik_setup(path) -> IKSetup:
+    """Read an OpenSim ``InverseKinematicsTool`` setup XML (3.x or 4.x): files, time range, accuracy,
+    marker weights (applied ``IKMarkerTask``) and coordinate tasks (applied ``IKCoordinateTask``)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(path)
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        raise ValueError(f"{path}: malformed XML: {e}") from None
+    tool = root if root.tag == "InverseKinematicsTool" else root.find("InverseKinematicsTool")
+    if tool is None:
+        raise ValueError(f"{path}: no <InverseKinematicsTool>")
+    base = os.path.dirname(os.path.abspath(path))
+
+    def file_of(tag):
+        el = tool.find(tag)
+        txt = el.text.strip() if el is not None and el.text else ""
+        if not txt or txt == "Unassigned":
+            return None
+        return txt if os.path.isabs(txt) else os.path.join(base, txt)
+
+    tr = tool.find("time_range")
+    time_range = None
+    if tr is not None and tr.text and tr.text.strip():
+        vals = [float(v) for v in tr.text.split()]
+        if len(vals) != 2:
+            raise ValueError(f"{path}: <time_range> must hold two numbers, got {tr.text.strip()!r}")
+        time_range = (vals[0], vals[1])
+    marker_w, coord_t = {}, {}
+    tasks = tool.find("IKTaskSet")
+    objs = tasks.find("objects") if tasks is not None else None
+    for el in (objs if objs is not None else []):
+        apply = (el.findtext("apply") or "true").strip().lower() in ("true", "1")
+        if not apply:
+            continue
+        weight = _parse_float(path, el, "weight", 1.0)
+        if el.tag == "IKMarkerTask":
+            marker_w[el.get("name")] = weight
+        elif el.tag == "IKCoordinateTask":
+            vt = (el.findtext("value_type") or "default_value").strip()
+            coord_t[el.get("name")] = CoordinateTask(weight, vt, _parse_float(path, el, "value", 0.0))
+        else:
+            raise ValueError(f"{path}: unknown IK task <{el.tag}>")
+    return IKSetup(file_of("model_file"), file_of("marker_file"), file_of("coordinate_file"),
+                   file_of("output_motion_file"), time_range, _parse_float(path, tool, "accuracy", 1e-5),
+                   _parse_float(path, tool, "constraint_weight", float("inf")), marker_w, coord_t)
+
+
+def _nearest_row(time: np.ndarray, t: float) -> int:
+    """``TimeSeriesTable::getNearestRowIndexForTime``: the row whose time is closest to ``t``."""
+    return int(np.argmin(np.abs(time - t)))
+
+
+def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = None, **kwargs) -> IKResult:
+    """Run an OpenSim IK setup file with :func:`inverse_kinematics`: its model (unless ``model`` /
+    ``markers`` are given), marker file, time range (rows nearest to its ends, as OpenSim picks
+    them), marker weights and coordinate tasks.  ``kwargs`` go to :func:`inverse_kinematics`."""
+    from .io.osim import load_osim
+    from .io.osim_markers import load_markers
+
+    setup = read_ik_setup(path)
+    if model is None:
+        if setup.model_file is None:
+            raise ValueError(f"{path}: no <model_file>; pass model=")
+        model = load_osim(setup.model_file)
+    if markers is None:
+        if setup.model_file is None:
+            raise ValueError(f"{path}: no <model_file> to read markers from; pass markers=")
+        markers = load_markers(setup.model_file, model)
+    if setup.marker_file is None:
+        raise ValueError(f"{path}: no <marker_file>")
+    data = read_trc(setup.marker_file)
+    if setup.time_range is not None:
+        t0 = max(setup.time_range[0], data.time[0])
+        t1 = min(setup.time_range[1], data.time[-1])
+        if t1 < t0:
+            raise ValueError(f"{path}: time range {setup.time_range} does not overlap the marker data "
+                             f"[{data.time[0]}, {data.time[-1]}]")
+        a, b = _nearest_row(data.time, t0), _nearest_row(data.time, t1) + 1
+        data = data._replace(time=data.time[a:b], positions=data.positions[a:b],
+                             frame=None if data.frame is None else data.frame[a:b])
+    coords = read_storage(setup.coordinate_file) if setup.coordinate_file else None
+    return inverse_kinematics(model, markers, data, setup.marker_weights, setup.coordinate_tasks,
+                              coordinate_data=coords, **kwargs)

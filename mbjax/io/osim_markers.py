@@ -1,0 +1,48 @@
+"""An ``.osim`` file's ``MarkerSet`` as :class:`mbjax.markers.Markers` (``load_markers``).
+
+OpenSim 4.x markers name their frame by ``<socket_parent_frame>`` (a body or a
+``PhysicalOffsetFrame``, resolved to its body exactly as the joints' frames are), 3.x markers by
+``<body>``; ``<location>`` is in that frame and is mapped into the body frame.  mbjax body frames
+equal OpenSim's (see :mod:`mbjax.io.osim`), so the offsets are OpenSim's ``Marker::get_location``
+in the body frame.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._model import GROUND
+from ..markers import Markers
+from .osim import _floats, _Loader, _text
+
+
+def load_markers(path, model=None) -> Markers:
+    """The ``MarkerSet`` of ``path`` as :class:`~mbjax.markers.Markers` on ``model``'s bodies.
+
+    ``model`` defaults to ``load_osim(path)``; pass the loaded model to skip a second import.
+    A marker on a body the model lacks, or without a frame, raises ``ValueError`` naming the line.
+    """
+    loader = _Loader(path, ignore_wrapping=True)
+    loader.read_structure()
+    if model is None:
+        from .osim import load_osim
+
+        model = load_osim(path)
+    doc = loader.doc
+    names, bodies, offsets = [], [], []
+    mset = loader.model.find("MarkerSet")
+    objs = mset.find("objects") if mset is not None else None
+    for el in (objs if objs is not None else []):
+        if el.tag != "Marker":
+            raise doc.error(el, "unsupported marker type (only <Marker>)", NotImplementedError)
+        ref = _text(el, "socket_parent_frame") or _text(el, "body")
+        if ref is None:
+            raise doc.error(el, "marker without <socket_parent_frame> or <body>")
+        body, x_bf = loader._resolve(el, ref)
+        loc = _floats(doc, el, "location", 3, default=[0, 0, 0])
+        if body != GROUND and body not in model.body_names:
+            raise doc.error(el, f"marker body {body!r} is not a body of the model")
+        names.append(el.get("name"))
+        bodies.append(-1 if body == GROUND else model.body_index(body))
+        offsets.append(x_bf[:3, :3] @ loc + x_bf[:3, 3])
+    return Markers(names, bodies, np.asarray(offsets, dtype=float).reshape(len(names), 3))

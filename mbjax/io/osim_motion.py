@@ -1,0 +1,69 @@
+"""OpenSim 4's coordinate motion types (``Coordinate::getMotionType``) from an ``.osim`` file.
+
+OpenSim 4 writes no ``<motion_type>`` and ignores the 3.x one: a joint sets its coordinates' types.
+``CustomJoint::constructCoordinates``: for each of its coordinates, over the ``SpatialTransform`` axes in
+order (``rotation1..3`` then ``translation1..3``), an axis using the coordinate through a
+``LinearFunction`` of slope exactly ±1 makes it rotational / translational (a later such axis wins);
+any other function makes it coupled unless already typed; unused: undefined.  ``PinJoint``,
+``UniversalJoint``, ``GimbalJoint``, ``BallJoint``, ``EllipsoidJoint`` and ``ScapulothoracicJoint``
+coordinates are rotational, ``SliderJoint`` translational, ``PlanarJoint`` (rz, tx, ty) and
+``FreeJoint`` (3 rotations, 3 translations) by position.  ``SimbodyEngine::convertDegreesToRadians``
+converts only rotational coordinates, so :func:`mbjax.io.coordinates_from_table` uses these types.
+"""
+
+from __future__ import annotations
+
+from .osim import _Doc, _coordinate_elements, _function_element, _has_function, _text
+
+_FIXED = {"PinJoint": "R", "SliderJoint": "T", "UniversalJoint": "RR", "GimbalJoint": "RRR", "BallJoint": "RRR",
+          "EllipsoidJoint": "RRR", "ScapulothoracicJoint": "RRRR", "PlanarJoint": "RTT", "FreeJoint": "RRRTTT"}
+_NAMES = {"R": "rotational", "T": "translational"}
+_AXES = ("rotation1", "rotation2", "rotation3", "translation1", "translation2", "translation3")
+
+
+def _joints(root):
+    model = root.find("Model")
+    js = model.find("JointSet") if model is not None else None
+    if js is not None and js.find("objects") is not None:  # 4.x
+        yield from js.find("objects")
+    bs = model.find("BodySet") if model is not None else None
+    for b in (bs.find("objects") if bs is not None and bs.find("objects") is not None else []):
+        holder = b.find("Joint")  # 3.x: joints inside bodies
+        if holder is not None:
+            yield from holder
+
+
+def motion_types(path) -> dict[str, str]:
+    """Coordinate name -> ``"rotational"``, ``"translational"``, ``"coupled"`` or ``"undefined"``."""
+    doc = _Doc(path)
+    out: dict[str, str] = {}
+    for j in _joints(doc.root):
+        coords = [c.get("name") for c in _coordinate_elements(j)]
+        if j.tag in _FIXED:
+            for c, t in zip(coords, _FIXED[j.tag]):
+                out[c] = _NAMES[t]
+            continue
+        st = j.find("SpatialTransform")
+        if st is None:
+            continue
+        axes = {ta.get("name"): ta for ta in st if ta.tag == "TransformAxis"}
+        for c in coords:
+            mt = "undefined"
+            for k, name in enumerate(_AXES):
+                ta = axes.get(name)
+                if ta is None or c not in (_text(ta, "coordinates", "") or "").split() or not _has_function(ta):
+                    continue
+                try:
+                    f = _function_element(doc, ta)
+                except NotImplementedError:
+                    f = None
+                slope = None
+                if f is not None and f.tag == "LinearFunction":
+                    coef = (_text(f, "coefficients", "") or "").split()
+                    slope = float(coef[0]) if coef else None
+                if slope in (1.0, -1.0):
+                    mt = "rotational" if k < 3 else "translational"
+                elif mt == "undefined":
+                    mt = "coupled"
+            out[c] = mt
+    return out

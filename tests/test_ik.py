@@ -1,0 +1,283 @@
+"""Marker-based inverse kinematics (mbjax.ik) on arm26.
+
+References: known poses (markers generated from them are recovered), and SciPy's bounded
+trust-region least squares (``scipy.optimize.least_squares``, method ``trf``) solving the same weighted
+objective frame by frame: an independent solver (and an independent bound treatment) for bounds,
+weights, locks, coordinate tasks and missing markers.  Every IK call here has 3 markers and 24 frames,
+so one compilation serves the whole file.  OpenSim's own IK tool is the reference in
+tests/validation/test_ik_opensim.py.
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.optimize import least_squares
+
+import mbjax
+from mbjax.ik import CoordinateTask, inverse_kinematics, read_ik_setup
+from mbjax.io import MarkerData, load_markers, read_trc, write_trc
+from mbjax.models import arm26_path
+
+T = 24
+SETUP = os.path.join(os.path.dirname(__file__), "data", "opensim_models", "arm26_ik",
+                     "arm26_Setup_InverseKinematics.xml")
+
+
+@pytest.fixture(scope="module")
+def arm():
+    model = mbjax.models.arm26()
+    markers = load_markers(arm26_path(), model)
+    pos = jax.jit(jax.vmap(lambda q: mbjax.marker_positions(model, markers, q)))
+    one = jax.jit(lambda q: mbjax.marker_positions(model, markers, q))
+    jac = jax.jit(jax.jacfwd(lambda q: mbjax.marker_positions(model, markers, q)))
+    return model, markers, pos, one, jac
+
+
+def _motion(shoulder=(0.2, 0.9), elbow=(0.3, 1.8)):
+    s = np.linspace(0.0, 1.0, T)
+    return np.stack([shoulder[0] + (shoulder[1] - shoulder[0]) * s ** 2,
+                     elbow[0] + (elbow[1] - elbow[0]) * np.sin(0.5 * np.pi * s)], axis=1)
+
+
+def _scipy(arm, x, w, q_start, lo=None, hi=None, wc=(0.0, 0.0), qref=(0.0, 0.0), free=(True, True), q_fix=None):
+    """Frame-by-frame reference: SciPy 'trf' on [√(w/Σw) (r(q) - x); √wc (q - qref)] over the free q."""
+    one, jac = arm[3], arm[4]
+    free = np.asarray(free)
+    q_fix = np.zeros(2) if q_fix is None else np.asarray(q_fix, float)
+    lo = np.full(2, -np.inf) if lo is None else np.asarray(lo, float)
+    hi = np.full(2, np.inf) if hi is None else np.asarray(hi, float)
+    out = []
+    for k in range(x.shape[0]):
+        ok = np.isfinite(x[k]).all(axis=1)
+        wk = np.asarray(w, float)[ok]
+        sw = np.sqrt(wk / wk.sum())[:, None]  # OpenSim's marker term: a weighted mean (Simbody's Markers goal)
+
+        def full(z):
+            q = q_fix.copy()
+            q[free] = z
+            return q
+
+        def fun(z):
+            q = full(z)
+            qr = np.asarray(qref, float)
+            qr = qr[k] if qr.ndim == 2 else qr
+            return np.r_[(sw * (np.asarray(one(q))[ok] - x[k][ok])).ravel(), np.sqrt(wc) * (q - qr)]
+
+        def jf(z):
+            q = full(z)
+            jm = (sw[:, :, None] * np.asarray(jac(q))[ok]).reshape(-1, 2)
+            return np.r_[jm, np.diag(np.sqrt(np.broadcast_to(wc, 2)))][:, free]
+
+        z0 = np.clip(np.asarray(q_start, float)[free], lo[free] + 1e-9, hi[free] - 1e-9)
+        r = least_squares(fun, z0, jac=jf, bounds=(lo[free], hi[free]), method="trf", xtol=1e-15, ftol=1e-15,
+                          gtol=1e-15)
+        out.append(full(r.x))
+        q_start = full(r.x)
+    return np.asarray(out)
+
+
+def test_recovers_known_poses_through_a_trc_file(arm, tmp_path):
+    model, markers, pos = arm[:3]
+    q = _motion()
+    d = MarkerData(np.arange(T) / 120.0, markers.names, np.asarray(pos(q)), rate=120.0)
+    write_trc(tmp_path / "m.trc", d, units="mm")
+    r = inverse_kinematics(model, markers, read_trc(tmp_path / "m.trc"))
+    assert r.converged.all() and r.marker_names == markers.names
+    np.testing.assert_allclose(r.q, q, atol=1e-8)
+    assert r.rms.max() < 1e-9 and r.max.max() < 1e-9 and r.marker_errors.shape == (T, 3)
+
+
+def test_bounds_honoured(arm):
+    model, markers, pos = arm[:3]
+    q = _motion(elbow=(-0.4, 0.6))  # the elbow starts below its range [0, 2.269]
+    d = MarkerData(np.arange(T) / 120.0, markers.names, np.asarray(pos(q)))
+    free = inverse_kinematics(model, markers, d, bounds="clamped")  # arm26 clamps nothing (as OpenSim: free)
+    np.testing.assert_allclose(free.q, q, atol=1e-8)
+    r = inverse_kinematics(model, markers, d, bounds="all")
+    info = model.extras["osim"]
+    lo, hi = np.asarray(info.lower), np.asarray(info.upper)
+    assert (r.q >= lo).all() and (r.q <= hi).all() and r.converged.all()
+    out = q[:, 1] < 0
+    assert out.sum() > 3
+    np.testing.assert_allclose(r.q[out, 1], 0.0, atol=1e-9)  # on the bound exactly
+    ref = _scipy(arm, np.asarray(d.positions), np.ones(3), q[0], lo, hi)
+    np.testing.assert_allclose(r.q, ref, atol=1e-7)
+    assert r.rms[out].min() > 1e-4  # the bound costs marker error
+
+
+def test_weights_matter(arm):
+    model, markers, pos = arm[:3]
+    q = _motion()
+    x = np.asarray(pos(q)) + np.array([[0.004, -0.003, 0.002], [-0.005, 0.006, 0.0], [0.003, 0.0, -0.007]])
+    d = MarkerData(np.arange(T) / 120.0, markers.names, x)
+    sols = []
+    for w in ([1.0, 1.0, 1.0], [1.0, 10.0, 0.1]):
+        r = inverse_kinematics(model, markers, d, dict(zip(markers.names, w)))
+        np.testing.assert_allclose(r.q, _scipy(arm, x, w, q[0]), atol=1e-8)
+        sols.append(r.q)
+    assert np.abs(sols[0] - sols[1]).max() > 1e-3
+
+
+def test_locked_coordinate_task_and_missing_markers(arm):
+    model, markers, pos = arm[:3]
+    q = _motion()
+    x = np.asarray(pos(q)) + 0.003
+    x[5:9, 2] = np.nan  # the wrist marker is lost for four frames
+    d = MarkerData(np.arange(T) / 120.0, markers.names, x)
+    r = inverse_kinematics(model, markers, d, locked={"r_shoulder_elev": 0.25},
+                           coordinate_tasks={"r_elbow_flex": CoordinateTask(2e-4, "manual_value", 1.0)})
+    assert (r.q[:, 0] == 0.25).all()
+    np.testing.assert_array_equal(np.isnan(r.marker_errors), np.isnan(x).any(axis=2))
+    ref = _scipy(arm, x, np.ones(3), [0.25, 0.0], wc=np.array([0.0, 2e-4]), qref=np.array([0.0, 1.0]),
+                 free=(False, True), q_fix=[0.25, 0.0])
+    np.testing.assert_allclose(r.q, ref, atol=1e-8)
+    ok = ~np.isnan(x).any(axis=2)
+    rms = np.sqrt(np.nansum(r.marker_errors ** 2, axis=1) / ok.sum(axis=1))
+    np.testing.assert_allclose(r.rms, rms, rtol=1e-12)
+    np.testing.assert_allclose(r.max, np.nanmax(r.marker_errors, axis=1), rtol=1e-12)
+    # the task pulls the elbow towards 1.0 rad: without it the solution differs
+    plain = inverse_kinematics(model, markers, d, locked={"r_shoulder_elev": 0.25})
+    assert np.all(np.abs(r.q[:, 1] - 1.0) <= np.abs(plain.q[:, 1] - 1.0) + 1e-12)
+
+
+def test_coordinate_task_from_file(arm):
+    """``from_file`` tasks track a coordinate table (degrees in the file), interpolated at marker times."""
+    model, markers, pos = arm[:3]
+    q = _motion()
+    x = np.asarray(pos(q)) + 0.003
+    t = np.arange(T) / 120.0
+    d = MarkerData(t, markers.names, x)
+    ref_t = np.arange(0, T + 1, 2) / 120.0  # every other frame: the odd frames are interpolated
+    ref = np.stack([0.5 + 0.0 * ref_t, 1.2 - 3.0 * ref_t], axis=1)
+    table = mbjax.io.Table(ref_t, ("r_shoulder_elev", "r_elbow_flex"), np.rad2deg(ref), True)
+    r = inverse_kinematics(model, markers, d, coordinate_tasks={"r_elbow_flex": CoordinateTask(1e-3, "from_file")},
+                           coordinate_data=table)
+    qref = np.stack([np.interp(t, ref_t, ref[:, k]) for k in range(2)], axis=1)
+    np.testing.assert_allclose(r.q, _scipy(arm, x, np.ones(3), q[0], wc=np.array([0.0, 1e-3]), qref=qref),
+                               atol=1e-8)
+
+
+@pytest.mark.extended
+def test_vmap_method(arm):
+    """Every frame in parallel from its own start (a second compilation: extended group)."""
+    model, markers, pos = arm[:3]
+    q = _motion()
+    d = MarkerData(np.arange(T) / 120.0, markers.names, np.asarray(pos(q)) + 0.002)
+    scan = inverse_kinematics(model, markers, d)
+    par = inverse_kinematics(model, markers, d, method="vmap", q0=q + 0.05)
+    assert par.converged.all()
+    np.testing.assert_allclose(par.q, scan.q, atol=1e-8)
+
+
+def test_chunks_and_progress(arm, capsys):
+    model, markers, pos = arm[:3]
+    q = _motion()
+    x = np.asarray(pos(q)) + 0.002
+    d = MarkerData(np.arange(T) / 120.0, markers.names, x)
+    scan = inverse_kinematics(model, markers, d)
+    # two chunks of 24 frames: the same compiled chunk, one progress line each
+    d2 = MarkerData(np.arange(2 * T) / 120.0, markers.names, np.concatenate([x, x[::-1]]))
+    r2 = inverse_kinematics(model, markers, d2, chunk=T, progress=True)
+    np.testing.assert_allclose(r2.q[:T], scan.q, atol=1e-8)
+    np.testing.assert_allclose(r2.q[T:], scan.q[::-1], atol=1e-8)
+    lines = [s for s in capsys.readouterr().out.splitlines() if s.startswith("IK:")]
+    assert len(lines) == 2 and lines[1].startswith(f"IK: {2 * T}/{2 * T} frames")
+
+
+def test_ik_setup_reader(tmp_path):
+    s = read_ik_setup(SETUP)
+    assert s.marker_weights == {"r_acromion": 1.0, "r_humerus_epicondyle": 1.0, "r_radius_styloid": 1.0}
+    assert s.accuracy == 1e-5 and s.time_range == (0.0, 1.0) and s.constraint_weight == np.inf
+    assert s.marker_file.endswith("arm26_elbow_flex.trc") and os.path.isabs(s.marker_file)
+    assert s.coordinate_file is None and s.coordinate_tasks == {}
+    p = tmp_path / "setup.xml"
+    p.write_text("""<OpenSimDocument Version="40000"><InverseKinematicsTool name="t">
+      <IKTaskSet><objects>
+        <IKMarkerTask name="a"><apply>true</apply><weight>20</weight></IKMarkerTask>
+        <IKMarkerTask name="b"><apply>false</apply><weight>5</weight></IKMarkerTask>
+        <IKCoordinateTask name="c"><apply>true</apply><weight>3</weight><value_type>manual_value</value_type>
+          <value>0.5</value></IKCoordinateTask>
+        <IKCoordinateTask name="d"><weight>1</weight><value_type>default_value</value_type></IKCoordinateTask>
+      </objects></IKTaskSet><marker_file>m.trc</marker_file><time_range>0.1 0.2</time_range>
+    </InverseKinematicsTool></OpenSimDocument>""")
+    s = read_ik_setup(p)
+    assert s.marker_weights == {"a": 20.0} and s.time_range == (0.1, 0.2)
+    assert s.coordinate_tasks == {"c": CoordinateTask(3.0, "manual_value", 0.5), "d": CoordinateTask(1.0)}
+    assert s.marker_file == str(tmp_path / "m.trc")
+
+
+def test_bad_inputs(arm):
+    model, markers = arm[:2]
+    d = MarkerData(np.zeros(1), ("x", "y"), np.zeros((1, 2, 3)))
+    with pytest.raises(ValueError, match="no marker is in both"):
+        inverse_kinematics(model, markers, d)
+    d = MarkerData(np.zeros(1), markers.names, np.zeros((1, 3, 3)))
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        inverse_kinematics(model, markers, d, {"r_acromion": -1.0})
+    with pytest.raises(ValueError, match="not a coordinate"):
+        inverse_kinematics(model, markers, d, locked=["knee"])
+    with pytest.raises(ValueError, match="no such coordinate"):
+        inverse_kinematics(model, markers, d, coordinate_tasks={"knee": 1.0})
+    with pytest.raises(ValueError, match="method"):
+        inverse_kinematics(model, markers, d, method="newton")
+
+
+def test_markers_module_is_differentiable(arm):
+    """Marker offsets are array leaves: d(position)/d(offset) is the body rotation (finite differences)."""
+    model, markers = arm[:2]
+    q = jnp.array([0.4, 1.1])
+    f = lambda off: mbjax.marker_positions(model, mbjax.Markers(markers.names, markers.body, off), q)  # noqa: E731
+    jac = jax.jit(jax.jacfwd(f))(markers.offset)
+    poses = jax.jit(mbjax.body_poses)(model, q)
+    for m, b in enumerate(markers.body):
+        np.testing.assert_allclose(jac[m, :, m, :], poses[b, :3, :3], atol=1e-14)
+    eps = 1e-6
+    off = markers.offset.at[2, 1].add(eps)
+    fd = (jax.jit(f)(off) - jax.jit(f)(markers.offset)) / eps
+    np.testing.assert_allclose(fd[2], poses[markers.body[2], :3, 1], atol=1e-8)
+
+
+def test_readme_example(monkeypatch, tmp_path):
+    """The README's IK example runs (24 frames, 3 markers: the compilation above is reused)."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    code = re.search(r"## OpenSim data files and inverse kinematics\n.*?```python\n(.*?)```", text, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    ns: dict = {}
+    exec(compile(code, "README.md", "exec"), ns)
+    np.testing.assert_allclose(ns["ik"].q, ns["q_true"], atol=1e-8)
+    assert (tmp_path / "elbow_ik.mot").exists()
+
+
+@pytest.mark.extended
+def test_float32_runs(arm):
+    """IK in float32 (JAX's default; a subprocess without x64) runs, converges and recovers poses to 1e-5."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import json, jax, numpy as np, mbjax
+        from mbjax.io import MarkerData, load_markers
+        assert not jax.config.jax_enable_x64
+        model = mbjax.models.arm26()
+        markers = load_markers(mbjax.models.arm26_path(), model)
+        t = np.arange(10) / 120.0
+        q = np.stack([0.2 + 2 * t, 0.3 + 6 * t], 1)
+        x = np.asarray(jax.jit(jax.vmap(lambda qq: mbjax.marker_positions(model, markers, qq)))(q), float)
+        r = mbjax.inverse_kinematics(model, markers, MarkerData(t, markers.names, x))
+        print(json.dumps(dict(err=float(np.abs(r.q - q).max()), ok=bool(r.converged.all()))))
+        """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, JAX_ENABLE_X64="0", JAX_PLATFORMS="cpu")
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["ok"] and got["err"] < 1e-5

@@ -1,0 +1,249 @@
+"""mbjax inverse kinematics and data files vs OpenSim 4.6 itself (marker ``validation``).
+
+* The OpenSim arm26 IK tutorial (tests/data/opensim_models/arm26_ik: its marker file and setup, the
+  shipped arm26 model): OpenSim's ``InverseKinematicsTool`` is run live on the same setup, all 121
+  frames, with its accuracy tightened from the tutorial's 1e-5 to **1e-10**; coordinates and the
+  per-frame marker RMS / max errors it reports are compared with ``mbjax.ik``.  mbjax's solution is
+  also checked to be a minimum of the IK objective by a Newton step computed with autodiff.
+* Model markers vs ``Marker::getLocationInGround``.
+* Files written by mbjax are read by OpenSim (``Storage``, ``TimeSeriesTable``,
+  ``TimeSeriesTableVec3``/``TRCFileAdapter``), and OpenSim's IK run on a ``.trc`` written by mbjax from
+  known poses recovers those poses (units and marker layout as OpenSim reads them).
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.validation
+osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
+
+import mbjax  # noqa: E402
+from mbjax.io import (  # noqa: E402
+    MarkerData,
+    Table,
+    coordinates_from_table,
+    load_markers,
+    read_storage,
+    read_trc,
+    write_storage,
+    write_trc,
+)
+from mbjax.models import arm26_path  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "opensim_models", "arm26_ik")
+SETUP = os.path.join(DATA, "arm26_Setup_InverseKinematics.xml")
+ACCURACY = 1e-10
+
+
+@pytest.fixture(scope="module")
+def arm():
+    model = mbjax.models.arm26()
+    return model, load_markers(arm26_path(), model)
+
+
+def _opensim_ik(tmp, marker_file, accuracy=ACCURACY, time_range=None):
+    """OpenSim's InverseKinematicsTool on the tutorial setup with the shipped arm26 model."""
+    tool = osim.InverseKinematicsTool(SETUP)
+    model = osim.Model(arm26_path())  # kept alive while the tool runs (the tool does not own it)
+    tool.setModel(model)
+    tool.set_accuracy(accuracy)
+    tool.setMarkerDataFileName(str(marker_file))
+    if time_range is not None:
+        tool.setStartTime(time_range[0])
+        tool.setEndTime(time_range[1])
+    tool.setResultsDir(str(tmp))
+    tool.setOutputMotionFileName(str(tmp / "ik.mot"))
+    assert tool.run()
+    return read_storage(tmp / "ik.mot"), read_storage(tmp / f"{tool.getName()}_ik_marker_errors.sto")
+
+
+def _opensim_solver(marker_file, names, accuracy=ACCURACY):
+    """OpenSim's InverseKinematicsSolver (what the tool runs) frame by frame, in full precision:
+    coordinates ``(T, 2)`` and marker errors ``(T, nm)`` in ``names`` order."""
+    model = osim.Model(arm26_path())
+    state = model.initSystem()
+    weights = osim.SetMarkerWeights()
+    for n in names:
+        weights.cloneAndAppend(osim.MarkerWeight(n, 1.0))
+    ref = osim.MarkersReference(str(marker_file), weights)
+    solver = osim.InverseKinematicsSolver(model, ref, osim.SimTKArrayCoordinateReference(), float("inf"))
+    solver.setAccuracy(accuracy)
+    times = list(ref.getMarkerTable().getIndependentColumn())
+    state.setTime(times[0])
+    solver.assemble(state)
+    coords = model.getCoordinateSet()
+    q, err = [], []
+    for t in times:
+        state.setTime(t)
+        solver.track(state)
+        q.append([coords.get(i).getValue(state) for i in range(coords.getSize())])
+        err.append([solver.computeCurrentMarkerError(n) for n in names])
+    return np.array(times), np.array(q), np.array(err)
+
+
+def test_ik_matches_opensim_on_tutorial(arm, tmp_path):
+    model, markers = arm
+    r = mbjax.ik.inverse_kinematics_from_setup(SETUP, model=model, markers=markers)
+    assert r.q.shape == (121, 2) and r.converged.all()
+    # 1. OpenSim's solver in full precision
+    t_os, q_os, e_os = _opensim_solver(os.path.join(DATA, "arm26_elbow_flex.trc"), r.marker_names)
+    np.testing.assert_array_equal(r.time, t_os)
+    dq = np.abs(r.q - q_os).max()
+    de = np.abs(r.marker_errors - e_os).max()
+    rms_os = np.sqrt(np.mean(e_os ** 2, axis=1))
+    print(f"\nIK vs OpenSim InverseKinematicsSolver (accuracy {ACCURACY:g}): max |dq| = {dq:.2e} rad, "
+          f"max |d marker error| = {de:.2e} m, max |d RMS| = {np.abs(r.rms - rms_os).max():.2e} m; "
+          f"marker RMS up to {r.rms.max():.3e} m (OpenSim {rms_os.max():.3e} m)")
+    assert dq < 1e-8 and de < 1e-9
+    # 2. OpenSim's InverseKinematicsTool on the same setup, through its output files
+    mot, err = _opensim_ik(tmp_path, os.path.join(DATA, "arm26_elbow_flex.trc"))
+    np.testing.assert_allclose(r.time, mot.time, atol=1e-8)  # OpenSim prints times with 8 decimals
+    dq_file = np.abs(r.q - coordinates_from_table(model, mot)).max()
+    d_rms = np.abs(r.rms - err.column("marker_error_RMS")).max()
+    d_max = np.abs(r.max - err.column("marker_error_max")).max()
+    print(f"IK vs OpenSim InverseKinematicsTool files: max |dq| = {dq_file:.2e} rad, max |d RMS| = {d_rms:.2e} m, "
+          f"max |d max| = {d_max:.2e} m")
+    assert dq_file < 1e-8  # the .mot holds degrees with 8 decimals (1.7e-10 rad)
+    assert d_rms < 6e-9 and d_max < 6e-9  # the .sto holds metres with 8 decimals (5e-9 m)
+    np.testing.assert_allclose(err.column("total_squared_error"), np.nansum(r.marker_errors ** 2, axis=1),
+                               atol=6e-9)
+    # mbjax's solution is a minimum of the objective: a Newton step from it is below 1e-9 rad
+    x = read_trc(os.path.join(DATA, "arm26_elbow_flex.trc")).positions
+
+    def obj(q, xk):
+        return 0.5 * jnp.sum((mbjax.marker_positions(model, markers, q) - xk) ** 2)
+
+    grad = jax.jit(jax.vmap(jax.grad(obj)))
+    hess = jax.jit(jax.vmap(jax.hessian(obj)))
+
+    def newton_step(q):
+        h = np.asarray(hess(q, x))
+        assert np.all(np.linalg.eigvalsh(h) > 0)
+        return np.abs(np.linalg.solve(h, np.asarray(grad(q, x))[..., None])).max()
+
+    step, step_os = newton_step(r.q), newton_step(q_os)
+    print(f"Newton step to the optimum: mbjax {step:.2e} rad, OpenSim {step_os:.2e} rad")
+    assert step < 1e-9
+    # the tutorial's reference output (an older OpenSim, accuracy 1e-5) agrees to its accuracy
+    ref = coordinates_from_table(model, read_storage(os.path.join(DATA, "arm26_InverseKinematics.mot")))
+    assert np.abs(ref - r.q).max() < 2e-4
+
+
+def test_markers_match_opensim(arm):
+    model, markers = arm
+    om = osim.Model(arm26_path())
+    s = om.initSystem()
+    qs = np.array([[0.0, 0.0], [0.7, 1.3], [-1.2, 2.2], [2.5, 0.4]])
+    ms = om.getMarkerSet()
+    pos = jax.jit(jax.vmap(lambda q: mbjax.marker_positions(model, markers, q)))(qs)
+    for q, p in zip(qs, np.asarray(pos)):
+        for i, c in enumerate(model.coordinate_names):
+            om.getCoordinateSet().get(c).setValue(s, q[i], False)
+        om.realizePosition(s)
+        ref = np.array([[ms.get(n).getLocationInGround(s)[k] for k in range(3)] for n in markers.names])
+        np.testing.assert_allclose(p, ref, atol=1e-14)
+
+
+def test_opensim_reads_written_files(arm, tmp_path):
+    model, markers = arm
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(6, 2)) * 10.0 ** rng.integers(-8, 8, size=(6, 2))
+    t = Table(np.linspace(0.0, 0.05, 6), model.coordinate_names, data, True, {"name": "trial"})
+    for fmt, name in (("storage", "a.mot"), ("table", "b.sto")):
+        write_storage(tmp_path / name, t, format=fmt)
+        st = osim.Storage(str(tmp_path / name))
+        assert st.getSize() == 6 and st.isInDegrees()
+        labels = st.getColumnLabels()
+        assert [labels.get(i) for i in range(labels.getSize())] == ["time", *model.coordinate_names]
+        for k in range(6):
+            row = st.getStateVector(k)
+            assert row.getTime() == t.time[k]
+            np.testing.assert_array_equal([row.getData().get(j) for j in range(2)], data[k])
+        tab = osim.TimeSeriesTable(str(tmp_path / name))
+        np.testing.assert_array_equal(tab.getMatrix().to_numpy(), data)
+        assert tab.getTableMetaDataAsString("inDegrees") == "yes"
+    # .trc with a missing marker, in mm
+    pos = rng.normal(size=(4, 3, 3))
+    pos[2, 1] = np.nan
+    write_trc(tmp_path / "m.trc", MarkerData(np.arange(4) / 100.0, markers.names, pos, rate=100.0), units="mm")
+    tv = osim.TimeSeriesTableVec3(str(tmp_path / "m.trc"))
+    assert tv.getTableMetaDataAsString("Units") == "mm" and tv.getNumRows() == 4
+    assert list(tv.getColumnLabels()) == list(markers.names)
+    for k in range(4):
+        row = tv.getRowAtIndex(k)
+        got = np.array([[row[m][a] for a in range(3)] for m in range(3)])
+        np.testing.assert_allclose(got, pos[k] * 1e3, rtol=1e-15)
+    assert list(tv.getIndependentColumn()) == list(np.arange(4) / 100.0)
+
+
+def test_opensim_ik_on_written_trc_recovers_poses(arm, tmp_path):
+    model, markers = arm
+    s = np.linspace(0.0, 1.0, 9)
+    q = np.stack([0.1 + 0.6 * s, 0.2 + 1.5 * s ** 2], axis=1)
+    x = np.asarray(jax.jit(jax.vmap(lambda qk: mbjax.marker_positions(model, markers, qk)))(q))
+    write_trc(tmp_path / "known.trc", MarkerData(np.arange(9) / 120.0, markers.names, x,
+                                                 rate=120.0), units="mm")
+    mot, err = _opensim_ik(tmp_path, tmp_path / "known.trc", time_range=(0.0, 8 / 120.0))
+    q_os = coordinates_from_table(model, mot)
+    assert q_os.shape == (9, 2)
+    np.testing.assert_allclose(q_os, q, atol=1e-8)
+    assert err.column("marker_error_max").max() < 1e-9
+
+
+def test_motion_types_match_opensim(tmp_path):
+    """mbjax.io.osim_motion (which coordinates are converted from degrees) vs Coordinate::getMotionType."""
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    from _osim_models import write_coupled_model
+
+    from mbjax.io.osim_motion import motion_types
+
+    names = {0: "undefined", 1: "rotational", 2: "translational", 3: "coupled"}
+    for path in (arm26_path(), write_coupled_model(tmp_path)):
+        model = osim.Model(path)  # kept alive while its coordinate set is read
+        cs = model.getCoordinateSet()
+        ours = motion_types(path)
+        theirs = {cs.get(i).getName(): names[int(cs.get(i).getMotionType())] for i in range(cs.getSize())}
+        assert ours == theirs, path
+
+
+GAIT = os.path.join(os.path.dirname(DATA), "gait2354_ik")
+
+
+@pytest.mark.extended
+def test_ik_matches_opensim_tool_on_gait2354(tmp_path):
+    """Gait2354 subject01 walk (23 coordinates, 31 weighted markers, 4 coordinate tasks of weight
+    1000; 7 frames): OpenSim's InverseKinematicsTool at accuracy 1e-10 vs mbjax, through its files."""
+    path = os.path.join(GAIT, "subject01_simbody_ik.osim")
+    trc = os.path.join(GAIT, "subject01_walk1_0.4-0.5s.trc")
+    setup = mbjax.ik.read_ik_setup(os.path.join(GAIT, "subject01_Setup_IK.xml"))
+    model = mbjax.io.load_osim(path)
+    r = mbjax.inverse_kinematics(model, load_markers(path, model), read_trc(trc), setup.marker_weights,
+                                 setup.coordinate_tasks)
+    tool = osim.InverseKinematicsTool(os.path.join(GAIT, "subject01_Setup_IK.xml"))
+    om = osim.Model(path)  # kept alive while the tool runs
+    tool.setModel(om)
+    tool.set_accuracy(ACCURACY)
+    tool.setMarkerDataFileName(trc)
+    tool.setStartTime(0.4)
+    tool.setEndTime(0.5)
+    tool.setResultsDir(str(tmp_path))
+    tool.setOutputMotionFileName(str(tmp_path / "ik.mot"))
+    assert tool.run()
+    mot = read_storage(tmp_path / "ik.mot")
+    err = read_storage(tmp_path / f"{tool.getName()}_ik_marker_errors.sto")
+    q_os = coordinates_from_table(model, mot)
+    assert r.converged.all() and q_os.shape == r.q.shape == (7, 23)
+    dq = np.abs(r.q - q_os).max()
+    d_rms = np.abs(r.rms - err.column("marker_error_RMS")).max()
+    d_max = np.abs(r.max - err.column("marker_error_max")).max()
+    print(f"\nGait2354 IK vs OpenSim tool: max |dq| = {dq:.2e} (rad or m), max |d RMS| = {d_rms:.2e} m, "
+          f"max |d max| = {d_max:.2e} m; marker RMS up to {r.rms.max():.3e} m")
+    assert dq < 2e-8 and d_rms < 1e-8 and d_max < 1e-8
