@@ -58,3 +58,10 @@ from .muscles import activation_derivative as activation_derivative
 from .muscles import muscle_forces as muscle_forces
 from .muscles import muscle_state as muscle_state
 from .muscles import equilibrium_fiber_length as equilibrium_fiber_length
+# muscle-driven forward simulation (issue 15 item 2)
+from ._simulate_muscles import simulate_muscles as simulate_muscles
+from ._simulate_muscles import MuscleSimState as MuscleSimState
+from ._simulate_muscles import muscle_vector_field as muscle_vector_field
+from ._simulate_muscles import initial_fiber_lengths as initial_fiber_lengths
+from ._excitations import ConstantExcitation as ConstantExcitation
+from ._excitations import PiecewiseLinearExcitation as PiecewiseLinearExcitation
