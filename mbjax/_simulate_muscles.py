@@ -74,7 +74,9 @@ class MuscleDrivenField(eqx.Module):
             if self.forces is not None:
                 tau = tau + self.forces(t, q, qd)
             qdd = _forward_dynamics(model, q, qd, tau)
-        return MuscleSimState(qd, qdd, d.activation_rate, d.fiber_length_rate.astype(q.dtype))
+        # each derivative in its state's dtype (a float32 state with a float64 model stays float32)
+        return MuscleSimState(qd, qdd.astype(qd.dtype), d.activation_rate.astype(a.dtype),
+                              d.fiber_length_rate.astype(lce.dtype))
 
 
 def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None):
