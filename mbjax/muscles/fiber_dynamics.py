@@ -30,7 +30,6 @@ import jax.numpy as jnp
 from .activation import activation_derivative, clamp_activation
 from .geometry import muscle_lengths
 from .musculotendon import MuscleState, _by_family, _Family, _rigid_state, _state_from_fiber_length, _tendon_kinds
-from .paths import get_paths
 from .parameters import HILL_KINDS, hill_parameters, kind_mask
 
 
