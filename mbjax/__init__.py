@@ -66,3 +66,11 @@ from . import ik as ik
 from .ik import inverse_kinematics as inverse_kinematics
 from .markers import Markers as Markers
 from .markers import marker_positions as marker_positions
+
+# muscle-driven forward simulation (issue 15 item 2)
+from ._simulate_muscles import simulate_muscles as simulate_muscles
+from ._simulate_muscles import MuscleSimState as MuscleSimState
+from ._simulate_muscles import muscle_vector_field as muscle_vector_field
+from ._simulate_muscles import initial_fiber_lengths as initial_fiber_lengths
+from ._excitations import ConstantExcitation as ConstantExcitation
+from ._excitations import PiecewiseLinearExcitation as PiecewiseLinearExcitation

@@ -86,6 +86,37 @@ def _check_interval(t0, t1):
         raise ValueError(f"simulate: t1 must not be before t0 (backward solves are not supported), got t0={a} and t1={b}")
 
 
+def _checked_saveat(saveat, t0, t1):
+    """Run-time check (traced) that the ``saveat`` times are finite, sorted and in [t0, t1]."""
+    if isinstance(saveat.subs, diffrax.SubSaveAt) and saveat.subs.ts is not None:
+        ts = saveat.subs.ts
+        bad_ts = ~jnp.all(jnp.isfinite(ts)) | jnp.any(ts < t0) | jnp.any(ts > t1) | jnp.any(jnp.diff(ts) < 0)
+        saveat = eqx.tree_at(
+            lambda s: s.subs.ts,
+            saveat,
+            eqx.error_if(ts, bad_ts, "simulate: saveat times must be finite, non-decreasing and within [t0, t1]"),
+        )
+    return saveat
+
+
+def _as_saveat(saveat, t0, t1, dtype):
+    """``None`` (end point), an array of times (checked now when concrete) or a ``diffrax.SaveAt``."""
+    if saveat is None:
+        return diffrax.SaveAt(t1=True)
+    if isinstance(saveat, diffrax.SaveAt):
+        return saveat
+    ts = jnp.asarray(saveat, dtype=dtype)
+    if ts.ndim != 1:
+        raise ValueError(f"simulate: saveat times must be a 1-D array (n_save,), got shape {ts.shape}")
+    if not _is_traced(ts) and not _is_traced(t0) and not _is_traced(t1):
+        tn = np.asarray(ts)
+        if not np.all(np.isfinite(tn)) or np.any(np.diff(tn) < 0) or np.any(tn < t0) or np.any(tn > t1):
+            raise ValueError(
+                f"simulate: saveat times must be finite, non-decreasing and within [t0, t1] = [{t0}, {t1}], got {tn}"
+            )
+    return diffrax.SaveAt(ts=ts)
+
+
 def _integrate(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller, adjoint, max_steps, throw):
     """The traced body of :func:`simulate` (one trace per static configuration; tests count them)."""
     bad_t = ~(jnp.isfinite(t0) & jnp.isfinite(t1) & (t1 >= t0))
@@ -95,14 +126,7 @@ def _integrate(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controlle
         eqx.error_if(q0, ~jnp.all(jnp.isfinite(q0)), "simulate: q0 is not finite"),
         eqx.error_if(qd0, ~jnp.all(jnp.isfinite(qd0)), "simulate: qd0 is not finite"),
     )
-    if isinstance(saveat.subs, diffrax.SubSaveAt) and saveat.subs.ts is not None:
-        ts = saveat.subs.ts
-        bad_ts = ~jnp.all(jnp.isfinite(ts)) | jnp.any(ts < t0) | jnp.any(ts > t1) | jnp.any(jnp.diff(ts) < 0)
-        saveat = eqx.tree_at(
-            lambda s: s.subs.ts,
-            saveat,
-            eqx.error_if(ts, bad_ts, "simulate: saveat times must be finite, non-decreasing and within [t0, t1]"),
-        )
+    saveat = _checked_saveat(saveat, t0, t1)
     return diffrax.diffeqsolve(
         diffrax.ODETerm(field),
         solver,
@@ -176,19 +200,7 @@ def simulate(
         dt0 = jnp.asarray(dt0, dtype=dtype)
     if solver is None:
         solver = diffrax.Tsit5()
-    if saveat is None:
-        saveat = diffrax.SaveAt(t1=True)
-    elif not isinstance(saveat, diffrax.SaveAt):
-        ts = jnp.asarray(saveat, dtype=dtype)
-        if ts.ndim != 1:
-            raise ValueError(f"simulate: saveat times must be a 1-D array (n_save,), got shape {ts.shape}")
-        if not _is_traced(ts) and not _is_traced(t0) and not _is_traced(t1):
-            tn = np.asarray(ts)
-            if not np.all(np.isfinite(tn)) or np.any(np.diff(tn) < 0) or np.any(tn < t0) or np.any(tn > t1):
-                raise ValueError(
-                    f"simulate: saveat times must be finite, non-decreasing and within [t0, t1] = [{t0}, {t1}], got {tn}"
-                )
-        saveat = diffrax.SaveAt(ts=ts)
+    saveat = _as_saveat(saveat, t0, t1, dtype)
     if stepsize_controller is None:
         stepsize_controller = diffrax.PIDController(rtol=jnp.asarray(rtol, dtype=dtype), atol=jnp.asarray(atol, dtype=dtype))
     if adjoint is None:

@@ -1,0 +1,206 @@
+"""Muscle-driven forward simulation: M q̈ + N q̇ = G + R F(q, q̇, a, ℓ) + Q with muscle states.
+
+The state is :class:`MuscleSimState` ``(q, q̇, a, ℓ)``, a the activations and ℓ the fibre lengths
+``(nm,)``, as OpenSim's ``Manager`` integrates a model of ``Thelen2003Muscle`` /
+``Millard2012EquilibriumMuscle`` actuators:
+
+* ȧ = first-order activation dynamics of the excitation u(t) (``excitations``), ℓ̇ = the fibre
+  velocity OpenSim's ``calcFiberVelocityInfo`` infers from the force equilibrium at ℓ
+  (:mod:`mbjax.muscles.fiber_dynamics`; the flags ``ignore_activation_dynamics`` and
+  ``ignore_tendon_compliance`` freeze the corresponding slot: a = u, rigid tendon);
+* q̈ from :func:`mbjax.forward_dynamics` with the generalized muscle forces R F, R = -∂L/∂q and
+  F the tendon forces, plus the optional ``forces(t, q, q̇)`` (external Q).
+
+Initial fibre lengths default to OpenSim's ``equilibrateMuscles``: the compliant-tendon
+equilibrium of :func:`mbjax.equilibrium_fiber_length` at (q0, q̇0, a0) (solved to rounding;
+OpenSim stops at a force error of 1e-8 F_o, so its initial ℓ differs by that over the stiffness).
+
+Compile once, as :func:`mbjax.simulate`: the solve is one ``eqx.filter_jit`` whose arrays are
+dynamic (states, times, tolerances, the model's parameters, an ``eqx.Module`` excitation such as
+:class:`~mbjax.ConstantExcitation` with new values).  The vector field is traced with mbjax's
+run-time value checks off (a rejected trial step of diffrax may be non-finite).
+
+Gradients through the solve: wrapped paths over multi-wrap cylinders take their moment arms by
+forward mode through a ``while_loop``, so reverse mode (the default adjoint) fails on such models
+(arm26); use ``adjoint=diffrax.ForwardMode()`` there.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import diffrax
+import equinox as eqx
+import jax.numpy as jnp
+
+from ._checks import checks
+from ._dynamics import _forward_dynamics
+from ._excitations import ConstantExcitation
+from ._model import Model
+from ._simulate import _as_saveat, _check_interval, _checked_saveat
+from .muscles.fiber_dynamics import effective_activation, lengths_speeds_moment_arms, muscle_derivatives, tendon_kinds
+from .muscles.musculotendon import equilibrium_fiber_length
+from .muscles.parameters import hill_parameters
+
+#: OpenSim's ``ActivationFiberLengthMuscle::default_activation``
+DEFAULT_ACTIVATION = 0.05
+
+
+class MuscleSimState(NamedTuple):
+    """State of a muscle-driven simulation: ``q, qd`` ``(nq,)``, ``activation, fiber_length`` ``(nm,)``."""
+
+    q: jnp.ndarray
+    qd: jnp.ndarray
+    activation: jnp.ndarray
+    fiber_length: jnp.ndarray
+
+
+class MuscleDrivenField(eqx.Module):
+    """The diffrax vector field ``(t, MuscleSimState, model) -> MuscleSimState`` of the time derivatives.
+
+    ``excitations(t)`` gives u ``(nm,)``; ``forces(t, q, q̇)`` optional extra generalized forces.
+    """
+
+    excitations: Callable
+    forces: Callable | None = None
+    tendons: str = eqx.field(static=True, default="both")
+
+    def __call__(self, t, y, model):
+        q, qd, a, lce = y
+        u = jnp.asarray(self.excitations(t), a.dtype)
+        with checks(False):
+            d = muscle_derivatives(model, q, qd, a, lce, u, self.tendons)
+            tau = d.generalized_forces.astype(q.dtype)
+            if self.forces is not None:
+                tau = tau + self.forces(t, q, qd)
+            qdd = _forward_dynamics(model, q, qd, tau)
+        # each derivative in its state's dtype (a float32 state with a float64 model stays float32)
+        return MuscleSimState(qd, qdd.astype(qd.dtype), d.activation_rate.astype(a.dtype),
+                              d.fiber_length_rate.astype(lce.dtype))
+
+
+def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None):
+    """OpenSim's ``equilibrateMuscles``: equilibrium fibre lengths ``(nm,)`` at (q, q̇, a) (the
+    excitation stands for the activation where ``ignore_activation_dynamics``)."""
+    with checks(False):
+        L, V, _ = lengths_speeds_moment_arms(model, q, qd)
+        a = activation if excitation is None else effective_activation(model, activation, excitation)
+        return equilibrium_fiber_length(model, L, V, a).astype(jnp.asarray(q).dtype)
+
+
+@eqx.filter_jit
+def _equilibrate(excitations, t0, model, q0, qd0, a0):
+    """:func:`initial_fiber_lengths` compiled on its own (not inside every solve)."""
+    return initial_fiber_lengths(model, q0, qd0, a0, jnp.asarray(excitations(t0), a0.dtype))
+
+
+def _integrate_muscles(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller, adjoint,
+                       max_steps, throw):
+    """Traced body of :func:`simulate_muscles` (one trace per static configuration)."""
+    bad_t = ~(jnp.isfinite(t0) & jnp.isfinite(t1) & (t1 >= t0))
+    t1 = eqx.error_if(t1, bad_t, "simulate_muscles: t0 and t1 must be finite with t1 >= t0")
+    q0, qd0, a0, l0 = y0
+    y0 = MuscleSimState(*(eqx.error_if(x, ~jnp.all(jnp.isfinite(x)), f"simulate_muscles: initial {n} is not finite")
+                          for x, n in zip((q0, qd0, a0, l0), MuscleSimState._fields)))
+    return diffrax.diffeqsolve(
+        diffrax.ODETerm(field),
+        solver,
+        t0=t0,
+        t1=t1,
+        dt0=dt0,
+        y0=y0,
+        args=model,
+        saveat=_checked_saveat(saveat, t0, t1),
+        stepsize_controller=stepsize_controller,
+        adjoint=adjoint,
+        max_steps=max_steps,
+        throw=throw,
+    )
+
+
+@eqx.filter_jit
+def _solve_muscles(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller, adjoint,
+                   max_steps, throw):
+    # looked up at trace time, so a test can wrap it to count traces
+    return _integrate_muscles(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller,
+                              adjoint, max_steps, throw)
+
+
+def simulate_muscles(
+    model: Model,
+    q0,
+    qd0,
+    t0,
+    t1,
+    *,
+    excitations,
+    activation0=None,
+    fiber_length0=None,
+    saveat=None,
+    solver=None,
+    forces: Callable | None = None,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    dt0: float | None = 1e-4,
+    max_steps: int | None = 100_000,
+    adjoint=None,
+    stepsize_controller=None,
+    throw: bool = True,
+) -> diffrax.Solution:
+    """Integrate a muscle-driven model from (q0, q̇0, a0, ℓ0) at ``t0`` to ``t1 >= t0``.
+
+    ``excitations``: u(t) ``(nm,)``, a callable or an ``eqx.Module`` (:class:`~mbjax.ConstantExcitation`,
+    :class:`~mbjax.PiecewiseLinearExcitation`); an array is taken as constant excitations.
+    ``activation0`` ``(nm,)`` defaults to the file's ``default_activation`` (else OpenSim's 0.05);
+    ``fiber_length0`` ``(nm,)`` defaults to the equilibrium (OpenSim's ``equilibrateMuscles``).
+    Returns the ``diffrax.Solution``; ``sol.ys`` is a :class:`MuscleSimState` with a leading time
+    axis.  ``saveat``, ``solver`` (default ``diffrax.Tsit5()``), ``rtol``/``atol``, ``dt0``,
+    ``stepsize_controller``, ``adjoint``, ``max_steps`` and ``throw`` as in :func:`mbjax.simulate`,
+    except that ``dt0`` defaults to 1e-4 s: diffrax's automatic first step would trace the (large)
+    vector field twice more into the compiled program.
+    """
+    q0 = jnp.asarray(q0)
+    if not jnp.issubdtype(q0.dtype, jnp.inexact):
+        q0 = q0.astype(float)
+    dtype = q0.dtype
+    qd0 = jnp.asarray(qd0, dtype=dtype)
+    nq, nm = model.n_coordinates, len(model.muscle_names)
+    if q0.shape != (nq,) or qd0.shape != (nq,):
+        raise ValueError(f"q0 and qd0 must have shape ({nq},), got {q0.shape} and {qd0.shape}")
+    if activation0 is None:
+        p = hill_parameters(model)
+        activation0 = p.get("default_activation", jnp.full((nm,), DEFAULT_ACTIVATION, dtype))
+        activation0 = jnp.where(jnp.isnan(activation0), DEFAULT_ACTIVATION, activation0)
+    a0 = jnp.asarray(activation0, dtype=dtype)
+    equilibrate = fiber_length0 is None
+    l0 = jnp.zeros((nm,), dtype) if equilibrate else jnp.asarray(fiber_length0, dtype=dtype)  # placeholder
+    if a0.shape != (nm,) or l0.shape != (nm,):
+        raise ValueError(f"activation0 and fiber_length0 must have shape ({nm},) (nm,), got {a0.shape} and {l0.shape}")
+    if not callable(excitations):
+        excitations = ConstantExcitation(jnp.asarray(excitations, dtype))
+    _check_interval(t0, t1)
+    t0 = jnp.asarray(t0, dtype=dtype)
+    t1 = jnp.asarray(t1, dtype=dtype)
+    if dt0 is not None:
+        dt0 = jnp.asarray(dt0, dtype=dtype)
+    if equilibrate:
+        l0 = _equilibrate(excitations, t0, model, q0, qd0, a0)
+    if solver is None:
+        solver = diffrax.Tsit5()
+    saveat = _as_saveat(saveat, t0, t1, dtype)
+    if stepsize_controller is None:
+        stepsize_controller = diffrax.PIDController(rtol=jnp.asarray(rtol, dtype=dtype), atol=jnp.asarray(atol, dtype=dtype))
+    if adjoint is None:
+        adjoint = diffrax.RecursiveCheckpointAdjoint()
+    field = MuscleDrivenField(excitations, forces, tendon_kinds(model))
+    return _solve_muscles(field, solver, t0, t1, dt0, MuscleSimState(q0, qd0, a0, l0), model, saveat,
+                          stepsize_controller, adjoint, max_steps, throw)
+
+
+def muscle_vector_field(model: Model, t, state: MuscleSimState, excitations) -> MuscleSimState:
+    """Time derivative of a :class:`MuscleSimState` (the right-hand side :func:`simulate_muscles`
+    integrates), e.g. to compare with OpenSim's ``computeStateVariableDerivatives``."""
+    if not callable(excitations):
+        excitations = ConstantExcitation(jnp.asarray(excitations))
+    return MuscleDrivenField(excitations, None, tendon_kinds(model))(t, MuscleSimState(*state), model)
+
