@@ -74,3 +74,6 @@ from ._simulate_muscles import muscle_vector_field as muscle_vector_field
 from ._simulate_muscles import initial_fiber_lengths as initial_fiber_lengths
 from ._excitations import ConstantExcitation as ConstantExcitation
 from ._excitations import PiecewiseLinearExcitation as PiecewiseLinearExcitation
+
+# computed-torque tracking (Ehsani Eq. 200-201)
+from . import control as control

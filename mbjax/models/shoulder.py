@@ -149,3 +149,21 @@ def shoulder_model(rhythm: str = "holzbaur", path: str | None = None, plane_offs
     if model.coordinate_names != COORDINATES:
         raise ValueError(f"unexpected shoulder coordinates {model.coordinate_names}")
     return model
+
+
+def without_phantom_inertia(model):
+    """The model with MoBL's phantom bodies made massless (``*phant*``: mass and inertia set to 0).
+
+    MoBL-ARMS gives its placeholder bodies between the joints (``clavphant``, ``scapphant``,
+    ``humphant``, ``humphant1``) a mass of 1e-4 kg but an inertia of diag(1, 1, 1) kg·m²: 50 times
+    the humerus' own.  Kinematics and moment arms do not see it; dynamics do (it dominates M).  The
+    seed's shoulder (Quental et al. anthropometry of clavicle, scapula, humerus) has no such bodies,
+    so the tracking experiment removes them.  Works on any model whose body names contain "phant".
+    """
+    import equinox as eqx
+    import numpy as np
+
+    phantom = np.array(["phant" in name for name in model.body_names])
+    mass = model.mass * (1.0 - phantom)
+    inertia = model.inertia * (1.0 - phantom)[:, None, None]
+    return eqx.tree_at(lambda m: (m.mass, m.inertia), model, (mass, inertia))
