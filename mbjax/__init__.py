@@ -58,3 +58,8 @@ from .muscles import activation_derivative as activation_derivative
 from .muscles import muscle_forces as muscle_forces
 from .muscles import muscle_state as muscle_state
 from .muscles import equilibrium_fiber_length as equilibrium_fiber_length
+# muscle force sharing (static optimization, optax)
+from . import sharing as sharing
+from .sharing import static_optimization as static_optimization
+from .sharing import static_optimization_trajectory as static_optimization_trajectory
+from .sharing import infeasibility_report as infeasibility_report
