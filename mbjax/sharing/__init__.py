@@ -10,5 +10,6 @@ from .static_optimization import StaticOptimizationResult as StaticOptimizationR
 from .static_optimization import muscle_force_coefficients as muscle_force_coefficients
 from .static_optimization import sharing_problem as sharing_problem
 from .static_optimization import solve_problem as solve_problem
+from .static_optimization import solve_trajectory as solve_trajectory
 from .static_optimization import static_optimization as static_optimization
 from .static_optimization import static_optimization_trajectory as static_optimization_trajectory

@@ -199,7 +199,6 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
     (``(nm,)`` or ``(T, nm)`` activations, a least-norm start when None).
     """
     qs = jnp.asarray(qs)
-    T = qs.shape[0]
 
     def build(q, qd, qdd, tau, ext):
         return sharing_problem(model, q, qd, qdd, tau=tau, external=ext, use_muscle_physiology=use_muscle_physiology,
@@ -208,12 +207,19 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
     in_axes = (0, 0, 0, None if taus is None else 0, None if externals is None else 0)
     problems = jax.vmap(build, in_axes=in_axes)(qs, jnp.asarray(qds, qs.dtype), jnp.asarray(qdds, qs.dtype),
                                                 taus, externals)
-    kw = dict(exponent=exponent, weights=weights, reserves=reserves, activation_bounds=activation_bounds,
-              reserve_bounds=reserve_bounds, solver_options=solver_options)
+    return solve_trajectory(problems, warm_start=warm_start, initial_guess=initial_guess, exponent=exponent,
+                            weights=weights, reserves=reserves, activation_bounds=activation_bounds,
+                            reserve_bounds=reserve_bounds, solver_options=solver_options)
+
+
+def solve_trajectory(problems: SharingProblem, *, warm_start=True, initial_guess=None, **kw) -> StaticOptimizationResult:
+    """Solve stacked per-frame problems (leading axis ``T``): ``lax.scan`` with warm starts, or
+    ``vmap`` (see :func:`static_optimization_trajectory`; ``kw`` as in :func:`solve_problem`)."""
+    T, nm = problems.f_opt.shape
     if not warm_start:
         if initial_guess is None:
             return jax.vmap(lambda pr: solve_problem(pr, **kw))(problems)
-        guess = jnp.broadcast_to(jnp.asarray(initial_guess, qs.dtype), (T, problems.f_opt.shape[-1]))
+        guess = jnp.broadcast_to(jnp.asarray(initial_guess, problems.f_opt.dtype), (T, nm))
         return jax.vmap(lambda pr, g: solve_problem(pr, initial_guess=g, **kw))(problems, guess)
 
     first = jax.tree_util.tree_map(lambda x: x[0], problems)
