@@ -217,3 +217,21 @@ def test_gradient_wrt_max_isometric_force(arm):
         d[i] = e
         fd = (loss_fd(fo + d) - loss_fd(fo - d)) / (2 * e)
         np.testing.assert_allclose(g[i], fd, rtol=1e-5, atol=1e-9)
+
+
+def test_readme_example():
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    code = re.search(r"## Force sharing \(static optimization\)\n.*?```python\n(.*?)```", text, re.S).group(1)
+    ns: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(code, "README.md", "exec"), ns)
+    res = ns["res"]
+    assert res.activations.shape == (50, 6) and bool(np.all(res.converged))
+    a = np.asarray(res.activations)
+    assert np.all((a >= 0) & (a <= 1))
+    assert np.abs(np.asarray(res.residual)).max() < 1e-8
+    assert not mbjax.infeasibility_report(res, ns["model"])
