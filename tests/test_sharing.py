@@ -191,8 +191,11 @@ def test_infeasibility_report_and_reserves(arm):
         np.testing.assert_allclose(np.r_[rr.activations[k], rr.reserve_torques[k] / 10.0], ref.x, atol=1e-6)
 
 
+@pytest.mark.extended
 def test_gradient_wrt_max_isometric_force(arm):
-    """d(Σ a² over 3 frames)/dF_o by implicit differentiation vs central differences."""
+    """d(Σ a² over 3 frames)/dF_o by implicit differentiation vs central differences (the
+    compile-heavy twin of test_synthetic_gradient_vs_finite_differences: reverse mode through
+    moment arms, muscle curves and inverse dynamics)."""
     model, (qs, qds, qdds), _, _, _ = arm
     fo = model.extras["muscles"].parameters["max_isometric_force"]
 

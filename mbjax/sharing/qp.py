@@ -146,6 +146,16 @@ def _polish(x, lam, A, b, lo, hi, w, p, tol, max_polish, reg, delta):
     return x, lam, err, k
 
 
+def least_norm_start(A, b):
+    """Aᵀ(A Aᵀ + ε)⁻¹ b: the least-norm solution of A x = b (before clipping to the box)."""
+    m = A.shape[0]
+    if m == 0:
+        return jnp.zeros((A.shape[1],), A.dtype)
+    eps = float(jnp.finfo(A.dtype).eps)
+    G = A @ A.T
+    return A.T @ jnp.linalg.solve(G + 1e3 * eps * jnp.trace(G) * jnp.eye(m, dtype=A.dtype), b)
+
+
 def default_tolerance(dtype) -> float:
     """0.01 √eps of ``dtype`` (1.5e-10 in float64, 3.5e-6 in float32), in the scaled units."""
     return 0.01 * float(jnp.finfo(dtype).eps) ** 0.5
@@ -170,7 +180,7 @@ def solve(A, b, lo, hi, w, p=2.0, x0=None, lam0=None, *, rho=30.0, inner=20, max
     As, bs = A * s[:, None], b * s
     c = jax.lax.stop_gradient((As, bs, lo, hi, w))
     if x0 is None:
-        x0 = jnp.linalg.lstsq(c[0], c[1])[0] if m else jnp.zeros((n,), dtype)
+        x0 = least_norm_start(c[0], c[1])
     if lam0 is None:
         lam0 = jnp.zeros((m,), dtype)
     x0, lam0 = jax.lax.stop_gradient((jnp.asarray(x0, dtype), jnp.asarray(lam0, dtype)))

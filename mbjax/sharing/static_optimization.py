@@ -125,10 +125,8 @@ def _reserve_vector(reserves, nq, dtype):
     return jnp.broadcast_to(jnp.asarray(reserves, dtype), (nq,))
 
 
-def solve_problem(problem: SharingProblem, *, exponent=2, weights=None, reserves=None, activation_bounds=(0.0, 1.0),
-                  reserve_bounds=(-jnp.inf, jnp.inf), initial_guess=None, solver_options=None
-                  ) -> StaticOptimizationResult:
-    """Solve one frame's :class:`SharingProblem` (see :func:`static_optimization`)."""
+def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, reserve_bounds):
+    """A, b, lo, hi, w of the parameter vector x = (a, τ_r / F_r) and the reserve optimal forces."""
     R, f_opt, f_pas, tau = problem
     nq, nm = R.shape
     dtype = R.dtype
@@ -143,6 +141,17 @@ def solve_problem(problem: SharingProblem, *, exponent=2, weights=None, reserves
         w = jnp.concatenate([w, jnp.ones((nq,), dtype)])
         lo = jnp.concatenate([lo, jnp.broadcast_to(jnp.asarray(reserve_bounds[0], dtype), (nq,))])
         hi = jnp.concatenate([hi, jnp.broadcast_to(jnp.asarray(reserve_bounds[1], dtype), (nq,))])
+    return A, b, lo, hi, w, fr
+
+
+def solve_problem(problem: SharingProblem, *, exponent=2, weights=None, reserves=None, activation_bounds=(0.0, 1.0),
+                  reserve_bounds=(-jnp.inf, jnp.inf), initial_guess=None, solver_options=None
+                  ) -> StaticOptimizationResult:
+    """Solve one frame's :class:`SharingProblem` (see :func:`static_optimization`)."""
+    R, f_opt, f_pas, tau = problem
+    nq, nm = R.shape
+    dtype = R.dtype
+    A, b, lo, hi, w, fr = _qp_data(problem, weights, reserves, activation_bounds, reserve_bounds)
     x0 = lam0 = None
     if initial_guess is not None:
         if isinstance(initial_guess, StaticOptimizationResult):
@@ -222,12 +231,23 @@ def solve_trajectory(problems: SharingProblem, *, warm_start=True, initial_guess
         guess = jnp.broadcast_to(jnp.asarray(initial_guess, problems.f_opt.dtype), (T, nm))
         return jax.vmap(lambda pr, g: solve_problem(pr, initial_guess=g, **kw))(problems, guess)
 
+    # warm start: the carry is the previous frame's result; before frame 0 it holds the guess
+    # (default: frame 0's least-norm point A⁺b, as a cold start would use), λ = 0
     first = jax.tree_util.tree_map(lambda x: x[0], problems)
-    r0 = solve_problem(first, initial_guess=initial_guess, **kw)
+    nq = problems.tau.shape[-1]
+    dtype = problems.tau.dtype
+    A, b, _, _, _, fr = _qp_data(first, kw.get("weights"), kw.get("reserves"), (0.0, 1.0), (-jnp.inf, jnp.inf))
+    x0 = qp.least_norm_start(A, b) if initial_guess is None else jnp.asarray(initial_guess, dtype)
+    if fr is not None and x0.shape[0] == nm:
+        x0 = jnp.concatenate([x0, jnp.zeros((nq,), dtype)])
+    zq = jnp.zeros((nq,), dtype)
+    carry0 = StaticOptimizationResult(x0[:nm], jnp.zeros((nm,), dtype), zq if fr is None else x0[nm:] * fr, zq,
+                                      jnp.zeros((), dtype), jnp.zeros((), bool), jnp.zeros((), jnp.int32),
+                                      jnp.zeros((), jnp.int32), zq)
 
     def step(prev, pr):
         r = solve_problem(pr, initial_guess=prev, **kw)
         return r, r
 
-    _, rs = jax.lax.scan(step, r0, problems)
+    _, rs = jax.lax.scan(step, carry0, problems)
     return rs
