@@ -5,6 +5,8 @@ arm26 without wrapping keeps compilation short; two jitted programs are built (p
 + solutions, and the warm-started trajectory) plus one gradient program.
 """
 
+import pathlib
+import re
 import warnings
 
 import equinox as eqx
@@ -17,7 +19,7 @@ from scipy.optimize import linprog, minimize
 import mbjax
 from mbjax.sharing import qp, sharing_problem, solve_problem, solve_trajectory
 
-T = 10
+T = 50  # frames of the README example
 
 
 def _slsqp(A, b, lo, hi, w, p):
@@ -30,20 +32,11 @@ def _slsqp(A, b, lo, hi, w, p):
     return r
 
 
-def _motion(T, dtype=np.float64):
-    t = np.linspace(0.0, 1.0, T)
-    w = np.pi
-    qs = np.stack([0.3 + 0.2 * np.sin(w * t), 1.2 + 0.4 * np.sin(w * t + 0.3)], 1)
-    qds = np.stack([0.2 * w * np.cos(w * t), 0.4 * w * np.cos(w * t + 0.3)], 1)
-    qdds = np.stack([-0.2 * w * w * np.sin(w * t), -0.4 * w * w * np.sin(w * t + 0.3)], 1)
-    return t, qs.astype(dtype), qds.astype(dtype), qdds.astype(dtype)
-
-
 @eqx.filter_jit
 def _per_frame(model, qs, qds, qdds):
-    """Problems, per-frame solutions and the warm-started (scan) trajectory in one program."""
+    """Problems and per-frame solutions (vmap) in one program."""
     problems = jax.vmap(sharing_problem, in_axes=(None, 0, 0, 0))(model, qs, qds, qdds)
-    return problems, jax.vmap(solve_problem)(problems), solve_trajectory(problems, warm_start=True)
+    return problems, jax.vmap(solve_problem)(problems)
 
 
 _solve_frames = jax.jit(jax.vmap(solve_problem))
@@ -52,12 +45,17 @@ _solve_frames_reserves = jax.jit(jax.vmap(lambda pr: solve_problem(pr, reserves=
 
 @pytest.fixture(scope="module")
 def arm():
+    """The README example (public static_optimization_trajectory, lax.scan with warm starts on
+    wrap-free arm26) and the same frames solved one by one."""
+    text = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    code = re.search(r"## Force sharing \(static optimization\)\n.*?```python\n(.*?)```", text, re.S).group(1)
+    ns: dict = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = mbjax.models.arm26(ignore_wrapping=True)
-    _, qs, qds, qdds = _motion(T)
-    problems, per_frame, traj = _per_frame(model, qs, qds, qdds)
-    return model, (qs, qds, qdds), problems, per_frame, traj
+        exec(compile(code, "README.md", "exec"), ns)
+    model, qs, qds, qdds = (ns[k] for k in ("model", "qs", "qds", "qdds"))
+    problems, per_frame = _per_frame(model, qs, qds, qdds)
+    return model, (qs, qds, qdds), problems, per_frame, ns["res"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -96,35 +94,37 @@ def test_synthetic_matches_slsqp():
     assert n_active > 0  # the bounds were exercised
 
 
-def test_synthetic_gradient_vs_finite_differences():
+def test_synthetic_derivative_vs_finite_differences():
+    """Implicit derivative (forward mode, one program) of a loss of the solution in a random
+    direction of (A, b, w) vs central differences of the same program."""
     A, b, lo, hi, w = _synthetic(3)
 
     def f(A, b, w):
         s = qp.solve(A, b, lo, hi, w)
         return s.objective + jnp.sum(jnp.sin(jnp.arange(1, 9) * s.x))
 
-    g = jax.jit(jax.grad(f, argnums=(0, 1, 2)))(A, b, w)
-    fj = jax.jit(f)
+    fj = jax.jit(lambda args, dirs: jax.jvp(f, args, dirs))
+    rng = np.random.default_rng(7)
+    dirs = tuple(rng.normal(size=v.shape) for v in (A, b, w))
+    val, der = fj((A, b, w), dirs)
     e = 1e-6
-    for arr_i, arr in enumerate((A, b, w)):
-        rng = np.random.default_rng(arr_i)
-        d = rng.normal(size=arr.shape)
-        args_p = [A, b, w]
-        args_m = [A, b, w]
-        args_p[arr_i] = arr + e * d
-        args_m[arr_i] = arr - e * d
-        fd = (float(fj(*args_p)) - float(fj(*args_m))) / (2 * e)
-        np.testing.assert_allclose(float(np.sum(np.asarray(g[arr_i]) * d)), fd, rtol=1e-5, atol=1e-8)
+    plus = fj(tuple(v + e * d for v, d in zip((A, b, w), dirs)), dirs)[0]
+    minus = fj(tuple(v - e * d for v, d in zip((A, b, w), dirs)), dirs)[0]
+    np.testing.assert_allclose(float(der), (float(plus) - float(minus)) / (2 * e), rtol=1e-6, atol=1e-9)
+    assert abs(float(der)) > 1e-3
 
 
-def test_float32_runs():
-    A, b, lo, hi, w = (np.stack(v).astype(np.float32) for v in zip(*[_synthetic(s) for s in range(4)]))
-    sol = _solve_batch(A, b, lo, hi, w, np.full(4, 2.0, np.float32))
-    assert sol.x.dtype == jnp.float32
-    assert bool(np.all(sol.converged))
-    x64 = _solve_batch(*(v.astype(np.float64) for v in (A, b, lo, hi, w)), np.full(4, 2.0)).x
-    np.testing.assert_allclose(np.asarray(sol.x), np.asarray(x64), atol=1e-3)
-    assert np.all((np.asarray(sol.x) >= 0) & (np.asarray(sol.x) <= 1))
+def test_float32_runs(arm):
+    """arm26 problems cast to float32: solved in float32, converged, within 1e-3 of float64."""
+    _, _, problems, res, _ = arm
+    p32 = jax.tree_util.tree_map(lambda x: x.astype(jnp.float32), problems)
+    r32 = _solve_frames(p32)
+    assert r32.activations.dtype == jnp.float32
+    assert bool(np.all(r32.converged))
+    a = np.asarray(r32.activations)
+    assert np.all((a >= 0) & (a <= 1))
+    np.testing.assert_allclose(a, np.asarray(res.activations), atol=1e-3)
+    assert np.abs(np.asarray(r32.residual)).max() < 1e-3  # N·m, on torques of a few N·m
 
 
 # ------------------------------------------------------------------------------------------------
@@ -153,8 +153,10 @@ def test_arm26_matches_slsqp(arm):
 
 
 def test_trajectory_equals_per_frame(arm):
+    """README example (scan, warm starts) = per-frame vmap; it converges and reports nothing."""
     model, (qs, qds, qdds), _, res, traj = arm
     assert traj.activations.shape == (T, 6) and bool(np.all(traj.converged))
+    assert not mbjax.infeasibility_report(traj, model)
     np.testing.assert_allclose(np.asarray(traj.activations), np.asarray(res.activations), atol=1e-9)
     np.testing.assert_allclose(np.asarray(traj.forces), np.asarray(res.forces), atol=1e-6)
     # warm starts: the scan needs no more ALM passes than the cold starts in total
@@ -211,7 +213,7 @@ def test_gradient_wrt_max_isometric_force(arm):
     assert np.any(np.abs(g) > 0)
 
     def loss_fd(v):  # the same loss through the already-compiled per-frame program
-        _, r, _ = _per_frame(with_fo(v), qs, qds, qdds)
+        _, r = _per_frame(with_fo(v), qs, qds, qdds)
         return float(jnp.sum(r.activations[:3] ** 2 * jnp.arange(1, 7)))
 
     e = 1e-3  # N, on forces of several hundred N
@@ -221,20 +223,3 @@ def test_gradient_wrt_max_isometric_force(arm):
         fd = (loss_fd(fo + d) - loss_fd(fo - d)) / (2 * e)
         np.testing.assert_allclose(g[i], fd, rtol=1e-5, atol=1e-9)
 
-
-def test_readme_example():
-    import pathlib
-    import re
-
-    text = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
-    code = re.search(r"## Force sharing \(static optimization\)\n.*?```python\n(.*?)```", text, re.S).group(1)
-    ns: dict = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        exec(compile(code, "README.md", "exec"), ns)
-    res = ns["res"]
-    assert res.activations.shape == (50, 6) and bool(np.all(res.converged))
-    a = np.asarray(res.activations)
-    assert np.all((a >= 0) & (a <= 1))
-    assert np.abs(np.asarray(res.residual)).max() < 1e-8
-    assert not mbjax.infeasibility_report(res, ns["model"])
