@@ -40,7 +40,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .._dynamics import inverse_dynamics
 from ..muscles.geometry import muscle_lengths
