@@ -77,3 +77,9 @@ from ._excitations import PiecewiseLinearExcitation as PiecewiseLinearExcitation
 
 # computed-torque tracking (Ehsani Eq. 200-201)
 from . import control as control
+
+# muscle force sharing (static optimization, optax)
+from . import sharing as sharing
+from .sharing import static_optimization as static_optimization
+from .sharing import static_optimization_trajectory as static_optimization_trajectory
+from .sharing import infeasibility_report as infeasibility_report

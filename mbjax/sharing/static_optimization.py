@@ -1,0 +1,252 @@
+"""Static optimization (muscle force sharing), OpenSim's ``StaticOptimization`` analysis.
+
+Per frame (q, q̇, q̈) the muscle torques must equal the inverse-dynamics torque
+τ = M q̈ + N q̇ - G - Q_ext (DESIGN's M q̈ + N q̇ = G + R F + Q_ext):
+
+    minimize  Σ_i w_i a_i^p + Σ_j |x_j|^p      subject to   R(q) F(a) + diag(F_r) x = τ,
+                                                            0 ≤ a ≤ 1  (``activation_bounds``)
+
+with the muscle force of ``StaticOptimizationTarget::prepareToOptimize`` /
+``computeAcceleration``: each muscle's actuation is *overridden* to a · F_opt, where
+
+* ``use_muscle_physiology=True`` (OpenSim's default): F_opt = F_o f_L(ℓ) f_V(v) cos α at
+  activation 1 with rigid-tendon fibre kinematics, ``Muscle::calcInextensibleTendonActiveFiberForce``
+  (Thelen: ℓ = √(h² + (L - ℓ_s)²), v = V cos α, f_V = ``calcfvInv(1, f_L, v)``), whatever the
+  muscle's own tendon model;
+* ``use_muscle_physiology=False``: F_opt = F_o (max isometric force).
+
+Because the actuation is overridden, OpenSim applies **no passive fibre force** in static
+optimization (``PathActuator::computeForce`` uses the override value alone).  That is the default
+here (``passive_forces=False``); ``passive_forces=True`` adds the rigid-tendon passive fibre force
+along the tendon, F = a F_opt + F_pas cos α, a formulation that OpenSim does not offer.
+
+Reserve actuators (``reserves``: optimal force per coordinate, OpenSim's ``CoordinateActuator``
+``optimal_force``) add parameters x_j with torque F_r,j x_j and cost |x_j|^p, exactly as OpenSim
+treats every ``ScalarActuator`` (its objective Σ|x|^p runs over all actuators, unweighted; the
+muscle weights w are an addition, 1 by default).  Their bounds are ``reserve_bounds`` (OpenSim's
+default min/max control of a CoordinateActuator: ∓∞).
+
+OpenSim constrains accelerations (q̈_target - q̈(x) = 0, i.e. M⁻¹(R F + τ_r - τ) = 0); with M
+regular this has the same solution set, so the torque form is used here.  Every coordinate is
+constrained (OpenSim skips coordinates that are locked/prescribed by constraints).  OpenSim
+solves with IPOPT to ``optimizer_convergence_criterion`` (default 1e-4); here
+:func:`mbjax.sharing.qp.solve` runs an optax augmented Lagrangian and an exact KKT polish to
+0.01 √eps.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .._dynamics import inverse_dynamics
+from ..muscles.geometry import muscle_lengths
+from ..muscles.moment_arms import moment_arms
+from ..muscles.musculotendon import _by_family, _Family, _rigid_state
+from ..muscles.parameters import hill_parameters
+from ..muscles.paths import get_paths
+from . import qp
+
+
+class SharingProblem(NamedTuple):
+    """The data of one frame: moment arms ``R (nq, nm)``, force per unit activation
+    ``f_opt (nm,)`` (N), activation-independent force ``f_passive (nm,)`` (N, zero unless
+    ``passive_forces``) and the torque to match ``tau (nq,)`` (N·m or N)."""
+
+    moment_arms: jnp.ndarray
+    f_opt: jnp.ndarray
+    f_passive: jnp.ndarray
+    tau: jnp.ndarray
+
+
+class StaticOptimizationResult(NamedTuple):
+    """Static-optimization solution (one frame, or stacked over frames by the trajectory call).
+
+    ``activations (nm,)``, tendon ``forces (nm,)`` (N), ``reserve_torques (nq,)`` (zero without
+    reserves), ``residual (nq,)`` = R F + τ_r - τ (N·m), ``objective`` (Σ w a^p + Σ |x_r|^p),
+    ``converged`` (KKT residual below tolerance), ``iterations`` (optax ALM passes),
+    ``polish_iterations`` (KKT Newton steps), ``multipliers`` (equality multipliers of the
+    row-scaled problem; pass the result back as ``initial_guess`` to warm-start).
+    """
+
+    activations: jnp.ndarray
+    forces: jnp.ndarray
+    reserve_torques: jnp.ndarray
+    residual: jnp.ndarray
+    objective: jnp.ndarray
+    converged: jnp.ndarray
+    iterations: jnp.ndarray
+    polish_iterations: jnp.ndarray
+    multipliers: jnp.ndarray
+
+
+def _inextensible(kind, p, L, V, a):
+    """Rigid-tendon active (at ``a``) and passive fibre forces along the tendon (N)."""
+    st = _rigid_state(_Family(kind, p), L, V, a)
+    cos = jnp.cos(st.pennation_angle)
+    return st.active_fiber_force * cos, st.passive_fiber_force * cos
+
+
+def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passive_forces=False, R=None):
+    """``(f_opt, f_passive)``, ``(nm,)`` each: tendon force = a · f_opt + f_passive (module docstring;
+    f_opt is OpenSim's ``calcInextensibleTendonActiveFiberForce(s, 1.0)``)."""
+    q = jnp.asarray(q)
+    if R is None:
+        R = moment_arms(model, q)
+    L = muscle_lengths(model, q)
+    V = -(R.T @ jnp.asarray(qd, L.dtype))
+    act, pas = _by_family(model, _inextensible, L, V, jnp.ones_like(L))
+    if not use_muscle_physiology:
+        act = hill_parameters(get_paths(model))["max_isometric_force"].astype(L.dtype) * jnp.ones_like(L)
+    if not passive_forces:
+        pas = jnp.zeros_like(pas)
+    return act, pas
+
+
+def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_physiology=True,
+                    passive_forces=False) -> SharingProblem:
+    """Moment arms, muscle force coefficients and the torque τ to match at one frame; τ defaults to
+    ``inverse_dynamics(model, q, qd, qdd, external)``."""
+    q = jnp.asarray(q)
+    R = moment_arms(model, q)
+    f_opt, f_pas = muscle_force_coefficients(model, q, qd, use_muscle_physiology=use_muscle_physiology,
+                                             passive_forces=passive_forces, R=R)
+    if tau is None:
+        tau = inverse_dynamics(model, q, qd, qdd, external)
+    return SharingProblem(R, f_opt, f_pas, jnp.asarray(tau, R.dtype))
+
+
+def _reserve_vector(reserves, nq, dtype):
+    if reserves is None:
+        return None
+    return jnp.broadcast_to(jnp.asarray(reserves, dtype), (nq,))
+
+
+def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, reserve_bounds):
+    """A, b, lo, hi, w of the parameter vector x = (a, τ_r / F_r) and the reserve optimal forces."""
+    R, f_opt, f_pas, tau = problem
+    nq, nm = R.shape
+    dtype = R.dtype
+    A = R * f_opt[None, :]
+    b = tau - R @ f_pas
+    w = jnp.ones((nm,), dtype) if weights is None else jnp.broadcast_to(jnp.asarray(weights, dtype), (nm,))
+    lo = jnp.broadcast_to(jnp.asarray(activation_bounds[0], dtype), (nm,))
+    hi = jnp.broadcast_to(jnp.asarray(activation_bounds[1], dtype), (nm,))
+    fr = _reserve_vector(reserves, nq, dtype)
+    if fr is not None:
+        A = jnp.concatenate([A, jnp.diag(fr)], axis=1)
+        w = jnp.concatenate([w, jnp.ones((nq,), dtype)])
+        lo = jnp.concatenate([lo, jnp.broadcast_to(jnp.asarray(reserve_bounds[0], dtype), (nq,))])
+        hi = jnp.concatenate([hi, jnp.broadcast_to(jnp.asarray(reserve_bounds[1], dtype), (nq,))])
+    return A, b, lo, hi, w, fr
+
+
+def solve_problem(problem: SharingProblem, *, exponent=2, weights=None, reserves=None, activation_bounds=(0.0, 1.0),
+                  reserve_bounds=(-jnp.inf, jnp.inf), initial_guess=None, solver_options=None
+                  ) -> StaticOptimizationResult:
+    """Solve one frame's :class:`SharingProblem` (see :func:`static_optimization`)."""
+    R, f_opt, f_pas, tau = problem
+    nq, nm = R.shape
+    dtype = R.dtype
+    A, b, lo, hi, w, fr = _qp_data(problem, weights, reserves, activation_bounds, reserve_bounds)
+    x0 = lam0 = None
+    if initial_guess is not None:
+        if isinstance(initial_guess, StaticOptimizationResult):
+            x0 = initial_guess.activations
+            if fr is not None:
+                x0 = jnp.concatenate([x0, initial_guess.reserve_torques / jnp.where(fr == 0, 1.0, fr)])
+            lam0 = initial_guess.multipliers
+        else:
+            x0 = jnp.asarray(initial_guess, dtype)
+            if fr is not None and x0.shape[0] == nm:
+                x0 = jnp.concatenate([x0, jnp.zeros((nq,), dtype)])
+    sol = qp.solve(A, b, lo, hi, w, exponent, x0, lam0, **(solver_options or {}))
+    a = sol.x[:nm]
+    forces = a * f_opt + f_pas
+    tau_r = sol.x[nm:] * fr if fr is not None else jnp.zeros((nq,), dtype)
+    residual = R @ forces + tau_r - tau
+    return StaticOptimizationResult(a, forces, tau_r, residual, sol.objective, sol.converged, sol.alm_iterations,
+                                    sol.polish_iterations, sol.lam)
+
+
+def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=2, weights=None, reserves=None,
+                        activation_bounds=(0.0, 1.0), reserve_bounds=(-jnp.inf, jnp.inf), use_muscle_physiology=True,
+                        passive_forces=False, initial_guess=None, solver_options=None) -> StaticOptimizationResult:
+    """Static optimization at one frame (OpenSim's ``StaticOptimization``, module docstring).
+
+    Minimizes Σ w_i a_i^p (+ Σ |τ_r,j / F_r,j|^p with reserves) subject to R F(a) + τ_r = τ and
+    ``activation_bounds``.  ``tau`` overrides the inverse-dynamics torque; ``external`` is a
+    generalized force Q_ext subtracted from it; ``weights`` (nm,) weigh the muscle terms;
+    ``reserves`` is a scalar or ``(nq,)`` of reserve optimal forces (0 = none on that coordinate);
+    ``initial_guess`` is activations ``(nm,)`` or a previous result (warm start);
+    ``solver_options`` go to :func:`mbjax.sharing.qp.solve` (``rho``, ``inner``, ``max_outer``,
+    ``tol``, ...).  Pure and vmappable; differentiable in the model's parameters (implicit
+    derivatives at the optimum).  Infeasible frames are not raised here: check ``residual`` /
+    ``converged`` or use :func:`mbjax.sharing.infeasibility_report`.
+    """
+    problem = sharing_problem(model, q, qd, qdd, tau=tau, external=external,
+                              use_muscle_physiology=use_muscle_physiology, passive_forces=passive_forces)
+    return solve_problem(problem, exponent=exponent, weights=weights, reserves=reserves,
+                         activation_bounds=activation_bounds, reserve_bounds=reserve_bounds,
+                         initial_guess=initial_guess, solver_options=solver_options)
+
+
+def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals=None, warm_start=True,
+                                   initial_guess=None, exponent=2, weights=None, reserves=None,
+                                   activation_bounds=(0.0, 1.0), reserve_bounds=(-jnp.inf, jnp.inf),
+                                   use_muscle_physiology=True, passive_forces=False, solver_options=None
+                                   ) -> StaticOptimizationResult:
+    """Static optimization of ``T`` frames (``qs, qds, qdds`` of shape ``(T, nq)``); every field of
+    the result gets a leading ``T`` axis.
+
+    The per-frame problems are built with ``vmap``.  ``warm_start=True`` solves them in order with
+    ``lax.scan``, each frame starting from the previous solution (and its multipliers);
+    ``warm_start=False`` solves all frames at once with ``vmap`` from ``initial_guess``
+    (``(nm,)`` or ``(T, nm)`` activations, a least-norm start when None).
+    """
+    qs = jnp.asarray(qs)
+
+    def build(q, qd, qdd, tau, ext):
+        return sharing_problem(model, q, qd, qdd, tau=tau, external=ext, use_muscle_physiology=use_muscle_physiology,
+                               passive_forces=passive_forces)
+
+    in_axes = (0, 0, 0, None if taus is None else 0, None if externals is None else 0)
+    problems = jax.vmap(build, in_axes=in_axes)(qs, jnp.asarray(qds, qs.dtype), jnp.asarray(qdds, qs.dtype),
+                                                taus, externals)
+    return solve_trajectory(problems, warm_start=warm_start, initial_guess=initial_guess, exponent=exponent,
+                            weights=weights, reserves=reserves, activation_bounds=activation_bounds,
+                            reserve_bounds=reserve_bounds, solver_options=solver_options)
+
+
+def solve_trajectory(problems: SharingProblem, *, warm_start=True, initial_guess=None, **kw) -> StaticOptimizationResult:
+    """Solve stacked per-frame problems (leading axis ``T``): ``lax.scan`` with warm starts, or
+    ``vmap`` (see :func:`static_optimization_trajectory`; ``kw`` as in :func:`solve_problem`)."""
+    T, nm = problems.f_opt.shape
+    if not warm_start:
+        if initial_guess is None:
+            return jax.vmap(lambda pr: solve_problem(pr, **kw))(problems)
+        guess = jnp.broadcast_to(jnp.asarray(initial_guess, problems.f_opt.dtype), (T, nm))
+        return jax.vmap(lambda pr, g: solve_problem(pr, initial_guess=g, **kw))(problems, guess)
+
+    # warm start: the carry is the previous frame's result; before frame 0 it holds the guess
+    # (default: frame 0's least-norm point A⁺b, as a cold start would use), λ = 0
+    first = jax.tree_util.tree_map(lambda x: x[0], problems)
+    nq = problems.tau.shape[-1]
+    dtype = problems.tau.dtype
+    A, b, _, _, _, fr = _qp_data(first, kw.get("weights"), kw.get("reserves"), (0.0, 1.0), (-jnp.inf, jnp.inf))
+    x0 = qp.least_norm_start(A, b) if initial_guess is None else jnp.asarray(initial_guess, dtype)
+    if fr is not None and x0.shape[0] == nm:
+        x0 = jnp.concatenate([x0, jnp.zeros((nq,), dtype)])
+    zq = jnp.zeros((nq,), dtype)
+    carry0 = StaticOptimizationResult(x0[:nm], jnp.zeros((nm,), dtype), zq if fr is None else x0[nm:] * fr, zq,
+                                      jnp.zeros((), dtype), jnp.zeros((), bool), jnp.zeros((), jnp.int32),
+                                      jnp.zeros((), jnp.int32), zq)
+
+    def step(prev, pr):
+        r = solve_problem(pr, initial_guess=prev, **kw)
+        return r, r
+
+    _, rs = jax.lax.scan(step, carry0, problems)
+    return rs
