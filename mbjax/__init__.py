@@ -61,3 +61,9 @@ from .muscles import activation_derivative as activation_derivative
 from .muscles import muscle_forces as muscle_forces
 from .muscles import muscle_state as muscle_state
 from .muscles import equilibrium_fiber_length as equilibrium_fiber_length
+# force elements (OpenSim's CoordinateLimitForce, SpringGeneralizedForce, ExpressionBasedCoordinateForce,
+# PointToPointSpring, BushingForce) in model.extras["forces"]
+from . import forces as forces
+from .forces import ModelForces as ModelForces
+from .forces import model_forces as model_forces
+from .forces import with_force_elements as with_force_elements
