@@ -98,8 +98,12 @@ def _compare(path, model, draw_q, dependent, kinds_list, n_states=6, seed=0, **l
     n_mat_cache = None
     names = model.coordinate_names
     rng = np.random.default_rng(seed)
-    fns = {type(e).__name__: jax.jit(jax.vmap(e.generalized_force, in_axes=(None, 0, 0)))
-           for e in model.extras["forces"].elements}
+    elements = model.extras["forces"].elements
+
+    @jax.jit
+    def all_kinds(m, q, qd):  # one compile for every kind
+        return {type(e).__name__: jax.vmap(e.generalized_force, in_axes=(None, 0, 0))(m, q, qd) for e in elements}
+
     qs, qds, refs = [], [], {k: [] for k in kinds_list}
     for _ in range(n_states):
         q = draw_q(rng)
@@ -127,8 +131,9 @@ def _compare(path, model, draw_q, dependent, kinds_list, n_states=6, seed=0, **l
         for k in kinds_list:
             refs[k].append(g_u.T @ os_.q_u(u, (k,)))
     out = {}
+    ours = all_kinds(model, jnp.asarray(np.array(qs)), jnp.asarray(np.array(qds)))
     for k in kinds_list:
-        mine = np.asarray(fns[k](model, jnp.asarray(np.array(qs)), jnp.asarray(np.array(qds))))
+        mine = np.asarray(ours[k])
         ref = np.array(refs[k])
         active = np.max(np.abs(ref), axis=1) > 0
         assert active.sum() >= len(ref) // 2, f"{k}: OpenSim's force is zero at most states (not exercised)"
