@@ -58,7 +58,7 @@ class CoordinateSpring(ForceElement):
     def generalized_force(self, model: Model, q, qd):
         b, bdot = self.element_state(model, q, qd)
         _, pullback = jax.vjp(lambda x: self.element_coordinates(model, x), q)
-        return pullback(self.law(b, bdot))[0]
+        return pullback(self.law(b, bdot).astype(b.dtype))[0]
 
 
 class CoordinateValues(eqx.Module):
@@ -127,6 +127,11 @@ def with_force_elements(model: Model, *elements: ForceElement) -> Model:
     return eqx.tree_at(lambda m: m.extras, model, extras)
 
 
+@eqx.filter_jit
+def _model_forces(model: Model, q, qd):
+    return model.extras["forces"].generalized_force(model, q, qd)
+
+
 def model_forces(model: Model, q, qd):
     """Generalized force ``Q (nq,)`` of the model's force elements (``extras["forces"]``) at ``(q, q̇)``.
 
@@ -140,7 +145,7 @@ def model_forces(model: Model, q, qd):
     fs = model.extras.get("forces")
     if fs is None:
         return jnp.zeros_like(q)
-    return fs.generalized_force(model, q, qd)
+    return _model_forces(model, q, qd)
 
 
 class ModelForces(eqx.Module):
