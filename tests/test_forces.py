@@ -82,7 +82,7 @@ def test_conservative_parts_are_gradients(results):
 def test_coordinate_limit_force_is_minus_dv_dq():
     """Independent reference: V(q) = -∫ f dq by a fine trapezoid rule; -dV/dq by central differences."""
     b = mbjax.ModelBuilder(["x"])
-    b.add_body("a", joint="revolute", axis=[0, 0, 1], mass=1.0, com=(0, -0.1, 0), inertia=np.eye(3) * 0.01)
+    b.add_body("a", axis=[0, 0, 1], map="x", mass=1.0, com=(0, -0.1, 0), inertia=np.eye(3) * 0.01)
     m = b.build()
     clf = mbjax.forces.CoordinateLimitForce.from_opensim(m, ["lim"], ["x"], np.array([True]), [2.0], [30.0], [3.0],
                                                          [-40.0], [0.05], [10.0])
@@ -162,7 +162,7 @@ def test_simulate_with_model_forces(model):
 
 def test_float32_runs():
     b = mbjax.ModelBuilder(["x"])
-    b.add_body("a", joint="revolute", axis=[0, 0, 1], mass=1.0, com=(0, -0.1, 0), inertia=np.eye(3) * 0.01)
+    b.add_body("a", axis=[0, 0, 1], map="x", mass=1.0, com=(0, -0.1, 0), inertia=np.eye(3) * 0.01)
     m = mbjax.with_force_elements(b.build(), mbjax.forces.SpringGeneralizedForce.create(
         b.build(), ["s"], ["x"], [3.0], [0.1], [0.2]))
     out = mbjax.model_forces(m, jnp.array([0.5], jnp.float32), jnp.array([1.0], jnp.float32))
