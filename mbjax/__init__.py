@@ -83,3 +83,10 @@ from . import sharing as sharing
 from .sharing import static_optimization as static_optimization
 from .sharing import static_optimization_trajectory as static_optimization_trajectory
 from .sharing import infeasibility_report as infeasibility_report
+
+# force elements (OpenSim's CoordinateLimitForce, SpringGeneralizedForce, ExpressionBasedCoordinateForce,
+# PointToPointSpring, BushingForce) in model.extras["forces"]
+from . import forces as forces
+from .forces import ModelForces as ModelForces
+from .forces import model_forces as model_forces
+from .forces import with_force_elements as with_force_elements

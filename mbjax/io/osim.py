@@ -47,8 +47,12 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   whose widened range is empty is never active and is left out, with a warning.  A
   ``MovingPathPoint`` location function reads its coordinate clamped to the coordinate's range
   (``MovingPathPoint::getLocation``, whether or not the coordinate is ``clamped``), so outside the
-  range the point stands still; a coordinate without ``<range>`` has OpenSim's default [-10, 10].  ``CoordinateLimitForce`` and other non-path forces
-  listed in :data:`RECORDED_FORCES` are recorded by name (not modelled).
+  range the point stands still; a coordinate without ``<range>`` has OpenSim's default [-10, 10].
+* Force elements (``CoordinateLimitForce``, ``SpringGeneralizedForce``, ``ExpressionBasedCoordinateForce``,
+  ``PointToPointSpring``, ``BushingForce``) go into ``model.extras["forces"]`` (:mod:`mbjax.forces`,
+  read by :mod:`mbjax.io.osim_forces`); :func:`mbjax.model_forces` gives their generalized force.
+  ``CoordinateActuator`` (an idle actuator without controls) is recorded by name
+  (:data:`RECORDED_FORCES`).
 * Wrap objects (``WrapCylinder``, ``WrapSphere``, ``WrapEllipsoid``, ``WrapTorus``, owned by a body,
   ground or an offset frame) and each path's ``PathWrapSet`` are read into
   ``MusclePaths.wraps`` (:mod:`mbjax.wrapping`) and applied as OpenSim applies them; only wrap
@@ -56,7 +60,7 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   straight-line paths (warned, and recorded in ``OsimInfo.wrapping_ignored``).  An unknown
   ``<method>`` falls back to hybrid, as in OpenSim.
 
-* Forces and constraints mbjax does not model (contact, bushings, point-to-point springs, the
+* Forces and constraints mbjax does not model (contact, the
   deprecated Schutte/Delp muscles, non-coupler constraints) are refused by name unless listed in
   ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).  Sets that change no quantity
   mbjax computes from the model are not read: ContactGeometrySet (used only by contact forces),
@@ -111,6 +115,8 @@ from ..maps.simm_spline import pp_simm_spline
 from ..wrapping.objects import KINDS as WRAP_KINDS
 from ..wrapping.objects import METHODS as WRAP_METHODS
 from ..wrapping.objects import PathWrap, WrapObject
+from ..forces.base import with_force_elements
+from .osim_forces import MODELLED_FORCES, read_force_elements
 
 MUSCLE_TYPES = (
     "Thelen2003Muscle",
@@ -120,7 +126,7 @@ MUSCLE_TYPES = (
     "PathSpring",
     "Ligament",
 )
-RECORDED_FORCES = ("CoordinateLimitForce", "CoordinateActuator", "ExpressionBasedCoordinateForce")
+RECORDED_FORCES = ("CoordinateActuator",)
 JOINT_TYPES = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint", "GimbalJoint", "BallJoint",
                "FreeJoint", "PlanarJoint", "EllipsoidJoint")
 _X, _Y, _Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
@@ -152,9 +158,6 @@ _REFUSED_JOINTS = {
 _REFUSED_FORCES = {
     "HuntCrossleyForce": "HuntCrossleyForce (contact between ContactGeometry, changes dynamics) is not modelled",
     "ElasticFoundationForce": "ElasticFoundationForce (contact, changes dynamics) is not modelled",
-    "BushingForce": "BushingForce (frame-to-frame spring-damper, changes dynamics) is not modelled",
-    "PointToPointSpring": "PointToPointSpring (changes dynamics) is not modelled",
-    "SpringGeneralizedForce": "SpringGeneralizedForce (changes dynamics) is not modelled",
     "Schutte1993Muscle_Deprecated": "Schutte1993Muscle_Deprecated (spline force-length/velocity curves that "
                                     "the Thelen and Millard models cannot reproduce) is not modelled",
     "Delp1990Muscle_Deprecated": "Delp1990Muscle_Deprecated (spline force-length/velocity curves that the "
@@ -517,6 +520,7 @@ class _Loader:
                                                ("CoordinateCouplerConstraint",))
         self.ignored: list[tuple[str, str]] = []
         self._locked_off: list[str] = []
+        self._force_elements: list = []
         self.doc = _Doc(path)
         self.ignore_wrapping = ignore_wrapping
         root = self.doc.root
@@ -858,6 +862,12 @@ class _Loader:
             objects = [self._wrap_object(self.wrap_elements[n]) for n in used]
             model = with_muscles(model, build_paths(model.body_names, model.coordinate_names, muscles, kinds, params,
                                                     wrap_objects=objects, path_wraps=path_wraps))
+        stacks, dropped = read_force_elements(self, model, self._force_elements)
+        if dropped:
+            warnings.warn(f"{doc.path}: {len(dropped)} force element(s) on locked coordinates left out (the lock "
+                          "absorbs their force): " + ", ".join(f"{t} {n!r}" for t, n in dropped), stacklevel=3)
+        if stacks:
+            model = with_force_elements(model, *stacks)
         extras = dict(model.extras)
         extras["osim"] = info
         return eqx.tree_at(lambda m: m.extras, model, extras)
@@ -944,14 +954,20 @@ class _Loader:
             if f.tag in RECORDED_FORCES:
                 recorded.append((f.tag, f.get("name")))
                 continue
+            if f.tag in MODELLED_FORCES:
+                if f.tag in self.ignore_forces:
+                    self.ignored.append((f.tag, f.get("name")))
+                else:
+                    self._force_elements.append(f)
+                continue
             path_only = f.tag not in MUSCLE_TYPES and f.tag in self.ignore_forces and f.find("GeometryPath") is not None
             if f.tag not in MUSCLE_TYPES and not path_only:
                 if f.tag in self.ignore_forces:
                     self.ignored.append((f.tag, f.get("name")))
                     continue
                 why = _REFUSED_FORCES.get(f.tag, "unsupported force")
-                raise doc.error(f, f"{why}; supported path forces {MUSCLE_TYPES}, recorded (not modelled) "
-                                f"{RECORDED_FORCES}. Pass ignore_forces=({f.tag!r},) to load the model without "
+                raise doc.error(f, f"{why}; supported path forces {MUSCLE_TYPES}, force elements "
+                                f"{MODELLED_FORCES}, recorded {RECORDED_FORCES}. Pass ignore_forces=({f.tag!r},) to load the model without "
                                 "it" + (" (its path is kept)" if f.find("GeometryPath") is not None else ""),
                                 NotImplementedError)
             if path_only:

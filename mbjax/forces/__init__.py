@@ -1,0 +1,20 @@
+"""Force elements (OpenSim's passive forces) as generalized forces on the model's coordinates.
+
+See :mod:`mbjax.forces.base` for the contract; the elements reproduce OpenSim's own formulas.
+"""
+
+from .base import CoordinateSpring as CoordinateSpring
+from .base import CoordinateValues as CoordinateValues
+from .base import ForceElement as ForceElement
+from .base import ForceSet as ForceSet
+from .base import ModelForces as ModelForces
+from .base import model_forces as model_forces
+from .base import with_force_elements as with_force_elements
+from .bushing import BushingForce as BushingForce
+from .bushing import body_fixed_xyz as body_fixed_xyz
+from .coordinate_limit import CoordinateLimitForce as CoordinateLimitForce
+from .coordinate_limit import smooth_step as smooth_step
+from .expression import compile_expression as compile_expression
+from .expression_coordinate import ExpressionBasedCoordinateForce as ExpressionBasedCoordinateForce
+from .point_to_point_spring import PointToPointSpring as PointToPointSpring
+from .spring_generalized import SpringGeneralizedForce as SpringGeneralizedForce

@@ -1,0 +1,162 @@
+"""The force-element contract and the model's force set (``model.extras["forces"]``).
+
+A force element is an ``eqx.Module`` (array leaves: parameters; static: topology) that returns
+its generalized force ``Q (nq,)`` on the model's coordinates; it enters Eq. 198 as part of
+``Q_ext``.  Most OpenSim forces are *generalized-coordinate springs*: a few element coordinates
+``b(q)`` (an OpenSim coordinate's value, a spring length, a bushing's six deflections) and a law
+``f(b, ḃ)`` giving the generalized force on them.  Their generalized force on the model's ``q`` is
+the virtual-work (chain-rule) projection ``Q = (∂b/∂q)ᵀ f(b, ḃ)`` with ``ḃ = (∂b/∂q) q̇`` (one
+``jax.jvp`` and one ``jax.vjp`` of ``b``).  So an element on an OpenSim coordinate that the
+importer eliminated (a coupled coordinate ``c = g(q)``) acts through its map:
+``Q = f(g(q), ∇g·q̇) ∇g``, which is what OpenSim's coupler constraint transmits.
+
+Each element class holds a *stack* of ``n`` elements of one kind (vectorised, no per-element
+Python loop).  :class:`ForceSet` is the tuple of stacks; :func:`model_forces` sums them.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._kinematics import body_poses
+from .._model import Model
+
+
+class ForceElement(eqx.Module):
+    """A stack of force elements of one kind: ``generalized_force(model, q, qd) -> (nq,)``."""
+
+    @abc.abstractmethod
+    def generalized_force(self, model: Model, q, qd):
+        """Generalized force ``Q (nq,)`` of all elements of this stack."""
+
+    @property
+    @abc.abstractmethod
+    def names(self) -> tuple[str, ...]:
+        """Element names (one per element of the stack)."""
+
+
+class CoordinateSpring(ForceElement):
+    """An element acting on element coordinates ``b(q)`` with the law ``f(b, ḃ)`` (see module notes)."""
+
+    @abc.abstractmethod
+    def element_coordinates(self, model: Model, q):
+        """``b(q)``, ``(m,)``."""
+
+    @abc.abstractmethod
+    def law(self, b, bdot):
+        """Generalized force on the element coordinates, ``(m,)``."""
+
+    def element_state(self, model: Model, q, qd):
+        """``(b, ḃ)``."""
+        return jax.jvp(lambda x: self.element_coordinates(model, x), (q,), (qd,))
+
+    def generalized_force(self, model: Model, q, qd):
+        b, bdot = self.element_state(model, q, qd)
+        _, pullback = jax.vjp(lambda x: self.element_coordinates(model, x), q)
+        return pullback(self.law(b, bdot).astype(b.dtype))[0]
+
+
+class CoordinateValues(eqx.Module):
+    """Values of ``n`` OpenSim coordinates as functions of the model's ``q``.
+
+    An independent coordinate is ``q[index]``; an eliminated (coupled) one is its joint map
+    (``maps[k]`` reading ``q[inputs[k]]``, for the entries ``dependent[k]``).  Locked coordinates
+    are not represented (an element on one is dropped by the importer: the lock absorbs its force).
+    """
+
+    index: tuple[int, ...] = eqx.field(static=True)
+    dependent: tuple[int, ...] = eqx.field(static=True)
+    inputs: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    maps: tuple = ()
+
+    def __call__(self, q):
+        out = q[np.asarray(self.index, dtype=np.int32)]
+        for k, inp, m in zip(self.dependent, self.inputs, self.maps):
+            out = out.at[k].set(m.value(q[np.asarray(inp, dtype=np.int32)][None])[0].astype(q.dtype))
+        return out
+
+    @classmethod
+    def of(cls, model: Model, coordinates) -> "CoordinateValues":
+        """``coordinates``: names of the model's coordinates, or joint maps (single-map stacks) of them."""
+        index, dependent, inputs, maps = [], [], [], []
+        for k, c in enumerate(coordinates):
+            if isinstance(c, str):
+                index.append(model.coordinate_index(c))
+                continue
+            index.append(0)
+            dependent.append(k)
+            inputs.append(tuple(model.coordinate_index(n) for n in c.coordinates[0]))
+            maps.append(c)
+        return cls(tuple(index), tuple(dependent), tuple(inputs), tuple(maps))
+
+
+def frame_poses(model: Model, q, bodies, x_body_frame):
+    """World poses ``(n, 4, 4)`` of frames fixed on ``bodies`` (static indices, ``-1`` = ground)."""
+    poses = body_poses(model, q)
+    poses = jnp.concatenate([poses, jnp.eye(4, dtype=poses.dtype)[None]], axis=0)
+    idx = np.where(np.asarray(bodies) < 0, model.n_bodies, np.asarray(bodies)).astype(np.int32)
+    return poses[idx] @ x_body_frame.astype(poses.dtype)
+
+
+class ForceSet(eqx.Module):
+    """The model's force elements (``model.extras["forces"]``): a tuple of element stacks."""
+
+    elements: tuple[ForceElement, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for e in self.elements for n in e.names)
+
+    def generalized_force(self, model: Model, q, qd):
+        out = jnp.zeros_like(q)
+        for e in self.elements:  # one entry per element *kind*
+            out = out + e.generalized_force(model, q, qd)
+        return out
+
+
+def with_force_elements(model: Model, *elements: ForceElement) -> Model:
+    """A copy of ``model`` whose force set also holds ``elements`` (stacks of one kind each)."""
+    old = model.extras.get("forces", ForceSet())
+    extras = dict(model.extras)
+    extras["forces"] = ForceSet(tuple(old.elements) + tuple(e for e in elements if e is not None))
+    return eqx.tree_at(lambda m: m.extras, model, extras)
+
+
+@eqx.filter_jit
+def _model_forces(model: Model, q, qd):
+    return model.extras["forces"].generalized_force(model, q, qd)
+
+
+def model_forces(model: Model, q, qd):
+    """Generalized force ``Q (nq,)`` of the model's force elements (``extras["forces"]``) at ``(q, q̇)``.
+
+    Zero for a model without any.  Add it to the right side of Eq. 198; for :func:`mbjax.simulate`
+    pass ``forces=ModelForces(model)``.
+    """
+    q = jnp.asarray(q)
+    if not jnp.issubdtype(q.dtype, jnp.inexact):
+        q = q.astype(float)
+    qd = jnp.asarray(qd, dtype=q.dtype)
+    fs = model.extras.get("forces")
+    if fs is None:
+        return jnp.zeros_like(q)
+    return _model_forces(model, q, qd)
+
+
+class ModelForces(eqx.Module):
+    """``forces(t, q, q̇)`` for :func:`mbjax.simulate`: the model's force elements.
+
+    ``simulate(model, q0, qd0, t0, t1, forces=ModelForces(model))``.  The model's arrays are
+    dynamic leaves: a new ``ModelForces`` of a model with new parameters does not recompile.
+    """
+
+    model: Model
+
+    def __call__(self, t, q, qd):
+        del t
+        return model_forces(self.model, q, qd)

@@ -1,0 +1,66 @@
+"""OpenSim's ``BushingForce`` (Simbody ``Force::LinearBushing``): a 6-dof linear spring-damper between frames.
+
+Frame F is fixed on body 1 (``X_B1F``), frame M on body 2 (``X_B2M``); ``X_FM = X_GF⁻¹ X_GM``.
+Simbody's bushing coordinates are ``b = (θx, θy, θz, p_x, p_y, p_z)``: the X-Y-Z body-fixed angles of
+``R_FM`` (``Rotation::convertRotationToBodyFixedXYZ``: ``θy = atan2(R₀₂, √((R₀₀²+R₀₁²+R₁₂²+R₂₂²)/2))``,
+``θx = atan2(-R₁₂, R₂₂)``, ``θz = atan2(-R₀₁, R₀₀)``) and ``p_FM`` expressed in F.  The generalized
+force on them is ``f = -k∘b - c∘ḃ`` (``k``, ``c`` = rotational then translational stiffness /
+damping); Simbody applies it as the moment ``N_FMᵀ f_rot`` and the force ``f_trans`` on M with the
+reaction on F, whose virtual power is ``fᵀ ḃ``.  So ``Q = (∂b/∂q)ᵀ f`` exactly
+(:class:`~mbjax.forces.base.CoordinateSpring`).  Like Simbody's, the angles are singular at
+``θy = ±π/2`` (Simbody switches branch within 4ε of it; not reproduced).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .base import CoordinateSpring, frame_poses
+
+
+def body_fixed_xyz(rot):
+    """X-Y-Z body-fixed angles ``(..., 3)`` of rotations ``(..., 3, 3)`` (Simbody's formula, regular branch)."""
+    r = rot
+    cos_y = jnp.sqrt((r[..., 0, 0] ** 2 + r[..., 0, 1] ** 2 + r[..., 1, 2] ** 2 + r[..., 2, 2] ** 2) / 2)
+    return jnp.stack([jnp.arctan2(-r[..., 1, 2], r[..., 2, 2]),
+                      jnp.arctan2(r[..., 0, 2], cos_y),
+                      jnp.arctan2(-r[..., 0, 1], r[..., 0, 0])], axis=-1)
+
+
+class BushingForce(CoordinateSpring):
+    """A stack of ``n`` linear bushings: frames ``(n, 4, 4)`` in their bodies, ``(n, 6)`` stiffness/damping."""
+
+    x_b1f: jnp.ndarray
+    x_b2m: jnp.ndarray
+    stiffness: jnp.ndarray  # (n, 6): rotational x y z, translational x y z
+    damping: jnp.ndarray
+    body1: tuple[int, ...] = eqx.field(static=True)
+    body2: tuple[int, ...] = eqx.field(static=True)
+    element_names: tuple[str, ...] = eqx.field(static=True)
+
+    @property
+    def names(self):
+        return self.element_names
+
+    def deflections(self, model, q):
+        """``(n, 6)`` bushing coordinates ``b``."""
+        x_gf = frame_poses(model, q, self.body1, self.x_b1f)
+        x_gm = frame_poses(model, q, self.body2, self.x_b2m)
+        r_gf = x_gf[:, :3, :3]
+        r_fm = jnp.einsum("nji,njk->nik", r_gf, x_gm[:, :3, :3])
+        p_fm = jnp.einsum("nji,nj->ni", r_gf, x_gm[:, :3, 3] - x_gf[:, :3, 3])
+        return jnp.concatenate([body_fixed_xyz(r_fm), p_fm], axis=-1)
+
+    def element_coordinates(self, model, q):
+        return self.deflections(model, q).reshape(-1)
+
+    def law(self, b, bdot):
+        k = self.stiffness.reshape(-1).astype(b.dtype)
+        c = self.damping.reshape(-1).astype(b.dtype)
+        return -k * b - c * bdot
+
+    def potential_energy(self, model, q):
+        """``Σ ½ k∘b²`` (Simbody's ``LinearBushing`` potential energy)."""
+        b = self.deflections(model, q)
+        return 0.5 * jnp.sum(self.stiffness * b * b)

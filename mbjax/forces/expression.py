@@ -1,0 +1,133 @@
+"""OpenSim's (Lepton) expression grammar, compiled to a ``jnp`` function of named variables.
+
+Lepton (``Lepton::Parser::parse``), as used by ``ExpressionBasedCoordinateForce``: whitespace is
+removed first; numbers (``1``, ``2.5``, ``1e-3``); variables; binary ``+ -`` (precedence 0),
+``* /`` (1), ``^`` (3, right-associative); unary ``-`` (precedence 2, so ``-q^2 = -(q^2)``);
+parentheses; the functions below (Lepton's built-ins, same definitions: ``step(x) = x >= 0``,
+``delta(x) = x == 0``, ``select(x, a, b) = x != 0 ? a : b``, ``recip``, ``square``, ``cube``, ...).
+Anything else (an unknown function or variable, a stray character) is refused by name.
+"""
+
+from __future__ import annotations
+
+import re
+
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+
+FUNCTIONS = {
+    "sqrt": (1, jnp.sqrt), "exp": (1, jnp.exp), "log": (1, jnp.log),
+    "sin": (1, jnp.sin), "cos": (1, jnp.cos), "tan": (1, jnp.tan),
+    "sec": (1, lambda x: 1.0 / jnp.cos(x)), "csc": (1, lambda x: 1.0 / jnp.sin(x)),
+    "cot": (1, lambda x: 1.0 / jnp.tan(x)),
+    "asin": (1, jnp.arcsin), "acos": (1, jnp.arccos), "atan": (1, jnp.arctan), "atan2": (2, jnp.arctan2),
+    "sinh": (1, jnp.sinh), "cosh": (1, jnp.cosh), "tanh": (1, jnp.tanh),
+    "erf": (1, jsp.erf), "erfc": (1, jsp.erfc),
+    "step": (1, lambda x: jnp.where(x >= 0, 1.0, 0.0)), "delta": (1, lambda x: jnp.where(x == 0, 1.0, 0.0)),
+    "square": (1, lambda x: x * x), "cube": (1, lambda x: x * x * x), "recip": (1, lambda x: 1.0 / x),
+    "min": (2, jnp.minimum), "max": (2, jnp.maximum), "abs": (1, jnp.abs),
+    "floor": (1, jnp.floor), "ceil": (1, jnp.ceil),
+    "select": (3, lambda x, a, b: jnp.where(x != 0, a, b)),
+}
+_TOKEN = re.compile(r"(\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|([A-Za-z_][A-Za-z0-9_]*)|([-+*/^(),])")
+_BINARY = {"+": (0, True), "-": (0, True), "*": (1, True), "/": (1, True), "^": (3, False)}
+
+
+def _tokens(text: str):
+    out, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise ValueError(f"expression {text!r}: unexpected character {text[pos]!r} at position {pos}")
+        kind = "num" if m.group(1) else ("name" if m.group(2) else "op")
+        out.append((kind, m.group(0)))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    def __init__(self, text, variables):
+        self.text, self.variables = text, tuple(variables)
+        self.toks, self.i = _tokens(text), 0
+
+    def peek(self):
+        return self.toks[self.i] if self.i < len(self.toks) else (None, None)
+
+    def take(self, op=None):
+        tok = self.peek()
+        if tok[0] is None or (op is not None and tok[1] != op):
+            raise ValueError(f"expression {self.text!r}: expected {op or 'more input'!r}, got {tok[1]!r}")
+        self.i += 1
+        return tok
+
+    def expr(self, min_prec=0):
+        left = self.operand()
+        while True:
+            kind, text = self.peek()
+            if kind != "op" or text not in _BINARY or _BINARY[text][0] < min_prec:
+                return left
+            prec, left_assoc = _BINARY[text]
+            self.take()
+            right = self.expr(prec + 1 if left_assoc else prec)
+            left = _apply_binary(text, left, right)
+
+    def operand(self):
+        kind, text = self.take()
+        if kind == "num":
+            v = float(text)
+            return lambda env: v
+        if kind == "op" and text == "-":
+            inner = self.expr(2)
+            return lambda env: -inner(env)
+        if kind == "op" and text == "(":
+            inner = self.expr(0)
+            self.take(")")
+            return inner
+        if kind == "name":
+            if self.peek()[1] == "(":
+                if text not in FUNCTIONS:
+                    raise ValueError(f"expression {self.text!r}: unknown function {text!r}; Lepton's functions "
+                                     f"are {tuple(FUNCTIONS)}")
+                self.take("(")
+                args = [self.expr(0)]
+                while self.peek()[1] == ",":
+                    self.take(",")
+                    args.append(self.expr(0))
+                self.take(")")
+                n, fn = FUNCTIONS[text]
+                if len(args) != n:
+                    raise ValueError(f"expression {self.text!r}: {text} takes {n} argument(s), got {len(args)}")
+                return lambda env: fn(*(a(env) for a in args))
+            if text not in self.variables:
+                raise ValueError(f"expression {self.text!r}: unknown variable {text!r}; variables are {self.variables}")
+            return lambda env: env[text]
+        raise ValueError(f"expression {self.text!r}: unexpected {text!r}")
+
+
+def _apply_binary(op, a, b):
+    if op == "+":
+        return lambda env: a(env) + b(env)
+    if op == "-":
+        return lambda env: a(env) - b(env)
+    if op == "*":
+        return lambda env: a(env) * b(env)
+    if op == "/":
+        return lambda env: a(env) / b(env)
+    return lambda env: a(env) ** b(env)
+
+
+def compile_expression(text: str, variables=("q", "qdot")):
+    """``fn(**values)`` evaluating the Lepton expression ``text`` with ``jnp`` (vectorised, differentiable)."""
+    src = "".join(str(text).split())  # ExpressionBasedCoordinateForce removes all whitespace first
+    if not src:
+        raise ValueError("empty expression")
+    p = _Parser(src, variables)
+    tree = p.expr(0)
+    if p.i != len(p.toks):
+        raise ValueError(f"expression {src!r}: unexpected {p.toks[p.i][1]!r} at token {p.i}")
+
+    def fn(**env):
+        return tree(env)
+
+    fn.source = src
+    return fn
