@@ -33,7 +33,8 @@ compiled solve (best of 3, compilation excluded), steps, tracking error and cons
 
 Run: ``.venv/bin/python experiments/shoulder_tracking.py [--quick] [--no-dae] [--out DIR]``;
 writes ``fig19_trajectory.png``, ``fig20_torques.png``, ``shoulder_tracking_torques.csv`` (the
-input of the force-sharing problem, Fig. 21), ``tolerance_sweep.csv``, ``ode_vs_dae.csv``.
+input of the force-sharing problem), ``fig21_muscle_forces.png|csv`` (Fig. 21: the 14 muscles share
+the torques by static optimization), ``tolerance_sweep.csv``, ``ode_vs_dae.csv``.
 """
 
 from __future__ import annotations
@@ -176,6 +177,51 @@ def plot_fig20(r, path):
     plt.close(fig)
 
 
+def fig21_force_sharing(model, r, out):
+    """Fig. 21: the 14 shoulder muscles share the tracking torques (static optimization, Σ a²).
+
+    ``mbjax.static_optimization_trajectory`` with τ = the computed-torque history (``taus``), OpenSim's
+    formulation (rigid-tendon F = a F_o f_L f_V cos α, 0 ≤ a ≤ 1, no passive force).  The 14
+    muscles of the trimmed model span the three coordinates only partly (axial rotation has small
+    moment arms), so coordinate reserves with optimal force 1 N·m (cost (τ_r / 1)², OpenSim's
+    CoordinateActuator) take what the muscles cannot; their peak is printed.
+    """
+    res = jax.jit(lambda m, q, qd, qdd, tau: mbjax.static_optimization_trajectory(
+        m, q, qd, qdd, taus=tau, reserves=1.0))(model, r.q, r.qd, r.qdd_des, r.tau)
+    res = jax.block_until_ready(res)
+    t = np.asarray(r.ts)
+    act, force = np.asarray(res.activations), np.asarray(res.forces)
+    names = model.muscle_names
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    colors = plt.cm.tab20(np.linspace(0.0, 1.0, 20))[: len(names)]
+    for k, name in enumerate(names):
+        style = "-" if k % 2 == 0 else "--"
+        axes[0].plot(t, act[:, k], style, color=colors[k], label=name)
+        axes[1].plot(t, force[:, k], style, color=colors[k])
+    axes[0].set_ylabel("activation (-)")
+    axes[1].set_ylabel("tendon force (N)")
+    axes[1].set_xlabel("t (s)")
+    axes[0].legend(ncol=5, fontsize=7)
+    fig.suptitle("Fig. 21: muscle activations and forces sharing the tracking torques (Σ a², 14 muscles)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "fig21_muscle_forces.png"), dpi=120)
+    plt.close(fig)
+    with open(os.path.join(out, "fig21_muscle_forces.csv"), "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["t_s"] + [f"a_{n}" for n in names] + [f"F_{n}_N" for n in names]
+                   + [f"reserve_{c}_Nm" for c in COORDINATES] + ["residual_Nm"])
+        for i in range(len(t)):
+            w.writerow([t[i], *act[i], *force[i], *np.asarray(res.reserve_torques[i]),
+                        float(np.abs(np.asarray(res.residual[i])).max())])
+    peak = {n: float(act[:, k].max()) for k, n in enumerate(names)}
+    top = sorted(peak, key=peak.get, reverse=True)[:5]
+    print(f"Fig. 21: static optimization of {len(t)} frames: converged {bool(np.all(np.asarray(res.converged)))}, "
+          f"max |R F + τ_r - τ| = {float(np.abs(np.asarray(res.residual)).max()):.1e} N·m; most active: "
+          + ", ".join(f"{n} {peak[n]:.2f}" for n in top)
+          + f"; peak reserve |τ_r| = {np.abs(np.asarray(res.reserve_torques)).max(axis=0)} N·m")
+    return res
+
+
 def write_torques(r, path):
     cols = [("t (s)", r.ts)]
     for i, c in enumerate(COORDINATES):
@@ -267,6 +313,7 @@ def main(quick: bool, dae: bool, out: str):
     plot_fig19(best, os.path.join(out, "fig19_trajectory.png"))
     plot_fig20(best, os.path.join(out, "fig20_torques.png"))
     write_torques(best, os.path.join(out, "shoulder_tracking_torques.csv"))
+    fig21_force_sharing(model, best, out)
     inv = jax.jit(jax.vmap(mbjax.inverse_dynamics, in_axes=(None, 0, 0, 0)))(model, best.q_des, best.qd_des, best.qdd_des)
     tau = np.asarray(best.tau)
     print(f"torques (rtol 1e-10): peak |τ| = {np.max(np.abs(tau), axis=0)} N·m; "
