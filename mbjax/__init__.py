@@ -58,3 +58,5 @@ from .muscles import activation_derivative as activation_derivative
 from .muscles import muscle_forces as muscle_forces
 from .muscles import muscle_state as muscle_state
 from .muscles import equilibrium_fiber_length as equilibrium_fiber_length
+# parameter identification (issue 16): fit, parametrizations, data terms, identifiability
+from . import identify as identify

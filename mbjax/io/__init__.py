@@ -2,3 +2,5 @@
 
 from .osim import load_osim as load_osim
 from .urdf import load_urdf as load_urdf
+from .native import load_model as load_model
+from .native import save_model as save_model
