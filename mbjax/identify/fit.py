@@ -40,6 +40,20 @@ def _loss_of(out):
     return out if out.ndim == 0 else 0.5 * jnp.sum(out**2)
 
 
+class _Residual(eqx.Module):
+    """``(θ, (tree, objective)) -> (r, None)``: hashable by value (optimistix's ``fn``)."""
+
+    sel: Selection
+
+    def __call__(self, theta, args):
+        tree, objective = args
+        return jnp.ravel(objective(self.sel.apply(theta, tree))), None
+
+
+def _loss(sel, theta, tree, objective):
+    return _loss_of(objective(sel.apply(theta, tree)))
+
+
 def fit(
     tree,
     objective,
@@ -58,34 +72,23 @@ def fit(
     element's coefficient too).  ``where``/``parametrization``: see
     :class:`~mbjax.identify.selection.Selection` (``Positive`` for masses and lengths,
     ``PhysicalInertia`` for (mass, COM, inertia), ``StandardInertial`` for linear least squares).
-    ``learning_rate``: adam only.
+    ``learning_rate``: adam only.  The jitted step is cached on (selection, objective structure,
+    tree structure, method): refitting with new data, a new start or a new tolerance reuses it.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; one of {METHODS}")
     sel = Selection(tree, where, parametrization)
     theta0 = sel.theta(tree)
     out_shape = jax.eval_shape(objective, tree)
-    is_scalar = out_shape.shape == ()
-    if is_scalar and method in ("gauss_newton", "levenberg_marquardt"):
+    if out_shape.shape == () and method in ("gauss_newton", "levenberg_marquardt"):
         raise ValueError(f"{method} needs a residual vector; `objective` returned a scalar")
-
-    def residual(theta, args):
-        t, obj = args
-        return jnp.ravel(obj(sel.apply(theta, t)))
-
-    def loss(theta, args):
-        t, obj = args
-        return _loss_of(obj(sel.apply(theta, t)))
-
-    # split the objective: its arrays travel as dynamic arguments, its functions as static ones
-    args = (tree, objective)
     if method in ("adam", "lbfgs"):
-        theta, hist_l, hist_g, steps, conv, msg, first = _run_optax(method, loss, theta0, args, max_steps, tol, learning_rate, progress)
+        run = _run_optax(method, sel, theta0, tree, objective, max_steps, tol, learning_rate, progress)
     else:
-        theta, hist_l, hist_g, steps, conv, msg, first = _run_optimistix(method, residual, loss, theta0, args, max_steps, tol, progress)
+        run = _run_optimistix(method, sel, theta0, tree, objective, max_steps, tol, progress)
+    theta, hist_l, hist_g, steps, conv, msg, (first, wall) = run
     fitted = sel.apply(theta, tree)
-    wall = first[1]
-    report = FitReport(method, np.asarray(hist_l), np.asarray(hist_g), steps, wall, first[0], conv, msg, np.asarray(theta), sel.names)
+    report = FitReport(method, np.asarray(hist_l), np.asarray(hist_g), steps, wall, first, conv, msg, np.asarray(theta), sel.names)
     if progress:
         print(report)
     return fitted, report
@@ -99,37 +102,47 @@ def _bar(progress, max_steps, method):
     return tqdm(total=max_steps, desc=f"fit ({method})", leave=False)
 
 
-def _run_optax(method, loss, theta0, args, max_steps, tol, learning_rate, progress):
+def _optax_optimizer(method, learning_rate):
     import optax
 
-    if method == "adam":
-        opt = optax.adam(learning_rate)
+    return optax.adam(learning_rate) if method == "adam" else optax.lbfgs()
+
+
+@eqx.filter_jit
+def _optax_init(method, learning_rate, theta):
+    return _optax_optimizer(method, learning_rate).init(theta)
+
+
+@eqx.filter_jit
+def _optax_step(method, learning_rate, sel, theta, state, tree, objective):
+    import optax
+
+    opt = _optax_optimizer(method, learning_rate)
+    f = lambda th: _loss(sel, th, tree, objective)  # noqa: E731
+    if method == "lbfgs":
+        value, grad = optax.value_and_grad_from_state(f)(theta, state=state)
+        updates, state = opt.update(grad, state, theta, value=value, grad=grad, value_fn=f)
     else:
-        opt = optax.lbfgs()
+        value, grad = jax.value_and_grad(f)(theta)
+        updates, state = opt.update(grad, state, theta)
+    return optax.apply_updates(theta, updates), state, value, jnp.max(jnp.abs(grad))
 
-    @eqx.filter_jit
-    def step(theta, state, args):
-        f = lambda th: loss(th, args)  # noqa: E731
-        if method == "lbfgs":
-            value, grad = optax.value_and_grad_from_state(f)(theta, state=state)
-            updates, state = opt.update(grad, state, theta, value=value, grad=grad, value_fn=f)
-        else:
-            value, grad = jax.value_and_grad(f)(theta)
-            updates, state = opt.update(grad, state, theta)
-        return optax.apply_updates(theta, updates), state, value, jnp.max(jnp.abs(grad))
 
-    @eqx.filter_jit
-    def evaluate(theta, args):
-        value, grad = jax.value_and_grad(loss)(theta, args)
-        return value, jnp.max(jnp.abs(grad))
+@eqx.filter_jit
+def _value_grad_norm(sel, theta, tree, objective):
+    value, grad = jax.value_and_grad(_loss, argnums=1)(sel, theta, tree, objective)
+    return value, jnp.max(jnp.abs(grad))
 
+
+def _run_optax(method, sel, theta0, tree, objective, max_steps, tol, learning_rate, progress):
     t0 = time.perf_counter()
-    theta, state = theta0, opt.init(theta0)
+    lr = float(learning_rate)
+    theta, state = theta0, _optax_init(method, lr, theta0)
     hist_l, hist_g = [], []
     bar = _bar(progress, max_steps, method)
     conv, msg, steps, first_s = False, "max_steps reached", 0, None
     for k in range(max_steps):
-        new_theta, state, value, gnorm = step(theta, state, args)
+        new_theta, state, value, gnorm = _optax_step(method, lr, sel, theta, state, tree, objective)
         value, gnorm = float(value), float(gnorm)  # at theta (before the update)
         if first_s is None:
             first_s = time.perf_counter() - t0
@@ -141,14 +154,13 @@ def _run_optax(method, loss, theta0, args, max_steps, tol, learning_rate, progre
         if not np.isfinite(value):
             msg = "non-finite loss"
             break
-        g0 = hist_g[0]
-        if gnorm <= tol * max(g0, 1e-300):
+        if gnorm <= tol * max(hist_g[0], 1e-300):
             conv, msg = True, "gradient tolerance"
             break
         theta = new_theta
         steps = k + 1
     else:
-        value, gnorm = (float(x) for x in evaluate(theta, args))
+        value, gnorm = (float(x) for x in _value_grad_norm(sel, theta, tree, objective))
         hist_l.append(value)
         hist_g.append(gnorm)
         conv = gnorm <= tol * max(hist_g[0], 1e-300)
@@ -158,42 +170,48 @@ def _run_optax(method, loss, theta0, args, max_steps, tol, learning_rate, progre
     return theta, hist_l, hist_g, steps, conv, msg, (first_s or 0.0, time.perf_counter() - t0)
 
 
-def _run_optimistix(method, residual, loss, theta0, args, max_steps, tol, progress):
-    import optimistix as optx
-
+def _optimistix_solver(method, tol):
     import lineax as lx
+    import optimistix as optx
 
     if method == "gauss_newton":
         # minimum-norm steps: directions the data cannot see (singular values below 1e-10 s_max) stay put
-        solver = optx.GaussNewton(rtol=tol, atol=tol, linear_solver=lx.SVD(rcond=1e-10))
-    else:
-        solver = optx.LevenbergMarquardt(rtol=tol, atol=tol)
-    fn = eqx.filter_closure_convert(lambda th, a: (residual(th, a), None), theta0, args)
-    f_struct, aux_struct = fn.out_struct
+        return optx.GaussNewton(rtol=tol, atol=tol, linear_solver=lx.SVD(rcond=1e-10))
+    return optx.LevenbergMarquardt(rtol=tol, atol=tol)
+
+
+@eqx.filter_jit
+def _optx_init(solver, fn, theta, args):
+    f_struct = jax.eval_shape(lambda: fn(theta, args)[0])
+    return solver.init(fn, theta, args, {}, f_struct, None, frozenset())
+
+
+@eqx.filter_jit
+def _optx_step(solver, fn, theta, state, args):
+    import optimistix as optx
+
     tags = frozenset()
+    theta, state, _ = solver.step(fn, theta, args, {}, state, tags)
+    done, result = solver.terminate(fn, theta, args, {}, state, tags)
+    # loss and gradient Jᵀr at the accepted point, from the solver's own evaluation
+    r = state.f_info.residual
+    g = state.f_info.compute_grad()
+    return theta, state, done, result == optx.RESULTS.successful, 0.5 * jnp.sum(r**2), jnp.max(jnp.abs(g))
 
-    @eqx.filter_jit
-    def init(fn, theta, args):
-        return solver.init(fn, theta, args, {}, f_struct, aux_struct, tags)
 
-    @eqx.filter_jit
-    def step(fn, theta, state, args):
-        theta, state, _ = solver.step(fn, theta, args, {}, state, tags)
-        done, result = solver.terminate(fn, theta, args, {}, state, tags)
-        # loss and gradient Jᵀr at the accepted point, from the solver's own evaluation
-        r = state.f_info.residual
-        g = state.f_info.compute_grad()
-        return theta, state, done, result == optx.RESULTS.successful, 0.5 * jnp.sum(r**2), jnp.max(jnp.abs(g))
-
+def _run_optimistix(method, sel, theta0, tree, objective, max_steps, tol, progress):
+    solver = _optimistix_solver(method, float(tol))
+    fn = _Residual(sel)
+    args = (tree, objective)
     t0 = time.perf_counter()
-    state = init(fn, theta0, args)
+    state = _optx_init(solver, fn, theta0, args)
     theta = theta0
     hist_l, hist_g = [], []
     bar = _bar(progress, max_steps, method)
     conv, msg, steps, first_s = False, "max_steps reached", 0, None
     # the first optimistix step only evaluates the start point
     for k in range(max_steps + 1):
-        theta, state, done, ok, value, gnorm = step(fn, theta, state, args)
+        theta, state, done, ok, value, gnorm = _optx_step(solver, fn, theta, state, args)
         value, gnorm = float(value), float(gnorm)
         if first_s is None:
             first_s = time.perf_counter() - t0

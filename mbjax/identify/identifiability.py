@@ -103,17 +103,18 @@ class Identifiability:
         return "\n".join(lines)
 
 
+@eqx.filter_jit
+def _jacobian(sel, theta, tree, residuals):
+    """Forward-mode residual Jacobian (one compilation per selection and residual structure)."""
+    f = lambda th: jnp.ravel(residuals(sel.apply(th, tree)))  # noqa: E731
+    return jax.jacfwd(f)(theta), f(theta)
+
+
 def identifiability(tree, residuals, where, *, parametrization=None, sigma=None, rtol: float = 1e-8) -> Identifiability:
     """Identifiability of ``where(tree)`` from ``residuals(tree)`` at the current values (see module)."""
     sel = Selection(tree, where, parametrization)
     theta = sel.theta(tree)
-
-    @eqx.filter_jit
-    def jac_and_r(theta, tree, residuals):
-        f = lambda th: jnp.ravel(residuals(sel.apply(th, tree)))  # noqa: E731
-        return jax.jacfwd(f)(theta), f(theta)
-
-    jac, r = (np.asarray(x) for x in jac_and_r(theta, tree, residuals))
+    jac, r = (np.asarray(x) for x in _jacobian(sel, theta, tree, residuals))
     n_res, n_par = jac.shape
     _, s, vt = np.linalg.svd(jac, full_matrices=True)
     smax = s.max() if s.size else 0.0

@@ -47,8 +47,28 @@ class LeafInfo:
         return f"{self.name}[{','.join(parts)}]"
 
 
+@dataclasses.dataclass(frozen=True)
+class _ArrayIndex:
+    """A hashable stand-in for a list / array index (static fields must hash)."""
+
+    values: tuple
+    shape: tuple
+
+    def array(self):
+        return np.asarray(self.values).reshape(self.shape)
+
+
+def _hashable_index(index):
+    if isinstance(index, (list, np.ndarray)):
+        a = np.asarray(index)
+        return _ArrayIndex(tuple(a.ravel().tolist()), a.shape)
+    return index
+
+
 def _positions(shape, index) -> np.ndarray:
     """Flat positions of the entries of a leaf of ``shape`` selected by ``index``."""
+    if isinstance(index, _ArrayIndex):
+        index = index.array()
     pos = np.arange(int(np.prod(shape, dtype=int))).reshape(shape)
     return np.asarray(pos if index is None else pos[index]).ravel()
 
@@ -73,7 +93,7 @@ class Parametrization(eqx.Module):
 
 
 class _Elementwise(Parametrization):
-    index: Any = eqx.field(static=True, default=None)
+    index: Any = eqx.field(static=True, default=None, converter=_hashable_index)
 
     def _pos(self, value):
         return _positions(jnp.shape(value), self.index)
@@ -116,7 +136,7 @@ class Symmetric(Parametrization):
     """Symmetric ``(..., 3, 3)`` tensors (inertias): θ = the upper triangles of the selected
     matrices (``index`` selects along the leading axes), written back to both triangles."""
 
-    index: Any = eqx.field(static=True, default=None)
+    index: Any = eqx.field(static=True, default=None, converter=_hashable_index)
 
     def _mats(self, value):
         return _positions(jnp.shape(value)[:-2], self.index)

@@ -14,6 +14,8 @@ leaves under ``extras['muscles']``; leaves outside the Model keep their path (``
 
 from __future__ import annotations
 
+from typing import Callable
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -60,16 +62,25 @@ def _items(where, tree):
     return tuple(got) if isinstance(got, tuple) else (got,)
 
 
-class Selection:
-    """Binds ``where`` and parametrizations to a tree: :meth:`theta`, :meth:`apply`, :attr:`names`."""
+class Selection(eqx.Module):
+    """Binds ``where`` and parametrizations to a tree: :meth:`theta`, :meth:`apply`, :attr:`names`.
+
+    All fields are static and compare by value (``where`` by identity), so jitted steps built on
+    equal selections share one compilation (a second :func:`~mbjax.identify.fit` with new data or
+    a new start does not recompile).
+    """
+
+    where: Callable = eqx.field(static=True)
+    params: tuple = eqx.field(static=True)
+    sizes: tuple = eqx.field(static=True)
+    names: tuple = eqx.field(static=True)
+    grouped_all: bool = eqx.field(static=True)
 
     def __init__(self, tree, where, parametrization=None):
         items = _items(where, tree)
-        if isinstance(parametrization, Parametrization) and parametrization.group:
+        grouped_all = isinstance(parametrization, Parametrization) and parametrization.group
+        if grouped_all:
             items = (items,)
-            self._grouped_all = True
-        else:
-            self._grouped_all = False
         if parametrization is None:
             params = (Identity(),) * len(items)
         elif isinstance(parametrization, Parametrization):
@@ -84,8 +95,7 @@ class Selection:
             leaves = tuple(jax.tree.leaves(item))
             if not leaves:
                 raise ValueError("`where` selected an item with no array leaves")
-            missing = [i for i, leaf in enumerate(leaves) if id(leaf) not in infos]
-            if missing:
+            if any(id(leaf) not in infos for leaf in leaves):
                 raise ValueError("`where` must return leaves of the tree (eqx.tree_at convention)")
             info = tuple(infos[id(leaf)] for leaf in leaves)
             if p.group:
@@ -103,12 +113,15 @@ class Selection:
         self.params = tuple(bound)
         self.sizes = tuple(sizes)
         self.names = tuple(names)
-        self.n = int(sum(sizes))
-        self._splits = np.cumsum(sizes)[:-1]
+        self.grouped_all = bool(grouped_all)
+
+    @property
+    def n(self) -> int:
+        return int(sum(self.sizes))
 
     def _item_values(self, tree):
         items = _items(self.where, tree)
-        if self._grouped_all:
+        if self.grouped_all:
             items = (items,)
         out = []
         for item, p in zip(items, self.params):
@@ -123,7 +136,8 @@ class Selection:
 
     def apply(self, theta, tree):
         """``tree`` with the selected leaves set from ``theta``."""
-        parts = jnp.split(theta, self._splits) if len(self.sizes) > 1 else [theta]
+        splits = [int(x) for x in np.cumsum(self.sizes)[:-1]]
+        parts = jnp.split(theta, splits) if splits else [theta]
         new = []
         for p, v, t in zip(self.params, self._item_values(tree), parts):
             out = p.value(t, v)
