@@ -6,7 +6,8 @@ terms, identifiability.  One concept per file:
 * ``parametrizations.py`` — :class:`Identity`, :class:`Positive`, :class:`Symmetric`;
 * ``inertia.py`` — :class:`PhysicalInertia` (log-Cholesky pseudo-inertia), :class:`StandardInertial`;
 * data terms: ``torques.py``, ``trajectories.py`` (single / multiple shooting, :class:`ViscousDamping`),
-  ``kinematic.py`` (moment arms, muscle lengths); ``robust.py`` (weights, Huber);
+  ``kinematic.py`` (moment arms, muscle lengths), ``isometric.py`` (torque-angle curves of
+  activated muscles); ``robust.py`` (weights, Huber);
 * ``identifiability.py`` — singular values, named unidentifiable combinations, base parameters,
   standard errors.
 """
@@ -30,3 +31,5 @@ from .torques import torque_residuals as torque_residuals
 from .trajectories import ViscousDamping as ViscousDamping
 from .trajectories import multiple_shooting as multiple_shooting
 from .trajectories import trajectory_residuals as trajectory_residuals
+from .isometric import isometric_torque_residuals as isometric_torque_residuals
+from .isometric import isometric_torques as isometric_torques

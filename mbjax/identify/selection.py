@@ -9,7 +9,8 @@ one per item.  ``tree`` is a ``Model`` or any pytree holding one (``(model, damp
 
 Names come from the leaf paths, with body names for the per-body leaves of a Model
 (``mass[forearm]``, ``com[forearm,y]``, ``inertia[forearm,x,y]``) and muscle names for per-muscle
-leaves under ``extras['muscles']``; leaves outside the Model keep their path (``[1].c``).
+leaves under ``extras['muscles']``; leaves of other modules are named by class (``ViscousDamping.c[1]``), other leaves by path
+(``[2][0][1]``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ _BODY_FIELDS = {"mass": 1, "com": 2, "inertia": 3, "axis": 2, "offset": 3}
 def _leaf_infos(tree) -> dict[int, LeafInfo]:
     """``id(leaf) -> LeafInfo`` for every array leaf of ``tree``."""
     out: dict[int, LeafInfo] = {}
-    models = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: isinstance(x, Model))[0]
+    models = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: isinstance(x, eqx.Module))[0]
     n_models = sum(isinstance(node, Model) for _, node in models)
     for mpath, node in models:
         if isinstance(node, Model):
@@ -49,11 +50,12 @@ def _leaf_infos(tree) -> dict[int, LeafInfo]:
                 elif "muscles" in name and nm and shape and shape[0] == nm:
                     labels = (node.muscle_names,)
                 out[id(leaf)] = LeafInfo(name, shape, labels)
-        else:
+        elif isinstance(node, eqx.Module):  # a force element etc.: ``ViscousDamping.c[1]``
             for path, leaf in jax.tree_util.tree_flatten_with_path(node)[0]:
                 if eqx.is_array(leaf):
-                    name = jax.tree_util.keystr(tuple(mpath) + tuple(path))
-                    out[id(leaf)] = LeafInfo(name, tuple(np.shape(leaf)))
+                    out[id(leaf)] = LeafInfo(type(node).__name__ + jax.tree_util.keystr(path), tuple(np.shape(leaf)))
+        elif eqx.is_array(node):
+            out[id(node)] = LeafInfo(jax.tree_util.keystr(tuple(mpath)), tuple(np.shape(node)))
     return out
 
 
