@@ -96,9 +96,9 @@ def main():
         ms = idf.multiple_shooting(ts, q_true + noise, 4, continuity_weight=10.0, rtol=1e-10, atol=1e-12)
         states = ms.initial_states()
         ms_start = (start[0], start[1], states)
-        where_ms = lambda t: (t[0].mass, t[1].c, t[2])  # noqa: E731
+        where_ms = lambda t: (t[0].mass, t[1].c, t[2][0], t[2][1])  # noqa: E731
         fit_ms, rep_ms = idf.fit(ms_start, ms, where_ms, method="levenberg_marquardt",
-                                 parametrization=(idf.Positive(), idf.Positive(), idf.Identity()), max_steps=100)
+                                 parametrization=(idf.Positive(), idf.Positive(), idf.Identity(), idf.Identity()), max_steps=100)
         ms_vals = np.concatenate([np.asarray(fit_ms[0].mass), np.asarray(fit_ms[1].c)])
         ms_text = "multiple shooting (4 segments): " + ", ".join(f"{n} {v:.5g}" for n, v in zip(names[:4], ms_vals))
         print(ms_text, f"({rep_ms.steps} steps, {rep_ms.wall_s:.1f} s)")

@@ -154,3 +154,31 @@ def test_huber_residual_matches_optax():
     for delta in (0.5, 1.0):
         rt = idf.huber_residual(r, delta)
         np.testing.assert_allclose(0.5 * rt**2, optax.losses.huber_loss(r, delta=delta), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.extended
+def test_markers_scales_and_poses_jointly():
+    """Markers on both links of the 2-link arm: the upper arm's scale (it moves the elbow) and the
+    frame poses are recovered from noise-free positions; the forearm's scale and its markers'
+    offsets appear only as products, and identifiability names that combination."""
+    truth = two_link()
+    offsets = np.array([[0.03, -0.1, 0.02], [-0.02, -0.25, 0.0], [0.02, -0.05, 0.03], [0.0, -0.2, -0.02]])
+    markers = idf.marker_set(truth, ["upper", "upper", "fore", "fore"], offsets, scales=[1.1, 0.95])
+    q = np.random.default_rng(0).uniform(-1, 1, (6, 2))
+    term = idf.marker_residuals(np.zeros((6, 4, 3)))
+    measured = term.predict((truth, markers, jnp.asarray(q)))
+    term = idf.marker_residuals(measured)
+    start = (truth, eqx.tree_at(lambda m: m.scales, markers, jnp.array([1.0, 0.95])), jnp.asarray(q) + 0.1)
+    where = lambda t: (t[1].scales, t[2])  # noqa: E731
+    fitted, rep = idf.fit(start, term, where, method="levenberg_marquardt", parametrization=(idf.Positive(index=[0]), idf.Identity()), progress=False)
+    np.testing.assert_allclose(fitted[1].scales, [1.1, 0.95], rtol=1e-8)
+    np.testing.assert_allclose(fitted[2], q, atol=1e-8)
+    info = idf.identifiability(fitted, term, lambda t: (t[1].scales, t[1].offsets),
+                               parametrization=(idf.Identity(index=[1]), idf.Identity(index=[2, 3])))
+    assert info.rank == 6 and len(info.unidentifiable) == 1
+    combo = info.unidentifiable[0]
+    assert "MarkerSet.scales[1]" in combo and "MarkerSet.offsets[2,0]" in combo
+    # the null direction: scaling s up and the offsets down by the same factor, v ∝ (s, -offsets)
+    v = info.null_space[:, 0]
+    expect = np.concatenate([[0.95], -offsets[2:].ravel()])
+    np.testing.assert_allclose(np.abs(v @ expect) / np.linalg.norm(expect), 1.0, atol=1e-9)

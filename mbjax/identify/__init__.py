@@ -7,7 +7,8 @@ terms, identifiability.  One concept per file:
 * ``inertia.py`` — :class:`PhysicalInertia` (log-Cholesky pseudo-inertia), :class:`StandardInertial`;
 * data terms: ``torques.py``, ``trajectories.py`` (single / multiple shooting, :class:`ViscousDamping`),
   ``kinematic.py`` (moment arms, muscle lengths), ``isometric.py`` (torque-angle curves of
-  activated muscles); ``robust.py`` (weights, Huber);
+  activated muscles), ``markers.py`` (markers with offsets and segment scales, jointly with the
+  poses); ``robust.py`` (weights, Huber);
 * ``identifiability.py`` — singular values, named unidentifiable combinations, base parameters,
   standard errors.
 """
@@ -33,3 +34,6 @@ from .trajectories import multiple_shooting as multiple_shooting
 from .trajectories import trajectory_residuals as trajectory_residuals
 from .isometric import isometric_torque_residuals as isometric_torque_residuals
 from .isometric import isometric_torques as isometric_torques
+from .markers import MarkerSet as MarkerSet
+from .markers import marker_residuals as marker_residuals
+from .markers import marker_set as marker_set
