@@ -6,7 +6,9 @@ Run: ``.venv/bin/python benchmarks/identify.py [--quick] [--device gpu] [--float
 (i) The 7-dof URDF chain of ``benchmarks/dynamics.py`` swings freely for 1 s (Tsit5, rtol 1e-8,
 101 saved samples); the loss is ½‖q(t_k) − q_meas(t_k)‖² over all 7 masses and 7 joint damping
 coefficients.  Timed (best of repeats, compiled once): one forward simulation; ``jax.value_and_grad``
-with ``diffrax.RecursiveCheckpointAdjoint`` (reverse mode through the stored steps) and with
+with ``diffrax.RecursiveCheckpointAdjoint`` (reverse mode through the stored steps; by default
+binomial checkpointing sized for ``max_steps``, which recomputes forward steps; with
+``checkpoints=512`` ≥ the number of steps every step is stored once) and with
 ``diffrax.BacksolveAdjoint`` (continuous adjoint, a backward solve); ``jax.jacfwd`` of the
 residuals with ``diffrax.ForwardMode`` (what Gauss-Newton uses).  Target: gradient ≤ 5× forward.
 (ii) One Gauss-Newton step of experiment (b) (7000 torque residuals × 70 standard parameters):
@@ -65,19 +67,27 @@ def main():
     results["forward simulate"] = (first, best)
     sel = idf.Selection(tree, where, idf.Positive())
     theta = sel.theta(tree)
-    for label, adjoint in (("grad, RecursiveCheckpointAdjoint", diffrax.RecursiveCheckpointAdjoint()),
-                           ("grad, BacksolveAdjoint", diffrax.BacksolveAdjoint())):
+    routes = (("grad, RecursiveCheckpointAdjoint", diffrax.RecursiveCheckpointAdjoint()),
+              ("grad, RecursiveCheckpoint(checkpoints=512)", diffrax.RecursiveCheckpointAdjoint(checkpoints=512)),
+              ("grad, BacksolveAdjoint", diffrax.BacksolveAdjoint()))
+    only = os.environ.get("MBJAX_BENCH_ONLY")  # a substring of the route labels to time (and the forward)
+    for label, adjoint in routes:
+        if only and only not in label:
+            continue
         term = idf.trajectory_residuals(ts, q_meas, q0, qd0, rtol=1e-8, atol=1e-10, adjoint=adjoint)
         vg = jax.jit(jax.value_and_grad(lambda th: 0.5 * jnp.sum(term(sel.apply(th, tree)) ** 2)))
         results[label] = timed(vg, theta, repeat=repeat)
-    term = idf.trajectory_residuals(ts, q_meas, q0, qd0, rtol=1e-8, atol=1e-10, adjoint=diffrax.ForwardMode())
-    jf = jax.jit(jax.jacfwd(lambda th: term(sel.apply(th, tree))))
-    results[f"jacfwd ({theta.size} params), ForwardMode"] = timed(jf, theta, repeat=repeat)
+    if not only:
+        term = idf.trajectory_residuals(ts, q_meas, q0, qd0, rtol=1e-8, atol=1e-10, adjoint=diffrax.ForwardMode())
+        jf = jax.jit(jax.jacfwd(lambda th: term(sel.apply(th, tree))))
+        results[f"jacfwd ({theta.size} params), ForwardMode"] = timed(jf, theta, repeat=repeat)
     base = results["forward simulate"][1]
     print(f"    {'route':<42}{'ms':>10}{'× forward':>11}{'compile s':>11}")
     for k, (first, best) in results.items():
         print(f"    {k:<42}{best * 1e3:10.2f}{best / base:11.2f}{first - best:11.1f}")
 
+    if only:
+        return
     from identify_inertial import WHERE, fourier_trajectory, perturbed  # noqa: E402
 
     t = np.arange(0, 10.0, 0.01)
