@@ -79,7 +79,7 @@ def main():
     print(f"noise-free: {rep0}\n  max relative error {rel0.max():.2e} (target ≤ 1e-6)")
 
     # noisy, single shooting
-    res = idf.trajectory_residuals(ts, q_true + noise, *start[2], rtol=1e-10, atol=1e-12)
+    res = idf.trajectory_residuals(ts, q_true + noise, *start[2], rtol=1e-11, atol=1e-13)  # same program as above
     fitted, rep = idf.fit(start, res, WHERE, method="levenberg_marquardt", parametrization=PARAMS, max_steps=100)
     # standard errors in the natural parameters (Identity parametrization at the optimum)
     info = idf.identifiability(fitted, res, WHERE, sigma=args.sigma)
