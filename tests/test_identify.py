@@ -96,6 +96,7 @@ def test_identifiability_fixed_axis_inertia_and_standard_errors():
     np.testing.assert_allclose(est.std(0), info.base_standard_errors, rtol=0.06)
 
 
+@pytest.mark.extended  # reverse mode through diffrax: ~15 s of compile on its own
 def test_gradient_through_simulate_matches_finite_differences():
     import diffrax
 
