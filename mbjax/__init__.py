@@ -90,3 +90,6 @@ from . import forces as forces
 from .forces import ModelForces as ModelForces
 from .forces import model_forces as model_forces
 from .forces import with_force_elements as with_force_elements
+
+# parameter identification (issue 16): fit, parametrizations, data terms, identifiability
+from . import identify as identify

@@ -12,3 +12,6 @@ from .storage import read_trc as read_trc
 from .storage import table_from_coordinates as table_from_coordinates
 from .storage import write_storage as write_storage
 from .storage import write_trc as write_trc
+
+from .native import load_model as load_model
+from .native import save_model as save_model

@@ -1,0 +1,52 @@
+"""Muscle-geometry data terms: measured moment arms and musculotendon lengths over poses.
+
+r = w ⊙ (R(model; q) − R_meas) with R = ``mbjax.moment_arms`` ``(N, nq, nm)``, or
+r = w ⊙ (L(model; q) − L_meas) with L = ``mbjax.muscle_lengths`` ``(N, nm)``; fit path points,
+moving-point spline coefficients, wrap-object dimensions, joint-map coefficients.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ..muscles import moment_arms, muscle_lengths
+from .robust import finish
+from .torques import _model_of
+
+
+class MomentArmResiduals(eqx.Module):
+    q: jnp.ndarray
+    target: jnp.ndarray
+    weights: Any = None
+    huber: Any = None
+
+    def __call__(self, tree):
+        r = jax.vmap(moment_arms, in_axes=(None, 0))(_model_of(tree), self.q)
+        return finish(r - self.target, self.weights, self.huber)
+
+
+class MuscleLengthResiduals(eqx.Module):
+    q: jnp.ndarray
+    target: jnp.ndarray
+    weights: Any = None
+    huber: Any = None
+
+    def __call__(self, tree):
+        r = jax.vmap(muscle_lengths, in_axes=(None, 0))(_model_of(tree), self.q)
+        return finish(r - self.target, self.weights, self.huber)
+
+
+def moment_arm_residuals(q, moment_arms_measured, *, weights=None, huber=None) -> MomentArmResiduals:
+    """Residuals of measured moment arms ``(N, nq, nm)`` at poses ``q (N, nq)``."""
+    w = None if weights is None else jnp.asarray(weights)
+    return MomentArmResiduals(jnp.asarray(q), jnp.asarray(moment_arms_measured), w, huber)
+
+
+def muscle_length_residuals(q, lengths_measured, *, weights=None, huber=None) -> MuscleLengthResiduals:
+    """Residuals of measured musculotendon lengths ``(N, nm)`` at poses ``q (N, nq)``."""
+    w = None if weights is None else jnp.asarray(weights)
+    return MuscleLengthResiduals(jnp.asarray(q), jnp.asarray(lengths_measured), w, huber)

@@ -1,0 +1,148 @@
+"""The fitted parameters: ``where`` + parametrizations ↔ one free vector θ, with names.
+
+``where(tree)`` follows ``eqx.tree_at``: it returns one node of ``tree`` or a tuple of nodes
+("items"); an item is a leaf, or a tuple of leaves for a group parametrization
+(``(m.mass, m.com, m.inertia)`` for :class:`~mbjax.identify.PhysicalInertia`).  ``parametrization``
+is ``None`` (:class:`~mbjax.identify.Identity` for every item), one parametrization (for every
+item; a group parametrization given alone takes the whole of ``where``'s tuple), or a tuple with
+one per item.  ``tree`` is a ``Model`` or any pytree holding one (``(model, damper)``).
+
+Names come from the leaf paths, with body names for the per-body leaves of a Model
+(``mass[forearm]``, ``com[forearm,y]``, ``inertia[forearm,x,y]``) and muscle names for per-muscle
+leaves under ``extras['muscles']``; leaves of other modules are named by class (``ViscousDamping.c[1]``), other leaves by path
+(``[2][0][1]``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._model import Model
+from .parametrizations import Identity, LeafInfo, Parametrization
+
+_BODY_FIELDS = {"mass": 1, "com": 2, "inertia": 3, "axis": 2, "offset": 3}
+
+
+def _leaf_infos(tree) -> dict[int, LeafInfo]:
+    """``id(leaf) -> LeafInfo`` for every array leaf of ``tree``."""
+    out: dict[int, LeafInfo] = {}
+    models = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: isinstance(x, eqx.Module))[0]
+    n_models = sum(isinstance(node, Model) for _, node in models)
+    for mpath, node in models:
+        if isinstance(node, Model):
+            # one Model: names relative to it (``mass[forearm]``); several: prefixed by its path
+            prefix = "" if n_models == 1 else jax.tree_util.keystr(mpath)
+            nm = len(node.muscle_names)
+            for path, leaf in jax.tree_util.tree_flatten_with_path(node)[0]:
+                if not eqx.is_array(leaf):
+                    continue
+                name = (prefix + jax.tree_util.keystr(path)).lstrip(".")
+                shape = tuple(np.shape(leaf))
+                labels: tuple = ()
+                key = getattr(path[0], "name", None) if len(path) == 1 else None
+                if key in _BODY_FIELDS:
+                    labels = (node.body_names,) + tuple("xyz" if key != "offset" else None for _ in shape[1:])
+                elif "muscles" in name and nm and shape and shape[0] == nm:
+                    labels = (node.muscle_names,)
+                out[id(leaf)] = LeafInfo(name, shape, labels)
+        elif isinstance(node, eqx.Module):  # a force element etc.: ``ViscousDamping.c[1]``
+            for path, leaf in jax.tree_util.tree_flatten_with_path(node)[0]:
+                if eqx.is_array(leaf):
+                    out[id(leaf)] = LeafInfo(type(node).__name__ + jax.tree_util.keystr(path), tuple(np.shape(leaf)))
+        elif eqx.is_array(node):
+            out[id(node)] = LeafInfo(jax.tree_util.keystr(tuple(mpath)), tuple(np.shape(node)))
+    return out
+
+
+def _items(where, tree):
+    got = where(tree)
+    return tuple(got) if isinstance(got, tuple) else (got,)
+
+
+class Selection(eqx.Module):
+    """Binds ``where`` and parametrizations to a tree: :meth:`theta`, :meth:`apply`, :attr:`names`.
+
+    All fields are static and compare by value (``where`` by identity), so jitted steps built on
+    equal selections share one compilation (a second :func:`~mbjax.identify.fit` with new data or
+    a new start does not recompile).
+    """
+
+    where: Callable = eqx.field(static=True)
+    params: tuple = eqx.field(static=True)
+    sizes: tuple = eqx.field(static=True)
+    names: tuple = eqx.field(static=True)
+    grouped_all: bool = eqx.field(static=True)
+
+    def __init__(self, tree, where, parametrization=None):
+        items = _items(where, tree)
+        grouped_all = isinstance(parametrization, Parametrization) and parametrization.group
+        if grouped_all:
+            items = (items,)
+        if parametrization is None:
+            params = (Identity(),) * len(items)
+        elif isinstance(parametrization, Parametrization):
+            params = (parametrization,) * len(items)
+        else:
+            params = tuple(parametrization)
+            if len(params) != len(items):
+                raise ValueError(f"{len(params)} parametrizations for {len(items)} items returned by `where`")
+        infos = _leaf_infos(tree)
+        bound, sizes, names = [], [], []
+        for item, p in zip(items, params):
+            leaves = tuple(jax.tree.leaves(item))
+            if not leaves:
+                raise ValueError("`where` selected an item with no array leaves")
+            if any(id(leaf) not in infos for leaf in leaves):
+                raise ValueError("`where` must return leaves of the tree (eqx.tree_at convention)")
+            info = tuple(infos[id(leaf)] for leaf in leaves)
+            if p.group:
+                value, info_arg = leaves, info
+            else:
+                if len(leaves) != 1:
+                    raise ValueError(f"{type(p).__name__} parametrizes one leaf; the item has {len(leaves)}")
+                value, info_arg = leaves[0], info[0]
+            p = p.bind(value, info_arg)
+            theta = p.free(value)
+            bound.append(p)
+            sizes.append(int(theta.shape[0]))
+            names += list(p.names(info_arg))
+        self.where = where
+        self.params = tuple(bound)
+        self.sizes = tuple(sizes)
+        self.names = tuple(names)
+        self.grouped_all = bool(grouped_all)
+
+    @property
+    def n(self) -> int:
+        return int(sum(self.sizes))
+
+    def _item_values(self, tree):
+        items = _items(self.where, tree)
+        if self.grouped_all:
+            items = (items,)
+        out = []
+        for item, p in zip(items, self.params):
+            leaves = tuple(jax.tree.leaves(item))
+            out.append(leaves if p.group else leaves[0])
+        return out
+
+    def theta(self, tree) -> jnp.ndarray:
+        """The free vector θ of ``tree``'s current values."""
+        parts = [p.free(v) for p, v in zip(self.params, self._item_values(tree))]
+        return jnp.concatenate([jnp.ravel(x) for x in parts])
+
+    def apply(self, theta, tree):
+        """``tree`` with the selected leaves set from ``theta``."""
+        splits = [int(x) for x in np.cumsum(self.sizes)[:-1]]
+        parts = jnp.split(theta, splits) if splits else [theta]
+        new = []
+        for p, v, t in zip(self.params, self._item_values(tree), parts):
+            out = p.value(t, v)
+            new += list(out) if p.group else [out]
+        flat_where = lambda t: tuple(jax.tree.leaves(self.where(t)))  # noqa: E731
+        return eqx.tree_at(flat_where, tree, tuple(new))

@@ -1,0 +1,137 @@
+"""Trajectory data terms through :func:`mbjax.simulate` (diffrax): single and multiple shooting.
+
+The fitted tree is a ``Model``, or ``(model, forces)`` with ``forces`` an ``eqx.Module``
+``(t, q, q̇) -> Q`` (e.g. :class:`ViscousDamping`, whose coefficients are then fitted too), or
+``(model, forces, (q0, q̇0))`` to fit the initial state as well.
+
+Single shooting: r = w ⊙ (q(t_k; model) − q_meas(t_k)), one solve from ``(q0, q̇0)``.
+Multiple shooting: the samples are cut into K segments of equal length; segment k starts from its
+own state ``(Q_k, Q̇_k)`` (fitted, in the tree's third entry), one vmapped solve over segments, and
+the continuity defects ``(q, q̇)(end of k) − (Q, Q̇)_{k+1}`` are extra residuals weighted by
+``continuity_weight`` (a long or chaotic record becomes a well-conditioned problem).
+
+``adjoint`` is diffrax's: ``diffrax.ForwardMode()`` (default) gives the forward-mode Jacobians
+that Gauss-Newton / Levenberg-Marquardt and :func:`~mbjax.identify.identifiability` use;
+``diffrax.RecursiveCheckpointAdjoint(checkpoints=n)`` with ``n`` ≥ the number of solver steps (every
+step stored once: a gradient ≈ 3× one forward solve on the 7-dof chain, against ≈ 13× with the
+default checkpoints sized for ``max_steps``, which recompute) or ``BacksolveAdjoint()`` the
+reverse-mode gradients of ``adam`` / ``lbfgs`` (``benchmarks/identify.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._model import Model
+from .._simulate import simulate
+from .robust import finish
+
+
+class ViscousDamping(eqx.Module):
+    """Joint damping Q = −c ⊙ q̇ (``c`` per coordinate, or a scalar): a ``forces`` callable."""
+
+    c: jnp.ndarray
+
+    def __call__(self, t, q, qd):
+        return -self.c * qd
+
+
+def _unpack(tree):
+    """``(model, forces, initial_state)`` of a fitted tree (see module)."""
+    if isinstance(tree, Model):
+        return tree, None, None
+    tree = tuple(tree)
+    return tree[0], (tree[1] if len(tree) > 1 else None), (tree[2] if len(tree) > 2 else None)
+
+
+class SingleShooting(eqx.Module):
+    """Callable ``tree -> r`` (see module); ``predict(tree)`` gives ``(q, q̇)`` at ``ts``."""
+
+    ts: jnp.ndarray
+    q_meas: jnp.ndarray
+    q0: jnp.ndarray
+    qd0: jnp.ndarray
+    qd_meas: Any = None
+    weights: Any = None
+    huber: Any = None
+    rtol: float = eqx.field(static=True, default=1e-9)
+    atol: float = eqx.field(static=True, default=1e-11)
+    adjoint: Any = eqx.field(static=True, default=None)
+    solver: Any = eqx.field(static=True, default=None)
+
+    def predict(self, tree):
+        model, forces, init = _unpack(tree)
+        q0, qd0 = (self.q0, self.qd0) if init is None else init
+        sol = simulate(model, q0, qd0, self.ts[0], self.ts[-1], saveat=self.ts, forces=forces, rtol=self.rtol,
+                       atol=self.atol, adjoint=self.adjoint or diffrax.ForwardMode(), solver=self.solver)
+        return sol.ys
+
+    def __call__(self, tree):
+        q, qd = self.predict(tree)
+        r = q - self.q_meas
+        if self.qd_meas is not None:
+            r = jnp.concatenate([r, qd - self.qd_meas], axis=-1)
+        return finish(r, self.weights, self.huber)
+
+
+def trajectory_residuals(ts, q_meas, q0, qd0, *, qd_meas=None, weights=None, huber=None, rtol=1e-9, atol=1e-11,
+                         adjoint=None, solver=None) -> SingleShooting:
+    """Single-shooting residuals of measured ``q_meas (N, nq)`` (and optionally ``qd_meas``) at ``ts (N,)``."""
+    a = lambda x: None if x is None else jnp.asarray(x)  # noqa: E731
+    return SingleShooting(a(ts), a(q_meas), a(q0), a(qd0), a(qd_meas), a(weights), huber, rtol, atol, adjoint, solver)
+
+
+class MultipleShooting(eqx.Module):
+    """Callable ``(model, forces, (Q, Q̇)) -> r``; ``Q, Q̇`` ``(K, nq)`` start the K segments."""
+
+    ts: jnp.ndarray  # (K, n+1): each segment's sample times, shared end points
+    q_meas: jnp.ndarray  # (K, n+1, nq)
+    continuity_weight: float = 1.0
+    weights: Any = None
+    huber: Any = None
+    rtol: float = eqx.field(static=True, default=1e-9)
+    atol: float = eqx.field(static=True, default=1e-11)
+    adjoint: Any = eqx.field(static=True, default=None)
+
+    def predict(self, tree):
+        model, forces, (q0s, qd0s) = tree
+
+        def one(ts, q0, qd0):
+            sol = simulate(model, q0, qd0, ts[0], ts[-1], saveat=ts, forces=forces, rtol=self.rtol, atol=self.atol,
+                           adjoint=self.adjoint or diffrax.ForwardMode())
+            return sol.ys
+
+        return jax.vmap(one)(self.ts, q0s, qd0s)
+
+    def __call__(self, tree):
+        _, _, (q0s, qd0s) = tree
+        q, qd = self.predict(tree)
+        fit_r = finish(q[:, :-1] - self.q_meas[:, :-1], None if self.weights is None else self.weights, self.huber)
+        last = finish(q[-1, -1] - self.q_meas[-1, -1], None, self.huber)
+        defect = jnp.concatenate([q[:-1, -1] - q0s[1:], qd[:-1, -1] - qd0s[1:]], axis=-1)
+        return jnp.concatenate([fit_r, last, self.continuity_weight * jnp.ravel(defect)])
+
+    def initial_states(self, qd_meas=None):
+        """Starting ``(Q, Q̇)`` from the data: segment-start samples, velocities by finite differences."""
+        q0s = self.q_meas[:, 0]
+        if qd_meas is not None:
+            return q0s, jnp.asarray(qd_meas)
+        dt = self.ts[:, 1] - self.ts[:, 0]
+        return q0s, (self.q_meas[:, 1] - self.q_meas[:, 0]) / dt[:, None]
+
+
+def multiple_shooting(ts, q_meas, n_segments: int, *, continuity_weight=1.0, weights=None, huber=None, rtol=1e-9,
+                      atol=1e-11, adjoint=None) -> MultipleShooting:
+    """Cut ``N = K·n + 1`` samples into ``K = n_segments`` segments of ``n + 1`` samples (shared ends)."""
+    ts, q_meas = jnp.asarray(ts), jnp.asarray(q_meas)
+    n_total = ts.shape[0] - 1
+    if n_total % n_segments:
+        raise ValueError(f"multiple_shooting: {n_total + 1} samples do not split into {n_segments} equal segments (need K·n + 1)")
+    n = n_total // n_segments
+    idx = jnp.arange(n_segments)[:, None] * n + jnp.arange(n + 1)[None, :]
+    return MultipleShooting(ts[idx], q_meas[idx], continuity_weight, weights, huber, rtol, atol, adjoint)
