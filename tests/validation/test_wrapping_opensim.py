@@ -132,6 +132,7 @@ def test_wrapped_lengths_equal_opensim(which):
     assert not len(bad), "; ".join(f"pose {k} {names[m]}: {err[k, m]:.3g} > {tol[m]:g}" for k, m in bad[:10])
 
 
+@pytest.mark.extended  # compile-heavy (wrapped arm26 moment arms by JVP, ~2 min); CI checks wrapped moment arms vs autodiff and differences in test_wrap_path.py
 def test_arm26_wrapped_moment_arms_equal_opensim_differences():
     model = _load(ARM26)
     oracle = OpenSimReference(ARM26)
