@@ -117,10 +117,15 @@ def _as_saveat(saveat, t0, t1, dtype):
     return diffrax.SaveAt(ts=ts)
 
 
+def _checked_end_time(t0, t1, who: str):
+    """``t1`` behind a run-time check that ``t0``, ``t1`` are finite with ``t1 >= t0`` (traced times)."""
+    bad_t = ~(jnp.isfinite(t0) & jnp.isfinite(t1) & (t1 >= t0))
+    return eqx.error_if(t1, bad_t, f"{who}: t0 and t1 must be finite with t1 >= t0")
+
+
 def _integrate(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller, adjoint, max_steps, throw):
     """The traced body of :func:`simulate` (one trace per static configuration; tests count them)."""
-    bad_t = ~(jnp.isfinite(t0) & jnp.isfinite(t1) & (t1 >= t0))
-    t1 = eqx.error_if(t1, bad_t, "simulate: t0 and t1 must be finite with t1 >= t0")
+    t1 = _checked_end_time(t0, t1, "simulate")
     q0, qd0 = y0
     y0 = (
         eqx.error_if(q0, ~jnp.all(jnp.isfinite(q0)), "simulate: q0 is not finite"),

@@ -37,7 +37,7 @@ from ._checks import checks
 from ._dynamics import _forward_dynamics
 from ._excitations import ConstantExcitation
 from ._model import Model
-from ._simulate import _as_saveat, _check_interval, _checked_saveat
+from ._simulate import _as_saveat, _check_interval, _checked_end_time, _checked_saveat
 from .muscles.fiber_dynamics import effective_activation, lengths_speeds_moment_arms, muscle_derivatives, tendon_kinds
 from .muscles.musculotendon import equilibrium_fiber_length
 from .muscles.parameters import hill_parameters
@@ -97,8 +97,7 @@ def _equilibrate(excitations, t0, model, q0, qd0, a0):
 def _integrate_muscles(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller, adjoint,
                        max_steps, throw):
     """Traced body of :func:`simulate_muscles` (one trace per static configuration)."""
-    bad_t = ~(jnp.isfinite(t0) & jnp.isfinite(t1) & (t1 >= t0))
-    t1 = eqx.error_if(t1, bad_t, "simulate_muscles: t0 and t1 must be finite with t1 >= t0")
+    t1 = _checked_end_time(t0, t1, "simulate_muscles")
     q0, qd0, a0, l0 = y0
     y0 = MuscleSimState(*(eqx.error_if(x, ~jnp.all(jnp.isfinite(x)), f"simulate_muscles: initial {n} is not finite")
                           for x, n in zip((q0, qd0, a0, l0), MuscleSimState._fields)))

@@ -35,9 +35,9 @@ class ForceElement(eqx.Module):
         """Generalized force ``Q (nq,)`` of all elements of this stack."""
 
     @property
-    @abc.abstractmethod
     def names(self) -> tuple[str, ...]:
-        """Element names (one per element of the stack)."""
+        """Element names (one per element of the stack): the static ``element_names`` field."""
+        return self.element_names
 
 
 class CoordinateSpring(ForceElement):

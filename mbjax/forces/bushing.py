@@ -39,9 +39,6 @@ class BushingForce(CoordinateSpring):
     body2: tuple[int, ...] = eqx.field(static=True)
     element_names: tuple[str, ...] = eqx.field(static=True)
 
-    @property
-    def names(self):
-        return self.element_names
 
     def deflections(self, model, q):
         """``(n, 6)`` bushing coordinates ``b``."""

@@ -41,9 +41,6 @@ class CoordinateLimitForce(CoordinateSpring):
     width: jnp.ndarray  # w · transition (SI)
     element_names: tuple[str, ...] = eqx.field(static=True)
 
-    @property
-    def names(self):
-        return self.element_names
 
     @classmethod
     def from_opensim(cls, model, names, coordinates, rotational, upper_stiffness, upper_limit, lower_stiffness,

@@ -25,9 +25,6 @@ class ExpressionBasedCoordinateForce(CoordinateSpring):
         for e in self.expressions:
             compile_expression(e)  # refuse bad expressions at construction
 
-    @property
-    def names(self):
-        return self.element_names
 
     @classmethod
     def create(cls, model, names, coordinates, expressions):

@@ -25,9 +25,6 @@ class PointToPointSpring(CoordinateSpring):
     body2: tuple[int, ...] = eqx.field(static=True)
     element_names: tuple[str, ...] = eqx.field(static=True)
 
-    @property
-    def names(self):
-        return self.element_names
 
     def element_coordinates(self, model, q):
         n = len(self.body1)

@@ -21,9 +21,6 @@ class SpringGeneralizedForce(CoordinateSpring):
     viscosity: jnp.ndarray
     element_names: tuple[str, ...] = eqx.field(static=True)
 
-    @property
-    def names(self):
-        return self.element_names
 
     @classmethod
     def create(cls, model, names, coordinates, stiffness, rest_length, viscosity):
