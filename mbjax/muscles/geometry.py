@@ -155,8 +155,8 @@ def wrap_frames(model: Model, kin: Kinematics):
 def wrapped_paths(model: Model, q, kin: Kinematics, geo: PathGeometry) -> WrappedPath:
     """OpenSim's wrapping of the wrapped muscles (``wraps.muscles``) at ``q (nq, *batch)``.
 
-    The wrap pass is written for one pose; batch axes are flattened and vmapped, and the result
-    is returned batch-last like the rest of the path geometry.
+    The batch axes are flattened into the wrap pass's lanes (:func:`~mbjax.wrapping.path.wrap_paths`),
+    and the result is returned batch-last like the rest of the path geometry.
     """
     wraps = get_paths(model).wraps
     batch = q.shape[1:]
@@ -168,7 +168,7 @@ def wrapped_paths(model: Model, q, kin: Kinematics, geo: PathGeometry) -> Wrappe
         return a.reshape((-1,) + a.shape[len(batch):])
 
     args = (front(geo.world[rows], 3), front(geo.active[rows], 2), front(rot, 3), front(org, 2))
-    out = jax.vmap(lambda *a: wrap_paths(wraps, *a))(*args)
+    out = wrap_paths(wraps, *args)  # poses folded into lanes: no vmap over poses
 
     def back(a):
         a = a.reshape(batch + a.shape[1:])

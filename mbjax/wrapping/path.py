@@ -209,62 +209,75 @@ def _gather_rows(table, idx):
 
 
 def wrap_paths(wraps: MuscleWraps, world, active, obj_rot, obj_pos) -> WrappedPath:
-    """Apply every muscle's wraps at one pose (``GeometryPath::applyWrapObjects``).
+    """Apply every muscle's wraps (``GeometryPath::applyWrapObjects``) at one pose or a batch.
 
-    ``world (M, P, 3)``/``active (M, P)``: the path points of the wrapped muscles (rows of
-    ``wraps.muscles``); ``obj_rot (O, 3, 3)``, ``obj_pos (O, 3)``: world frames of the objects.
-    Paths with one wrap (one pass, no tangent restarts, two extra elements) and paths with
-    several (up to 8 passes) run as two static groups.
+    ``world (..., M, P, 3)``/``active (..., M, P)``: the path points of the wrapped muscles (rows
+    of ``wraps.muscles``); ``obj_rot (..., O, 3, 3)``, ``obj_pos (..., O, 3)``: world frames of the
+    objects; ``...`` is at most one batch axis of poses.  The poses are folded into the muscle
+    axis (one *lane* per muscle and pose), so the pass is written on explicit lanes, needs no
+    ``vmap`` over poses, and can stop when every lane of the batch has converged.  Paths with one
+    wrap (one pass, no tangent restarts, two extra elements) and paths with several (up to 8
+    passes) run as two static groups.
     """
+    batched = world.ndim == 4
+    if not batched:
+        world, active, obj_rot, obj_pos = world[None], active[None], obj_rot[None], obj_pos[None]
     used = np.asarray(wraps.used, dtype=bool)
     n_wraps = used.sum(1)
-    M, P, _ = world.shape
+    B, M, P, _ = world.shape
     W = wraps.n_slots
     groups = [np.nonzero(n_wraps == 1)[0], np.nonzero(n_wraps >= 2)[0]]
     parts = []
     for rows in groups:
         if len(rows):
-            parts.append((rows, _wrap_group(wraps, rows, world[rows], active[rows], obj_rot, obj_pos)))
-    if len(parts) == 1 and len(parts[0][0]) == M:
-        out = parts[0][1]
-        pad = W - out.surface.shape[1]
-        if pad == 0:
-            return out
+            parts.append((rows, _wrap_group(wraps, rows, world[:, rows], active[:, rows], obj_rot, obj_pos)))
     dtype = world.dtype
-    length = jnp.zeros((M,), dtype)
-    points = jnp.zeros((M, P + 2 * W, 3), dtype)
-    act = jnp.zeros((M, P + 2 * W), bool)
-    order = jnp.zeros((M, P + 2 * W), dtype)
-    surface = jnp.zeros((M, W), dtype)
+    length = jnp.zeros((B, M), dtype)
+    points = jnp.zeros((B, M, P + 2 * W, 3), dtype)
+    act = jnp.zeros((B, M, P + 2 * W), bool)
+    order = jnp.zeros((B, M, P + 2 * W), dtype)
+    surface = jnp.zeros((B, M, W), dtype)
     for rows, g in parts:
-        n = g.points.shape[1]
-        length = length.at[rows].set(g.length)
-        points = points.at[rows, :n].set(g.points)
-        act = act.at[rows, :n].set(g.active)
-        order = order.at[rows, :n].set(g.order)
-        surface = surface.at[rows, : g.surface.shape[1]].set(g.surface)
-    return WrappedPath(length, points, act, order, surface)
+        n = g.points.shape[2]
+        length = length.at[:, rows].set(g.length)
+        points = points.at[:, rows, :n].set(g.points)
+        act = act.at[:, rows, :n].set(g.active)
+        order = order.at[:, rows, :n].set(g.order)
+        surface = surface.at[:, rows, : g.surface.shape[2]].set(g.surface)
+    out = WrappedPath(length, points, act, order, surface)
+    return out if batched else WrappedPath(*(a[0] for a in out))
 
 
 def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> WrappedPath:
-    """The wrap pass for the static group ``rows`` of wrapped muscles (see :func:`wrap_paths`)."""
+    """The wrap pass for the static group ``rows`` of wrapped muscles at ``B`` poses.
+
+    ``world (B, R, P, 3)``, ``active (B, R, P)``, ``obj_rot (B, O, 3, 3)``, ``obj_pos (B, O, 3)``;
+    lane ``b·R + r`` is muscle ``rows[r]`` at pose ``b`` (see :func:`wrap_paths`).
+    """
     dtype = world.dtype
-    M, P, _ = world.shape
+    B, R, P, _ = world.shape
+    O = obj_rot.shape[1]
+    M = B * R  # lanes
+    world = world.reshape(M, P, 3)
+    active = active.reshape(M, P)
     used = np.asarray(wraps.used, dtype=bool)[rows]
     n_wraps = used.sum(1)
     W = int(n_wraps.max())
-    used = used[:, :W]
-    tables = {k: np.asarray(getattr(wraps, k))[rows][:, :W] for k in ("obj", "method", "start", "end")}
+    used = np.tile(used[:, :W], (B, 1))
+    tables = {k: np.tile(np.asarray(getattr(wraps, k))[rows][:, :W], (B, 1)) for k in ("obj", "method", "start", "end")}
     N = P + 2 * W
-    multi = n_wraps >= 2
+    multi = np.tile(n_wraps >= 2, B)
     obj_table = tables["obj"].astype(np.int32)
+    pose_of_lane = np.repeat(np.arange(B, dtype=np.int32), R)
     kinds_arr = np.array([KINDS.index(k) for k in wraps.kinds], dtype=np.int32)
     obj_axis = jnp.asarray(np.asarray(wraps.axis, dtype=np.int32))
     obj_sign = jnp.asarray(np.asarray(wraps.sign, dtype=np.int32))
     obj_active = jnp.asarray(np.asarray(wraps.active, dtype=bool))
-    single = jnp.asarray(n_wraps == 1)
+    single = jnp.asarray(np.tile(n_wraps == 1, B))
     static_single = bool(np.all(n_wraps == 1))  # a Python True drops the cylinder's restart loop
     dims = wraps.dimensions.astype(dtype)
+    obj_rot = obj_rot.reshape(B * O, 3, 3)
+    obj_pos = obj_pos.reshape(B * O, 3)
     # static element tables: the wrap object of each element (-1 for path points)
     elem_obj = np.full((M, N), -1, dtype=np.int32)
     for w in range(W):
@@ -328,15 +341,16 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
         seen = jnp.where(frozen[..., None], ground, pos)  # calcPathLengthChange: getLocationInGround
         ga = seen
         gb = jnp.take_along_axis(seen, nxt[..., None], axis=1)
-        rot = obj_rot[o]  # (M, 3, 3)
-        org = obj_pos[o]
+        lane_obj = jnp.asarray(pose_of_lane * O) + o  # this lane's object at this lane's pose
+        rot = obj_rot[lane_obj]  # (M, 3, 3)
+        org = obj_pos[lane_obj]
         a_loc = jnp.einsum("mji,mnj->mni", rot, a - org[:, None])
         b_loc = jnp.einsum("mji,mnj->mni", rot, b - org[:, None])
         kind = jnp.asarray(kinds_arr)[o]
         method = _gather_rows(tables["method"], s)
         res = evaluate_surface(
             rows_by_kind, kind, a_loc, b_loc, dims[o], obj_axis[o], obj_sign[o], method,
-            True if static_single else single, cand
+            True if static_single else single, cand, key
         )
         r1 = jnp.einsum("mij,mnj->mni", rot, res.r1) + org[:, None]
         r2 = jnp.einsum("mij,mnj->mni", rot, res.r2) + org[:, None]
@@ -351,7 +365,9 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
         mand = cand & (code == MANDATORY)
         has_mand = jnp.any(mand, -1)
         first_mand = jnp.argmin(jnp.where(mand, key, inf), -1)
-        wrapd = cand & (code == WRAPPED)
+        # a WRAPPED code with no path (the torus when its 1-D solve fails) never wins: OpenSim's
+        # length change for it is NaN, and NaN < best is false in WrapObject selection
+        wrapd = cand & (code == WRAPPED) & res.has_path
         best_wrapped = jnp.argmin(jnp.where(wrapd, change, inf), -1)
         found = has_mand | jnp.any(wrapd, -1)
         best = jnp.where(has_mand, first_mand, best_wrapped)
@@ -413,14 +429,23 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
     carry = (pos0, pos0, frozen0, act0, key0, jnp.zeros((M, W), dtype), jnp.zeros(M, bool), jnp.zeros(M, bool),
              jnp.zeros(M, bool), jnp.full((M,), jnp.inf, dtype))
     passes = MAX_PASSES if bool(multi.any()) else 1
-    carry = jax.lax.fori_loop(0, passes, one_pass, carry) if passes > 1 else one_pass(0, carry)
+    if passes > 1:
+        # a pass after every lane of the batch has converged changes nothing: skip it (the
+        # predicate is one scalar over all lanes, so this is a real branch, not a select)
+        def maybe_pass(kk, carry):
+            return jax.lax.cond(jnp.all(carry[8]), lambda c: c, lambda c: one_pass(kk, c), carry)
+
+        carry = jax.lax.fori_loop(0, passes, maybe_pass, carry)
+    else:
+        carry = one_pass(0, carry)
     pos, ground, frozen, act, key, surf = carry[:6]
     ground, _ = freeze(pos, ground, frozen, act)
-    return WrappedPath(path_length(ground, act, key, surf), ground, act, key, surf)
+    out = WrappedPath(path_length(ground, act, key, surf), ground, act, key, surf)
+    return WrappedPath(*(a.reshape((B, R) + a.shape[1:]) for a in out))
 
 
 def kinds_of_rows(wraps: MuscleWraps, used, obj) -> dict[int, np.ndarray]:
-    """Static: each kind of surface the wrapped muscles use, and the muscle rows that use it.
+    """Static: each kind of surface the wrapped muscles use, and the muscle rows (lanes) that use it.
 
     The wrap steps run in one ``fori_loop`` (each surface is traced once); a step evaluates a kind
     only on the rows that have that kind in some slot.

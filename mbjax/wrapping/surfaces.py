@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._result import WrapLine
+from ._result import MANDATORY, WrapLine
 from .objects import KINDS
 
 
@@ -50,11 +50,27 @@ SURFACES = {
 }
 
 
-def evaluate_surface(rows_by_kind, kind, p1, p2, dims, axis, sign, method, single, cand) -> WrapLine:
+#: kinds whose ``WrapAction`` is known before the surface path: only the first ``MANDATORY``
+#: candidate segment of a path can be chosen, so only that one runs the full (iterative) wrap
+DEFERRED = {KINDS.index("WrapEllipsoid")}
+
+
+def _code_only(k, p1, p2, dims):
+    from .ellipsoid import ellipsoid_code
+
+    assert k == KINDS.index("WrapEllipsoid")
+    return ellipsoid_code(p1, p2, dims)
+
+
+def evaluate_surface(rows_by_kind, kind, p1, p2, dims, axis, sign, method, single, cand, key) -> WrapLine:
     """Wrap the segments ``p1 -> p2`` ``(M, N, 3)`` (object frame) over each muscle's current object.
 
     ``rows_by_kind`` (static) maps a kind index to the muscle rows that may meet it; ``kind``,
-    ``axis``, ``sign``, ``method``, ``single`` are ``(M,)``, ``dims (M, 3)``, ``cand (M, N)``.
+    ``axis``, ``sign``, ``method``, ``single`` are ``(M,)``, ``dims (M, 3)``, ``cand (M, N)``,
+    ``key (M, N)`` the path-order keys.  For a :data:`DEFERRED` kind every candidate gets its code,
+    but only the first ``MANDATORY`` candidate in path order (the one
+    :func:`~mbjax.wrapping.path.wrap_paths` must choose) gets tangent points and a length; the
+    others report ``has_path`` False, which no caller reads for them.
     """
     M, N, _ = p1.shape
     dtype = p1.dtype
@@ -66,6 +82,28 @@ def evaluate_surface(rows_by_kind, kind, p1, p2, dims, axis, sign, method, singl
     for k, rows in rows_by_kind.items():
         rows = np.asarray(rows)
         use = cand[rows] & (kind[rows] == k)[:, None]  # (R, N)
+        if k in DEFERRED:
+            codes = jax.vmap(jax.vmap(lambda x, y, d_, _k=k: _code_only(_k, x, y, d_), in_axes=(0, 0, None)))(
+                p1[rows], p2[rows], dims[rows])
+            mand = use & (codes == MANDATORY)
+            win = jnp.argmin(jnp.where(mand, key[rows], jnp.inf), axis=-1)  # (R,)
+            any_mand = jnp.any(mand, -1)
+            scale = 4.0 * jnp.max(jnp.abs(dims[rows]), -1) + 1.0
+            w1 = jnp.take_along_axis(p1[rows], win[:, None, None], 1)[:, 0]
+            w2 = jnp.take_along_axis(p2[rows], win[:, None, None], 1)[:, 0]
+            w1 = jnp.where(any_mand[:, None], w1, jnp.stack([scale, scale, scale], -1))
+            w2 = jnp.where(any_mand[:, None], w2, jnp.stack([2 * scale, scale, scale], -1))
+            fn = jax.vmap(SURFACES[k], in_axes=(0, 0, 0, 0, 0, 0, None if isinstance(single, bool) else 0))
+            out = fn(w1, w2, dims[rows], axis[rows], sign[rows], method[rows],
+                     single if isinstance(single, bool) else single[rows])
+            at = (jnp.arange(N)[None] == win[:, None]) & any_mand[:, None]  # (R, N)
+            hp = at & out.has_path[:, None]
+            code = code.at[rows].set(jnp.where(use, codes, code[rows]))
+            has_path = has_path.at[rows].set(jnp.where(use, hp, has_path[rows]))
+            r1 = r1.at[rows].set(jnp.where((use & at)[..., None], out.r1[:, None].astype(dtype), r1[rows]))
+            r2 = r2.at[rows].set(jnp.where((use & at)[..., None], out.r2[:, None].astype(dtype), r2[rows]))
+            length = length.at[rows].set(jnp.where(use & at, out.length[:, None].astype(dtype), length[rows]))
+            continue
         scale = 4.0 * jnp.max(jnp.abs(dims[rows]), -1) + 1.0  # beyond any of these surfaces
         far1 = jnp.stack([scale, scale, scale], -1)[:, None]
         far2 = jnp.stack([2 * scale, scale, scale], -1)[:, None]

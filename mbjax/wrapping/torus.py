@@ -38,82 +38,100 @@ import jax
 import jax.numpy as jnp
 
 from ._math import dsign, normalize_or_zero
+from ._lmdif import div, lmdif1, rounded
 from ._result import NO_WRAP, WRAPPED, WrapLine
 from .cylinder import _safe_div, _safe_sqrt, _where3, wrap_cylinder
 
 #: ``WrapTorus.cpp`` ``CYL_LENGTH``
 CYL_LENGTH = 10000.0
-#: trust-region Newton steps of the closest-point search (converges far below lmdif's 1e-4)
-NEWTON_STEPS = 40
-#: lmdif's initial step bound (``factor``) in |F'|-scaled units
-STEP_FACTOR = 0.2
+#: ``findClosestPoint``'s lmdif settings (``ftol``, ``xtol``, ``gtol``, ``max_iter`` = maxfev,
+#: ``step_factor``; ``epsfcn = 0`` is ignored by OpenSim's ``fdjac2``)
+LMDIF_FTOL = 1e-4
+LMDIF_XTOL = 1e-4
+LMDIF_GTOL = 0.0
+LMDIF_MAXFEV = 500
+LMDIF_FACTOR = 0.2
 
 
-def _circle_resid(u, p1, n, radius):
-    """``calcCircleResids`` for the line p1 + u n (n unit) and circle radius ``radius``."""
-    c2 = 2.0 * (p1[0] * n[0] + p1[1] * n[1] + p1[2] * n[2])
-    c3 = p1[0] * n[0] + p1[1] * n[1]
-    c4 = n[0] * n[0] + n[1] * n[1]
-    c5 = p1[0] * p1[0] + p1[1] * p1[1]
-    g = u * u * c4 + 2.0 * c3 * u + c5
-    return c2 + 2.0 * u - 2.0 * radius * _safe_div(2.0 * c4 * u + 2.0 * c3, _safe_sqrt(g))
+def _circle_resid(u, p1, n, radius, safe=False):
+    """``calcCircleResids`` for the line p1 + u n (n unit) and circle radius ``radius``, in
+    OpenSim's operation order; ``safe`` replaces the division by ``sqrt(g)`` with a grad-safe one
+    (0 where g <= 0, where OpenSim's value is inf or NaN)."""
+    r_ = rounded  # every product is rounded before it is added (no FMA), as in OpenSim's binary
+    c3 = r_(p1[0] * n[0]) + r_(p1[1] * n[1])
+    c2 = 2.0 * (c3 + r_(p1[2] * n[2]))
+    c4 = r_(n[0] * n[0]) + r_(n[1] * n[1])
+    c5 = r_(p1[0] * p1[0]) + r_(p1[1] * p1[1])
+    g = r_(u * u * c4) + r_(2.0 * c3 * u) + c5
+    num = 2.0 * radius * (r_(2.0 * c4 * u) + 2.0 * c3)
+    if safe:
+        return c2 + 2.0 * u - _safe_div(num, _safe_sqrt(g))
+    return c2 + 2.0 * u - div(num, jnp.sqrt(g))
+
+
+def _direction(pa, pb):
+    """(pb - pa) / |pb - pa| as ``findClosestPoint`` computes it (component-wise division by
+    ``sqrt(dx*dx + dy*dy + dz*dz)``); a zero-length segment gives 0 (OpenSim: NaN)."""
+    d = pb - pa
+    mag2 = rounded(d[0] * d[0]) + rounded(d[1] * d[1]) + rounded(d[2] * d[2])
+    pos = mag2 > 0
+    mag = jnp.sqrt(jnp.where(pos, mag2, 1.0))
+    # one division per component: XLA turns ``vector / broadcast(scalar)`` into a multiplication by
+    # the rounded reciprocal, which is not C's correctly rounded quotient
+    return jnp.where(pos, jnp.stack([div(d[0], mag), div(d[1], mag), div(d[2], mag)]), 0.0)
 
 
 def _solve_u(p1, n, radius):
-    """Root of :func:`_circle_resid` from u = 0 by trust-region Newton (1-D Levenberg-Marquardt)."""
-    f = lambda u: _circle_resid(u, p1, n, radius)  # noqa: E731
-    df = jax.grad(f)
-    u0 = jnp.zeros((), p1.dtype)
+    """OpenSim's lmdif from u = 0 on :func:`_circle_resid`, with the implicit-function derivative.
 
-    def body(_, carry):
-        u, delta, diag = carry
-        fu, ju = f(u), df(u)
-        diag = jnp.maximum(diag, jnp.abs(ju))
-        p_gn = -_safe_div(fu, ju)
-        sdiag = jnp.where(diag > 0, diag, 1.0)
-        pn = jnp.abs(p_gn) * sdiag
-        p = jnp.where(pn <= delta, p_gn, jnp.sign(p_gn) * delta / sdiag)
-        fn = f(u + p)
-        pred = fu * fu - (fu + ju * p) ** 2
-        act = fu * fu - fn * fn
-        ratio = _safe_div(act, pred)
-        good = (ratio >= 1e-4) & (fu != 0)
-        step = jnp.abs(p) * sdiag
-        delta = jnp.where(ratio >= 0.75, 2.0 * step, jnp.where(ratio <= 0.25, 0.5 * delta, delta))
-        return jnp.where(good, u + p, u), jnp.maximum(delta, jnp.finfo(delta.dtype).tiny), diag
-
-    init = (u0, jnp.asarray(STEP_FACTOR, p1.dtype), jnp.zeros((), p1.dtype))
-    u, _, _ = jax.lax.fori_loop(0, NEWTON_STEPS, body, init)
-    u = jax.lax.stop_gradient(u)
-    # implicit-function derivative at the root: value unchanged, d u = -dF / F'
-    corr = -_safe_div(f(u), df(u))
-    return u + corr - jax.lax.stop_gradient(corr)
+    The iteration (:func:`~mbjax.wrapping._lmdif.lmdif1`) runs on stop-gradient inputs and returns
+    OpenSim's stopped iterate u*.  The correction ``-(F(u*) - sg F(u*)) / F'(u*)`` is exactly 0 in
+    value and gives d u* = -dF / F', the derivative of the root of F through u*; u* itself differs
+    from the exact root by up to lmdif's tolerance (ftol = xtol = 1e-4, relative)."""
+    sg = jax.lax.stop_gradient
+    p1s, ns, rs = sg(p1), sg(n), sg(radius)
+    u, _, _ = lmdif1(lambda v: _circle_resid(v, p1s, ns, rs), jnp.zeros((), p1.dtype), LMDIF_FTOL,
+                     LMDIF_XTOL, LMDIF_GTOL, LMDIF_MAXFEV, LMDIF_FACTOR)
+    u = sg(u)
+    f = lambda v: _circle_resid(v, p1, n, radius, safe=True)  # noqa: E731
+    fu = f(u)
+    return u - _safe_div(fu - sg(fu), sg(jax.grad(f)(u)))
 
 
 def _pass(pa, pb, radius):
-    """One lmdif pass from ``pa`` towards ``pb``: the line point and its distance to the circle."""
-    n, _ = normalize_or_zero(pb - pa)
+    """One lmdif pass from ``pa`` towards ``pb``: the line point and its (stop-gradient) squared
+    distance to the circle, ``x² + y² + z² + R² - 2 R sqrt(x² + y²)`` in OpenSim's order."""
+    n = _direction(pa, pb)
     u = _solve_u(pa, n, radius)
-    a = pa + u * n
+    a = pa + rounded(u * n)
     x = jax.lax.stop_gradient(a)
-    rho = jnp.sqrt(x[0] * x[0] + x[1] * x[1])
-    dist = jnp.sqrt(jnp.maximum(jnp.sum(x * x) + radius * radius - 2.0 * radius * rho, 0.0))
-    return a, jax.lax.stop_gradient(dist)
+    r = jax.lax.stop_gradient(radius)
+    rho2 = rounded(x[0] * x[0]) + rounded(x[1] * x[1])
+    dist2 = rho2 + rounded(x[2] * x[2]) + rounded(r * r) - rounded(2.0 * r * jnp.sqrt(rho2))
+    return a, dist2
 
 
 def find_closest_point(p1, p2, radius, wrap_axis, wrap_sign):
     """``WrapTorus::findClosestPoint``: (found, closest point on the circle of ``radius``)."""
-    a1, dist1 = _pass(p1, p2, radius)
-    a2, dist2 = _pass(p2, p1, radius)
+    # both passes as one batch of two (one lmdif loop to compile)
+    a12, s12 = jax.vmap(_pass, (0, 0, None))(jnp.stack([p1, p2]), jnp.stack([p2, p1]), radius)
+    a1, a2, s1, s2 = a12[0], a12[1], s12[0], s12[1]
     in1 = dsign(a1[wrap_axis]) == wrap_sign
     in2 = dsign(a2[wrap_axis]) == wrap_sign
-    closer1 = dist1 < dist2
+    # OpenSim compares sqrt(s1) < sqrt(s2): false when either is NaN (s < 0 by round-off)
+    ok1, ok2 = s1 >= 0.0, s2 >= 0.0
+    d1 = jnp.sqrt(jnp.where(ok1, s1, 0.0))
+    d2 = jnp.sqrt(jnp.where(ok2, s2, 0.0))
+    closer1 = ok1 & ok2 & (d1 < d2)
     first = jnp.where(wrap_sign != 0, jnp.where(in1 & in2, closer1, in1), closer1)
     found = (wrap_sign == 0) | in1 | in2
     a = _where3(first, a1, a2)
-    mag = _safe_sqrt(a[0] * a[0] + a[1] * a[1])
-    scale = _safe_div(radius, mag)
-    return found, jnp.stack([a[0] * scale, a[1] * scale, jnp.zeros_like(mag)])
+    mag2 = rounded(a[0] * a[0]) + rounded(a[1] * a[1])
+    pos = mag2 > 0
+    mag = jnp.sqrt(jnp.where(pos, mag2, 1.0))
+    xc = jnp.where(pos, div(a[0] * radius, mag), 0.0)
+    yc = jnp.where(pos, div(a[1] * radius, mag), 0.0)
+    return found, jnp.stack([xc, yc, jnp.zeros_like(mag)])
 
 
 def wrap_torus(p1, p2, inner_radius, outer_radius, wrap_axis, wrap_sign, single_wrap) -> WrapLine:
