@@ -42,7 +42,7 @@ from ._dynamics import total_energy as total_energy
 from ._simulate import simulate as simulate
 from ._kinematics import joint_variables as joint_variables
 from . import constraints as constraints
-from .reactions import ExternalLoads as ExternalLoads
+from ._loads import ExternalLoads as ExternalLoads
 from .reactions import JointReactions as JointReactions
 from .reactions import ReactionSpec as ReactionSpec
 from .reactions import joint_reactions as joint_reactions
@@ -66,6 +66,11 @@ from . import ik as ik
 from .ik import inverse_kinematics as inverse_kinematics
 from .markers import Markers as Markers
 from .markers import marker_positions as marker_positions
+# inverse dynamics of recorded motion with external loads, OpenSim's ID tool (issue 17 item 5)
+from . import id_tool as id_tool
+from .id_tool import inverse_dynamics_frames as inverse_dynamics_frames
+from .id_tool import inverse_dynamics_from_setup as inverse_dynamics_from_setup
+from .id_tool import inverse_dynamics_motion as inverse_dynamics_motion
 
 # muscle-driven forward simulation (issue 15 item 2)
 from ._simulate_muscles import simulate_muscles as simulate_muscles

@@ -33,6 +33,7 @@ from . import _kron
 from ._batching import Small, batch_last
 from . import _checks
 from ._kinematics import Kinematics, _motion_subspace, body_poses, check_vector, forward_pass, pose_derivatives_kron
+from ._loads import ExternalLoads
 from ._model import Model
 
 # --------------------------------------------------------------------------------------------
@@ -208,11 +209,13 @@ def inverse_dynamics(model: Model, q, qd, qdd, external=None):
 
     Computed as Fᵀ τ_θ(θ, F q̇, F q̈ + [q̇ᵀ H_j q̇]_j) on the free tree in body frames, gravity as a
     base acceleration.  ``external`` is an optional generalized force Q ``(nq,)`` (e.g. from
-    :func:`generalized_forces`).
+    :func:`generalized_forces`) or :class:`~mbjax.ExternalLoads` (point forces and torques, turned
+    into Q at this pose by virtual work; OpenSim's ID with an ``external_loads_file``).
     """
-    tau = batch_last(_inverse_dynamics_kernel)(
-        model, _vector(model, q, "q"), _vector(model, qd, "qd"), _vector(model, qdd, "qdd")
-    )
+    q = _vector(model, q, "q")
+    tau = batch_last(_inverse_dynamics_kernel)(model, q, _vector(model, qd, "qd"), _vector(model, qdd, "qdd"))
+    if isinstance(external, ExternalLoads):
+        external = external.generalized_forces(model, q)
     if external is not None:
         tau = tau - _vector(model, external, "external")
     return tau

@@ -13,5 +13,11 @@ from .storage import table_from_coordinates as table_from_coordinates
 from .storage import write_storage as write_storage
 from .storage import write_trc as write_trc
 
+# OpenSim ExternalLoads files and the signal processing of OpenSim's tools (issue 17 item 5)
+from . import signal as signal
+from .external_loads import ExternalForceSpec as ExternalForceSpec
+from .external_loads import ExternalLoadsFile as ExternalLoadsFile
+from .external_loads import read_external_loads as read_external_loads
+
 from .native import load_model as load_model
 from .native import save_model as save_model

@@ -169,7 +169,12 @@ def applied_forces(model: Model, q, qd, external: ExternalLoads | None = None):
     """
     q, qd = jnp.asarray(q), jnp.asarray(qd)
     _, omega, rot, xc = _bias_and_omega(model, q, qd)
-    return _applied(model, rot, xc, omega, external)
+    return _applied(model, rot, xc, omega, _resolved(model, q, external))
+
+
+def _resolved(model: Model, q, external):
+    """``external`` with points in body frames, forces/torques in world axes (:meth:`ExternalLoads.resolved`)."""
+    return None if external is None else external.resolved(model, q)
 
 
 def _applied(model: Model, rot, xc, omega, external):
@@ -273,7 +278,7 @@ def transmitted_multipliers(model: Model, q, qd, qdd, joints=None, external=None
     inertial = jnp.concatenate(
         [jnp.einsum("bij,bj->bi", i_w, acc[:, :3]), model.mass[:, None] * acc[:, 3:]], -1
     )  # M (D q̈ + γ) with the block-diagonal M of Eq. 2.2
-    residual = _applied(model, rot, xc, omega, external) - inertial
+    residual = _applied(model, rot, xc, omega, _resolved(model, q, external)) - inertial
     return jnp.einsum("bkjn,bk->jn", e, residual)
 
 

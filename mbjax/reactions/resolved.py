@@ -189,4 +189,6 @@ def joint_reactions(model: Model, q, qd, qdd, joints=None, external: ExternalLoa
     q = check_vector(model, q)
     qd = check_vector(model, qd, "qd")
     qdd = check_vector(model, qdd, "qdd")
+    if external is not None and not external.in_body_frames:
+        external = external.resolved(model, q)
     return _run(model, spec, q, qd, qdd, external)

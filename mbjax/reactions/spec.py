@@ -24,39 +24,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._loads import ExternalLoads as ExternalLoads  # noqa: F401  (re-exported)
 from .._model import Model
 from .._topology import PRISMATIC, REVOLUTE
 
 WELD = "weld"
 CHAIN = "chain"
-
-
-class ExternalLoads(eqx.Module):
-    """Applied loads in h: forces at body-fixed points (body frame), forces/torques in world axes.
-
-    ``bodies`` (static) names or indexes the body of each application; ``points`` ``(n, 3)``,
-    ``forces`` ``(n, 3)``, ``torques`` ``(n, 3)`` (default zero).  Array leaves, so it vmaps.
-    """
-
-    points: jnp.ndarray
-    forces: jnp.ndarray
-    torques: jnp.ndarray
-    bodies: tuple = eqx.field(static=True)
-
-    def __init__(self, bodies, points, forces, torques=None):
-        if isinstance(bodies, (str, int, np.integer)):
-            bodies = (bodies,)
-            points = jnp.asarray(points)[None]
-            forces = jnp.asarray(forces)[None]
-            torques = None if torques is None else jnp.asarray(torques)[None]
-        self.bodies = tuple(str(b) if isinstance(b, str) else int(b) for b in bodies)
-        n = len(self.bodies)
-        self.points = jnp.asarray(points)
-        self.forces = jnp.asarray(forces)
-        self.torques = jnp.zeros_like(self.forces) if torques is None else jnp.asarray(torques)
-        for name, a in (("points", self.points), ("forces", self.forces), ("torques", self.torques)):
-            if a.shape[-2:] != (n, 3):
-                raise ValueError(f"ExternalLoads: {name} must have shape ({n}, 3), got {a.shape}")
 
 
 class JointReactions(NamedTuple):

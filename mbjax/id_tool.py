@@ -1,0 +1,360 @@
+"""Inverse dynamics of recorded motion with external loads, as OpenSim 4.6's ``InverseDynamicsTool``.
+
+OpenSim's tool, step by step (``InverseDynamicsTool::run``), and what this module does for each:
+
+1. The coordinates file is read as a ``Storage``.  With ``lowpass_cutoff_frequency_for_coordinates``
+   ``>= 0`` it is padded by half its length (odd reflection), resampled at its smallest time step
+   when the times are not uniform to machine epsilon (degree-5 spline, steps accumulated), and
+   filtered forward and backward by a 3rd-order Butterworth IIR (:mod:`mbjax.io.signal`).
+   Rotational columns are then converted from degrees.
+2. Every column gets a degree-5 ``GCVSpline`` with error variance 0: the natural quintic
+   interpolating spline.  ``q``, ``q̇``, ``q̈`` are its value and first two derivatives.  A model
+   coordinate without a column (exact name) is held at its default value.
+3. Frames: the rows of that (padded, resampled) table from the last row at or before
+   ``max(first time, t0)`` to the last row at or before ``min(last time, t1)``
+   (``Storage::findIndex``).  With filtering the reported times are the resampled grid's.
+4. External loads (:mod:`mbjax.io.external_loads`) are evaluated at those times; forces excluded
+   by ``forces_to_exclude`` are left out; the generalized forces are the residual
+   ``τ = M q̈ + N q̇ - G - Q_ext - Q_forces`` (``calcResidualForceIgnoringConstraints``).
+
+The dynamics runs in JAX: one compiled, ``vmap``-ed program for all frames
+(:func:`inverse_dynamics_frames`, chunks of ``chunk`` frames padded to one shape).
+
+Differences from OpenSim: mbjax's coordinates are the *independent* ones.  OpenSim reports a
+residual for every coordinate, ignoring constraints; for a locked coordinate (not in mbjax's ``q``)
+none is reported here, and a coupled coordinate's residual is folded into its independent one
+(virtual work through the coupler).  Muscles, ``PathSpring`` and ``Ligament`` forces are not
+computed: they must be excluded (``Muscles``, ``All``, or by name), as OpenSim's ID setups do.
+Individual force elements cannot be excluded by name (``All`` excludes them all).  ``All`` does not
+remove the external loads (measured in OpenSim 4.6, whatever the property's comment says).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _checks
+from ._dynamics import inverse_dynamics
+from ._loads import ExternalLoads
+from .io.signal import NaturalSpline, lowpass_storage
+from .io.storage import Table, _rotational, read_storage, write_storage
+
+#: OpenSim muscle classes (``Muscle`` subclasses, excluded by the ``Muscles`` keyword)
+MUSCLE_CLASSES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle")
+#: actuator classes among mbjax's paths (excluded by ``Actuators``; zero force without controls)
+ACTUATOR_CLASSES = MUSCLE_CLASSES + ("PathActuator",)
+
+
+class IDSetup(NamedTuple):
+    """What an OpenSim ``InverseDynamicsTool`` setup file says (paths made absolute; ``None`` when
+    unassigned).  ``output_file`` is where OpenSim writes: ``results_directory/<output_gen_force_file>``."""
+
+    path: str
+    model_file: str | None
+    coordinates_file: str | None
+    external_loads_file: str | None
+    time_range: tuple[float, float]
+    lowpass_cutoff: float
+    forces_to_exclude: tuple[str, ...]
+    results_directory: str
+    output_file: str
+
+
+class IDResult(NamedTuple):
+    """Inverse dynamics per frame: ``time (T,)``, generalized forces ``tau (T, nq)`` (N·m / N, model
+    coordinate order), the ``coordinate_names``, OpenSim's column ``labels`` (``<coordinate>_moment``
+    or ``_force``), the ``q``, ``qd``, ``qdd`` used and the applied ``loads`` (``(T, n, 3)`` arrays,
+    or None)."""
+
+    time: np.ndarray
+    tau: np.ndarray
+    coordinate_names: tuple[str, ...]
+    labels: tuple[str, ...]
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    loads: ExternalLoads | None = None
+
+    def table(self) -> Table:
+        """The result as OpenSim writes it (``Inverse Dynamics Generalized Forces``)."""
+        return Table(self.time, self.labels, self.tau, False, {"name": "Inverse Dynamics Generalized Forces"})
+
+
+# --------------------------------------------------------------------------------------------
+# coordinates: OpenSim's filter and splines
+# --------------------------------------------------------------------------------------------
+
+
+def _find_index(time: np.ndarray, t: float) -> int:
+    """``Storage::findIndex``: the last row whose time is ``<= t`` (0 when none is)."""
+    return max(int(np.searchsorted(time, t, side="right")) - 1, 0)
+
+
+def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, time_range=None):
+    """OpenSim ID's ``q``, ``q̇``, ``q̈`` ``(T, nq)`` and their ``time (T,)`` from a coordinates table
+    (steps 1-3 of the module docstring).  ``lowpass_cutoff < 0``: no filtering."""
+    names = model.coordinate_names
+    info = model.extras.get("osim")
+    time = np.asarray(coordinates.time, float)
+    data = np.asarray(coordinates.data, float)
+    if time.shape[0] < 6:
+        raise ValueError(f"coordinates: the degree-5 splines need at least 6 rows, got {time.shape[0]}")
+    if lowpass_cutoff == 0:
+        raise ValueError("lowpass_cutoff 0 Hz would remove the whole motion; give a positive cut-off, or a "
+                         "negative one for no filtering (OpenSim's default -1)")
+    if lowpass_cutoff is not None and lowpass_cutoff >= 0:
+        time, data = lowpass_storage(time, data, float(lowpass_cutoff))
+    cols = {lab: k for k, lab in enumerate(coordinates.labels)}
+    present = [n for n in names if n in cols]
+    missing = [n for n in names if n not in cols]
+    if not present:
+        raise ValueError(f"coordinates: no column is named after a model coordinate {names}; columns are "
+                         f"{coordinates.labels}")
+    if missing:
+        warnings.warn(f"coordinates file has no column for {missing}: held at their default values, as "
+                      "OpenSim's InverseDynamicsTool does", stacklevel=3)
+    if coordinates.in_degrees:
+        if info is None:
+            raise ValueError("coordinates are in degrees but the model has no OpenSim motion types")
+        rot = _rotational(model)
+        scale = np.array([np.pi / 180.0 if rot[names.index(n)] else 1.0 for n in present])
+    else:
+        scale = np.ones(len(present))
+    y = data[:, [cols[n] for n in present]] * scale
+    spline = NaturalSpline(time, y, 5)
+    t0, t1 = (-np.inf, np.inf) if time_range is None else (float(time_range[0]), float(time_range[1]))
+    start, final = max(time[0], t0), min(time[-1], t1)
+    if final < start:
+        raise ValueError(f"time range {time_range} does not overlap the coordinates [{time[0]}, {time[-1]}]")
+    a, b = _find_index(time, start), _find_index(time, final)
+    t = time[a:b + 1]
+    default = np.asarray(info.default, float) if info is not None else np.zeros(len(names))
+    q = np.tile(default, (t.shape[0], 1))
+    qd = np.zeros_like(q)
+    qdd = np.zeros_like(q)
+    idx = [names.index(n) for n in present]
+    q[:, idx], qd[:, idx], qdd[:, idx] = spline(t), spline(t, 1), spline(t, 2)
+    return t, q, qd, qdd
+
+
+# --------------------------------------------------------------------------------------------
+# the dynamics, batched
+# --------------------------------------------------------------------------------------------
+
+
+@eqx.filter_jit
+def _frames(model, q, qd, qdd, external, forces_on):
+    """``forces_on`` (traced 0/1) weighs the model's force elements, when it has any: one program."""
+
+    def one(qk, qdk, qddk, ext):
+        tau = inverse_dynamics(model, qk, qdk, qddk, external=ext)
+        if "forces" in model.extras:
+            tau = tau - forces_on * model.extras["forces"].generalized_force(model, qk, qdk)
+        return tau
+
+    return jax.vmap(one)(q, qd, qdd, external)
+
+
+def inverse_dynamics_frames(model, q, qd, qdd, external=None, *, forces: bool = False, chunk: int = 256):
+    """``τ (T, nq)`` of every frame: :func:`mbjax.inverse_dynamics` vmapped over ``q, qd, qdd (T, nq)``
+    and ``external`` (:class:`mbjax.ExternalLoads` with ``(T, n, 3)`` arrays, generalized forces
+    ``(T, nq)``, or None).  ``forces``: also subtract the model's force elements (``extras["forces"]``).
+    Frames run in chunks of ``chunk`` (the last padded, so a shorter trial is one padded chunk): one
+    compilation per model and load structure."""
+    q, qd, qdd = (np.asarray(a, float) for a in (q, qd, qdd))
+    T = q.shape[0]
+    if q.ndim != 2 or q.shape[1] != model.n_coordinates or qd.shape != q.shape or qdd.shape != q.shape:
+        raise ValueError(f"q, qd, qdd must have shape (T, nq) = (T, {model.n_coordinates}), got "
+                         f"{q.shape}, {qd.shape}, {qdd.shape}")
+    if isinstance(external, ExternalLoads) and not external.bodies:
+        external = None
+    if external is not None and not isinstance(external, ExternalLoads):
+        external = np.asarray(external, float)
+        if external.shape != q.shape:
+            raise ValueError(f"external generalized forces must have shape {q.shape}, got {external.shape}")
+    if external is not None and jax.tree_util.tree_leaves(external)[0].shape[0] != T:
+        raise ValueError(f"external loads hold {jax.tree_util.tree_leaves(external)[0].shape[0]} frames, "
+                         f"the coordinates {T}")
+    bad = [n for n, a in (("q", q), ("qd", qd), ("qdd", qdd)) if not np.all(np.isfinite(a))]
+    if external is not None:
+        bad += ["external"] * (not all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree_util.tree_leaves(external)))
+    if bad:
+        raise ValueError(f"inverse_dynamics_frames: {bad} contain NaN or inf")
+    fs = model.extras.get("forces")
+    extras = {"forces": fs} if fs is not None and fs.elements else {}
+    dyn = eqx.tree_at(lambda m: m.extras, model, extras)  # muscles etc. are not traced
+    C = max(1, int(chunk))
+    out = np.empty_like(q)
+    for a in range(0, T, C):
+        b = min(a + C, T)
+        pad = np.r_[np.arange(a, b), np.full(C - (b - a), b - 1)].astype(int)
+        ext = None if external is None else jax.tree_util.tree_map(lambda x: jnp.asarray(x)[pad], external)
+        with _checks.checks(False):  # inputs checked above; one program whatever the switch says
+            tau = _frames(dyn, jnp.asarray(q[pad]), jnp.asarray(qd[pad]), jnp.asarray(qdd[pad]), ext,
+                          jnp.asarray(1.0 if forces else 0.0))
+        out[a:b] = np.asarray(tau)[: b - a]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# excluded forces
+# --------------------------------------------------------------------------------------------
+
+
+def _force_elements_applied(model, exclude) -> bool:
+    """Which model forces apply (``DynamicsTool::disableModelForces``): True when the force elements
+    do; raises for forces mbjax cannot compute that are not excluded."""
+    keys = [str(e).strip() for e in exclude if str(e).strip()]
+    upper = {k.upper() for k in keys}
+    paths = model.extras.get("muscles")
+    fs = model.extras.get("forces")
+    elements = tuple(fs.names) if fs is not None else ()
+    if "ALL" in upper:
+        return False
+    path_names = tuple(paths.names) if paths is not None else ()
+    kinds = dict(zip(path_names, paths.kinds)) if paths is not None else {}
+    off = set()
+    for k in keys:
+        if k.upper() == "MUSCLES":
+            off |= {n for n, c in kinds.items() if c in MUSCLE_CLASSES}
+        elif k.upper() == "ACTUATORS":
+            off |= {n for n, c in kinds.items() if c in ACTUATOR_CLASSES}
+        elif k in kinds:
+            off.add(k)
+        elif k in elements:
+            raise NotImplementedError(f"forces_to_exclude: excluding the single force element {k!r} is not "
+                                      "supported; exclude 'All' or remove it from the model")
+        else:
+            warnings.warn(f"forces_to_exclude: no force named {k!r} (mbjax does not read ForceSet groups)",
+                          stacklevel=3)
+    left = [n for n in path_names if n not in off and kinds[n] != "PathActuator"]
+    if left:
+        raise NotImplementedError(f"inverse dynamics: the forces {left} ({sorted({kinds[n] for n in left})}) are "
+                                  "not computed by mbjax's ID; exclude them (forces_to_exclude 'Muscles', 'All' or "
+                                  "their names), as OpenSim ID setups exclude muscles")
+    return bool(elements)
+
+
+def _labels(model) -> tuple[str, ...]:
+    names = model.coordinate_names
+    if model.extras.get("osim") is None:
+        return tuple(names)
+    rot = _rotational(model)
+    return tuple(n + ("_moment" if r else "_force") for n, r in zip(names, rot))
+
+
+def inverse_dynamics_motion(model, coordinates: Table, external_loads=None, *, lowpass_cutoff: float = -1.0,
+                            time_range=None, forces_to_exclude=("Muscles",), chunk: int = 256) -> IDResult:
+    """OpenSim's ID of a coordinates table with external loads (the module docstring's steps).
+
+    ``external_loads``: an :class:`~mbjax.io.external_loads.ExternalLoadsFile` (read with
+    :func:`mbjax.io.read_external_loads`), evaluated at the ID frames, or None.
+    ``forces_to_exclude``: OpenSim's list (``All``, ``Muscles``, ``Actuators``, names).
+    """
+    t, q, qd, qdd = coordinate_trajectory(model, coordinates, lowpass_cutoff, time_range)
+    with_forces = _force_elements_applied(model, forces_to_exclude)
+    loads = None if external_loads is None else external_loads.at(t, model)
+    tau = inverse_dynamics_frames(model, q, qd, qdd, loads, forces=with_forces, chunk=chunk)
+    return IDResult(t, tau, tuple(model.coordinate_names), _labels(model), q, qd, qdd, loads)
+
+
+# --------------------------------------------------------------------------------------------
+# OpenSim setup files
+# --------------------------------------------------------------------------------------------
+
+
+def read_id_setup(path) -> IDSetup:
+    """Read an OpenSim ``InverseDynamicsTool`` setup XML (3.x or 4.x); relative paths are made
+    absolute against the setup file's folder (OpenSim runs its tools there)."""
+    from .io.osim import _Doc
+
+    path = os.fspath(path)
+    doc = _Doc(path)
+    root = doc.root
+    tool = root if root.tag == "InverseDynamicsTool" else root.find("InverseDynamicsTool")
+    if tool is None:
+        raise doc.error(root, "no <InverseDynamicsTool>")
+    base = os.path.dirname(os.path.abspath(path))
+
+    def text(tag):
+        el = tool.find(tag)
+        txt = el.text.strip() if el is not None and el.text else ""
+        return None if not txt or txt == "Unassigned" else txt
+
+    def file_of(tag):
+        txt = text(tag)
+        return None if txt is None else (txt if os.path.isabs(txt) else os.path.join(base, txt))
+
+    def number(tag, default):
+        txt = text(tag)
+        if txt is None:
+            return default
+        try:
+            return float(txt)
+        except ValueError:
+            raise doc.error(tool.find(tag), f"<{tag}> must be a number, got {txt!r}") from None
+
+    time_range = (-np.inf, np.inf)
+    txt = text("time_range")
+    if txt is not None:
+        try:
+            vals = [float(v) for v in txt.split()]
+        except ValueError:
+            vals = []
+        if len(vals) != 2:
+            raise doc.error(tool.find("time_range"), f"<time_range> must hold two numbers, got {txt!r}")
+        time_range = (vals[0], vals[1])
+    excluded = tuple((text("forces_to_exclude") or "").split())
+    joints = text("joints_to_report_body_forces")
+    if joints:
+        warnings.warn(f"{doc.where(tool.find('joints_to_report_body_forces'))}: body forces at joints are not "
+                      "reported by mbjax (use mbjax.joint_reactions)", stacklevel=2)
+    results = file_of("results_directory") or base
+    out = text("output_gen_force_file") or "inverse_dynamics.sto"
+    stem, ext = os.path.splitext(os.path.basename(out))
+    return IDSetup(path, file_of("model_file"), file_of("coordinates_file"), file_of("external_loads_file"),
+                   time_range, number("lowpass_cutoff_frequency_for_coordinates", -1.0), excluded, results,
+                   os.path.join(results, stem + (ext or ".sto")))
+
+
+def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bool = True, **kwargs) -> IDResult:
+    """Run an OpenSim ``InverseDynamicsTool`` setup file: its model (unless ``model`` is given),
+    coordinates, external loads, time range, cut-off and excluded forces; the result is written
+    where OpenSim writes it (``results_directory/output_gen_force_file``, or ``output_file``) as an
+    ``OpenSim::Storage`` ``.sto`` unless ``write=False``.  ``kwargs`` go to
+    :func:`inverse_dynamics_motion` (``chunk``)."""
+    from .io.external_loads import read_external_loads
+    from .io.osim import load_osim
+
+    setup = read_id_setup(path)
+    if model is None:
+        if setup.model_file is None:
+            raise ValueError(f"{path}: no <model_file>; pass model=")
+        model = load_osim(setup.model_file)
+    if setup.coordinates_file is None:
+        raise ValueError(f"{path}: no <coordinates_file> (mbjax's ID needs coordinates, as OpenSim's does)")
+    info = model.extras.get("osim")
+    if info is not None:
+        other = [n for n, role in info.roles if role != "independent"]
+        if other:
+            warnings.warn(f"coordinates {other} are locked or coupled: no generalized force is reported for them "
+                          "(OpenSim reports residuals ignoring constraints)", stacklevel=2)
+    coords = read_storage(setup.coordinates_file)
+    loads = None
+    if setup.external_loads_file is not None:
+        loads = read_external_loads(setup.external_loads_file, base_dirs=(os.path.dirname(os.path.abspath(path)),))
+    result = inverse_dynamics_motion(model, coords, loads, lowpass_cutoff=setup.lowpass_cutoff,
+                                     time_range=setup.time_range, forces_to_exclude=setup.forces_to_exclude,
+                                     **kwargs)
+    if write:
+        out = os.fspath(output_file) if output_file is not None else setup.output_file
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        write_storage(out, result.table(), format="storage")
+    return result
