@@ -44,6 +44,17 @@ class OpenSimReference:
             )
         ms = self.model.getMuscles()
         self.muscles = {ms.get(i).getName(): ms.get(i) for i in range(ms.getSize())}
+        #: every force with a path (muscles, path actuators and springs, ligaments), as
+        #: :func:`mbjax.io.load_osim` lists them in ``model.muscle_names``
+        self.paths = {}
+        fs = self.model.getForceSet()
+        for i in range(fs.getSize()):
+            f = fs.get(i)
+            for cls in ("PathActuator", "Ligament", "PathSpring"):
+                down = getattr(osim, cls).safeDownCast(f)
+                if down is not None:
+                    self.paths[f.getName()] = down
+                    break
 
     def muscle_names(self) -> list[str]:
         return list(self.muscles)
@@ -61,7 +72,7 @@ class OpenSimReference:
     def lengths(self, names, q, muscles: Sequence[str] | None = None) -> np.ndarray:
         self.set(names, q)
         muscles = self.muscle_names() if muscles is None else muscles
-        return np.array([self.muscles[m].getLength(self.state) for m in muscles])
+        return np.array([self.paths[m].getLength(self.state) for m in muscles])
 
     def body_pose(self, name: str):
         """Rotation ``(3, 3)`` and origin ``(3,)`` of body ``name`` in ground, at the current state."""
