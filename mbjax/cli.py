@@ -8,7 +8,7 @@
 ``mbjax info MODEL [--json]`` lists the coordinates (joint, type, range with units, default),
 bodies, muscles and wrap objects that the ``.osim`` file declares (read from its XML).
 
-``MODEL`` is an OpenSim ``.osim`` file, the shipped example ``arm26`` or a built-in model
+``MODEL`` is an OpenSim ``.osim`` file, a shipped example by name (``arm26``, ``gait2392``, ...: ``mbjax.models.EXAMPLES``) or a built-in model
 (``shoulder``, ``shoulder:degroot_brand``).  Several ``--vary`` make a grid (``STOP`` included when
 it falls on the grid); ``--random N`` draws N poses uniformly in the coordinate ranges instead.
 Unset coordinates sit at the model's default pose.  ``--degrees`` makes the values of *rotational*
@@ -161,15 +161,17 @@ def _library_message(e: Exception) -> tuple[str, bool]:
 # models
 # --------------------------------------------------------------------------------------------
 
-BUILTIN = ("arm26", "shoulder", "shoulder:degroot_brand")
+from .models.opensim_examples import EXAMPLES as _EXAMPLES  # noqa: E402
+
+BUILTIN = tuple(_EXAMPLES) + ("shoulder", "shoulder:degroot_brand")
 
 
 def _osim_path(spec: str) -> str | None:
-    """The ``.osim`` file a MODEL argument names (``arm26`` is the shipped file), or None for a built-in."""
-    if spec == "arm26":
-        from .models.opensim_examples import arm26_path
+    """The ``.osim`` file a MODEL argument names (a shipped example by name, e.g. ``arm26``), or None for a built-in."""
+    from .models.opensim_examples import EXAMPLES, model_path
 
-        return arm26_path()
+    if spec in EXAMPLES:
+        return model_path(spec)
     if spec.startswith("shoulder") and not os.path.exists(spec):
         return None
     if os.path.isdir(spec):
@@ -216,7 +218,7 @@ def _coordinate_table(model, spec: str):
     source = spec
     if info is not None:
         lower, upper = np.asarray(info.lower, float), np.asarray(info.upper, float)
-        source = os.path.basename(info.source) if spec.endswith(".osim") or spec == "arm26" else spec
+        source = os.path.basename(info.source) if spec.endswith(".osim") or spec in _EXAMPLES else spec
         units = ["m" if t == "translational" else "rad" for t in info.motion_types]
         try:  # the file's declared motion types (OpenSim 4.x files omit <motion_type>)
             from .io.osim_summary import summarize_osim
@@ -603,7 +605,7 @@ def build_parser():
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"mbjax {_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="{moment-arms,info}")
-    model_help = "an .osim file, 'arm26' (shipped), 'shoulder' or 'shoulder:degroot_brand'"
+    model_help = f"an .osim file, a shipped example ({', '.join(_EXAMPLES)}), 'shoulder' or 'shoulder:degroot_brand'"
 
     ma = sub.add_parser("moment-arms", help="sweep muscle lengths and moment arms of a model", epilog=EPILOG,
                         formatter_class=argparse.RawDescriptionHelpFormatter)

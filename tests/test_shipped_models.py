@@ -52,3 +52,32 @@ def test_shared_data_has_no_machine_specific_fallback(monkeypatch, tmp_path):
 
     with pytest.raises(FileNotFoundError, match="MBJAX_SHARED_DATA"):
         shoulder._source(str(tmp_path / "osim" / "none.osim"))
+
+
+@pytest.mark.parametrize("name", sorted(mbjax.models.EXAMPLES))
+def test_shipped_examples_load_by_name_as_their_files_declare(name):
+    """``mbjax.models.load(name)``: the packaged file (in the wheel's package data, NOTICE naming it),
+    with the coordinates and muscles its XML declares (read here with ElementTree, independently)."""
+    import xml.etree.ElementTree as ET
+
+    path = pathlib.Path(mbjax.models.model_path(name))
+    assert path.is_file() and path.parent == ROOT / "mbjax" / "models" / "data"
+    assert path.name in (path.parent / "NOTICE").read_text()
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert any(fnmatch.fnmatch(f"data/{path.name}", g) for g in conf["tool"]["setuptools"]["package-data"]["mbjax.models"])
+    root = ET.parse(path).getroot()
+    coords = {c.get("name") for c in root.iter("Coordinate")}
+    muscles = [f.get("name") for fs in root.iter("ForceSet") for objs in fs.iter("objects") for f in objs
+               if f.tag.endswith("Muscle")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.models.load(name)
+    info = model.extras["osim"]
+    assert {c for c, _ in info.roles} == coords  # every coordinate of the file, with its role
+    assert list(model.coordinate_names) == [c for c, role in info.roles if role == "independent"]
+    assert list(model.muscle_names) == muscles
+
+
+def test_unknown_example_name_lists_the_shipped_ones():
+    with pytest.raises(ValueError, match="gait2392"):
+        mbjax.models.load("gait9999")

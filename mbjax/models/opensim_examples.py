@@ -1,8 +1,20 @@
 """OpenSim example models shipped inside the mbjax wheel (Apache-2.0, see ``mbjax/models/data/NOTICE``).
 
-:func:`arm26` loads OpenSim's two-coordinate (``r_shoulder_elev``, ``r_elbow_flex``), six-muscle arm
-with :func:`mbjax.io.load_osim`; :func:`arm26_path` is the packaged file, for OpenSim or the
-``mbjax`` command (``mbjax info arm26`` / ``mbjax moment-arms arm26 ...`` use it by name).  The
+Loadable by name with :func:`load` (``mbjax.models.load("gait2392")``); :func:`model_path` is the
+packaged file, for OpenSim or the ``mbjax`` command (``mbjax info gait2392`` uses it by name).
+
+========================  ============================================================================
+name                      model (OpenSim's ``Models/`` folder, unchanged)
+========================  ============================================================================
+``arm26``                 2 coordinates, 6 muscles (``Arm26/arm26.osim``); wraps: 2 cylinders, 2 ellipsoids
+``double_pendulum``       2 pin joints, no muscles (``DoublePendulum/double_pendulum.osim``)
+``gait10dof18musc``       planar gait, 10 coordinates, 18 muscles (``Gait10dof18musc/gait10dof18musc.osim``)
+``gait2354``              3-D gait, 23 coordinates, 54 muscles (``Gait2354_Simbody/gait2354_simbody.osim``)
+``gait2392``              3-D gait, 23 coordinates, 92 Thelen muscles
+                          (``Gait2392_Simbody/gait2392_thelen2003muscle.osim``)
+========================  ============================================================================
+
+Any other ``.osim`` file is read from the path you give (:func:`mbjax.io.load_osim`).  The
 MoBL-ARMS model is not shipped (non-commercial licence): see the README's "Data" section.
 """
 
@@ -10,15 +22,38 @@ from __future__ import annotations
 
 import importlib.resources
 
-__all__ = ["arm26", "arm26_path", "EXAMPLES"]
+__all__ = ["arm26", "arm26_path", "load", "model_path", "EXAMPLES"]
 
 #: built-in name -> packaged file
-EXAMPLES = {"arm26": "arm26.osim"}
+EXAMPLES = {
+    "arm26": "arm26.osim",
+    "double_pendulum": "double_pendulum.osim",
+    "gait10dof18musc": "gait10dof18musc.osim",
+    "gait2354": "gait2354_simbody.osim",
+    "gait2392": "gait2392_thelen2003muscle.osim",
+}
+
+
+def model_path(name: str) -> str:
+    """Path of the packaged ``.osim`` file of the example ``name`` (a real file inside the installed package)."""
+    if name not in EXAMPLES:
+        raise ValueError(f"no shipped model named {name!r}; shipped: {', '.join(EXAMPLES)} "
+                         f"(load any other .osim file with mbjax.io.load_osim(path))")
+    return str(importlib.resources.files("mbjax.models").joinpath("data", EXAMPLES[name]))
+
+
+def load(name: str, **options):
+    """The shipped example ``name`` as an mbjax :class:`~mbjax.Model`: ``load_osim(model_path(name), **options)``.
+
+    ``options`` are :func:`mbjax.io.load_osim`'s (``ignore_wrapping``, ``ignore_forces``, ...)."""
+    from ..io.osim import load_osim
+
+    return load_osim(model_path(name), **options)
 
 
 def arm26_path() -> str:
-    """Path of the packaged ``arm26.osim`` (a real file inside the installed package)."""
-    return str(importlib.resources.files("mbjax.models").joinpath("data", EXAMPLES["arm26"]))
+    """Path of the packaged ``arm26.osim`` (``model_path("arm26")``)."""
+    return model_path("arm26")
 
 
 def arm26(ignore_wrapping: bool = False):
@@ -28,6 +63,4 @@ def arm26(ignore_wrapping: bool = False):
     and ``TRIlongglen`` (cylinders), modelled as OpenSim models them (:mod:`mbjax.wrapping`);
     ``ignore_wrapping=True`` is the explicit choice of straight lines (warned).
     """
-    from ..io.osim import load_osim
-
-    return load_osim(arm26_path(), ignore_wrapping=ignore_wrapping)
+    return load("arm26", ignore_wrapping=ignore_wrapping)

@@ -146,9 +146,21 @@ class _Dynamics:
 
 @pytest.mark.parametrize("rel", _params())
 def test_library_model_matches_opensim(rel, tmp_path):
+    _compare(rel, os.path.join(ROOT, rel), tmp_path)
+
+
+@pytest.mark.parametrize("name", ["double_pendulum", "gait10dof18musc", "gait2354", "gait2392"])
+def test_shipped_example_matches_opensim(name, tmp_path):
+    """The library models shipped in the wheel (``mbjax.models.load(name)``), without OPENSIM_MODELS_DIR."""
+    import mbjax
+
+    _compare(f"shipped:{name}", mbjax.models.model_path(name), tmp_path)
+
+
+def _compare(rel, source, tmp_path):
     # straight-line paths (wrapping is compared with OpenSim in test_wrapping_opensim.py; wrapped
     # paths cost minutes of compilation per model)
-    path = strip_wrapping(os.path.join(ROOT, rel), str(tmp_path / os.path.basename(rel)))
+    path = strip_wrapping(source, str(tmp_path / os.path.basename(source)))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
