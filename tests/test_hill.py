@@ -101,3 +101,29 @@ def test_bezier_inversion_residual(curve):
     xs = jnp.linspace(curve.x0, curve.x1, 101)[1:-1]
     y, dy = jax.vmap(curve.value_and_derivative)(xs)
     np.testing.assert_allclose(np.asarray(jax.vmap(jax.grad(curve))(xs)), np.asarray(dy), rtol=1e-9, atol=1e-12)
+
+
+def test_unpennated_fibre_shorter_than_its_tendon_is_zero_not_nan():
+    """gait2392's gem_r (pennation 0, so ℓ_min = h / sin α_max = 0): a path shorter than the tendon's
+    slack length leaves the fibre at ℓ = 0 with a slack tendon, as OpenSim reports (ℓ = 0, F_T = 0);
+    the pennation derivative h/ℓ² was 0/0 and made every field NaN."""
+    from mbjax.muscles import musculotendon_state
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.models.load("gait2392", ignore_wrapping=True)
+    m = list(model.muscle_names).index("gem_r")
+    prm = model.extras["muscles"].parameters
+    assert float(prm["pennation_angle_at_optimal"][m]) == 0.0
+    tsl = float(prm["tendon_slack_length"][m])
+    nm = len(model.muscle_names)
+
+    def tendon_force(length_m):
+        L = jnp.full((nm,), 0.1).at[m].set(length_m)
+        return musculotendon_state(model, L, jnp.zeros(nm), jnp.full((nm,), 0.5))
+
+    state = jax.jit(tendon_force)(0.97 * tsl)
+    assert all(np.all(np.isfinite(np.asarray(x))) for x in state)
+    assert float(state.fiber_length[m]) == 0.0 and float(state.tendon_force[m]) == 0.0
+    g = jax.grad(lambda x: tendon_force(x).tendon_force[m])(0.97 * tsl)
+    assert np.isfinite(float(g))

@@ -12,6 +12,8 @@ name                      model (OpenSim's ``Models/`` folder, unchanged)
 ``gait2354``              3-D gait, 23 coordinates, 54 muscles (``Gait2354_Simbody/gait2354_simbody.osim``)
 ``gait2392``              3-D gait, 23 coordinates, 92 Thelen muscles
                           (``Gait2392_Simbody/gait2392_thelen2003muscle.osim``)
+``gait2392_millard``      the same with 92 Millard 2012 equilibrium muscles
+                          (``Gait2392_Simbody/gait2392_millard2012muscle.osim``)
 ========================  ============================================================================
 
 Any other ``.osim`` file is read from the path you give (:func:`mbjax.io.load_osim`).  The
@@ -31,6 +33,7 @@ EXAMPLES = {
     "gait10dof18musc": "gait10dof18musc.osim",
     "gait2354": "gait2354_simbody.osim",
     "gait2392": "gait2392_thelen2003muscle.osim",
+    "gait2392_millard": "gait2392_millard2012muscle.osim",
 }
 
 

@@ -120,8 +120,12 @@ class _Family:
                               p["maximum_pennation_angle"])
         cos, sin = jnp.cos(phi), jnp.sin(phi)
         h = height(p["optimal_fiber_length"], p["pennation_angle_at_optimal"])
-        hl = h / lce
-        dphi = (-hl / lce) / jnp.sqrt(jnp.maximum(1.0 - hl * hl, 1e-300))  # calc_DPennationAngle_DfiberLength
+        # a fibre of zero pennation has ℓ_min = h / sin α_max = 0: at ℓ = 0 (a path shorter than its
+        # tendon's slack length, e.g. gait2392's gem_r) OpenSim reports ℓ = 0 and dα/dℓ = 0, not 0/0
+        pos = lce > 0
+        safe = jnp.where(pos, lce, 1.0)
+        hl = jnp.where(pos, h / safe, 0.0)
+        dphi = jnp.where(pos, (-hl / safe) / jnp.sqrt(jnp.maximum(1.0 - hl * hl, 1e-300)), 0.0)  # calc_DPennationAngle_DfiberLength
         return phi, cos, sin, L - lce * cos, dphi
 
 

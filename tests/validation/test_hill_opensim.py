@@ -1,7 +1,9 @@
 """Hill-type muscle mechanics vs OpenSim 4.6 itself (marker ``validation``).
 
-arm26 (Thelen2003Muscle, compliant tendons) and MoBL (Millard2012EquilibriumMuscle, rigid
-tendons), wrap sets removed in temporary copies (mbjax has no wrapping in this branch).  At random
+arm26 (Thelen2003Muscle, compliant tendons), MoBL (Millard2012EquilibriumMuscle, rigid tendons)
+and OpenSim's gait2392 in its Thelen2003 and Millard2012 variants (compliant tendons), wrap sets
+removed in temporary copies: this file is about the muscle mechanics, the wrapped paths have their
+own validation (``test_wrapping_opensim.py``).  At random
 poses, coordinate speeds (dependent coordinates' speeds from OpenSim's coupler functions) and
 activations, OpenSim's ``equilibrateMuscles`` state is compared with ``musculotendon_state``:
 
@@ -37,7 +39,8 @@ from mbjax.io import load_osim  # noqa: E402
 from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.muscles import millard2012 as mil  # noqa: E402
 from mbjax.muscles import moment_arms, muscle_lengths, musculotendon_state, state_from_fiber_length  # noqa: E402
-from mbjax.muscles.parameters import MILLARD, kind_mask  # noqa: E402
+from mbjax.models import model_path  # noqa: E402
+from mbjax.muscles.parameters import MILLARD, THELEN, kind_mask  # noqa: E402
 from _osim_models import ARM26, MOBL, needs_arm26, needs_mobl, strip_wrapping  # noqa: E402
 
 FIELDS = (("tendon_force", "getTendonForce"), ("fiber_length", "getFiberLength"),
@@ -97,26 +100,130 @@ def _check_path_kinematics(model, d, hill):
     np.testing.assert_allclose(np.asarray(V)[:, hill], d["getLengtheningSpeed"][:, hill], rtol=0, atol=1e-9)
 
 
+def _check_compliant(model, hill, d, given_tol=None):
+    """Given OpenSim's fibre-length state: exact (``given_tol`` per field where OpenSim itself
+    iterates); the equilibrium itself: bounded by OpenSim's 1e-8 F_o stopping test (Thelen
+    ``initMuscleState``, Millard ``estimateMuscleFiberState``)."""
+    given_tol = given_tol or {}
+    _check_path_kinematics(model, d, hill)
+    L, V, a = (jnp.asarray(d[k]) for k in ("getLength", "getLengtheningSpeed", "a"))
+    given = jax.jit(jax.vmap(lambda l, *x: state_from_fiber_length(model, l, *x)))(
+        jnp.asarray(d["getFiberLength"]), L, V, a)
+    prm = model.extras["muscles"].parameters
+    fiso = np.asarray(prm["max_isometric_force"])
+    vscale = np.asarray(prm["max_contraction_velocity"] * prm["optimal_fiber_length"])
+    # forces relative to F_o, lengths to l_o, velocities to v_max l_o: a fibre barely moving,
+    # barely loaded or at its minimum length (0 for gait2392's intobl_l) has
+    # large relative but rounding-level absolute differences (e.g. -3.8433468776e-4 m/s, 3.6e-14 v_max l_o)
+    for ours, f in FIELDS:
+        scale = {"fiber_length": np.asarray(prm["optimal_fiber_length"]), "fiber_velocity": vscale}.get(ours, fiso)
+        err = np.abs(np.asarray(getattr(given, ours)) - d[f])[:, hill] / np.broadcast_to(scale, d[f].shape)[:, hill]
+        assert err.max() < given_tol.get(ours, 1e-12), (ours, err.max())
+    state = jax.jit(jax.vmap(lambda *x: musculotendon_state(model, *x)))(L, V, a)
+    # OpenSim stops when its force error, evaluated with the fibre velocity of the *previous*
+    # iterate, is below 1e-8 F_o; with the velocity updated at its final fibre length the error
+    # of its state can be larger (9e-7 F_o for gait2392's glut_max2_r at one pose).  mbjax solves
+    # to rounding, so the tendon forces differ by OpenSim's own residual, not more.
+    r_os = np.abs(_opensim_residual(model, d["getFiberLength"], L, V, a))[:, hill]
+    dF = np.abs(np.asarray(state.tendon_force) - d["getTendonForce"])[:, hill] / fiso[hill]
+    free = np.asarray(state.normalized_fiber_length)[:, hill] * lopt_of(model)[hill] > 1.0001 * _lmin(model)[hill]
+    assert np.all(r_os[free] < 1e-5), r_os[free].max()
+    assert np.all(dF <= np.maximum(1e-8, 1.1 * np.where(free, r_os, 0.0))), (dF.max(), r_os[dF.argmax() // dF.shape[1]])
+    assert np.mean(dF < 1e-8) > 0.95  # most muscles: within OpenSim's nominal tolerance
+    bound = np.maximum(1e-8, 1.1 * np.where(free, r_os, 0.0))  # per muscle and pose, in units of F_o
+    lopt = lopt_of(model)
+    assert np.all(np.abs(np.asarray(state.fiber_length) - d["getFiberLength"])[:, hill] / lopt[hill] <= bound)
+    dv = np.abs(np.asarray(state.fiber_velocity) - d["getFiberVelocity"])[:, hill] / vscale[hill]
+    assert np.all(dv <= 10 * bound)
+    # active and passive force relative to F_o: a nearly unloaded fibre's 1e-8 F_o error is large
+    # relative to its own tiny force, not to the muscle
+    for ours, f in (("active_fiber_force", "getActiveFiberForce"), ("passive_fiber_force", "getPassiveFiberForce")):
+        assert np.all(np.abs(np.asarray(getattr(state, ours)) - d[f])[:, hill] / fiso[hill] <= 10 * bound), ours
+
+
+def lopt_of(model):
+    return np.asarray(model.extras["muscles"].parameters["optimal_fiber_length"])
+
+
+def _lmin(model):
+    """Each muscle's minimum fibre length (m), as the equilibrium clamps it."""
+    from mbjax.muscles.musculotendon import _Family
+    from mbjax.muscles.paths import get_paths
+    from mbjax.muscles.parameters import hill_parameters
+
+    params = hill_parameters(get_paths(model))
+    out = np.zeros(len(model.muscle_names))
+    for kind in (THELEN, MILLARD):
+        idx = np.nonzero(kind_mask(model, kind))[0]
+        if idx.size:
+            out[idx] = np.asarray(jax.vmap(lambda pp: _Family(kind, pp).lmin)({k: v[idx] for k, v in params.items()}))
+    return out
+
+
+def _opensim_residual(model, fiber_length, L, V, a):
+    """Equilibrium force error (units of F_o) of a given fibre-length state, with the fibre velocity
+    of OpenSim's stiffness-sharing heuristic iterated to its fixed point at that length."""
+    from mbjax.muscles.musculotendon import _equilibrium_terms, _Family
+    from mbjax.muscles.paths import get_paths
+    from mbjax.muscles.parameters import hill_parameters
+
+    params = hill_parameters(get_paths(model))
+    out = np.zeros(np.shape(fiber_length))
+    for kind in (THELEN, MILLARD):
+        idx = np.nonzero(kind_mask(model, kind))[0]
+        if not idx.size:
+            continue
+
+        def res(pp, lce, L, V, a):
+            a = jnp.clip(a, pp["minimum_activation"], 1.0)
+            fam = _Family(kind, pp)
+            v = jnp.zeros_like(L)
+            for _ in range(4):
+                _, _, v = _equilibrium_terms(fam, lce, v, L, V, a)
+            return _equilibrium_terms(fam, lce, v, L, V, a)[0] / pp["max_isometric_force"]
+
+        p = {k: v[idx] for k, v in params.items()}
+        f = jax.jit(jax.vmap(jax.vmap(res), in_axes=(None, 0, 0, 0, 0)))
+        out[:, idx] = np.asarray(f(p, jnp.asarray(fiber_length)[:, idx], *(jnp.asarray(x)[:, idx] for x in (L, V, a))))
+    return out
+
+
 @needs_arm26
 def test_arm26_thelen_compliant(tmp_path):
     model, hill, d = _frames(ARM26, tmp_path, 6, 0)
-    _check_path_kinematics(model, d, hill)
+    _check_compliant(model, hill, d)
+    # relative to each quantity itself as well, on arm26 (every fibre loaded and moving at these poses)
     L, V, a = (jnp.asarray(d[k]) for k in ("getLength", "getLengtheningSpeed", "a"))
-    # 1. given OpenSim's fibre-length state: exact
     given = jax.jit(jax.vmap(lambda l, *x: state_from_fiber_length(model, l, *x)))(
         jnp.asarray(d["getFiberLength"]), L, V, a)
     for ours, f in FIELDS:
-        assert _rel(getattr(given, ours), d[f])[:, hill].max() < 1e-12, ours
-    # 2. the equilibrium: bounded by OpenSim's 1e-8 F_o tolerance
+        assert _rel(getattr(given, ours), d[f]).max() < 1e-12, ours
     state = jax.jit(jax.vmap(lambda *x: musculotendon_state(model, *x)))(L, V, a)
-    fiso = np.asarray(model.extras["muscles"].parameters["max_isometric_force"])
-    assert np.max(np.abs(np.asarray(state.tendon_force) - d["getTendonForce"]) / fiso) < 1e-8
-    assert _rel(state.fiber_length, d["getFiberLength"]).max() < 1e-8
-    prm = model.extras["muscles"].parameters
-    vscale = np.asarray(prm["max_contraction_velocity"] * prm["optimal_fiber_length"])
-    assert np.max(np.abs(np.asarray(state.fiber_velocity) - d["getFiberVelocity"]) / vscale) < 1e-7
     assert _rel(state.active_fiber_force, d["getActiveFiberForce"]).max() < 1e-7
     assert _rel(state.passive_fiber_force, d["getPassiveFiberForce"]).max() < 1e-7
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("gait2392", THELEN),
+    pytest.param("gait2392_millard", MILLARD, marks=pytest.mark.xfail(
+        strict=True, reason="compliant Millard2012 equilibrium differs from OpenSim 4.6's by up to 0.3 F_o "
+        "(the given-fibre-length state agrees to 1e-10): under investigation")),
+])
+def test_gait2392_compliant(tmp_path, name, kind):
+    """OpenSim's gait2392 in both muscle families (92 muscles, compliant tendons, 23 coordinates)."""
+    model, hill, d = _frames(model_path(name), tmp_path, 4, 2)
+    assert len(hill) == 92 and kind_mask(model, kind)[hill].all()
+    given_tol = None
+    if kind == MILLARD:
+        # damped Millard (fiber_damping 0.1): OpenSim's calcDampedNormFiberVelocity stops its Newton
+        # loop at a force error of 1e-10 F_o, i.e. a normalized velocity error of up to
+        # 1e-10 / (a f_L f_V' + β) <= 1e-9; mbjax iterates to rounding
+        from mbjax.muscles.paths import get_paths
+        from mbjax.muscles.parameters import hill_parameters
+
+        assert np.all(np.asarray(hill_parameters(get_paths(model))["fiber_damping"])[hill] >= 0.001)
+        given_tol = {"fiber_velocity": 1e-9, "active_fiber_force": 1e-10, "passive_fiber_force": 1e-10}
+    _check_compliant(model, hill, d, given_tol)
 
 
 @needs_mobl
