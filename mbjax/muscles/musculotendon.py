@@ -10,18 +10,27 @@ For each muscle (path length L, lengthening speed V = -Rᵀq̇, activation a) th
   formulas with the Thelen curves (and no damping).
 * **compliant tendon**: the fibre length ℓ is the equilibrium of OpenSim's
   ``computeInitialFiberEquilibrium`` (Thelen ``initMuscleState``, Millard
-  ``estimateMuscleFiberState`` with ``solveForVelocity``): F(ℓ, ℓ̇) cos α = F_o f_T(ℓ_T/ℓ_s),
-  ℓ_T = L - ℓ cos α, with the fibre velocity from OpenSim's stiffness-sharing heuristic
-  ℓ̇_T = K_M/(K_M + K_T) V, ℓ̇ = (V - ℓ̇_T) cos α (K_M the fibre stiffness along the tendon,
-  K_T the tendon stiffness; ℓ̇_T = V when the tendon is slack).  It is solved with OpenSim's own
-  iteration (Newton on ℓ with the fibre velocity of the previous iterate, step halving until the
-  force error drops, ℓ ≥ ℓ_min), run to machine precision instead of OpenSim's 1e-8 F_o, then one
-  Newton step of the coupled (ℓ, ℓ̇) system written with the converged point held constant, so
-  forward and reverse derivatives are the implicit-function ones.  Then, as OpenSim does from the
-  state, the reported quantities follow from ℓ alone: f_T from the tendon length, and the fibre
-  velocity from the force balance (Thelen ``calcdlceN`` of a f_L f_V = f_T/cos α - f_PE; Millard
-  undamped: the inverse force-velocity curve; damped: Newton on
-  a f_L f_V(v) + f_PE + β v = f_T / cos α, ``calcDampedNormFiberVelocity``).
+  ``computeFiberEquilibrium`` → ``estimateMuscleFiberState``): F(ℓ, ℓ̇) cos α = F_o f_T(ℓ_T/ℓ_s),
+  ℓ_T = L - ℓ cos α.
+
+  - Thelen: the fibre velocity comes from OpenSim's stiffness-sharing heuristic
+    ℓ̇_T = K_M/(K_M + K_T) V, ℓ̇ = (V - ℓ̇_T) cos α (K_M the fibre stiffness along the tendon,
+    K_T the tendon stiffness; ℓ̇_T = V when the tendon is slack).
+  - Millard: the equilibrium is the *static* one, ℓ̇ = 0 (f_V = 1, no damping force) whatever
+    the path speed, as in OpenSim 4.6: ``computeInitialFiberEquilibrium`` calls
+    ``computeFiberEquilibrium(s, solveForVelocity=false)``, which passes a path speed of 0, and
+    ``estimateMuscleFiberState`` then skips the velocity sharing (``staticSolution``; even
+    ``solveForVelocity=true`` reaches it as ``staticSolution=true``).  The path speed only enters
+    through the fibre velocity reported from the state (below).
+
+  It is solved with OpenSim's own iteration (Newton on ℓ with the fibre velocity of the previous
+  iterate, step halving until the force error drops, ℓ ≥ ℓ_min), run to machine precision instead
+  of OpenSim's 1e-8 F_o, then one Newton step of the coupled (ℓ, ℓ̇) system written with the
+  converged point held constant, so forward and reverse derivatives are the implicit-function
+  ones.  Then, as OpenSim does from the state, the reported quantities follow from ℓ alone: f_T
+  from the tendon length, and the fibre velocity from the force balance (Thelen ``calcdlceN`` of
+  a f_L f_V = f_T/cos α - f_PE; Millard undamped: the inverse force-velocity curve; damped: Newton
+  on a f_L f_V(v) + f_PE + β v = f_T / cos α, ``calcDampedNormFiberVelocity``).
 
 All outputs are SI: forces in N, lengths in m, velocities in m/s.
 """
@@ -131,7 +140,8 @@ class _Family:
 
 def _equilibrium_terms(fam: _Family, lce, v, L, V, a):
     """Force error and the heuristic fibre velocity at (ℓ, v) (OpenSim's ferrFunc, partialsFunc,
-    velocityFunc); v is the normalized fibre velocity."""
+    velocityFunc); v is the normalized fibre velocity.  Millard at V = 0 (as its equilibrium is
+    solved, ``equilibrium_speed``) is OpenSim's ``staticSolution``: the new velocity is 0."""
     p = fam.p
     fiso, ofl, tsl = p["max_isometric_force"], p["optimal_fiber_length"], p["tendon_slack_length"]
     phi, cos, sin, tl, dphi = fam.geometry(lce, L)
@@ -201,8 +211,17 @@ def _opensim_iteration(fam: _Family, L, V, a):
     return lce, v, jnp.abs(ferr)
 
 
+def equilibrium_speed(kind, V):
+    """The path lengthening speed OpenSim's compliant-tendon equilibrium of a muscle of this family
+    is solved with: V for Thelen2003Muscle; 0 for Millard2012EquilibriumMuscle, whose
+    ``computeInitialFiberEquilibrium`` finds the static equilibrium (f_V = 1, no damping force,
+    see the module docstring)."""
+    return jnp.zeros_like(V) if kind == MILLARD else V
+
+
 def equilibrium_state(fam: _Family, L, V, a):
-    """(ℓ, v) of OpenSim's compliant-tendon equilibrium, differentiable (see module docstring)."""
+    """(ℓ, v) of OpenSim's compliant-tendon equilibrium, differentiable (see module docstring);
+    V is the path speed the equilibrium is solved with (``equilibrium_speed``)."""
     frozen = _Family(fam.kind, jax.lax.stop_gradient(fam.p))
     lce, v, _ = _opensim_iteration(frozen, *jax.lax.stop_gradient((L, V, a)))
     x = jax.lax.stop_gradient(jnp.stack([lce, v]))
@@ -310,7 +329,7 @@ def _one_muscle(kind, p, L, V, a, tendons="both"):
     if tendons != "elastic":
         rigid = _rigid_state(fam, L, V, a)
     if tendons != "rigid":
-        lce, _ = equilibrium_state(fam, L, V, a)
+        lce, _ = equilibrium_state(fam, L, equilibrium_speed(kind, V), a)
         elastic = _state_from_fiber_length(fam, lce, L, V, a)
     if tendons == "rigid":
         return rigid
