@@ -20,10 +20,21 @@ straight-line paths,
     r_OpenSim(q) = −∂/∂q Σ_{segments s between different bodies} ℓ_s(q)
 
 (:func:`opensim_moment_arms`), equal to the geometric R except through such segments (MoBL's DELT2:
-0.2 mm about shoulder_rot; with the couplers 12 mm about shoulder_elv, LAT2).  Tested against OpenSim
-4.6's ``computeMomentArm`` in ``tests/validation/test_opensim_moment_arms.py``.  Use the geometric R
-for dynamics (it is the generalized force a tension produces through the model's true kinematics:
-M q̈ + N q̇ = G + R F); use this function to reproduce numbers from OpenSim's tools.
+0.2 mm about shoulder_rot; with the couplers 12 mm about shoulder_elv, LAT2).
+
+**Wrapped paths.**  OpenSim applies the tension at the tangent points as at fixed points of the
+wrap object's body (``PathWrapPoint``), and nothing along the surface arc (both ends on one body).
+So its moment arm is −∂/∂q of the cross-body straight segments with the tangent points *frozen in
+their wrap frames*.  Virtual work makes that the geometric −∂L/∂q only when the wrapped path is
+stationary in its tangent points (a true shortest path): OpenSim's cylinder and sphere paths are,
+its ellipsoid path (an iterated approximation) is not quite: arm26's BIClong over its humeral
+ellipsoid differs by 0.26 mm about the shoulder.  OpenSim's static optimization and its reported
+lengthening speeds (V = −Rᵀq̇, wrap points moving with their bodies) use this R.
+
+Tested against OpenSim 4.6's ``computeMomentArm`` in ``tests/validation/test_opensim_moment_arms.py``.
+Use the geometric R for dynamics (it is the generalized force a tension produces through the
+model's true kinematics: M q̈ + N q̇ = G + R F); use this function to reproduce numbers from
+OpenSim's tools.
 """
 
 from __future__ import annotations
@@ -32,28 +43,101 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._kinematics import check_vector
+from typing import NamedTuple
+
+from .._kinematics import check_vector, forward_pass
 from .._model import Model
+from .geometry import path_geometry, wrap_frames, wrapped_paths
 from .paths import get_paths, path_state
 
 
-def cross_body_lengths(model: Model, q) -> jnp.ndarray:
-    """Σ of the path segments whose ends lie on different bodies, ``(nm,)`` (straight-line paths)."""
+def cross_body_lengths(model: Model, q, frozen=None) -> jnp.ndarray:
+    """Σ of the path segments whose ends lie on different bodies, ``(nm,)``; −∂/∂q of it is OpenSim's moment arm.
+
+    Straight-line paths need nothing else.  A model with wrap objects needs ``frozen``
+    (:func:`frozen_wrap_paths` at the pose of interest): the wrapped muscles' element order,
+    tangent points in the wrap frames and segment directions u, held fixed while ``q`` varies; for
+    those muscles the value is Σ u·(x_b − x_a), the length at that pose for one-pass paths, and its
+    derivative there is the unit tension's virtual work either way.
+    """
     paths = get_paths(model)
-    if paths.wraps is not None:
-        raise NotImplementedError(
-            "opensim_moment_arms: models with wrap objects are not supported (OpenSim's unit-force "
-            "moment arm equals the geometric one over wrap surfaces; moving points next to same-body "
-            "points are the difference: see mbjax.muscles.opensim_moment_arms)"
-        )
     st = path_state(model, q, derivatives=False)
     body = np.asarray(paths.body)  # (nm, P), static; -1 = ground
     nxt_body = jnp.take_along_axis(jnp.asarray(body), st.nxt, axis=1)
     cross = (jnp.asarray(body) != nxt_body) & st.seg
-    return jnp.sum(jnp.where(cross, st.seg_len, 0.0), axis=1)
+    out = jnp.sum(jnp.where(cross, st.seg_len, 0.0), axis=1)
+    if paths.wraps is None:
+        return out
+    if frozen is None:
+        raise ValueError("cross_body_lengths: the model has wrap objects; pass frozen=frozen_wrap_paths(model, q0)")
+    return out.at[np.asarray(paths.wraps.muscles)].set(_wrapped_cross_body_lengths(model, q, frozen))
+
+
+class FrozenWrap(NamedTuple):
+    """Wrapped muscles at one pose: ``index (M, N)`` elements in path order, ``valid (M, N)``
+    (active, in that order), the tangent points ``local (M, 2W, 3)`` in their wrap frames (latest
+    positions: where OpenSim applies the tension), and the unit ``direction (M, N - 1, 3)`` of each
+    segment in path order (from the cached ground positions, as ``getPointForceDirections``)."""
+
+    index: jnp.ndarray
+    valid: jnp.ndarray
+    local: jnp.ndarray
+    direction: jnp.ndarray
+
+
+def _element_bodies(paths):
+    """Body of every wrapped element ``(M, N)`` (static): path-point slots, then r1, r2 per wrap slot."""
+    wraps = paths.wraps
+    rows = np.asarray(wraps.muscles)
+    point_body = np.asarray(paths.body)[rows]
+    wrap_body = np.asarray(wraps.body)[np.asarray(wraps.obj)]  # (M, W)
+    return np.concatenate([point_body, np.repeat(wrap_body, 2, axis=1)], axis=1)
+
+
+def frozen_wrap_paths(model: Model, q) -> FrozenWrap:
+    """OpenSim's wrapped paths at ``q``, frozen for :func:`cross_body_lengths` (tangent points as
+    ``getCurrentPath`` reports them: first-pass positions, see :mod:`mbjax.wrapping.path`)."""
+    q = check_vector(model, q)
+    paths = get_paths(model)
+    wraps = paths.wraps
+    kin = forward_pass(model, q)
+    wp = wrapped_paths(model, q, kin, path_geometry(model, q, kin))
+    P = np.asarray(paths.body).shape[1]
+    rot, org = wrap_frames(model, kin)
+    obj = np.repeat(np.asarray(wraps.obj), 2, axis=1)  # (M, 2W)
+    local = jnp.einsum("mkji,mkj->mki", rot[obj], wp.latest[:, P:] - org[obj])
+    key = jnp.where(wp.active, wp.order, jnp.inf)
+    index = jnp.argsort(key, axis=1)
+    valid = jnp.take_along_axis(wp.active, index, axis=1)
+    x = jnp.take_along_axis(wp.points, index[..., None], axis=1)
+    d = x[:, 1:] - x[:, :-1]
+    n = jnp.linalg.norm(d, axis=-1, keepdims=True)
+    direction = jnp.where(n > 0, d / jnp.where(n > 0, n, 1.0), 0.0)
+    return jax.lax.stop_gradient(FrozenWrap(index, valid, local, direction))
+
+
+def _wrapped_cross_body_lengths(model: Model, q, frozen: FrozenWrap):
+    paths = get_paths(model)
+    wraps = paths.wraps
+    rows = np.asarray(wraps.muscles)
+    kin = forward_pass(model, q)
+    geo = path_geometry(model, q, kin)
+    rot, org = wrap_frames(model, kin)
+    obj = np.repeat(np.asarray(wraps.obj), 2, axis=1)
+    tangent = jnp.einsum("mkij,mkj->mki", rot[obj], frozen.local) + org[obj]
+    x = jnp.concatenate([geo.world[rows], tangent], axis=1)  # (M, N, 3)
+    x = jnp.take_along_axis(x, frozen.index[..., None], axis=1)
+    body = jnp.take_along_axis(jnp.asarray(_element_bodies(paths)), frozen.index, axis=1)
+    seg = frozen.valid[:, :-1] & frozen.valid[:, 1:] & (body[:, :-1] != body[:, 1:])
+    # u · (x_b - x_a) with u frozen: its derivative is the unit tension's virtual work (the value
+    # itself is the segment length only where u is the current direction)
+    proj = jnp.sum(frozen.direction * (x[:, 1:] - x[:, :-1]), axis=-1)
+    return jnp.sum(jnp.where(seg, proj, 0.0), axis=1)
 
 
 def opensim_moment_arms(model: Model, q) -> jnp.ndarray:
-    """Moment arms ``(nq, nm)`` as OpenSim's ``Muscle.computeMomentArm`` reports them (see module doc)."""
+    """Moment arms ``(nq, nm)`` as OpenSim's ``Muscle.computeMomentArm`` reports them (see module doc),
+    over wrap surfaces too."""
     q = check_vector(model, q)
-    return -jax.jacfwd(lambda x: cross_body_lengths(model, x))(q).T
+    frozen = frozen_wrap_paths(model, q) if get_paths(model).wraps is not None else None
+    return -jax.jacfwd(lambda x: cross_body_lengths(model, x, frozen))(q).T

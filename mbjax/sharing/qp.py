@@ -68,6 +68,10 @@ def _natural_residual(x, lam, A, b, lo, hi, w, p):
     return jnp.maximum(stat, prim)
 
 
+#: augmented-Lagrangian passes run before the tolerance may stop them
+MIN_OUTER = 2
+
+
 def _alm(x0, lam0, A, b, lo, hi, w, p, rho, inner, max_outer, alm_tol):
     dtype = x0.dtype
     scale = jnp.maximum(1.0, jnp.max(jnp.abs(jnp.where(jnp.isfinite(hi), hi, 0.0))))
@@ -88,7 +92,9 @@ def _alm(x0, lam0, A, b, lo, hi, w, p, rho, inner, max_outer, alm_tol):
 
     def cond(s):
         k, x, lam, err = s
-        return (k < max_outer) & (err > alm_tol)
+        # at least MIN_OUTER passes: a start that looks converged to alm_tol (a tiny τ, x at its
+        # bounds, λ = 0) can still hand the polish an active set it cycles on
+        return (k < max_outer) & ((err > alm_tol) | (k < MIN_OUTER))
 
     def body(s):
         k, x, lam, _ = s

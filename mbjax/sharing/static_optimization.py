@@ -106,11 +106,20 @@ def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passi
 
 
 def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_physiology=True,
-                    passive_forces=False) -> SharingProblem:
+                    passive_forces=False, moment_arm_rule="geometric") -> SharingProblem:
     """Moment arms, muscle force coefficients and the torque τ to match at one frame; τ defaults to
-    ``inverse_dynamics(model, q, qd, qdd, external)``."""
+    ``inverse_dynamics(model, q, qd, qdd, external)``.  ``moment_arm_rule``: ``"geometric"``
+    (R = −∂L/∂q, :func:`mbjax.moment_arms`) or ``"opensim"`` (OpenSim's unit-force R,
+    :func:`mbjax.muscles.opensim_moment_arms`, which its StaticOptimization uses)."""
     q = jnp.asarray(q)
-    R = moment_arms(model, q)
+    if moment_arm_rule == "opensim":
+        from ..muscles.opensim_moment_arms import opensim_moment_arms
+
+        R = opensim_moment_arms(model, q)
+    elif moment_arm_rule == "geometric":
+        R = moment_arms(model, q)
+    else:
+        raise ValueError(f"moment_arm_rule must be 'geometric' or 'opensim', got {moment_arm_rule!r}")
     f_opt, f_pas = muscle_force_coefficients(model, q, qd, use_muscle_physiology=use_muscle_physiology,
                                              passive_forces=passive_forces, R=R)
     if tau is None:
@@ -196,21 +205,22 @@ def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=
 def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals=None, warm_start=True,
                                    initial_guess=None, exponent=2, weights=None, reserves=None,
                                    activation_bounds=(0.0, 1.0), reserve_bounds=(-jnp.inf, jnp.inf),
-                                   use_muscle_physiology=True, passive_forces=False, solver_options=None
-                                   ) -> StaticOptimizationResult:
+                                   use_muscle_physiology=True, passive_forces=False, solver_options=None,
+                                   moment_arm_rule="geometric") -> StaticOptimizationResult:
     """Static optimization of ``T`` frames (``qs, qds, qdds`` of shape ``(T, nq)``); every field of
     the result gets a leading ``T`` axis.
 
     The per-frame problems are built with ``vmap``.  ``warm_start=True`` solves them in order with
     ``lax.scan``, each frame starting from the previous solution (and its multipliers);
     ``warm_start=False`` solves all frames at once with ``vmap`` from ``initial_guess``
-    (``(nm,)`` or ``(T, nm)`` activations, a least-norm start when None).
+    (``(nm,)`` or ``(T, nm)`` activations, a least-norm start when None).  ``moment_arm_rule``: see
+    :func:`sharing_problem`.
     """
     qs = jnp.asarray(qs)
 
     def build(q, qd, qdd, tau, ext):
         return sharing_problem(model, q, qd, qdd, tau=tau, external=ext, use_muscle_physiology=use_muscle_physiology,
-                               passive_forces=passive_forces)
+                               passive_forces=passive_forces, moment_arm_rule=moment_arm_rule)
 
     in_axes = (0, 0, 0, None if taus is None else 0, None if externals is None else 0)
     problems = jax.vmap(build, in_axes=in_axes)(qs, jnp.asarray(qds, qs.dtype), jnp.asarray(qdds, qs.dtype),

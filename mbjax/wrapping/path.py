@@ -192,7 +192,9 @@ class WrappedPath(NamedTuple):
     reports them (tangent points from the first pass that placed them, see the module
     docstring), ``active (M, N)`` and ``order (M, N)``
     their path-order keys (sort active elements by key to walk the path); ``surface (M, W)`` the
-    surface length of each wrap slot (0 when it did not wrap).
+    surface length of each wrap slot (0 when it did not wrap); ``latest (M, N, 3)`` the same elements at
+    their latest positions (``PathWrapPoint::getLocation``, where OpenSim applies the tension; equal
+    to ``points`` for one-pass paths).
     """
 
     length: jnp.ndarray
@@ -200,6 +202,7 @@ class WrappedPath(NamedTuple):
     active: jnp.ndarray
     order: jnp.ndarray
     surface: jnp.ndarray
+    latest: jnp.ndarray
 
 
 def _gather_rows(table, idx):
@@ -237,14 +240,16 @@ def wrap_paths(wraps: MuscleWraps, world, active, obj_rot, obj_pos) -> WrappedPa
     act = jnp.zeros((B, M, P + 2 * W), bool)
     order = jnp.zeros((B, M, P + 2 * W), dtype)
     surface = jnp.zeros((B, M, W), dtype)
+    latest = jnp.zeros((B, M, P + 2 * W, 3), dtype)
     for rows, g in parts:
         n = g.points.shape[2]
         length = length.at[:, rows].set(g.length)
         points = points.at[:, rows, :n].set(g.points)
+        latest = latest.at[:, rows, :n].set(g.latest)
         act = act.at[:, rows, :n].set(g.active)
         order = order.at[:, rows, :n].set(g.order)
         surface = surface.at[:, rows, : g.surface.shape[2]].set(g.surface)
-    out = WrappedPath(length, points, act, order, surface)
+    out = WrappedPath(length, points, act, order, surface, latest)
     return out if batched else WrappedPath(*(a[0] for a in out))
 
 
@@ -440,7 +445,7 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
         carry = one_pass(0, carry)
     pos, ground, frozen, act, key, surf = carry[:6]
     ground, _ = freeze(pos, ground, frozen, act)
-    out = WrappedPath(path_length(ground, act, key, surf), ground, act, key, surf)
+    out = WrappedPath(path_length(ground, act, key, surf), ground, act, key, surf, pos)
     return WrappedPath(*(a.reshape((B, R) + a.shape[1:]) for a in out))
 
 

@@ -1,0 +1,374 @@
+"""Static optimization of recorded motion, as OpenSim 4.6's ``AnalyzeTool`` with a ``StaticOptimization``.
+
+OpenSim's tool, step by step (``AnalyzeTool::loadStatesFromFile``, ``StaticOptimization::record``),
+and what this module does for each:
+
+1. The coordinates file is read; with ``lowpass_cutoff_frequency_for_coordinates >= 0`` it is
+   padded, resampled and filtered exactly as the ID tool does (:func:`mbjax.io.signal.lowpass_storage`);
+   degrees become radians; a coordinate without a column is held at its default.
+2. ``SimbodyEngine::formCompleteStorages``: the speeds are the first derivative of the degree-5
+   natural spline through the coordinates, at the samples.  Those rows (coordinates and speeds,
+   over the padded time grid) are the *states store*.
+3. ``StaticOptimization`` fits a second degree-5 spline to the **speed** columns and takes its
+   derivative as the target accelerations (not the coordinate spline's second derivative: the two
+   differ near the ends and wherever the data are rough).
+4. Frames: the states rows from the last at or before ``initial_time`` to the last at or before
+   ``final_time`` (``Storage::findIndex``), the reported times the padded grid's (the tutorial's
+   reference file starts at -2e-7 s).
+5. Per frame, :func:`mbjax.static_optimization` with OpenSim's formulation (its module docstring)
+   and OpenSim's unit-force moment arms (:func:`mbjax.muscles.opensim_moment_arms`; over an
+   ellipsoid or a path wrapping twice they differ from −∂L/∂q by millimetres): τ = inverse dynamics with the external loads and the model's force elements, muscles at
+   ``use_muscle_physiology`` force a·F_o f_L f_V cos α (no passive force), activation ≥ each
+   muscle's ``minimum_activation`` (OpenSim raises ``min_control`` to it), exponent
+   ``activation_exponent``; ``CoordinateActuator`` reserves from ``force_set_files`` (optimal
+   force, min/max control) enter as |x|^p terms.  Frames are warm-started in order.
+6. Written as OpenSim writes them: ``<name>_StaticOptimization_activation.sto`` and
+   ``<name>_StaticOptimization_force.sto`` in ``results_directory`` (columns: muscles then
+   reserves, in the model's order).
+
+Differences: OpenSim solves each frame with IPOPT to ``optimizer_convergence_criterion``
+(default 1e-4 on its scaled problem); mbjax solves to rounding, so the two agree to OpenSim's
+tolerance (tighten it in the setup file to compare closely).  Only ``CoordinateActuator`` reserves
+are read; other actuators in ``force_set_files`` (``PointActuator``/``TorqueActuator`` residuals)
+are refused by name.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .id_tool import _find_index, _force_elements_applied, inverse_dynamics_frames
+from .io.signal import NaturalSpline, lowpass_storage
+from .io.storage import Table, _rotational, read_storage, write_storage
+from .muscles.parameters import hill_parameters
+from .muscles.paths import get_paths
+from .sharing.static_optimization import static_optimization_trajectory
+
+
+class Reserve(NamedTuple):
+    """An OpenSim ``CoordinateActuator``: torque = ``optimal_force`` · x, ``min_control <= x <= max_control``."""
+
+    name: str
+    coordinate: str
+    optimal_force: float
+    min_control: float = -np.inf
+    max_control: float = np.inf
+
+
+class SOSetup(NamedTuple):
+    """What an OpenSim ``AnalyzeTool`` setup with a ``StaticOptimization`` analysis says (paths absolute)."""
+
+    path: str
+    name: str
+    model_file: str | None
+    coordinates_file: str | None
+    external_loads_file: str | None
+    force_set_files: tuple[str, ...]
+    replace_force_set: bool
+    time_range: tuple[float, float]
+    lowpass_cutoff: float
+    activation_exponent: float
+    use_muscle_physiology: bool
+    use_model_force_set: bool
+    convergence_criterion: float
+    results_directory: str
+
+
+class SOResult(NamedTuple):
+    """Static optimization per frame: ``time (T,)``, ``activations`` and ``forces`` ``(T, nm + nr)``
+    (muscles, then reserves: controls x and torques F_r x), their ``labels``, the muscle and reserve
+    names, the solver's per-frame ``result`` (:class:`mbjax.sharing.StaticOptimizationResult`), and
+    the ``q, qd, qdd, tau`` used."""
+
+    time: np.ndarray
+    activations: np.ndarray
+    forces: np.ndarray
+    labels: tuple[str, ...]
+    muscle_names: tuple[str, ...]
+    reserves: tuple[Reserve, ...]
+    result: object
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+
+    def tables(self) -> tuple[Table, Table]:
+        """(activation, force) tables as OpenSim writes them."""
+        return (Table(self.time, self.labels, self.activations, False, {"name": "Static Optimization"}),
+                Table(self.time, self.labels, self.forces, False, {"name": "Static Optimization"}))
+
+
+# --------------------------------------------------------------------------------------------
+# states and accelerations
+# --------------------------------------------------------------------------------------------
+
+
+def states_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, time_range=None):
+    """``time (T,)`` and ``q, q̇, q̈ (T, nq)`` as OpenSim's AnalyzeTool gives them to its analyses
+    (module docstring, steps 1-4)."""
+    names = model.coordinate_names
+    info = model.extras.get("osim")
+    time = np.asarray(coordinates.time, float)
+    data = np.asarray(coordinates.data, float)
+    if time.shape[0] < 6:
+        raise ValueError(f"coordinates: the degree-5 splines need at least 6 rows, got {time.shape[0]}")
+    if lowpass_cutoff == 0:
+        raise ValueError("lowpass_cutoff 0 Hz would remove the whole motion; give a positive cut-off, or a "
+                         "negative one for no filtering (OpenSim's default -1)")
+    if lowpass_cutoff is not None and lowpass_cutoff >= 0:
+        time, data = lowpass_storage(time, data, float(lowpass_cutoff))
+    cols = {lab: k for k, lab in enumerate(coordinates.labels)}
+    present = [n for n in names if n in cols]
+    if not present:
+        raise ValueError(f"coordinates: no column is named after a model coordinate {names}; columns are "
+                         f"{coordinates.labels}")
+    missing = [n for n in names if n not in cols]
+    if missing:
+        warnings.warn(f"coordinates file has no column for {missing}: held at their default values, as "
+                      "OpenSim's AnalyzeTool does", stacklevel=3)
+    scale = np.ones(len(present))
+    if coordinates.in_degrees:
+        rot = _rotational(model)
+        scale = np.array([np.pi / 180.0 if rot[names.index(n)] else 1.0 for n in present])
+    default = np.asarray(info.default, float) if info is not None else np.zeros(len(names))
+    idx = [names.index(n) for n in present]
+    q = np.tile(default, (time.shape[0], 1))
+    q[:, idx] = data[:, [cols[n] for n in present]] * scale
+    qd = np.zeros_like(q)
+    qd[:, idx] = NaturalSpline(time, q[:, idx], 5)(time, 1)        # formCompleteStorages
+    qdd = np.zeros_like(q)
+    qdd[:, idx] = NaturalSpline(time, qd[:, idx], 5)(time, 1)      # StaticOptimization: spline of the speeds
+    t0, t1 = (-np.inf, np.inf) if time_range is None else (float(time_range[0]), float(time_range[1]))
+    start, final = max(time[0], t0), min(time[-1], t1)
+    if final < start:
+        raise ValueError(f"time range {time_range} does not overlap the coordinates [{time[0]}, {time[-1]}]")
+    a, b = _find_index(time, start), _find_index(time, final)
+    sl = slice(a, b + 1)
+    return time[sl], q[sl], qd[sl], qdd[sl]
+
+
+# --------------------------------------------------------------------------------------------
+# the optimization
+# --------------------------------------------------------------------------------------------
+
+
+def _reserve_arrays(model, reserves):
+    """Per-coordinate optimal force and control bounds ``(nq,)`` from :class:`Reserve` s."""
+    names = list(model.coordinate_names)
+    fr = np.zeros(len(names))
+    lo = np.full(len(names), -np.inf)
+    hi = np.full(len(names), np.inf)
+    seen = {}
+    for r in reserves:
+        if r.coordinate not in names:
+            raise ValueError(f"reserve actuator {r.name!r}: coordinate {r.coordinate!r} is not an independent "
+                             f"coordinate of the model ({names})")
+        if r.coordinate in seen:
+            raise NotImplementedError(f"reserve actuators {seen[r.coordinate]!r} and {r.name!r} both act on "
+                                      f"{r.coordinate!r}; mbjax takes one reserve per coordinate")
+        if not r.optimal_force > 0:
+            raise ValueError(f"reserve actuator {r.name!r}: optimal_force must be positive, got {r.optimal_force}")
+        seen[r.coordinate] = r.name
+        k = names.index(r.coordinate)
+        fr[k], lo[k], hi[k] = r.optimal_force, r.min_control, r.max_control
+    return fr, lo, hi
+
+
+def static_optimization_motion(model, coordinates: Table, external_loads=None, *, reserves=(),
+                               lowpass_cutoff: float = -1.0, time_range=None, exponent: float = 2.0,
+                               use_muscle_physiology: bool = True, progress: bool = True,
+                               solver_options=None, moment_arm_rule: str = "opensim") -> SOResult:
+    """OpenSim's static optimization of a coordinates table (the module docstring's steps).
+
+    ``external_loads``: an :class:`~mbjax.io.external_loads.ExternalLoadsFile` or None;
+    ``reserves``: :class:`Reserve` s (``CoordinateActuator``); ``progress`` prints what runs;
+    ``moment_arm_rule``: ``"opensim"`` (its unit-force moment arms, what its tool uses; they differ
+    from −∂L/∂q over ellipsoids and multi-pass wraps) or ``"geometric"``.
+    """
+    t, q, qd, qdd = states_trajectory(model, coordinates, lowpass_cutoff, time_range)
+    loads = None if external_loads is None else external_loads.at(t, model)
+    with_forces = _force_elements_applied(model, ("Muscles",))
+    if progress:
+        print(f"static optimization: {t.shape[0]} frames, {t[0]:.4g}-{t[-1]:.4g} s: inverse dynamics ...", flush=True)
+    tau = inverse_dynamics_frames(model, q, qd, qdd, loads, forces=with_forces)
+    paths = get_paths(model)
+    muscles = tuple(paths.names)
+    lo = np.asarray(hill_parameters(paths)["minimum_activation"], float)
+    reserves = tuple(reserves)
+    fr, rlo, rhi = _reserve_arrays(model, reserves)
+    kw = {}
+    if reserves:
+        kw = dict(reserves=jnp.asarray(fr), reserve_bounds=(jnp.asarray(np.where(fr > 0, rlo, 0.0)),
+                                                            jnp.asarray(np.where(fr > 0, rhi, 0.0))))
+    if progress:
+        print(f"static optimization: {len(muscles)} muscles, {len(reserves)} reserves: solving (one compilation, "
+              "frames warm-started in order) ...", flush=True)
+    solve = jax.jit(lambda q, qd, qdd, tau: static_optimization_trajectory(
+        model, q, qd, qdd, taus=tau, exponent=exponent, activation_bounds=(jnp.asarray(lo), 1.0),
+        use_muscle_physiology=use_muscle_physiology, solver_options=solver_options, moment_arm_rule=moment_arm_rule,
+        **kw))
+    res = solve(*(jnp.asarray(x) for x in (q, qd, qdd, tau)))
+    bad = np.nonzero(~np.asarray(res.converged))[0]
+    if bad.size:
+        warnings.warn(f"static optimization did not converge at {bad.size} of {t.shape[0]} frames (first at "
+                      f"t = {t[bad[0]]:.6g} s); see mbjax.sharing.infeasibility_report", stacklevel=2)
+    act = np.asarray(res.activations)
+    force = np.asarray(res.forces)
+    labels = muscles
+    if reserves:
+        order = [list(model.coordinate_names).index(r.coordinate) for r in reserves]
+        tau_r = np.asarray(res.reserve_torques)[:, order]
+        x = tau_r / fr[order]
+        act = np.concatenate([act, x], axis=1)
+        force = np.concatenate([force, tau_r], axis=1)
+        labels = muscles + tuple(r.name for r in reserves)
+    if progress:
+        print(f"static optimization: done, max |R F + τ_r - τ| = {np.max(np.abs(np.asarray(res.residual))):.2e}",
+              flush=True)
+    return SOResult(t, act, force, labels, muscles, reserves, res, q, qd, qdd, tau)
+
+
+# --------------------------------------------------------------------------------------------
+# OpenSim setup files
+# --------------------------------------------------------------------------------------------
+
+
+def read_reserves(path) -> tuple[Reserve, ...]:
+    """The ``CoordinateActuator`` s of an OpenSim force-set XML file (reserve actuators); any other
+    actuator is refused, naming the file and element."""
+    from .io.osim import _Doc
+
+    doc = _Doc(os.fspath(path))
+    out = []
+    for objs in doc.root.iter("objects"):
+        for el in objs:
+            if el.tag == "CoordinateActuator":
+                def num(tag, default, el=el):
+                    sub = el.find(tag)
+                    txt = sub.text.strip() if sub is not None and sub.text else ""
+                    if not txt:
+                        return default
+                    try:
+                        return float(txt)
+                    except ValueError:
+                        raise doc.error(sub, f"<{tag}> must be a number, got {txt!r}") from None
+
+                coord = el.find("coordinate")
+                if coord is None or not (coord.text or "").strip():
+                    raise doc.error(el, "CoordinateActuator without <coordinate>")
+                out.append(Reserve(el.get("name"), coord.text.strip(), num("optimal_force", 1.0),
+                                   num("min_control", -np.inf), num("max_control", np.inf)))
+            elif el.tag.endswith("Actuator") or el.tag.endswith("Muscle"):
+                raise NotImplementedError(f"{doc.where(el)}: <{el.tag} name={el.get('name')!r}> is not supported as a "
+                                          "static-optimization actuator (only CoordinateActuator reserves are)")
+    return tuple(out)
+
+
+def read_so_setup(path) -> SOSetup:
+    """Read an OpenSim ``AnalyzeTool`` setup XML whose ``AnalysisSet`` holds a ``StaticOptimization``;
+    relative paths are made absolute against the setup file's folder."""
+    from .io.osim import _Doc
+
+    path = os.fspath(path)
+    doc = _Doc(path)
+    root = doc.root
+    tool = root if root.tag == "AnalyzeTool" else root.find("AnalyzeTool")
+    if tool is None:
+        raise doc.error(root, "no <AnalyzeTool> (a static-optimization setup is an AnalyzeTool file)")
+    so = next((el for el in tool.iter("StaticOptimization")), None)
+    if so is None:
+        raise doc.error(tool, "no <StaticOptimization> in its <AnalysisSet>")
+    base = os.path.dirname(os.path.abspath(path))
+
+    def text(el, tag):
+        sub = el.find(tag)
+        txt = sub.text.strip() if sub is not None and sub.text else ""
+        return None if not txt or txt == "Unassigned" else txt
+
+    def file_of(txt):
+        return None if txt is None else (txt if os.path.isabs(txt) else os.path.join(base, txt))
+
+    def number(el, tag, default):
+        txt = text(el, tag)
+        if txt is None:
+            return default
+        try:
+            return float(txt)
+        except ValueError:
+            raise doc.error(el.find(tag), f"<{tag}> must be a number, got {txt!r}") from None
+
+    def flag(el, tag, default):
+        txt = text(el, tag)
+        if txt is None:
+            return default
+        if txt.lower() not in ("true", "false"):
+            raise doc.error(el.find(tag), f"<{tag}> must be true or false, got {txt!r}")
+        return txt.lower() == "true"
+
+    if text(tool, "states_file"):
+        raise NotImplementedError(f"{doc.where(tool.find('states_file'))}: a states file is not supported; give "
+                                  "<coordinates_file> (as the OpenSim tutorials do)")
+    if text(tool, "speeds_file"):
+        raise NotImplementedError(f"{doc.where(tool.find('speeds_file'))}: a speeds file is not supported; "
+                                  "speeds come from the coordinates' splines")
+    on = flag(so, "on", True)
+    if not on:
+        raise ValueError(f"{doc.where(so)}: the StaticOptimization analysis is switched off (<on> false)")
+    t0 = max(number(tool, "initial_time", -np.inf), number(so, "start_time", -np.inf))
+    t1 = min(number(tool, "final_time", np.inf), number(so, "end_time", np.inf))
+    results = file_of(text(tool, "results_directory")) or base
+    return SOSetup(path, tool.get("name") or "static_optimization", file_of(text(tool, "model_file")),
+                   file_of(text(tool, "coordinates_file")), file_of(text(tool, "external_loads_file")),
+                   tuple(file_of(f) for f in (text(tool, "force_set_files") or "").split()),
+                   flag(tool, "replace_force_set", False), (t0, t1),
+                   number(tool, "lowpass_cutoff_frequency_for_coordinates", -1.0),
+                   number(so, "activation_exponent", 2.0), flag(so, "use_muscle_physiology", True),
+                   flag(so, "use_model_force_set", True), number(so, "optimizer_convergence_criterion", 1e-4),
+                   results)
+
+
+def static_optimization_from_setup(path, model=None, *, write: bool = True, results_directory=None,
+                                   progress: bool = True, **kwargs) -> SOResult:
+    """Run an OpenSim static-optimization setup (``AnalyzeTool`` + ``StaticOptimization``): its model
+    (unless ``model`` is given), coordinates, cut-off, time range, exponent, reserve actuators and
+    external loads; results written as OpenSim writes them unless ``write=False``.  ``kwargs`` go to
+    :func:`static_optimization_motion` (``solver_options``)."""
+    from .io.external_loads import read_external_loads
+    from .io.osim import load_osim
+
+    setup = read_so_setup(path)
+    if not setup.use_model_force_set:
+        raise NotImplementedError(f"{path}: <use_model_force_set> false (coordinate actuators instead of the "
+                                  "model's muscles) is not supported")
+    if setup.replace_force_set:
+        raise NotImplementedError(f"{path}: <replace_force_set> true is not supported (the model's muscles are "
+                                  "the actuators mbjax shares the load among)")
+    if model is None:
+        if setup.model_file is None:
+            raise ValueError(f"{path}: no <model_file>; pass model=")
+        model = load_osim(setup.model_file)
+    if setup.coordinates_file is None:
+        raise ValueError(f"{path}: no <coordinates_file>")
+    reserves = tuple(r for f in setup.force_set_files for r in read_reserves(f))
+    loads = None
+    if setup.external_loads_file is not None:
+        loads = read_external_loads(setup.external_loads_file, base_dirs=(os.path.dirname(os.path.abspath(path)),))
+    result = static_optimization_motion(model, read_storage(setup.coordinates_file), loads, reserves=reserves,
+                                        lowpass_cutoff=setup.lowpass_cutoff, time_range=setup.time_range,
+                                        exponent=setup.activation_exponent,
+                                        use_muscle_physiology=setup.use_muscle_physiology, progress=progress,
+                                        **kwargs)
+    if write:
+        out = os.fspath(results_directory) if results_directory is not None else setup.results_directory
+        os.makedirs(out, exist_ok=True)
+        act, force = result.tables()
+        stem = os.path.join(out, f"{setup.name}_StaticOptimization_")
+        write_storage(stem + "activation.sto", act, format="storage")
+        write_storage(stem + "force.sto", force, format="storage")
+    return result
