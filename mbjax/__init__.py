@@ -64,6 +64,7 @@ from .muscles import equilibrium_fiber_length as equilibrium_fiber_length
 # OpenSim data files (.mot/.sto/.trc), model markers and inverse kinematics (issue 17 items 3-4)
 from . import ik as ik
 from .ik import inverse_kinematics as inverse_kinematics
+from .ik import inverse_kinematics_from_setup as inverse_kinematics_from_setup
 from .markers import Markers as Markers
 from .markers import marker_positions as marker_positions
 # inverse dynamics of recorded motion with external loads, OpenSim's ID tool (issue 17 item 5)
@@ -71,6 +72,9 @@ from . import id_tool as id_tool
 from .id_tool import inverse_dynamics_frames as inverse_dynamics_frames
 from .id_tool import inverse_dynamics_from_setup as inverse_dynamics_from_setup
 from .id_tool import inverse_dynamics_motion as inverse_dynamics_motion
+from . import so_tool as so_tool
+from .so_tool import static_optimization_from_setup as static_optimization_from_setup
+from .so_tool import static_optimization_motion as static_optimization_motion
 
 # muscle-driven forward simulation (issue 15 item 2)
 from ._simulate_muscles import simulate_muscles as simulate_muscles

@@ -5,6 +5,14 @@
 [--allow-out-of-range] [--max-poses N] [--chunk-size N]
 [--distributed [--coordinator HOST:PORT --num-processes P --process-id I]] --out FILE.csv [--plot FILE.png]``
 
+``mbjax ik|id|so SETUP.xml [--model MODEL] [--out PATH] [--plot FILE.png] [--quiet]`` runs an OpenSim
+tool setup file (the files the OpenSim GUI runs): ``ik`` an ``InverseKinematicsTool`` (writes its
+``output_motion_file``, coordinates in degrees), ``id`` an ``InverseDynamicsTool`` (writes
+``results_directory/output_gen_force_file``), ``so`` an ``AnalyzeTool`` with a ``StaticOptimization``
+(writes ``<name>_StaticOptimization_activation.sto`` and ``_force.sto`` in ``results_directory``).
+``--model`` replaces the setup's ``<model_file>`` (a path or a shipped name), ``--out`` the output
+file (ik, id) or folder (so); ``--plot`` draws the result over time.
+
 ``mbjax info MODEL [--json]`` lists the coordinates (joint, type, range with units, default),
 bodies, muscles and wrap objects that the ``.osim`` file declares (read from its XML).
 
@@ -600,11 +608,133 @@ EPILOG = """exit status:
 Errors are one line on stderr; MBJAX_TRACEBACK=1 adds the traceback of an unexpected error."""
 
 
+# --------------------------------------------------------------------------------------------
+# OpenSim tool setup files: mbjax ik|id|so SETUP.xml
+# --------------------------------------------------------------------------------------------
+
+
+def _setup_model(args, tool):
+    """The model a tool runs on: ``--model`` or the setup's ``<model_file>`` (float64 enabled: the
+    results are compared with OpenSim's)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    if args.model is not None:
+        return load_model(args.model), _osim_path(args.model)
+    if not os.path.exists(args.setup):
+        raise Failure(f"SETUP {args.setup}: no such file")
+    if os.path.isdir(args.setup):
+        raise UsageError(f"SETUP {args.setup}: is a directory, expected an OpenSim setup .xml file")
+    setup = tool(args.setup)
+    path = setup.model_file
+    if path is None:
+        raise UsageError(f"{args.setup}: no <model_file>; give --model")
+    if not os.path.exists(path):
+        raise Failure(f"{args.setup}: <model_file> {path}: no such file (give --model to use another)")
+    return load_model(path), path
+
+
+def _plot_series(path, time, data, labels, ylabel, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for k, (color, style, _) in enumerate(curve_styles(len(labels))):
+        ax.plot(time, data[:, k], color=color, linestyle=style, label=labels[k])
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if len(labels) <= 20:
+        ax.legend(fontsize=7, ncol=2 if len(labels) > 8 else 1)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _tool_outputs(args, is_dir):
+    if args.out is not None:
+        if is_dir:
+            if os.path.exists(args.out) and not os.path.isdir(args.out):
+                raise UsageError(f"--out {args.out}: exists and is not a directory")
+        else:
+            _check_writable(args.out, "--out")
+    if args.plot is not None:
+        _check_writable(args.plot, "--plot")
+        _check_plot_format(args.plot)
+
+
+def ik_command(args):
+    from .ik import read_ik_setup, inverse_kinematics_from_setup
+    from .io.storage import table_from_coordinates, write_storage
+
+    _tool_outputs(args, is_dir=False)
+    from .io.osim_markers import load_markers
+
+    model, model_file = _setup_model(args, read_ik_setup)
+    if model_file is None:
+        raise UsageError(f"--model {args.model}: IK needs an .osim model (its MarkerSet)")
+    setup = read_ik_setup(args.setup)
+    out = args.out or setup.output_motion_file
+    if out is None:
+        raise UsageError(f"{args.setup}: no <output_motion_file>; give --out")
+    t0 = time.time()
+    res = inverse_kinematics_from_setup(args.setup, model, load_markers(model_file, model), progress=not args.quiet)
+    write_storage(out, table_from_coordinates(model, res.time, res.q, in_degrees=True), format="storage")
+    if not args.quiet:
+        print(f"mbjax ik: {res.time.size} frames in {time.time() - t0:.1f} s; marker RMS max {np.nanmax(res.rms) * 1e3:.2f} mm, "
+              f"worst marker error {np.nanmax(res.max) * 1e3:.2f} mm; {int(np.sum(~res.converged))} frames not converged; "
+              f"wrote {out}")
+    if args.plot:
+        from .io.storage import _rotational
+
+        scale = np.where(_rotational(model), 180.0 / np.pi, 1.0)
+        _plot_series(args.plot, res.time, res.q * scale, list(model.coordinate_names), "coordinate (deg or m)",
+                     f"inverse kinematics: {os.path.basename(args.setup)}")
+    return EXIT_OK if np.all(res.converged) else EXIT_FAILURE
+
+
+def id_command(args):
+    from .id_tool import inverse_dynamics_from_setup, read_id_setup
+
+    _tool_outputs(args, is_dir=False)
+    model, _ = _setup_model(args, read_id_setup)
+    t0 = time.time()
+    res = inverse_dynamics_from_setup(args.setup, model, output_file=args.out)
+    out = args.out or read_id_setup(args.setup).output_file
+    if not args.quiet:
+        print(f"mbjax id: {res.time.size} frames in {time.time() - t0:.1f} s; wrote {out}")
+    if args.plot:
+        _plot_series(args.plot, res.time, res.tau, list(res.labels), "generalized force (N·m or N)",
+                     f"inverse dynamics: {os.path.basename(args.setup)}")
+    return EXIT_OK
+
+
+def so_command(args):
+    from .so_tool import read_so_setup, static_optimization_from_setup
+
+    _tool_outputs(args, is_dir=True)
+    model, _ = _setup_model(args, read_so_setup)
+    t0 = time.time()
+    res = static_optimization_from_setup(args.setup, model, results_directory=args.out, progress=not args.quiet)
+    out = args.out or read_so_setup(args.setup).results_directory
+    ok = bool(np.all(np.asarray(res.result.converged)))
+    if not args.quiet:
+        print(f"mbjax so: {res.time.size} frames, {len(res.labels)} actuators in {time.time() - t0:.1f} s; "
+              f"{'all frames converged' if ok else 'NOT all frames converged'}; wrote {out}")
+    if args.plot:
+        _plot_series(args.plot, res.time, res.activations, list(res.labels), "activation / control",
+                     f"static optimization: {os.path.basename(args.setup)}")
+    return EXIT_OK if ok else EXIT_FAILURE
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="mbjax", description="mbjax: empirical multibody musculoskeletal models in JAX",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"mbjax {_version()}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{moment-arms,info}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{moment-arms,info,ik,id,so}")
     model_help = f"an .osim file, a shipped example ({', '.join(_EXAMPLES)}), 'shoulder' or 'shoulder:degroot_brand'"
 
     ma = sub.add_parser("moment-arms", help="sweep muscle lengths and moment arms of a model", epilog=EPILOG,
@@ -645,6 +775,21 @@ def build_parser():
     info.add_argument("model", help=model_help)
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
     info.set_defaults(func=info_command)
+
+    for name, fn, what, out_help in (
+            ("ik", ik_command, "inverse kinematics from an OpenSim InverseKinematicsTool setup file",
+             "motion file to write (default: the setup's <output_motion_file>)"),
+            ("id", id_command, "inverse dynamics from an OpenSim InverseDynamicsTool setup file",
+             "generalized-force .sto to write (default: results_directory/output_gen_force_file)"),
+            ("so", so_command, "static optimization from an OpenSim AnalyzeTool (StaticOptimization) setup file",
+             "folder for the activation and force .sto files (default: the setup's results_directory)")):
+        tool = sub.add_parser(name, help=what, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        tool.add_argument("setup", metavar="SETUP.xml", help="the OpenSim setup file")
+        tool.add_argument("--model", help="use this model instead of the setup's <model_file> (" + model_help + ")")
+        tool.add_argument("--out", help=out_help)
+        tool.add_argument("--plot", metavar="FILE.png", help="plot the result over time")
+        tool.add_argument("--quiet", action="store_true", help="no progress output")
+        tool.set_defaults(func=fn)
     return p
 
 

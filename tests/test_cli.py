@@ -387,3 +387,69 @@ def test_two_processes_split_the_sweep_and_process_0_writes(tmp_path):
     m = model.muscle_names.index("TRIlong")
     assert np.max(np.abs(data[:, header.index("R[TRIlong,r_elbow_flex] (m)")] - arms[:, 1, m])) <= 1e-12
     assert np.max(np.abs(data[:, header.index("L[TRIlong] (m)")] - lengths[:, m])) <= 1e-12
+
+
+# --------------------------------------------------------------------------------------------
+# mbjax ik|id|so SETUP.xml: OpenSim's setup files
+# --------------------------------------------------------------------------------------------
+
+OPENSIM_DATA = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
+
+
+def test_so_setup_writes_opensims_files(tmp_path, capsys):
+    """The arm26 tutorial's static-optimization setup with --model (a straight-path copy: the wrapped
+    run against OpenSim is tests/validation/test_so_opensim.py): files as the library writes them."""
+    from mbjax.io import read_storage
+    from mbjax.so_tool import static_optimization_from_setup
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _osim_models import strip_wrapping
+
+    model_file = strip_wrapping(ARM26, str(tmp_path / "arm26_straight.osim"))
+    setup = os.path.join(OPENSIM_DATA, "arm26_so", "arm26_Setup_StaticOptimization.xml")
+    code, out, err = _main(capsys, "so", setup, "--model", model_file, "--out", str(tmp_path / "so"),
+                           "--plot", str(tmp_path / "so.png"))
+    assert code == 0, err
+    assert "121 frames" in out and "all frames converged" in out
+    act = read_storage(tmp_path / "so" / "arm26_StaticOptimization_activation.sto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from mbjax.io import load_osim
+
+        ref = static_optimization_from_setup(setup, load_osim(model_file), write=False, progress=False)
+    assert act.labels == ref.labels
+    np.testing.assert_allclose(act.data, ref.activations, rtol=0, atol=1e-14)
+    assert os.path.getsize(tmp_path / "so.png") > 10_000
+
+
+def test_id_and_ik_setups(tmp_path, capsys):
+    from mbjax.io import read_storage
+
+    setup = os.path.join(OPENSIM_DATA, "gait2354_id", "subject01_Setup_InverseDynamics.xml")
+    code, out, err = _main(capsys, "id", setup, "--out", str(tmp_path / "id.sto"))
+    assert code == 0, err
+    table = read_storage(tmp_path / "id.sto")
+    assert table.labels[0] == "pelvis_tilt_moment" and np.all(np.isfinite(table.data))
+    setup = os.path.join(OPENSIM_DATA, "arm26_ik", "arm26_Setup_InverseKinematics.xml")
+    code, out, err = _main(capsys, "ik", setup, "--model", "arm26", "--out", str(tmp_path / "ik.mot"))
+    assert code == 0, err
+    ik = read_storage(tmp_path / "ik.mot")
+    ref = read_storage(os.path.join(OPENSIM_DATA, "arm26_ik", "arm26_InverseKinematics.mot"))
+    assert ik.in_degrees and ik.labels == ref.labels and ik.data.shape == ref.data.shape
+    assert np.abs(ik.data - ref.data).max() < 0.5  # degrees; the close comparison is test_ik.py's
+
+
+def test_tool_setup_errors(tmp_path, capsys):
+    missing = str(tmp_path / "nope.xml")
+    code, _, err = _main(capsys, "so", missing)
+    assert code == 1 and "nope.xml" in err and "Traceback" not in err
+    setup = os.path.join(OPENSIM_DATA, "arm26_so", "arm26_Setup_StaticOptimization.xml")
+    (tmp_path / "file").write_text("x")
+    code, _, err = _main(capsys, "so", setup, "--model", "arm26", "--out", str(tmp_path / "file"))
+    assert code == 2 and "--out" in err
+    code, _, err = _main(capsys, "id", setup, "--model", "arm26", "--plot", str(tmp_path / "x.txt"))
+    assert code == 2 and "--plot" in err
+    # an ID setup given to `so`: the wrong tool is named, exit 1 (the file is not what the command reads)
+    ids = os.path.join(OPENSIM_DATA, "gait2354_id", "subject01_Setup_InverseDynamics.xml")
+    code, _, err = _main(capsys, "so", ids)
+    assert code == 1 and "AnalyzeTool" in err
