@@ -502,3 +502,35 @@ def test_float32_loaders_kinematics_dynamics(tmp_path):
             scale = max(np.max(np.abs(v)), 1e-3) if v.size else 1.0
             np.testing.assert_allclose(np.asarray(got[name][k]).reshape(v.shape), v, atol=2e-4 * scale,
                                        err_msg=f"{name} {k}")
+
+
+def test_static_optimization_setup_and_data_refused_by_name(tmp_path):
+    """``mbjax.so_tool``: a missing file, the wrong tool, a bad number, reserves on unknown or doubled
+    coordinates and NaN coordinates each raise, naming the file, element or coordinate."""
+    from mbjax.io import Table
+    from mbjax.so_tool import Reserve, read_so_setup, static_optimization_motion
+
+    with pytest.raises(FileNotFoundError, match="nope.xml"):
+        read_so_setup(tmp_path / "nope.xml")
+    wrong = tmp_path / "id.xml"
+    wrong.write_text('<?xml version="1.0"?><OpenSimDocument><InverseDynamicsTool name="x"/></OpenSimDocument>')
+    with pytest.raises(ValueError, match=r"id.xml.*AnalyzeTool"):
+        read_so_setup(wrong)
+    bad = tmp_path / "so.xml"
+    bad.write_text('<?xml version="1.0"?>\n<OpenSimDocument><AnalyzeTool name="a"><AnalysisSet><objects>\n'
+                   '<StaticOptimization name="so"><activation_exponent>two</activation_exponent>\n'
+                   '</StaticOptimization></objects></AnalysisSet></AnalyzeTool></OpenSimDocument>')
+    with pytest.raises(ValueError, match=r"so.xml:3.*activation_exponent.*'two'"):
+        read_so_setup(bad)
+    model = mbjax.models.load("arm26", ignore_wrapping=True)
+    t = np.linspace(0.0, 0.5, 11)
+    q = np.stack([0.1 + 0 * t, 0.5 + t], 1)
+    table = Table(t, tuple(model.coordinate_names), q, False, {})
+    with pytest.raises(ValueError, match=r"'wrist'.*'r_wrist'"):
+        static_optimization_motion(model, table, reserves=(Reserve("wrist", "r_wrist", 1.0),), progress=False)
+    with pytest.raises(NotImplementedError, match=r"'a' and 'b'.*r_elbow_flex"):
+        static_optimization_motion(model, table, reserves=(Reserve("a", "r_elbow_flex", 1.0),
+                                                           Reserve("b", "r_elbow_flex", 2.0)), progress=False)
+    q[4, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        static_optimization_motion(model, Table(t, tuple(model.coordinate_names), q, False, {}), progress=False)
