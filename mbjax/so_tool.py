@@ -39,7 +39,7 @@ import os
 import warnings
 from typing import NamedTuple
 
-import jax
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
@@ -207,13 +207,10 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
         kw = dict(reserves=jnp.asarray(fr), reserve_bounds=(jnp.asarray(np.where(fr > 0, rlo, 0.0)),
                                                             jnp.asarray(np.where(fr > 0, rhi, 0.0))))
     if progress:
-        print(f"static optimization: {len(muscles)} muscles, {len(reserves)} reserves: solving (one compilation, "
-              "frames warm-started in order) ...", flush=True)
-    solve = jax.jit(lambda q, qd, qdd, tau: static_optimization_trajectory(
-        model, q, qd, qdd, taus=tau, exponent=exponent, activation_bounds=(jnp.asarray(lo), 1.0),
-        use_muscle_physiology=use_muscle_physiology, solver_options=solver_options, moment_arm_rule=moment_arm_rule,
-        **kw))
-    res = solve(*(jnp.asarray(x) for x in (q, qd, qdd, tau)))
+        print(f"static optimization: {len(muscles)} muscles, {len(reserves)} reserves: solving (one compilation "
+              "per model and frame count, frames warm-started in order) ...", flush=True)
+    res = _solve_frames(model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)), jnp.asarray(lo), kw, float(exponent),
+                        bool(use_muscle_physiology), moment_arm_rule, tuple(sorted((solver_options or {}).items())))
     bad = np.nonzero(~np.asarray(res.converged))[0]
     if bad.size:
         warnings.warn(f"static optimization did not converge at {bad.size} of {t.shape[0]} frames (first at "
@@ -232,6 +229,17 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
         print(f"static optimization: done, max |R F + τ_r - τ| = {np.max(np.abs(np.asarray(res.residual))):.2e}",
               flush=True)
     return SOResult(t, act, force, labels, muscles, reserves, res, q, qd, qdd, tau)
+
+
+@eqx.filter_jit
+def _solve_frames(model, q, qd, qdd, tau, lo, reserve_kw, exponent, use_muscle_physiology, moment_arm_rule,
+                  solver_options):
+    """All frames, compiled once per model, frame count and (static) options: a second run of the
+    same setup, or another motion of the same length, does not trace again."""
+    return static_optimization_trajectory(
+        model, q, qd, qdd, taus=tau, exponent=exponent, activation_bounds=(lo, 1.0),
+        use_muscle_physiology=use_muscle_physiology, solver_options=dict(solver_options) or None,
+        moment_arm_rule=moment_arm_rule, **reserve_kw)
 
 
 # --------------------------------------------------------------------------------------------

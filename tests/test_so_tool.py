@@ -109,3 +109,27 @@ def test_reserve_carries_what_muscles_cannot(tmp_path):
     tau[:, 1] += res.forces[:, 6]
     np.testing.assert_allclose(tau, res.tau, rtol=0, atol=1e-8)
     np.testing.assert_allclose(res.forces[:, 6], res.activations[:, 6] * 1.0, rtol=0, atol=0)
+
+
+def test_second_motion_of_the_same_length_does_not_trace_again(monkeypatch):
+    """Compile once, run many: a second motion (new values, same frame count) reuses the program."""
+    from mbjax import so_tool
+    from mbjax.so_tool import static_optimization_motion
+
+    traces = []
+    inner = so_tool.static_optimization_trajectory
+
+    def counting(*a, **k):
+        traces.append(1)
+        return inner(*a, **k)
+
+    monkeypatch.setattr(so_tool, "static_optimization_trajectory", counting)
+    model = mbjax.models.load("arm26", ignore_wrapping=True)
+    t = np.linspace(0.0, 0.5, 21)
+    names = tuple(model.coordinate_names)
+    first = static_optimization_motion(model, Table(t, names, np.stack([0.1 + 0 * t, 0.5 + t], 1), False, {}),
+                                       progress=False)
+    second = static_optimization_motion(model, Table(t, names, np.stack([0.2 + t, 1.0 - t], 1), False, {}),
+                                        progress=False)
+    assert len(traces) == 1
+    assert not np.allclose(first.activations, second.activations)
