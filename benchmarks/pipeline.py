@@ -1,0 +1,136 @@
+"""The OpenSim pipeline on the arm26 tutorial's own files: markers → IK → static optimization,
+mbjax vs OpenSim 4.6's tools on the same setup files, in one run.
+
+* IK: ``arm26_Setup_InverseKinematics.xml`` (121 frames, 3 markers); mbjax
+  :func:`mbjax.inverse_kinematics_from_setup` (batched Gauss-Newton, warm-started chunks) vs
+  ``opensim.InverseKinematicsTool(setup).run()``.
+* SO: ``arm26_Setup_StaticOptimization.xml`` (121 frames, 6 muscles, 6 Hz filter) on arm26 with its
+  wrap objects (``--straight``: without); mbjax :func:`mbjax.static_optimization_from_setup` vs
+  ``opensim.AnalyzeTool(setup).run()``.
+
+For mbjax, *cold* is the first call in a fresh process (tracing and XLA compilation included) and
+*warm* the best of ``--repeat`` further calls on the same files (compiled programs reused).  The
+ratio is OpenSim's time over mbjax's.  Writes nothing into the repository (a temporary folder).
+
+    .venv/bin/python benchmarks/pipeline.py [--straight] [--repeat N] [--device cpu|gpu]
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+import tempfile
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _timing import device_setup  # noqa: E402
+
+
+def _extra(ap):
+    ap.add_argument("--straight", action="store_true", help="arm26 without its wrap objects")
+    ap.add_argument("--repeat", type=int, default=3)
+
+
+args = device_setup(__doc__.splitlines()[0], _extra)
+
+import numpy as np  # noqa: E402
+
+import mbjax  # noqa: E402
+from mbjax.io.osim_markers import load_markers  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "opensim_models"
+sys.path.insert(0, str(ROOT / "tests"))
+from _osim_models import strip_wrapping  # noqa: E402
+
+
+def _setup_copy(src: pathlib.Path, dst: pathlib.Path, model_file: str, subs=()):
+    text = src.read_text()
+    import re
+
+    text = re.sub(r"<model_file>.*?</model_file>", f"<model_file>{model_file}</model_file>", text)
+    for old, new in subs:
+        text = text.replace(old, new)
+    dst.write_text(text)
+    return dst
+
+
+def _time(fn, repeat):
+    t0 = time.perf_counter()
+    out = fn()
+    cold = time.perf_counter() - t0
+    warm = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        warm = min(warm, time.perf_counter() - t0)
+    return cold, warm, out
+
+
+def main():
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="mbjax_pipeline_"))
+    model_file = mbjax.models.model_path("arm26")
+    if args.straight:
+        model_file = strip_wrapping(model_file, str(tmp / "arm26_straight.osim"))
+    ik_setup = _setup_copy(DATA / "arm26_ik" / "arm26_Setup_InverseKinematics.xml", tmp / "ik.xml", model_file)
+    ik_text = ik_setup.read_text()
+    import re
+
+    ik_text = re.sub(r"<marker_file>.*?</marker_file>",
+                     f"<marker_file>{DATA / 'arm26_ik' / 'arm26_elbow_flex.trc'}</marker_file>", ik_text)
+    ik_text = re.sub(r"<output_motion_file>.*?</output_motion_file>",
+                     f"<output_motion_file>{tmp / 'ik_opensim.mot'}</output_motion_file>", ik_text)
+    ik_setup.write_text(ik_text)
+    so_setup = _setup_copy(DATA / "arm26_so" / "arm26_Setup_StaticOptimization.xml", tmp / "so.xml", model_file, (
+        ("<coordinates_file> arm26_InverseKinematics.mot </coordinates_file>",
+         f"<coordinates_file>{DATA / 'arm26_so' / 'arm26_InverseKinematics.mot'}</coordinates_file>"),
+        ("<results_directory> PhysiologicalResults </results_directory>",
+         f"<results_directory>{tmp / 'so_opensim'}</results_directory>")))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        model = mbjax.io.load_osim(model_file)
+        markers = load_markers(model_file, model)
+        load = time.perf_counter() - t0
+    print(f"arm26 ({'straight paths' if args.straight else 'with wrap objects'}), model load {load:.2f} s")
+    ik_cold, ik_warm, ik = _time(lambda: mbjax.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False),
+                                 args.repeat)
+    so_cold, so_warm, so = _time(lambda: mbjax.static_optimization_from_setup(
+        so_setup, model, write=False, progress=False), args.repeat)
+    print(f"IK: {ik.time.size} frames, marker RMS max {np.nanmax(ik.rms) * 1e3:.2f} mm; "
+          f"SO: {so.time.size} frames, converged {bool(np.asarray(so.result.converged).all())}")
+    try:
+        import opensim as osim
+    except ImportError:
+        osim = None
+    os_ik = os_so = float("nan")
+    if osim is not None:
+        cwd = os.getcwd()
+        os.chdir(tmp)
+        try:
+            t0 = time.perf_counter()
+            osim.InverseKinematicsTool(str(ik_setup)).run()
+            os_ik = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            osim.AnalyzeTool(str(so_setup)).run()
+            os_so = time.perf_counter() - t0
+        finally:
+            os.chdir(cwd)
+        ref = mbjax.io.read_storage(tmp / "so_opensim" / "arm26_StaticOptimization_activation.sto")
+        cols = [list(ref.labels).index(m) for m in so.labels]
+        print(f"SO activations vs OpenSim's (its default criterion 1e-4): max |Δa| "
+              f"{np.abs(so.activations - ref.data[:, cols]).max():.1e}")
+    rows = [("IK", ik_cold, ik_warm, os_ik), ("SO", so_cold, so_warm, os_so),
+            ("IK + SO", ik_cold + so_cold, ik_warm + so_warm, os_ik + os_so)]
+    print(f"\n{'step':8s} {'mbjax cold (s)':>15s} {'mbjax warm (s)':>15s} {'OpenSim (s)':>12s} "
+          f"{'warm ratio':>11s} {'cold ratio':>11s}")
+    for name, cold, warm, ref_t in rows:
+        print(f"{name:8s} {cold:15.3f} {warm:15.4f} {ref_t:12.3f} {ref_t / warm:10.1f}x {ref_t / cold:10.2f}x")
+    print("\nratio = OpenSim time / mbjax time (above 1: mbjax faster); cold = first call, compilation included")
+
+
+if __name__ == "__main__":
+    main()
