@@ -46,6 +46,7 @@ import numpy as np
 from .id_tool import _find_index, _force_elements_applied, inverse_dynamics_frames
 from .io.signal import NaturalSpline, lowpass_storage
 from .io.storage import Table, _rotational, read_storage, write_storage
+from .muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from .muscles.parameters import hill_parameters
 from .muscles.paths import get_paths
 from .sharing.static_optimization import static_optimization_trajectory
@@ -236,10 +237,13 @@ def _solve_frames(model, q, qd, qdd, tau, lo, reserve_kw, exponent, use_muscle_p
                   solver_options):
     """All frames, compiled once per model, frame count and (static) options: a second run of the
     same setup, or another motion of the same length, does not trace again."""
+    R = L = None
+    if moment_arm_rule == "opensim":  # one lane-folded wrap pass for all frames, not a vmap of it
+        R, L = opensim_moment_arms_and_lengths(model, q)
     return static_optimization_trajectory(
         model, q, qd, qdd, taus=tau, exponent=exponent, activation_bounds=(lo, 1.0),
         use_muscle_physiology=use_muscle_physiology, solver_options=dict(solver_options) or None,
-        moment_arm_rule=moment_arm_rule, **reserve_kw)
+        moment_arm_rule=moment_arm_rule, moment_arms=R, lengths=L, **reserve_kw)
 
 
 # --------------------------------------------------------------------------------------------

@@ -30,3 +30,4 @@ from . import millard2012 as millard2012
 from . import thelen2003 as thelen2003
 from .opensim_moment_arms import cross_body_lengths as cross_body_lengths
 from .opensim_moment_arms import opensim_moment_arms as opensim_moment_arms
+from .opensim_moment_arms import opensim_moment_arms_and_lengths as opensim_moment_arms_and_lengths

@@ -98,12 +98,14 @@ def frozen_wrap_paths(model: Model, q) -> FrozenWrap:
     """OpenSim's wrapped paths at ``q``, frozen for :func:`cross_body_lengths` (tangent points as
     ``getCurrentPath`` reports them: first-pass positions, see :mod:`mbjax.wrapping.path`)."""
     q = check_vector(model, q)
+    kin = forward_pass(model, q)
+    return _freeze(model, wrapped_paths(model, q, kin, path_geometry(model, q, kin)), *wrap_frames(model, kin))
+
+
+def _freeze(model, wp, rot, org) -> FrozenWrap:
     paths = get_paths(model)
     wraps = paths.wraps
-    kin = forward_pass(model, q)
-    wp = wrapped_paths(model, q, kin, path_geometry(model, q, kin))
     P = np.asarray(paths.body).shape[1]
-    rot, org = wrap_frames(model, kin)
     obj = np.repeat(np.asarray(wraps.obj), 2, axis=1)  # (M, 2W)
     local = jnp.einsum("mkji,mkj->mki", rot[obj], wp.latest[:, P:] - org[obj])
     key = jnp.where(wp.active, wp.order, jnp.inf)
@@ -133,6 +135,39 @@ def _wrapped_cross_body_lengths(model: Model, q, frozen: FrozenWrap):
     # itself is the segment length only where u is the current direction)
     proj = jnp.sum(frozen.direction * (x[:, 1:] - x[:, :-1]), axis=-1)
     return jnp.sum(jnp.where(seg, proj, 0.0), axis=1)
+
+
+def opensim_moment_arms_and_lengths(model: Model, qs):
+    """OpenSim's moment arms ``(T, nq, nm)`` and the path lengths ``(T, nm)`` at ``T`` poses
+    ``qs (T, nq)``, with one lane-folded wrap pass for all poses (no ``vmap`` over the wrap pass;
+    per pose only the kinematics is differentiated).  Equals ``vmap`` of :func:`opensim_moment_arms`
+    and :func:`mbjax.muscle_lengths`."""
+    qs = jnp.asarray(qs)
+    if qs.ndim != 2 or qs.shape[1] != model.n_coordinates:
+        raise ValueError(f"qs must have shape (T, nq) = (T, {model.n_coordinates}), got {qs.shape}")
+    q = qs.T  # batch-last
+    paths = get_paths(model)
+    kin = forward_pass(model, q)
+    geo = path_geometry(model, q, kin)
+    lengths = jnp.sum(geo.length, axis=1)  # (nm, T)
+    frozen = None
+    if paths.wraps is not None:
+        wp = wrapped_paths(model, q, kin, geo)
+        lengths = lengths.at[np.asarray(paths.wraps.muscles)].set(wp.length)
+        rot, org = wrap_frames(model, kin)
+
+        def front(a, k):  # the trailing batch axis to the front
+            return jnp.moveaxis(a, -1, 0)
+
+        wp_t = type(wp)(*(front(a, 0) for a in wp))
+        frozen = jax.vmap(lambda w, r, o: _freeze(model, w, r, o))(wp_t, front(rot, 0), front(org, 0))
+    lengths = jnp.where(jnp.sum(geo.active, axis=1) >= 2, lengths, jnp.nan).T
+
+    def one(x, fz):
+        return -jax.jacfwd(lambda y: cross_body_lengths(model, y, fz))(x).T
+
+    R = jax.vmap(one)(qs, frozen) if frozen is not None else jax.vmap(lambda x: one(x, None))(qs)
+    return R, lengths
 
 
 def opensim_moment_arms(model: Model, q) -> jnp.ndarray:

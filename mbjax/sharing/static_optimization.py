@@ -89,13 +89,15 @@ def _inextensible(kind, p, L, V, a):
     return st.active_fiber_force * cos, st.passive_fiber_force * cos
 
 
-def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passive_forces=False, R=None):
+def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passive_forces=False, R=None, L=None):
     """``(f_opt, f_passive)``, ``(nm,)`` each: tendon force = a · f_opt + f_passive (module docstring;
-    f_opt is OpenSim's ``calcInextensibleTendonActiveFiberForce(s, 1.0)``)."""
+    f_opt is OpenSim's ``calcInextensibleTendonActiveFiberForce(s, 1.0)``).  ``R``/``L``: moment
+    arms and path lengths at ``q`` when already known."""
     q = jnp.asarray(q)
     if R is None:
         R = moment_arms(model, q)
-    L = muscle_lengths(model, q)
+    if L is None:
+        L = muscle_lengths(model, q)
     V = -(R.T @ jnp.asarray(qd, L.dtype))
     act, pas = _by_family(model, _inextensible, L, V, jnp.ones_like(L))
     if not use_muscle_physiology:
@@ -106,13 +108,16 @@ def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passi
 
 
 def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_physiology=True,
-                    passive_forces=False, moment_arm_rule="geometric") -> SharingProblem:
+                    passive_forces=False, moment_arm_rule="geometric", R=None, L=None) -> SharingProblem:
     """Moment arms, muscle force coefficients and the torque τ to match at one frame; τ defaults to
     ``inverse_dynamics(model, q, qd, qdd, external)``.  ``moment_arm_rule``: ``"geometric"``
     (R = −∂L/∂q, :func:`mbjax.moment_arms`) or ``"opensim"`` (OpenSim's unit-force R,
-    :func:`mbjax.muscles.opensim_moment_arms`, which its StaticOptimization uses)."""
+    :func:`mbjax.muscles.opensim_moment_arms`, which its StaticOptimization uses); ``R``/``L``: the
+    moment arms and lengths at ``q`` when already computed (e.g. batched), which the rule then ignores."""
     q = jnp.asarray(q)
-    if moment_arm_rule == "opensim":
+    if R is not None:
+        pass
+    elif moment_arm_rule == "opensim":
         from ..muscles.opensim_moment_arms import opensim_moment_arms
 
         R = opensim_moment_arms(model, q)
@@ -121,7 +126,7 @@ def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_ph
     else:
         raise ValueError(f"moment_arm_rule must be 'geometric' or 'opensim', got {moment_arm_rule!r}")
     f_opt, f_pas = muscle_force_coefficients(model, q, qd, use_muscle_physiology=use_muscle_physiology,
-                                             passive_forces=passive_forces, R=R)
+                                             passive_forces=passive_forces, R=R, L=L)
     if tau is None:
         tau = inverse_dynamics(model, q, qd, qdd, external)
     return SharingProblem(R, f_opt, f_pas, jnp.asarray(tau, R.dtype))
@@ -206,7 +211,8 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
                                    initial_guess=None, exponent=2, weights=None, reserves=None,
                                    activation_bounds=(0.0, 1.0), reserve_bounds=(-jnp.inf, jnp.inf),
                                    use_muscle_physiology=True, passive_forces=False, solver_options=None,
-                                   moment_arm_rule="geometric") -> StaticOptimizationResult:
+                                   moment_arm_rule="geometric", moment_arms=None, lengths=None
+                                   ) -> StaticOptimizationResult:
     """Static optimization of ``T`` frames (``qs, qds, qdds`` of shape ``(T, nq)``); every field of
     the result gets a leading ``T`` axis.
 
@@ -214,17 +220,18 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
     ``lax.scan``, each frame starting from the previous solution (and its multipliers);
     ``warm_start=False`` solves all frames at once with ``vmap`` from ``initial_guess``
     (``(nm,)`` or ``(T, nm)`` activations, a least-norm start when None).  ``moment_arm_rule``: see
-    :func:`sharing_problem`.
+    :func:`sharing_problem`; ``moment_arms (T, nq, nm)`` and ``lengths (T, nm)``: precomputed per
+    frame (e.g. :func:`mbjax.muscles.opensim_moment_arms_and_lengths`, one wrap pass for all frames).
     """
     qs = jnp.asarray(qs)
 
-    def build(q, qd, qdd, tau, ext):
+    def build(q, qd, qdd, tau, ext, R, L):
         return sharing_problem(model, q, qd, qdd, tau=tau, external=ext, use_muscle_physiology=use_muscle_physiology,
-                               passive_forces=passive_forces, moment_arm_rule=moment_arm_rule)
+                               passive_forces=passive_forces, moment_arm_rule=moment_arm_rule, R=R, L=L)
 
-    in_axes = (0, 0, 0, None if taus is None else 0, None if externals is None else 0)
+    in_axes = (0, 0, 0) + tuple(None if x is None else 0 for x in (taus, externals, moment_arms, lengths))
     problems = jax.vmap(build, in_axes=in_axes)(qs, jnp.asarray(qds, qs.dtype), jnp.asarray(qdds, qs.dtype),
-                                                taus, externals)
+                                                taus, externals, moment_arms, lengths)
     return solve_trajectory(problems, warm_start=warm_start, initial_guess=initial_guess, exponent=exponent,
                             weights=weights, reserves=reserves, activation_bounds=activation_bounds,
                             reserve_bounds=reserve_bounds, solver_options=solver_options)
