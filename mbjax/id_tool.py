@@ -97,9 +97,15 @@ def _find_index(time: np.ndarray, t: float) -> int:
     return max(int(np.searchsorted(time, t, side="right")) - 1, 0)
 
 
-def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, time_range=None):
+def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, time_range=None,
+                          accelerations: str = "coordinates", tool: str = "InverseDynamicsTool"):
     """OpenSim ID's ``q``, ``q̇``, ``q̈`` ``(T, nq)`` and their ``time (T,)`` from a coordinates table
-    (steps 1-3 of the module docstring).  ``lowpass_cutoff < 0``: no filtering."""
+    (steps 1-3 of the module docstring).  ``lowpass_cutoff < 0``: no filtering.
+    ``accelerations="speeds"``: q̈ is the derivative of a second degree-5 spline through the speeds
+    at the rows (OpenSim's StaticOptimization) instead of the coordinate spline's second derivative.
+    ``tool`` names the OpenSim tool in the warning about missing columns."""
+    if accelerations not in ("coordinates", "speeds"):
+        raise ValueError(f"accelerations must be 'coordinates' or 'speeds', got {accelerations!r}")
     names = model.coordinate_names
     info = model.extras.get("osim")
     time = np.asarray(coordinates.time, float)
@@ -119,7 +125,7 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
                          f"{coordinates.labels}")
     if missing:
         warnings.warn(f"coordinates file has no column for {missing}: held at their default values, as "
-                      "OpenSim's InverseDynamicsTool does", stacklevel=3)
+                      f"OpenSim's {tool} does", stacklevel=3)
     if coordinates.in_degrees:
         if info is None:
             raise ValueError("coordinates are in degrees but the model has no OpenSim motion types")
@@ -140,7 +146,11 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     qd = np.zeros_like(q)
     qdd = np.zeros_like(q)
     idx = [names.index(n) for n in present]
-    q[:, idx], qd[:, idx], qdd[:, idx] = spline(t), spline(t, 1), spline(t, 2)
+    q[:, idx], qd[:, idx] = spline(t), spline(t, 1)
+    if accelerations == "coordinates":
+        qdd[:, idx] = spline(t, 2)
+    else:  # the speeds at every row of the (padded) table, splined again
+        qdd[:, idx] = NaturalSpline(time, spline(time, 1), 5)(t, 1)
     return t, q, qd, qdd
 
 

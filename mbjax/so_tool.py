@@ -43,9 +43,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .id_tool import _find_index, _force_elements_applied, inverse_dynamics_frames
-from .io.signal import NaturalSpline, lowpass_storage
-from .io.storage import Table, _rotational, read_storage, write_storage
+from .id_tool import _force_elements_applied, coordinate_trajectory, inverse_dynamics_frames
+from .io.storage import Table, read_storage, write_storage
 from .muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from .muscles.parameters import hill_parameters
 from .muscles.paths import get_paths
@@ -112,46 +111,9 @@ class SOResult(NamedTuple):
 
 def states_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, time_range=None):
     """``time (T,)`` and ``q, q̇, q̈ (T, nq)`` as OpenSim's AnalyzeTool gives them to its analyses
-    (module docstring, steps 1-4)."""
-    names = model.coordinate_names
-    info = model.extras.get("osim")
-    time = np.asarray(coordinates.time, float)
-    data = np.asarray(coordinates.data, float)
-    if time.shape[0] < 6:
-        raise ValueError(f"coordinates: the degree-5 splines need at least 6 rows, got {time.shape[0]}")
-    if lowpass_cutoff == 0:
-        raise ValueError("lowpass_cutoff 0 Hz would remove the whole motion; give a positive cut-off, or a "
-                         "negative one for no filtering (OpenSim's default -1)")
-    if lowpass_cutoff is not None and lowpass_cutoff >= 0:
-        time, data = lowpass_storage(time, data, float(lowpass_cutoff))
-    cols = {lab: k for k, lab in enumerate(coordinates.labels)}
-    present = [n for n in names if n in cols]
-    if not present:
-        raise ValueError(f"coordinates: no column is named after a model coordinate {names}; columns are "
-                         f"{coordinates.labels}")
-    missing = [n for n in names if n not in cols]
-    if missing:
-        warnings.warn(f"coordinates file has no column for {missing}: held at their default values, as "
-                      "OpenSim's AnalyzeTool does", stacklevel=3)
-    scale = np.ones(len(present))
-    if coordinates.in_degrees:
-        rot = _rotational(model)
-        scale = np.array([np.pi / 180.0 if rot[names.index(n)] else 1.0 for n in present])
-    default = np.asarray(info.default, float) if info is not None else np.zeros(len(names))
-    idx = [names.index(n) for n in present]
-    q = np.tile(default, (time.shape[0], 1))
-    q[:, idx] = data[:, [cols[n] for n in present]] * scale
-    qd = np.zeros_like(q)
-    qd[:, idx] = NaturalSpline(time, q[:, idx], 5)(time, 1)        # formCompleteStorages
-    qdd = np.zeros_like(q)
-    qdd[:, idx] = NaturalSpline(time, qd[:, idx], 5)(time, 1)      # StaticOptimization: spline of the speeds
-    t0, t1 = (-np.inf, np.inf) if time_range is None else (float(time_range[0]), float(time_range[1]))
-    start, final = max(time[0], t0), min(time[-1], t1)
-    if final < start:
-        raise ValueError(f"time range {time_range} does not overlap the coordinates [{time[0]}, {time[-1]}]")
-    a, b = _find_index(time, start), _find_index(time, final)
-    sl = slice(a, b + 1)
-    return time[sl], q[sl], qd[sl], qdd[sl]
+    (module docstring, steps 1-4): the ID tool's steps with q̈ from the speeds' spline."""
+    return coordinate_trajectory(model, coordinates, lowpass_cutoff, time_range, accelerations="speeds",
+                                 tool="AnalyzeTool")
 
 
 # --------------------------------------------------------------------------------------------
