@@ -31,6 +31,7 @@ remove the external loads (measured in OpenSim 4.6, whatever the property's comm
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from typing import NamedTuple
@@ -283,33 +284,15 @@ def inverse_dynamics_motion(model, coordinates: Table, external_loads=None, *, l
 def read_id_setup(path) -> IDSetup:
     """Read an OpenSim ``InverseDynamicsTool`` setup XML (3.x or 4.x); relative paths are made
     absolute against the setup file's folder (OpenSim runs its tools there)."""
-    from .io.osim import _Doc
+    from .io.setup_xml import SetupFile
 
-    path = os.fspath(path)
-    doc = _Doc(path)
-    root = doc.root
+    setup = SetupFile(path)
+    path, doc, root, base = setup.path, setup.doc, setup.root, setup.base
     tool = root if root.tag == "InverseDynamicsTool" else root.find("InverseDynamicsTool")
     if tool is None:
         raise doc.error(root, "no <InverseDynamicsTool>")
-    base = os.path.dirname(os.path.abspath(path))
 
-    def text(tag):
-        el = tool.find(tag)
-        txt = el.text.strip() if el is not None and el.text else ""
-        return None if not txt or txt == "Unassigned" else txt
-
-    def file_of(tag):
-        txt = text(tag)
-        return None if txt is None else (txt if os.path.isabs(txt) else os.path.join(base, txt))
-
-    def number(tag, default):
-        txt = text(tag)
-        if txt is None:
-            return default
-        try:
-            return float(txt)
-        except ValueError:
-            raise doc.error(tool.find(tag), f"<{tag}> must be a number, got {txt!r}") from None
+    text, file_of, number = (functools.partial(f, tool) for f in (setup.text, setup.file, setup.number))
 
     time_range = (-np.inf, np.inf)
     txt = text("time_range")

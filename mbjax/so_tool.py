@@ -216,28 +216,19 @@ def _solve_frames(model, q, qd, qdd, tau, lo, reserve_kw, exponent, use_muscle_p
 def read_reserves(path) -> tuple[Reserve, ...]:
     """The ``CoordinateActuator`` s of an OpenSim force-set XML file (reserve actuators); any other
     actuator is refused, naming the file and element."""
-    from .io.osim import _Doc
+    from .io.setup_xml import SetupFile
 
-    doc = _Doc(os.fspath(path))
+    setup = SetupFile(path)
+    doc = setup.doc
     out = []
     for objs in doc.root.iter("objects"):
         for el in objs:
             if el.tag == "CoordinateActuator":
-                def num(tag, default, el=el):
-                    sub = el.find(tag)
-                    txt = sub.text.strip() if sub is not None and sub.text else ""
-                    if not txt:
-                        return default
-                    try:
-                        return float(txt)
-                    except ValueError:
-                        raise doc.error(sub, f"<{tag}> must be a number, got {txt!r}") from None
-
                 coord = el.find("coordinate")
                 if coord is None or not (coord.text or "").strip():
                     raise doc.error(el, "CoordinateActuator without <coordinate>")
-                out.append(Reserve(el.get("name"), coord.text.strip(), num("optimal_force", 1.0),
-                                   num("min_control", -np.inf), num("max_control", np.inf)))
+                out.append(Reserve(el.get("name"), coord.text.strip(), setup.number(el, "optimal_force", 1.0),
+                                   setup.number(el, "min_control", -np.inf), setup.number(el, "max_control", np.inf)))
             elif el.tag.endswith("Actuator") or el.tag.endswith("Muscle"):
                 raise NotImplementedError(f"{doc.where(el)}: <{el.tag} name={el.get('name')!r}> is not supported as a "
                                           "static-optimization actuator (only CoordinateActuator reserves are)")
@@ -247,43 +238,17 @@ def read_reserves(path) -> tuple[Reserve, ...]:
 def read_so_setup(path) -> SOSetup:
     """Read an OpenSim ``AnalyzeTool`` setup XML whose ``AnalysisSet`` holds a ``StaticOptimization``;
     relative paths are made absolute against the setup file's folder."""
-    from .io.osim import _Doc
+    from .io.setup_xml import SetupFile
 
-    path = os.fspath(path)
-    doc = _Doc(path)
-    root = doc.root
+    setup = SetupFile(path)
+    path, doc, root, base = setup.path, setup.doc, setup.root, setup.base
     tool = root if root.tag == "AnalyzeTool" else root.find("AnalyzeTool")
     if tool is None:
         raise doc.error(root, "no <AnalyzeTool> (a static-optimization setup is an AnalyzeTool file)")
     so = next((el for el in tool.iter("StaticOptimization")), None)
     if so is None:
         raise doc.error(tool, "no <StaticOptimization> in its <AnalysisSet>")
-    base = os.path.dirname(os.path.abspath(path))
-
-    def text(el, tag):
-        sub = el.find(tag)
-        txt = sub.text.strip() if sub is not None and sub.text else ""
-        return None if not txt or txt == "Unassigned" else txt
-
-    def file_of(txt):
-        return None if txt is None else (txt if os.path.isabs(txt) else os.path.join(base, txt))
-
-    def number(el, tag, default):
-        txt = text(el, tag)
-        if txt is None:
-            return default
-        try:
-            return float(txt)
-        except ValueError:
-            raise doc.error(el.find(tag), f"<{tag}> must be a number, got {txt!r}") from None
-
-    def flag(el, tag, default):
-        txt = text(el, tag)
-        if txt is None:
-            return default
-        if txt.lower() not in ("true", "false"):
-            raise doc.error(el.find(tag), f"<{tag}> must be true or false, got {txt!r}")
-        return txt.lower() == "true"
+    text, file_of, number, flag = setup.text, setup.resolve, setup.number, setup.flag
 
     if text(tool, "states_file"):
         raise NotImplementedError(f"{doc.where(tool.find('states_file'))}: a states file is not supported; give "
