@@ -24,13 +24,16 @@ and what this module does for each:
    force, min/max control) enter as |x|^p terms.  Frames are warm-started in order.
 6. Written as OpenSim writes them: ``<name>_StaticOptimization_activation.sto`` and
    ``<name>_StaticOptimization_force.sto`` in ``results_directory`` (columns: muscles then
-   reserves, in the model's order).
+   reserves, in the model's order; OpenSim's force file also repeats the external loads' data
+   columns, ``<body>_<force>_Fx`` ..., which mbjax leaves out).
 
 Differences: OpenSim solves each frame with IPOPT to ``optimizer_convergence_criterion``
 (default 1e-4 on its scaled problem); mbjax solves to rounding, so the two agree to OpenSim's
-tolerance (tighten it in the setup file to compare closely).  Only ``CoordinateActuator`` reserves
-are read; other actuators in ``force_set_files`` (``PointActuator``/``TorqueActuator`` residuals)
-are refused by name.
+tolerance (tighten it in the setup file to compare closely).  The actuators of ``force_set_files``
+read are ``CoordinateActuator`` reserves and the ``PointActuator``/``TorqueActuator`` residuals of
+gait analyses (:mod:`mbjax.forces.body_actuators`), with the file's ``<defaults>``; a disabled one
+(``isDisabled``/``appliesForce``) is left out as OpenSim leaves it out; any other actuator is
+refused by name.
 """
 
 from __future__ import annotations
@@ -40,9 +43,11 @@ import warnings
 from typing import NamedTuple
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .forces.body_actuators import PointActuator, TorqueActuator, actuator_matrix
 from .id_tool import _force_elements_applied, coordinate_trajectory, inverse_dynamics_frames
 from .io.storage import Table, read_storage, write_storage
 from .muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
@@ -122,13 +127,15 @@ def states_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, t
 
 
 def _reserve_arrays(model, reserves):
-    """Per-coordinate optimal force and control bounds ``(nq,)`` from :class:`Reserve` s."""
+    """Per-coordinate optimal force and control bounds ``(nq,)`` from the :class:`Reserve` s among ``reserves``."""
     names = list(model.coordinate_names)
     fr = np.zeros(len(names))
     lo = np.full(len(names), -np.inf)
     hi = np.full(len(names), np.inf)
     seen = {}
     for r in reserves:
+        if not isinstance(r, Reserve):
+            continue
         if r.coordinate not in names:
             raise ValueError(f"reserve actuator {r.name!r}: coordinate {r.coordinate!r} is not an independent "
                              f"coordinate of the model ({names})")
@@ -150,7 +157,9 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     """OpenSim's static optimization of a coordinates table (the module docstring's steps).
 
     ``external_loads``: an :class:`~mbjax.io.external_loads.ExternalLoadsFile` or None;
-    ``reserves``: :class:`Reserve` s (``CoordinateActuator``); ``progress`` prints what runs;
+    ``reserves``: :class:`Reserve` s (``CoordinateActuator``) and
+    :class:`~mbjax.forces.PointActuator` / :class:`~mbjax.forces.TorqueActuator` residuals, in the
+    order of their output columns; ``progress`` prints what runs;
     ``moment_arm_rule``: ``"opensim"`` (its unit-force moment arms, what its tool uses; they differ
     from −∂L/∂q over ellipsoids and multi-pass wraps) or ``"geometric"``.
     """
@@ -165,15 +174,20 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     lo = np.asarray(hill_parameters(paths)["minimum_activation"], float)
     reserves = tuple(reserves)
     fr, rlo, rhi = _reserve_arrays(model, reserves)
+    body = tuple(r for r in reserves if not isinstance(r, Reserve))
     kw = {}
-    if reserves:
+    if fr.any():
         kw = dict(reserves=jnp.asarray(fr), reserve_bounds=(jnp.asarray(np.where(fr > 0, rlo, 0.0)),
                                                             jnp.asarray(np.where(fr > 0, rhi, 0.0))))
+    if body:
+        kw["actuator_bounds"] = (jnp.asarray([r.min_control for r in body]),
+                                 jnp.asarray([r.max_control for r in body]))
     if progress:
         print(f"static optimization: {len(muscles)} muscles, {len(reserves)} reserves: solving (one compilation "
               "per model and frame count, frames warm-started in order) ...", flush=True)
-    res = _solve_frames(model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)), jnp.asarray(lo), kw, float(exponent),
-                        bool(use_muscle_physiology), moment_arm_rule, tuple(sorted((solver_options or {}).items())))
+    res = _solve_frames(model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)), jnp.asarray(lo), kw, body,
+                        float(exponent), bool(use_muscle_physiology), moment_arm_rule,
+                        tuple(sorted((solver_options or {}).items())))
     bad = np.nonzero(~np.asarray(res.converged))[0]
     if bad.size:
         warnings.warn(f"static optimization did not converge at {bad.size} of {t.shape[0]} frames (first at "
@@ -182,11 +196,20 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     force = np.asarray(res.forces)
     labels = muscles
     if reserves:
-        order = [list(model.coordinate_names).index(r.coordinate) for r in reserves]
-        tau_r = np.asarray(res.reserve_torques)[:, order]
-        x = tau_r / fr[order]
-        act = np.concatenate([act, x], axis=1)
-        force = np.concatenate([force, tau_r], axis=1)
+        names = list(model.coordinate_names)
+        tau_r = np.asarray(res.reserve_torques)
+        x_a = np.asarray(res.actuator_controls)
+        xs, fs = [], []
+        for r in reserves:
+            if isinstance(r, Reserve):
+                k = names.index(r.coordinate)
+                xs.append(tau_r[:, k] / fr[k])
+                fs.append(tau_r[:, k])
+            else:
+                xs.append(x_a[:, body.index(r)])
+                fs.append(xs[-1] * r.optimal_force)
+        act = np.concatenate([act, np.stack(xs, 1)], axis=1)
+        force = np.concatenate([force, np.stack(fs, 1)], axis=1)
         labels = muscles + tuple(r.name for r in reserves)
     if progress:
         print(f"static optimization: done, max |R F + τ_r - τ| = {np.max(np.abs(np.asarray(res.residual))):.2e}",
@@ -195,17 +218,20 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
 
 
 @eqx.filter_jit
-def _solve_frames(model, q, qd, qdd, tau, lo, reserve_kw, exponent, use_muscle_physiology, moment_arm_rule,
-                  solver_options):
+def _solve_frames(model, q, qd, qdd, tau, lo, reserve_kw, body_actuators, exponent, use_muscle_physiology,
+                  moment_arm_rule, solver_options):
     """All frames, compiled once per model, frame count and (static) options: a second run of the
     same setup, or another motion of the same length, does not trace again."""
     R = L = None
     if moment_arm_rule == "opensim":  # one lane-folded wrap pass for all frames, not a vmap of it
         R, L = opensim_moment_arms_and_lengths(model, q)
+    B = None
+    if body_actuators:
+        B = jax.vmap(lambda qi: actuator_matrix(model, body_actuators, qi))(q)
     return static_optimization_trajectory(
         model, q, qd, qdd, taus=tau, exponent=exponent, activation_bounds=(lo, 1.0),
         use_muscle_physiology=use_muscle_physiology, solver_options=dict(solver_options) or None,
-        moment_arm_rule=moment_arm_rule, moment_arms=R, lengths=L, **reserve_kw)
+        moment_arm_rule=moment_arm_rule, moment_arms=R, lengths=L, actuators=B, **reserve_kw)
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,25 +239,62 @@ def _solve_frames(model, q, qd, qdd, tau, lo, reserve_kw, exponent, use_muscle_p
 # --------------------------------------------------------------------------------------------
 
 
-def read_reserves(path) -> tuple[Reserve, ...]:
-    """The ``CoordinateActuator`` s of an OpenSim force-set XML file (reserve actuators); any other
-    actuator is refused, naming the file and element."""
+def read_reserves(path) -> tuple:
+    """The actuators of an OpenSim force-set XML file, in file order: ``CoordinateActuator`` as
+    :class:`Reserve`, ``PointActuator`` / ``TorqueActuator`` as :mod:`mbjax.forces.body_actuators`
+    ones.  A property an element leaves out takes the value of the file's ``<defaults>`` object of
+    the same type, else OpenSim's default; a disabled actuator is left out; any other actuator is
+    refused, naming the file and element."""
     from .io.setup_xml import SetupFile
 
     setup = SetupFile(path)
     doc = setup.doc
+    defaults = {el.tag: el for d in doc.root.iter("defaults") for el in d}
+
+    def get(kind, el, tag, default):
+        dflt = defaults.get(el.tag)
+        if dflt is not None and setup.text(el, tag) is None:
+            return kind(dflt, tag, default)
+        return kind(el, tag, default)
+
+    def text(el, tag):
+        return get(lambda e, t, d: setup.text(e, t) or d, el, tag, None)
+
     out = []
     for objs in doc.root.iter("objects"):
         for el in objs:
+            if not (el.tag.endswith("Actuator") or el.tag.endswith("Muscle")):
+                continue
+            if get(setup.flag, el, "isDisabled", False) or not get(setup.flag, el, "appliesForce", True):
+                continue
+            name = el.get("name")
+            common = dict(optimal_force=get(setup.number, el, "optimal_force", 1.0),
+                          min_control=get(setup.number, el, "min_control", -np.inf),
+                          max_control=get(setup.number, el, "max_control", np.inf))
             if el.tag == "CoordinateActuator":
-                coord = el.find("coordinate")
-                if coord is None or not (coord.text or "").strip():
+                coord = text(el, "coordinate")
+                if coord is None:
                     raise doc.error(el, "CoordinateActuator without <coordinate>")
-                out.append(Reserve(el.get("name"), coord.text.strip(), setup.number(el, "optimal_force", 1.0),
-                                   setup.number(el, "min_control", -np.inf), setup.number(el, "max_control", np.inf)))
-            elif el.tag.endswith("Actuator") or el.tag.endswith("Muscle"):
-                raise NotImplementedError(f"{doc.where(el)}: <{el.tag} name={el.get('name')!r}> is not supported as a "
-                                          "static-optimization actuator (only CoordinateActuator reserves are)")
+                out.append(Reserve(name, coord, **common))
+            elif el.tag == "PointActuator":
+                body = text(el, "body")
+                if body is None:
+                    raise doc.error(el, "PointActuator without <body>")
+                out.append(PointActuator(name, body, get(setup.vector, el, "point", (0.0, 0.0, 0.0)),
+                                         get(setup.vector, el, "direction", (1.0, 0.0, 0.0)),
+                                         get(setup.flag, el, "point_is_global", False),
+                                         get(setup.flag, el, "force_is_global", False), **common))
+            elif el.tag == "TorqueActuator":
+                body_a = text(el, "bodyA")
+                if body_a is None:
+                    raise doc.error(el, "TorqueActuator without <bodyA>")
+                out.append(TorqueActuator(name, body_a, text(el, "bodyB"),
+                                          get(setup.vector, el, "axis", (0.0, 0.0, 1.0)),
+                                          get(setup.flag, el, "torque_is_global", True), **common))
+            else:
+                raise NotImplementedError(f"{doc.where(el)}: <{el.tag} name={name!r}> is not supported as a "
+                                          "static-optimization actuator (CoordinateActuator, PointActuator and "
+                                          "TorqueActuator are)")
     return tuple(out)
 
 

@@ -23,6 +23,7 @@ import pytest
 
 import mbjax
 from mbjax.io import Table, read_storage
+from mbjax.forces import PointActuator, TorqueActuator
 from mbjax.so_tool import Reserve, read_reserves, read_so_setup, states_trajectory, static_optimization_from_setup
 
 DATA = pathlib.Path(__file__).parent / "data" / "opensim_models" / "arm26_so"
@@ -82,15 +83,34 @@ def test_tutorial_setup_runs_writes_and_satisfies_kkt(tmp_path):
 
 def test_reserves_are_read_and_other_actuators_refused(tmp_path):
     good = tmp_path / "reserves.xml"
-    good.write_text("""<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>
+    good.write_text("""<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r">
+      <defaults><CoordinateActuator name="default"><optimal_force>1000</optimal_force></CoordinateActuator>
+      </defaults><objects>
+      <PointActuator name="FX"><body>pelvis</body><point>-0.07 0 0</point><force_is_global>true</force_is_global>
+        <optimal_force>4</optimal_force></PointActuator>
       <CoordinateActuator name="elbow_reserve"><coordinate>r_elbow_flex</coordinate>
         <optimal_force>10</optimal_force><min_control>-5</min_control><max_control>5</max_control>
-      </CoordinateActuator></objects></ForceSet></OpenSimDocument>""")
-    assert read_reserves(good) == (Reserve("elbow_reserve", "r_elbow_flex", 10.0, -5.0, 5.0),)
+      </CoordinateActuator>
+      <CoordinateActuator name="off"><isDisabled>true</isDisabled><coordinate>r_shoulder_elev</coordinate>
+      </CoordinateActuator>
+      <CoordinateActuator name="shoulder_reserve"><coordinate>r_shoulder_elev</coordinate></CoordinateActuator>
+      <TorqueActuator name="MZ"><bodyA>pelvis</bodyA><bodyB>ground</bodyB><optimal_force>2</optimal_force>
+      </TorqueActuator></objects></ForceSet></OpenSimDocument>""")
+    # file order; the <defaults> optimal force; the disabled one left out; OpenSim's property defaults
+    assert read_reserves(good) == (
+        PointActuator("FX", "pelvis", (-0.07, 0.0, 0.0), (1.0, 0.0, 0.0), False, True, 4.0),
+        Reserve("elbow_reserve", "r_elbow_flex", 10.0, -5.0, 5.0),
+        Reserve("shoulder_reserve", "r_shoulder_elev", 1000.0),
+        TorqueActuator("MZ", "pelvis", "ground", (0.0, 0.0, 1.0), True, 2.0))
     bad = tmp_path / "residuals.xml"
     bad.write_text("""<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>
-      <PointActuator name="FX"><body>pelvis</body></PointActuator></objects></ForceSet></OpenSimDocument>""")
-    with pytest.raises(NotImplementedError, match=r"residuals.xml.*PointActuator.*FX"):
+      <McKibbenActuator name="FX"><body>pelvis</body></McKibbenActuator></objects></ForceSet></OpenSimDocument>""")
+    with pytest.raises(NotImplementedError, match=r"residuals.xml.*McKibbenActuator.*FX"):
+        read_reserves(bad)
+    bad.write_text("""<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>
+      <PointActuator name="FX"><body>pelvis</body><point>0 1</point></PointActuator></objects></ForceSet>
+      </OpenSimDocument>""")
+    with pytest.raises(ValueError, match=r"residuals.xml:2.*<point> must be three numbers"):
         read_reserves(bad)
 
 

@@ -10,6 +10,9 @@ from .base import ForceSet as ForceSet
 from .base import ModelForces as ModelForces
 from .base import model_forces as model_forces
 from .base import with_force_elements as with_force_elements
+from .body_actuators import PointActuator as PointActuator
+from .body_actuators import TorqueActuator as TorqueActuator
+from .body_actuators import actuator_matrix as actuator_matrix
 from .bushing import BushingForce as BushingForce
 from .bushing import body_fixed_xyz as body_fixed_xyz
 from .coordinate_limit import CoordinateLimitForce as CoordinateLimitForce

@@ -40,6 +40,19 @@ class SetupFile:
         except ValueError:
             raise self.doc.error(el.find(tag), f"<{tag}> must be a number, got {txt!r}") from None
 
+    def vector(self, el, tag, default):
+        """A 3-vector (``<point>0 0.1 0</point>``), ``default`` when absent."""
+        txt = self.text(el, tag)
+        if txt is None:
+            return default
+        try:
+            v = tuple(float(x) for x in txt.split())
+        except ValueError:
+            v = ()
+        if len(v) != 3:
+            raise self.doc.error(el.find(tag), f"<{tag}> must be three numbers, got {txt!r}")
+        return v
+
     def flag(self, el, tag, default):
         txt = self.text(el, tag)
         if txt is None:

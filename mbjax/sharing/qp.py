@@ -11,13 +11,19 @@ time, every loop a ``lax.while_loop`` with a tolerance and an iteration cap, so 
    ``optax.sgd`` (Nesterov momentum 0.9, step 1/Lip with Lip = max f'' + ρ |A|_F²) followed by
    ``optax.projections.projection_box``; outer loop: λ ← λ + ρ c until the projected-gradient
    residual and |c|_∞ are below ``alm_tol`` (1e-2: the hand-off to the polish) or ``max_outer`` passes.
-2. **KKT polish** (primal-dual active set = semismooth Newton on the natural residual
-   x - Π(x - ∇_x L₀)): bounds predicted from z = x - (∇f + Aᵀλ)/f'' (z ≤ lo: at lo, z ≥ hi: at
-   hi), then one Newton step of the KKT system with those bounds fixed; exact in one step for
-   p = 2 once the active set is right.  Stops when the natural residual (scaled units) is below
-   ``tol`` (default 0.01 √eps of the dtype).  A small ridge δ = 1e3 eps on the λ block keeps
-   the system solvable when rows lose rank (infeasible frames, :mod:`mbjax.sharing.report`).
-   If the polish does not converge the ALM iterate is returned with ``converged = False``.
+2. **Polish: damped Newton on the dual**, from the ALM's λ.  The cost is separable and strictly
+   convex, so for given λ the minimizer of Σ w|x|^p + λᵀA x over the box is explicit per entry,
+   x(λ) = clip(-sign(g) (|g| / (w p))^{1/(p-1)}, lo, hi) with g = Aᵀλ, and the dual function
+   φ(λ) = Σ w|x(λ)|^p + λᵀ(A x(λ) - b) is concave and C¹ with ∇φ = A x(λ) - b (primal feasibility;
+   stationarity and complementarity hold by construction).  Newton steps Δλ = (A S Aᵀ + δ)⁻¹ ∇φ
+   (S = 1/f'' on the free entries, 0 on the clipped ones) with Armijo backtracking on φ converge
+   from any start for a feasible problem, and in finitely many steps for p = 2 (φ is piecewise
+   quadratic), with no active-set cycling.  (Before: a primal-dual active-set Newton step on the
+   KKT system, which cycled on the Gait2354 residual-actuator frames and left them unconverged.)
+   Stops when |A x - b|_∞ (scaled units) is below ``tol`` (default 0.01 √eps of the dtype).
+   The ridge δ = 10 eps (relative to max diag AAᵀ) keeps the step defined when rows lose rank (infeasible frames,
+   :mod:`mbjax.sharing.report`: there φ grows without bound and the polish stops at its cap);
+   if the polish does not converge the ALM iterate is returned with ``converged = False``.
 3. **Implicit derivatives**: with the final active set held fixed, the solution satisfies
    G(x, λ; A, b, w, lo, hi) = 0 (stationarity on free entries, x = bound on active ones, A x = b);
    the returned point is y* - (J⁻¹G - stop_gradient(J⁻¹G)) with J = ∂G/∂(x, λ) at y* held
@@ -126,29 +132,70 @@ def _kkt(x, lam, low, up, A, b, lo, hi, w, p, reg, delta):
     return G, J
 
 
-def _polish(x, lam, A, b, lo, hi, w, p, tol, max_polish, reg, delta):
-    n = x.shape[0]
+def _dual_point(lam, A, lo, hi, w, p):
+    """x(λ) = argmin over the box of Σ w|x|^p + λᵀA x, entry by entry (module docstring, step 2)."""
+    g = A.T @ lam
+    x = -jnp.sign(g) * (jnp.abs(g) / (w * p)) ** (1.0 / (p - 1.0))
+    return jnp.clip(x, lo, hi)
 
-    def step(x, lam):
-        low, up = _active_sets(x, lam, A, lo, hi, w, p, reg)
-        G, J = _kkt(x, lam, low, up, A, b, lo, hi, w, p, reg, delta)
-        d = jnp.linalg.solve(J, G)
-        return x - d[:n], lam - d[n:]
+
+def _dual_value(lam, A, b, lo, hi, w, p):
+    x = _dual_point(lam, A, lo, hi, w, p)
+    return objective(x, w, p) + lam @ (A @ x - b), x
+
+
+#: Armijo constant and the most halvings of one dual Newton step
+_ARMIJO, _MAX_HALVINGS = 1e-4, 40
+
+
+def _polish(x, lam, A, b, lo, hi, w, p, tol, max_polish, reg, delta):
+    """Damped Newton ascent on the concave dual φ(λ) (module docstring, step 2); ``x`` only
+    seeds the returned point when no step is taken."""
+    m = lam.shape[0]
+
+    def step(lam, phi, x):
+        r = A @ x - b  # ∇φ
+        _, h = _grad_hess(x, w, p, reg)
+        free = (x > lo) & (x < hi)
+        S = jnp.where(free, 1.0 / h, 0.0)
+        H = (A * S[None, :]) @ A.T + delta * (1.0 + jnp.max(jnp.abs(jnp.diag(A @ A.T)))) * jnp.eye(m, dtype=lam.dtype)
+        d = jnp.linalg.solve(H, r)
+        slope = r @ d
+        r_inf = jnp.max(jnp.abs(r))
+
+        def ls_cond(s):
+            # Armijo on φ, or (where φ's change is below rounding, near the solution) a halved residual
+            j, t, phin, _, xn = s
+            armijo = phin >= phi + _ARMIJO * t * slope
+            shrinks = jnp.max(jnp.abs(A @ xn - b)) <= (1.0 - 0.5 * t) * r_inf
+            return (j < _MAX_HALVINGS) & ~(armijo | shrinks)
+
+        def ls_body(s):
+            j, t, _, _, _ = s
+            t = 0.5 * t
+            phin, xn = _dual_value(lam + t * d, A, b, lo, hi, w, p)
+            return j + 1, t, phin, lam + t * d, xn
+
+        phi1, x1 = _dual_value(lam + d, A, b, lo, hi, w, p)
+        _, _, phin, ln, xn = jax.lax.while_loop(ls_cond, ls_body, (jnp.zeros((), jnp.int32), jnp.ones((), lam.dtype),
+                                                                    phi1, lam + d, x1))
+        return ln, phin, xn
 
     def cond(s):
-        k, x, lam, err = s
+        k, lam, phi, x, err = s
         return (k < max_polish) & (err > tol)
 
     def body(s):
-        k, x, lam, err = s
-        xn, ln = step(x, lam)
-        ok = jnp.all(jnp.isfinite(xn)) & jnp.all(jnp.isfinite(ln))
-        xn, ln = jnp.where(ok, xn, x), jnp.where(ok, ln, lam)
+        k, lam, phi, x, err = s
+        ln, phin, xn = step(lam, phi, x)
+        ok = jnp.all(jnp.isfinite(xn)) & jnp.all(jnp.isfinite(ln)) & jnp.isfinite(phin)
+        ln, phin, xn = jnp.where(ok, ln, lam), jnp.where(ok, phin, phi), jnp.where(ok, xn, x)
         errn = jnp.where(ok, _natural_residual(xn, ln, A, b, lo, hi, w, p), jnp.inf)
-        return k + 1, xn, ln, errn
+        return k + 1, ln, phin, xn, errn
 
-    err0 = _natural_residual(x, lam, A, b, lo, hi, w, p)
-    k, x, lam, err = jax.lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), x, lam, err0))
+    phi0, x0 = _dual_value(lam, A, b, lo, hi, w, p)
+    err0 = _natural_residual(x0, lam, A, b, lo, hi, w, p)
+    k, lam, _, x, err = jax.lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), lam, phi0, x0, err0))
     return x, lam, err, k
 
 
@@ -192,7 +239,8 @@ def solve(A, b, lo, hi, w, p=2.0, x0=None, lam0=None, *, rho=30.0, inner=20, max
     x0, lam0 = jax.lax.stop_gradient((jnp.asarray(x0, dtype), jnp.asarray(lam0, dtype)))
     x_alm, lam_alm, k_alm = _alm(x0, lam0, *c, p, rho, inner, max_outer, alm_tol)
     if polish:
-        x_pol, lam_pol, err_pol, k_pol = _polish(x_alm, lam_alm, *c, p, tol, max_polish, reg, delta)
+        # the dual Newton ridge (relative) is smaller than the KKT one: δ slows it by δ / σ_min(A S Aᵀ)
+        x_pol, lam_pol, err_pol, k_pol = _polish(x_alm, lam_alm, *c, p, tol, max_polish, reg, 10 * eps)
         converged = err_pol <= tol
         x_st = jnp.where(converged, x_pol, x_alm)
         lam_st = jnp.where(converged, lam_pol, lam_alm)

@@ -24,7 +24,12 @@ Reserve actuators (``reserves``: optimal force per coordinate, OpenSim's ``Coord
 ``optimal_force``) add parameters x_j with torque F_r,j x_j and cost |x_j|^p, exactly as OpenSim
 treats every ``ScalarActuator`` (its objective Σ|x|^p runs over all actuators, unweighted; the
 muscle weights w are an addition, 1 by default).  Their bounds are ``reserve_bounds`` (OpenSim's
-default min/max control of a CoordinateActuator: ∓∞).
+default min/max control of a CoordinateActuator: ∓∞).  Other actuators (OpenSim's
+``PointActuator`` and ``TorqueActuator`` residuals on the pelvis in gait) enter the same way
+through ``actuators``: a matrix B (nq, na) whose column k is the generalized force of actuator k
+at unit control (its optimal force included, :func:`mbjax.forces.body_actuators.actuator_matrix`),
+controls x_a with cost |x_a|^p and ``actuator_bounds``; the constraint becomes
+R F(a) + diag(F_r) x + B x_a = τ.
 
 OpenSim constrains accelerations (q̈_target - q̈(x) = 0, i.e. M⁻¹(R F + τ_r - τ) = 0); with M
 regular this has the same solution set, so the torque form is used here.  Every coordinate is
@@ -53,22 +58,26 @@ from . import qp
 class SharingProblem(NamedTuple):
     """The data of one frame: moment arms ``R (nq, nm)``, force per unit activation
     ``f_opt (nm,)`` (N), activation-independent force ``f_passive (nm,)`` (N, zero unless
-    ``passive_forces``) and the torque to match ``tau (nq,)`` (N·m or N)."""
+    ``passive_forces``), the torque to match ``tau (nq,)`` (N·m or N) and, optionally, the
+    generalized force per unit control of non-muscle actuators ``actuators (nq, na)``."""
 
     moment_arms: jnp.ndarray
     f_opt: jnp.ndarray
     f_passive: jnp.ndarray
     tau: jnp.ndarray
+    actuators: jnp.ndarray | None = None
 
 
 class StaticOptimizationResult(NamedTuple):
     """Static-optimization solution (one frame, or stacked over frames by the trajectory call).
 
     ``activations (nm,)``, tendon ``forces (nm,)`` (N), ``reserve_torques (nq,)`` (zero without
-    reserves), ``residual (nq,)`` = R F + τ_r - τ (N·m), ``objective`` (Σ w a^p + Σ |x_r|^p),
+    reserves), ``residual (nq,)`` = R F + τ_r + B x_a - τ (N·m), ``objective`` (Σ w a^p + Σ |x_r|^p
+    + Σ |x_a|^p),
     ``converged`` (KKT residual below tolerance), ``iterations`` (optax ALM passes),
     ``polish_iterations`` (KKT Newton steps), ``multipliers`` (equality multipliers of the
-    row-scaled problem; pass the result back as ``initial_guess`` to warm-start).
+    row-scaled problem; pass the result back as ``initial_guess`` to warm-start),
+    ``actuator_controls (na,)``: the controls x_a of the problem's ``actuators`` (empty without).
     """
 
     activations: jnp.ndarray
@@ -80,6 +89,7 @@ class StaticOptimizationResult(NamedTuple):
     iterations: jnp.ndarray
     polish_iterations: jnp.ndarray
     multipliers: jnp.ndarray
+    actuator_controls: jnp.ndarray | None = None
 
 
 def _inextensible(kind, p, L, V, a):
@@ -108,12 +118,14 @@ def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passi
 
 
 def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_physiology=True,
-                    passive_forces=False, moment_arm_rule="geometric", R=None, L=None) -> SharingProblem:
+                    passive_forces=False, moment_arm_rule="geometric", R=None, L=None, actuators=None
+                    ) -> SharingProblem:
     """Moment arms, muscle force coefficients and the torque τ to match at one frame; τ defaults to
     ``inverse_dynamics(model, q, qd, qdd, external)``.  ``moment_arm_rule``: ``"geometric"``
     (R = −∂L/∂q, :func:`mbjax.moment_arms`) or ``"opensim"`` (OpenSim's unit-force R,
     :func:`mbjax.muscles.opensim_moment_arms`, which its StaticOptimization uses); ``R``/``L``: the
-    moment arms and lengths at ``q`` when already computed (e.g. batched), which the rule then ignores."""
+    moment arms and lengths at ``q`` when already computed (e.g. batched), which the rule then ignores;
+    ``actuators (nq, na)``: generalized force per unit control of non-muscle actuators (module docstring)."""
     q = jnp.asarray(q)
     if R is not None:
         pass
@@ -129,7 +141,12 @@ def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_ph
                                              passive_forces=passive_forces, R=R, L=L)
     if tau is None:
         tau = inverse_dynamics(model, q, qd, qdd, external)
-    return SharingProblem(R, f_opt, f_pas, jnp.asarray(tau, R.dtype))
+    if actuators is not None:
+        actuators = jnp.asarray(actuators, R.dtype)
+        if actuators.ndim != 2 or actuators.shape[0] != R.shape[0]:
+            raise ValueError(f"sharing_problem: actuators must have shape (nq, na) = ({R.shape[0]}, na), "
+                             f"got {actuators.shape}")
+    return SharingProblem(R, f_opt, f_pas, jnp.asarray(tau, R.dtype), actuators)
 
 
 def _reserve_vector(reserves, nq, dtype):
@@ -138,9 +155,10 @@ def _reserve_vector(reserves, nq, dtype):
     return jnp.broadcast_to(jnp.asarray(reserves, dtype), (nq,))
 
 
-def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, reserve_bounds):
-    """A, b, lo, hi, w of the parameter vector x = (a, τ_r / F_r) and the reserve optimal forces."""
-    R, f_opt, f_pas, tau = problem
+def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, reserve_bounds,
+             actuator_bounds=(-jnp.inf, jnp.inf)):
+    """A, b, lo, hi, w of the parameter vector x = (a, τ_r / F_r, x_a) and the reserve optimal forces."""
+    R, f_opt, f_pas, tau, B = problem
     nq, nm = R.shape
     dtype = R.dtype
     A = R * f_opt[None, :]
@@ -154,46 +172,67 @@ def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, rese
         w = jnp.concatenate([w, jnp.ones((nq,), dtype)])
         lo = jnp.concatenate([lo, jnp.broadcast_to(jnp.asarray(reserve_bounds[0], dtype), (nq,))])
         hi = jnp.concatenate([hi, jnp.broadcast_to(jnp.asarray(reserve_bounds[1], dtype), (nq,))])
+    if B is not None:
+        na = B.shape[1]
+        A = jnp.concatenate([A, B.astype(dtype)], axis=1)
+        w = jnp.concatenate([w, jnp.ones((na,), dtype)])
+        lo = jnp.concatenate([lo, jnp.broadcast_to(jnp.asarray(actuator_bounds[0], dtype), (na,))])
+        hi = jnp.concatenate([hi, jnp.broadcast_to(jnp.asarray(actuator_bounds[1], dtype), (na,))])
     return A, b, lo, hi, w, fr
 
 
+def _n_actuators(problem: SharingProblem) -> int:
+    return 0 if problem.actuators is None else problem.actuators.shape[-1]
+
+
 def solve_problem(problem: SharingProblem, *, exponent=2, weights=None, reserves=None, activation_bounds=(0.0, 1.0),
-                  reserve_bounds=(-jnp.inf, jnp.inf), initial_guess=None, solver_options=None
-                  ) -> StaticOptimizationResult:
+                  reserve_bounds=(-jnp.inf, jnp.inf), actuator_bounds=(-jnp.inf, jnp.inf), initial_guess=None,
+                  solver_options=None) -> StaticOptimizationResult:
     """Solve one frame's :class:`SharingProblem` (see :func:`static_optimization`)."""
-    R, f_opt, f_pas, tau = problem
+    R, f_opt, f_pas, tau, B = problem
     nq, nm = R.shape
+    na = _n_actuators(problem)
+    nr = 0 if reserves is None else nq
     dtype = R.dtype
-    A, b, lo, hi, w, fr = _qp_data(problem, weights, reserves, activation_bounds, reserve_bounds)
+    A, b, lo, hi, w, fr = _qp_data(problem, weights, reserves, activation_bounds, reserve_bounds, actuator_bounds)
     x0 = lam0 = None
     if initial_guess is not None:
         if isinstance(initial_guess, StaticOptimizationResult):
-            x0 = initial_guess.activations
+            parts = [initial_guess.activations]
             if fr is not None:
-                x0 = jnp.concatenate([x0, initial_guess.reserve_torques / jnp.where(fr == 0, 1.0, fr)])
+                parts.append(initial_guess.reserve_torques / jnp.where(fr == 0, 1.0, fr))
+            if na:
+                parts.append(initial_guess.actuator_controls)
+            x0 = jnp.concatenate(parts)
             lam0 = initial_guess.multipliers
         else:
             x0 = jnp.asarray(initial_guess, dtype)
-            if fr is not None and x0.shape[0] == nm:
-                x0 = jnp.concatenate([x0, jnp.zeros((nq,), dtype)])
+            if x0.shape[0] == nm and nr + na:
+                x0 = jnp.concatenate([x0, jnp.zeros((nr + na,), dtype)])
     sol = qp.solve(A, b, lo, hi, w, exponent, x0, lam0, **(solver_options or {}))
     a = sol.x[:nm]
     forces = a * f_opt + f_pas
-    tau_r = sol.x[nm:] * fr if fr is not None else jnp.zeros((nq,), dtype)
+    tau_r = sol.x[nm:nm + nr] * fr if fr is not None else jnp.zeros((nq,), dtype)
+    x_a = sol.x[nm + nr:]
     residual = R @ forces + tau_r - tau
+    if na:
+        residual = residual + B @ x_a
     return StaticOptimizationResult(a, forces, tau_r, residual, sol.objective, sol.converged, sol.alm_iterations,
-                                    sol.polish_iterations, sol.lam)
+                                    sol.polish_iterations, sol.lam, x_a)
 
 
 def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=2, weights=None, reserves=None,
                         activation_bounds=(0.0, 1.0), reserve_bounds=(-jnp.inf, jnp.inf), use_muscle_physiology=True,
-                        passive_forces=False, initial_guess=None, solver_options=None) -> StaticOptimizationResult:
+                        passive_forces=False, initial_guess=None, solver_options=None, actuators=None,
+                        actuator_bounds=(-jnp.inf, jnp.inf)) -> StaticOptimizationResult:
     """Static optimization at one frame (OpenSim's ``StaticOptimization``, module docstring).
 
     Minimizes Σ w_i a_i^p (+ Σ |τ_r,j / F_r,j|^p with reserves) subject to R F(a) + τ_r = τ and
     ``activation_bounds``.  ``tau`` overrides the inverse-dynamics torque; ``external`` is a
     generalized force Q_ext subtracted from it; ``weights`` (nm,) weigh the muscle terms;
     ``reserves`` is a scalar or ``(nq,)`` of reserve optimal forces (0 = none on that coordinate);
+    ``actuators (nq, na)`` adds other actuators by their generalized force per unit control (module
+    docstring) with ``actuator_bounds`` on their controls;
     ``initial_guess`` is activations ``(nm,)`` or a previous result (warm start);
     ``solver_options`` go to :func:`mbjax.sharing.qp.solve` (``rho``, ``inner``, ``max_outer``,
     ``tol``, ...).  Pure and vmappable; differentiable in the model's parameters (implicit
@@ -201,18 +240,19 @@ def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=
     ``converged`` or use :func:`mbjax.sharing.infeasibility_report`.
     """
     problem = sharing_problem(model, q, qd, qdd, tau=tau, external=external,
-                              use_muscle_physiology=use_muscle_physiology, passive_forces=passive_forces)
+                              use_muscle_physiology=use_muscle_physiology, passive_forces=passive_forces,
+                              actuators=actuators)
     return solve_problem(problem, exponent=exponent, weights=weights, reserves=reserves,
                          activation_bounds=activation_bounds, reserve_bounds=reserve_bounds,
-                         initial_guess=initial_guess, solver_options=solver_options)
+                         actuator_bounds=actuator_bounds, initial_guess=initial_guess, solver_options=solver_options)
 
 
 def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals=None, warm_start=True,
                                    initial_guess=None, exponent=2, weights=None, reserves=None,
                                    activation_bounds=(0.0, 1.0), reserve_bounds=(-jnp.inf, jnp.inf),
                                    use_muscle_physiology=True, passive_forces=False, solver_options=None,
-                                   moment_arm_rule="geometric", moment_arms=None, lengths=None
-                                   ) -> StaticOptimizationResult:
+                                   moment_arm_rule="geometric", moment_arms=None, lengths=None, actuators=None,
+                                   actuator_bounds=(-jnp.inf, jnp.inf)) -> StaticOptimizationResult:
     """Static optimization of ``T`` frames (``qs, qds, qdds`` of shape ``(T, nq)``); every field of
     the result gets a leading ``T`` axis.
 
@@ -221,20 +261,22 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
     ``warm_start=False`` solves all frames at once with ``vmap`` from ``initial_guess``
     (``(nm,)`` or ``(T, nm)`` activations, a least-norm start when None).  ``moment_arm_rule``: see
     :func:`sharing_problem`; ``moment_arms (T, nq, nm)`` and ``lengths (T, nm)``: precomputed per
-    frame (e.g. :func:`mbjax.muscles.opensim_moment_arms_and_lengths`, one wrap pass for all frames).
+    frame (e.g. :func:`mbjax.muscles.opensim_moment_arms_and_lengths`, one wrap pass for all frames);
+    ``actuators (T, nq, na)``: other actuators' generalized force per unit control per frame.
     """
     qs = jnp.asarray(qs)
 
-    def build(q, qd, qdd, tau, ext, R, L):
+    def build(q, qd, qdd, tau, ext, R, L, B):
         return sharing_problem(model, q, qd, qdd, tau=tau, external=ext, use_muscle_physiology=use_muscle_physiology,
-                               passive_forces=passive_forces, moment_arm_rule=moment_arm_rule, R=R, L=L)
+                               passive_forces=passive_forces, moment_arm_rule=moment_arm_rule, R=R, L=L, actuators=B)
 
-    in_axes = (0, 0, 0) + tuple(None if x is None else 0 for x in (taus, externals, moment_arms, lengths))
+    in_axes = (0, 0, 0) + tuple(None if x is None else 0 for x in (taus, externals, moment_arms, lengths, actuators))
     problems = jax.vmap(build, in_axes=in_axes)(qs, jnp.asarray(qds, qs.dtype), jnp.asarray(qdds, qs.dtype),
-                                                taus, externals, moment_arms, lengths)
+                                                taus, externals, moment_arms, lengths, actuators)
     return solve_trajectory(problems, warm_start=warm_start, initial_guess=initial_guess, exponent=exponent,
                             weights=weights, reserves=reserves, activation_bounds=activation_bounds,
-                            reserve_bounds=reserve_bounds, solver_options=solver_options)
+                            reserve_bounds=reserve_bounds, actuator_bounds=actuator_bounds,
+                            solver_options=solver_options)
 
 
 def solve_trajectory(problems: SharingProblem, *, warm_start=True, initial_guess=None, **kw) -> StaticOptimizationResult:
@@ -251,15 +293,17 @@ def solve_trajectory(problems: SharingProblem, *, warm_start=True, initial_guess
     # (default: frame 0's least-norm point A⁺b, as a cold start would use), λ = 0
     first = jax.tree_util.tree_map(lambda x: x[0], problems)
     nq = problems.tau.shape[-1]
+    na = _n_actuators(problems)
     dtype = problems.tau.dtype
     A, b, _, _, _, fr = _qp_data(first, kw.get("weights"), kw.get("reserves"), (0.0, 1.0), (-jnp.inf, jnp.inf))
+    nr = 0 if fr is None else nq
     x0 = qp.least_norm_start(A, b) if initial_guess is None else jnp.asarray(initial_guess, dtype)
-    if fr is not None and x0.shape[0] == nm:
-        x0 = jnp.concatenate([x0, jnp.zeros((nq,), dtype)])
+    if x0.shape[0] == nm and nr + na:
+        x0 = jnp.concatenate([x0, jnp.zeros((nr + na,), dtype)])
     zq = jnp.zeros((nq,), dtype)
-    carry0 = StaticOptimizationResult(x0[:nm], jnp.zeros((nm,), dtype), zq if fr is None else x0[nm:] * fr, zq,
-                                      jnp.zeros((), dtype), jnp.zeros((), bool), jnp.zeros((), jnp.int32),
-                                      jnp.zeros((), jnp.int32), zq)
+    carry0 = StaticOptimizationResult(x0[:nm], jnp.zeros((nm,), dtype), zq if fr is None else x0[nm:nm + nr] * fr,
+                                      zq, jnp.zeros((), dtype), jnp.zeros((), bool), jnp.zeros((), jnp.int32),
+                                      jnp.zeros((), jnp.int32), zq, x0[nm + nr:])
 
     def step(prev, pr):
         r = solve_problem(pr, initial_guess=prev, **kw)

@@ -8,6 +8,17 @@ formulation, not IPOPT's stopping rule or the file's digits.
 
 The stored ``PhysiologicalResults`` of the tutorial came from an older OpenSim and the tutorial's
 own copy of arm26: mbjax is reported against them too (printed, with a loose bound).
+
+A gait trial (tests/data/opensim_models/gait2354_so: the scaled Gait2354 subject with 54 muscles,
+the pipeline's 6 pelvis residuals, PointActuator and TorqueActuator, and 17 coordinate reserves,
+both ground reactions, 19 frames) runs the same way.  There OpenSim's IPOPT ends every frame with
+"Restoration failed" at convergence criterion 1e-10 and an acceleration-constraint violation of
+~1e-3 rad/s² at the toes (4.4 at one frame), so its activations are not the optimum to 1e-6.  The test checks
+(1) the formulation: OpenSim's own solution, evaluated in mbjax's problem (M, τ with the ground
+reactions, unit-force moment arms, f_opt, the residuals' columns), has the very constraint
+violation ‖M⁻¹(R F + B x - τ)‖ that OpenSim reports for it, at every frame; (2) optimality:
+mbjax's solution meets the constraints to 1e-8 and costs no more than OpenSim's wherever
+OpenSim's is feasible; (3) the activations agree except where OpenSim stopped early.
 """
 
 from __future__ import annotations
@@ -21,11 +32,19 @@ import pytest
 pytestmark = pytest.mark.validation
 osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
 
+import re  # noqa: E402
+
+import jax  # noqa: E402
+
 import mbjax  # noqa: E402
+from mbjax.forces import actuator_matrix  # noqa: E402
 from mbjax.io import read_storage  # noqa: E402
-from mbjax.so_tool import static_optimization_from_setup  # noqa: E402
+from mbjax.muscles import opensim_moment_arms  # noqa: E402
+from mbjax.sharing import muscle_force_coefficients  # noqa: E402
+from mbjax.so_tool import Reserve, static_optimization_from_setup  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "opensim_models" / "arm26_so"
+GAIT = DATA.parent / "gait2354_so"
 
 
 def _opensim_setup(tmp_path):
@@ -72,3 +91,100 @@ def test_tutorial_static_optimization_equals_opensim(tmp_path):
     assert da.max() < 1e-6
     assert df.max() < 1e-3
     assert ds.max() < 0.1  # a different OpenSim and model copy: same motion, same muscles, close
+
+
+def _gait_setup(tmp_path):
+    """The gait setup with absolute paths, 17 digits and OpenSim's tightest practical IPOPT settings."""
+    text = (GAIT / "subject01_Setup_StaticOptimization.xml").read_text()
+    ids = GAIT.parent / "gait2354_id"
+    for old, new in (("<model_file>subject01_simbody.osim</model_file>",
+                      f"<model_file>{GAIT / 'subject01_simbody.osim'}</model_file>"),
+                     ("<force_set_files>gait2354_CMC_Actuators.xml</force_set_files>",
+                      f"<force_set_files>{GAIT / 'gait2354_CMC_Actuators.xml'}</force_set_files>"),
+                     ("<external_loads_file>../gait2354_id/subject01_walk1_grf.xml</external_loads_file>",
+                      f"<external_loads_file>{ids / 'subject01_walk1_grf.xml'}</external_loads_file>"),
+                     ("<coordinates_file>../gait2354_id/subject01_walk1_ik.mot</coordinates_file>",
+                      f"<coordinates_file>{ids / 'subject01_walk1_ik.mot'}</coordinates_file>"),
+                     ("<results_directory>ResultsStaticOptimization</results_directory>",
+                      f"<results_directory>{tmp_path / 'opensim'}</results_directory>"),
+                     ("<output_precision>8</output_precision>", "<output_precision>16</output_precision>"),
+                     ("<use_muscle_physiology>true</use_muscle_physiology>",
+                      "<use_muscle_physiology>true</use_muscle_physiology>"
+                      "<optimizer_convergence_criterion>1e-10</optimizer_convergence_criterion>"
+                      "<optimizer_max_iterations>1000</optimizer_max_iterations>")):
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "setup.xml"
+    path.write_text(text)
+    return path
+
+
+def test_gait_static_optimization_with_residuals_equals_opensim(tmp_path):
+    setup = _gait_setup(tmp_path)
+    sink = osim.StringLogSink()
+    osim.Logger.addSink(sink)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        osim.AnalyzeTool(str(setup)).run()
+    finally:
+        os.chdir(cwd)
+        osim.Logger.removeSink(sink)
+    log = sink.getString()
+    reported = np.array([float(v) for v in re.findall(r"Constraint violation = ([0-9.eE+-]+)", log)])
+    performance = np.array([float(v) for v in re.findall(r"Performance = ([0-9.eE+-]+)", log)])
+    model = mbjax.io.load_osim(GAIT / "subject01_simbody.osim")
+    res = static_optimization_from_setup(setup, model, results_directory=tmp_path / "mbjax", progress=False)
+    act = read_storage(tmp_path / "opensim" / "subject01_walk1_StaticOptimization_activation.sto")
+    force = read_storage(tmp_path / "opensim" / "subject01_walk1_StaticOptimization_force.sto")
+    assert act.labels == res.labels and len(res.labels) == 54 + 6 + 17  # muscles, residuals, reserves
+    np.testing.assert_allclose(res.time, act.time, rtol=0, atol=1e-12)
+    T = res.time.size
+    assert T == 19 and reported.shape == (T,) and performance.shape == (T,)
+
+    # (1) OpenSim's solution in mbjax's problem has the violation OpenSim reports, frame by frame
+    nm = len(res.muscle_names)
+    body = tuple(r for r in res.reserves if not isinstance(r, Reserve))
+    names = list(model.coordinate_names)
+    x = act.data
+
+    @jax.jit
+    def pieces(q, qd):
+        R = opensim_moment_arms(model, q)
+        f_opt, _ = muscle_force_coefficients(model, q, qd, R=R)
+        return R, f_opt, actuator_matrix(model, body, q), mbjax.mass_matrix(model, q)
+
+    ours_violation = np.empty(T)
+    for k in range(T):
+        R, f_opt, B, M = (np.asarray(v) for v in pieces(res.q[k], res.qd[k]))
+        gen = R @ (x[k, :nm] * f_opt)
+        for j, r in enumerate(res.reserves):
+            if isinstance(r, Reserve):
+                gen[names.index(r.coordinate)] += x[k, nm + j] * r.optimal_force
+            else:
+                gen += B[:, body.index(r)] * x[k, nm + j]
+        ours_violation[k] = np.linalg.norm(np.linalg.solve(M, gen - res.tau[k]))
+    dv = np.abs(ours_violation - reported)
+    print(f"\ngait SO, {T} frames: OpenSim's reported constraint violation {reported.min():.1e}-{reported.max():.2f} "
+          f"rad/s²; recomputed in mbjax's problem: max |Δ| {dv.max():.1e}")
+    assert np.all(dv <= 1e-7 + 1e-6 * reported)
+
+    # (2) mbjax: feasible to rounding, and no costlier than OpenSim wherever OpenSim is feasible
+    assert np.asarray(res.result.converged).all()
+    assert np.abs(np.asarray(res.result.residual)).max() < 1e-8
+    objective = np.sum(res.activations ** 2, axis=1)
+    np.testing.assert_allclose(objective, np.asarray(res.result.objective), rtol=1e-12)
+    feasible = reported < 1e-4
+    assert feasible.sum() >= 2
+    assert np.all(objective[feasible] <= performance[feasible] * (1 + 1e-9))
+    close = reported < 1e-2  # elsewhere OpenSim's is cheaper only by violating the constraints by ~1e-3
+    assert np.all((objective - performance)[close] <= 1e-6 * performance[close])
+
+    # (3) activations and forces: equal except where OpenSim stopped early
+    da = np.abs(res.activations - act.data)
+    df = np.abs(res.forces - force.data[:, [force.labels.index(n) for n in res.labels]])
+    print(f"mbjax cost below OpenSim's at its feasible frames by {performance[feasible] - objective[feasible]}; "
+          f"|Δa| median {np.median(da):.1e}, max {da.max():.1e} ({res.labels[int(da.max(0).argmax())]}); "
+          f"|ΔF| max {df.max():.1e} N")
+    assert np.median(da) < 1e-6
+    assert da.max() < 2e-2

@@ -1,0 +1,126 @@
+"""OpenSim's body actuators, ``PointActuator`` and ``TorqueActuator``, as generalized forces.
+
+Residual actuators of gait analyses are of this kind: forces and torques on the pelvis that absorb
+what the model and the ground reactions do not balance.  Each is a scalar actuator: control x,
+actuation x · ``optimal_force`` (``computeActuation``), applied as OpenSim 4.6's ``computeForce``:
+
+* ``PointActuator``: force x F_opt d̂ (``direction`` normalized, OpenSim's ``UnitVec3``) at
+  ``point`` of ``body``; the direction is in ground axes if ``force_is_global`` else in the body's;
+  the point in the body frame unless ``point_is_global`` (then the body point *at* that ground
+  location in the current pose).  OpenSim's defaults: point 0, direction (1, 0, 0), both flags false.
+* ``TorqueActuator``: torque x F_opt â on ``body_a`` (``axis`` normalized, in ground axes if
+  ``torque_is_global``, OpenSim's default, else in body A's) and the opposite torque on ``body_b``
+  (none when ``body_b`` is ground or not given).
+
+The generalized force of actuator k at control x is B_k(q) x with B_k = J_kᵀ (unit load) F_opt,
+the same virtual-work map as every applied load (:meth:`mbjax.ExternalLoads.generalized_forces`,
+Eq. 46/161 of the Ehsani seed).  :func:`actuator_matrix` stacks the columns ``(nq, na)``;
+static optimization takes it as its ``actuators`` (:mod:`mbjax.sharing.static_optimization`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._loads import ExternalLoads
+from .._model import GROUND
+
+
+class PointActuator(NamedTuple):
+    """OpenSim ``PointActuator`` (module docstring)."""
+
+    name: str
+    body: str
+    point: tuple = (0.0, 0.0, 0.0)
+    direction: tuple = (1.0, 0.0, 0.0)
+    point_is_global: bool = False
+    force_is_global: bool = False
+    optimal_force: float = 1.0
+    min_control: float = -np.inf
+    max_control: float = np.inf
+
+
+class TorqueActuator(NamedTuple):
+    """OpenSim ``TorqueActuator`` (module docstring); ``body_b`` None or ``"ground"``: no reaction torque."""
+
+    name: str
+    body_a: str
+    body_b: str | None = None
+    axis: tuple = (0.0, 0.0, 1.0)
+    torque_is_global: bool = True
+    optimal_force: float = 1.0
+    min_control: float = -np.inf
+    max_control: float = np.inf
+
+
+def _unit(v, what):
+    v = np.asarray(v, float)
+    n = np.linalg.norm(v)
+    if v.shape != (3,) or not np.isfinite(n) or n == 0.0:
+        raise ValueError(f"{what}: needs a finite non-zero 3-vector, got {v.tolist()}")
+    return v / n
+
+
+def _loads(model, actuators):
+    """One :class:`ExternalLoads` holding every application (a torque actuator with a body B has
+    two) at unit control, and for each application the index of its actuator."""
+    bodies, points, forces, torques, pframes, fframes, owner = [], [], [], [], [], [], []
+    names = set(model.body_names)
+    for k, a in enumerate(actuators):
+        if isinstance(a, PointActuator):
+            if a.body not in names:
+                raise ValueError(f"PointActuator {a.name!r}: body {a.body!r} is not a body of the model")
+            d = _unit(a.direction, f"PointActuator {a.name!r} direction")
+            bodies.append(a.body)
+            points.append(np.asarray(a.point, float))
+            forces.append(d * a.optimal_force)
+            torques.append(np.zeros(3))
+            pframes.append(GROUND if a.point_is_global else a.body)
+            fframes.append(GROUND if a.force_is_global else a.body)
+            owner.append(k)
+        elif isinstance(a, TorqueActuator):
+            ax = _unit(a.axis, f"TorqueActuator {a.name!r} axis") * a.optimal_force
+            frame = GROUND if a.torque_is_global else a.body_a
+            for body, sign in ((a.body_a, 1.0), (a.body_b, -1.0)):
+                if body is None or body == GROUND:
+                    continue
+                if body not in names:
+                    raise ValueError(f"TorqueActuator {a.name!r}: body {body!r} is not a body of the model")
+                bodies.append(body)
+                points.append(np.zeros(3))
+                forces.append(np.zeros(3))
+                torques.append(sign * ax)
+                pframes.append(body)
+                fframes.append(frame)
+                owner.append(k)
+        else:
+            raise TypeError(f"not a PointActuator or TorqueActuator: {a!r}")
+    if not bodies:
+        return None, np.zeros((0,), np.int32)
+    loads = ExternalLoads(tuple(bodies), np.asarray(points), np.asarray(forces), np.asarray(torques),
+                          point_frames=tuple(pframes), force_frames=tuple(fframes))
+    return loads, np.asarray(owner, np.int32)
+
+
+def actuator_matrix(model, actuators, q):
+    """``B (nq, na)``: column k is the generalized force of ``actuators[k]`` at control 1 and pose
+    ``q`` (module docstring).  One pose; ``jax.vmap`` over frames."""
+    actuators = tuple(actuators)
+    q = jnp.asarray(q)
+    dtype = jnp.result_type(q, float)
+    loads, owner = _loads(model, actuators)
+    if loads is None:
+        return jnp.zeros((model.n_coordinates, len(actuators)), dtype)
+    onehot = jnp.asarray(owner[None, :] == np.arange(len(actuators))[:, None], dtype)  # (na, napps)
+
+    def column(mask):
+        one = ExternalLoads(loads.bodies, loads.points.astype(dtype), loads.forces.astype(dtype) * mask[:, None],
+                            loads.torques.astype(dtype) * mask[:, None], point_frames=loads.point_frames,
+                            force_frames=loads.force_frames)
+        return one.generalized_forces(model, q)
+
+    return jax.vmap(column)(onehot).T
