@@ -94,6 +94,23 @@ def test_synthetic_matches_slsqp():
     assert n_active > 0  # the bounds were exercised
 
 
+def test_gait_residual_frame_matches_slsqp():
+    """A Gait2354 frame with 54 muscles, 6 pelvis residuals and 17 coordinate reserves (23 rows, 83
+    columns, row-scaled A spanning 1e-3..1): the previous primal-dual active-set polish cycled on
+    it and returned converged = False; the damped dual Newton converges and equals SLSQP."""
+    d = np.load(pathlib.Path(__file__).parent / "data" / "sharing" / "gait2354_residuals_frame0.npz")
+    A, b, lo, hi, w = (d[k] for k in ("A", "b", "lo", "hi", "w"))
+    sol = qp.solve(A, b, lo, hi, w, 2.0)
+    assert bool(sol.converged)
+    ref = _slsqp(A, b, lo, hi, w, 2.0)
+    assert ref.success
+    x = np.asarray(sol.x)
+    assert float(sol.objective) <= ref.fun + 1e-9 * ref.fun
+    np.testing.assert_allclose(x, ref.x, atol=1e-5)
+    np.testing.assert_allclose(A @ x, b, atol=1e-9 * np.abs(A).max())
+    assert np.all(x >= lo) and np.all(x <= hi)
+
+
 def test_synthetic_derivative_vs_finite_differences():
     """Implicit derivative (forward mode, one program) of a loss of the solution in a random
     direction of (A, b, w) vs central differences of the same program."""
