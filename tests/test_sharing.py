@@ -109,6 +109,10 @@ def test_gait_residual_frame_matches_slsqp():
     np.testing.assert_allclose(x, ref.x, atol=1e-5)
     np.testing.assert_allclose(A @ x, b, atol=1e-9 * np.abs(A).max())
     assert np.all(x >= lo) and np.all(x <= hi)
+    # float32: converged (tolerance relative to the rhs, where rounding is), close to float64
+    s32 = qp.solve(*(jnp.asarray(v, jnp.float32) for v in (A, b, lo, hi, w)), 2.0)
+    assert bool(s32.converged) and s32.x.dtype == jnp.float32
+    assert abs(float(s32.objective) - ref.fun) < 1e-4 * ref.fun
 
 
 def test_synthetic_derivative_vs_finite_differences():

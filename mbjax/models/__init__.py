@@ -1,5 +1,6 @@
 """Built-in models: four-bar, five-bar, Andrews squeezer, shoulder, seven-segment planar human, and the
-shipped OpenSim examples, loadable by name (:func:`load`, :func:`model_path`; :func:`arm26`)."""
+shipped OpenSim examples, loadable by name (:func:`load`, :func:`model_path`; :func:`arm26`), and a worked
+OpenSim pipeline (:func:`pipeline_path`)."""
 
 from . import planar_human as planar_human
 from . import shoulder as shoulder
@@ -11,3 +12,5 @@ from .opensim_examples import arm26_path as arm26_path
 from .opensim_examples import EXAMPLES as EXAMPLES
 from .opensim_examples import load as load
 from .opensim_examples import model_path as model_path
+from .opensim_examples import PIPELINES as PIPELINES
+from .opensim_examples import pipeline_path as pipeline_path

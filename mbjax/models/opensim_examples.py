@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib.resources
 
-__all__ = ["arm26", "arm26_path", "load", "model_path", "EXAMPLES"]
+__all__ = ["arm26", "arm26_path", "load", "model_path", "pipeline_path", "EXAMPLES", "PIPELINES"]
 
 #: built-in name -> packaged file
 EXAMPLES = {
@@ -35,6 +35,23 @@ EXAMPLES = {
     "gait2392": "gait2392_thelen2003muscle.osim",
     "gait2392_millard": "gait2392_millard2012muscle.osim",
 }
+
+
+#: built-in name -> packaged folder of a worked OpenSim pipeline (model, data, setup files, reference outputs)
+PIPELINES = {
+    "gait2354_walk": "gait2354_walk",
+}
+
+
+def pipeline_path(name: str) -> str:
+    """Folder of the packaged pipeline ``name``: ``"gait2354_walk"`` is OpenSim's Gait2354 walking
+    trial (``Pipelines/Gait2354_Simbody``): the scaled subject model with 54 muscles, its markers
+    (``.trc``), ground reactions, the IK and ID setup files, a static-optimization setup with the
+    pipeline's residual and reserve actuators, and OpenSim's stored IK and ID outputs in
+    ``reference/`` (see its NOTICE)."""
+    if name not in PIPELINES:
+        raise ValueError(f"no shipped pipeline named {name!r}; shipped: {', '.join(PIPELINES)}")
+    return str(importlib.resources.files("mbjax.models").joinpath("data", PIPELINES[name]))
 
 
 def model_path(name: str) -> str:

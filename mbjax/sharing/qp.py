@@ -20,7 +20,9 @@ time, every loop a ``lax.while_loop`` with a tolerance and an iteration cap, so 
    from any start for a feasible problem, and in finitely many steps for p = 2 (φ is piecewise
    quadratic), with no active-set cycling.  (Before: a primal-dual active-set Newton step on the
    KKT system, which cycled on the Gait2354 residual-actuator frames and left them unconverged.)
-   Stops when |A x - b|_∞ (scaled units) is below ``tol`` (default 0.01 √eps of the dtype).
+   Stops when |A x - b|_∞ (scaled units) is below ``tol`` · max(1, |b|_∞) (``tol``: default 0.01 √eps
+   of the dtype; relative to the right-hand side, because rounding in A x is: a residual row with
+   optimal force 8 N carrying 700 N of ground reaction has |b| ≈ 90 in scaled units).
    The ridge δ = 10 eps (relative to max diag AAᵀ) keeps the step defined when rows lose rank (infeasible frames,
    :mod:`mbjax.sharing.report`: there φ grows without bound and the polish stops at its cap);
    if the polish does not converge the ALM iterate is returned with ``converged = False``.
@@ -210,7 +212,8 @@ def least_norm_start(A, b):
 
 
 def default_tolerance(dtype) -> float:
-    """0.01 √eps of ``dtype`` (1.5e-10 in float64, 3.5e-6 in float32), in the scaled units."""
+    """0.01 √eps of ``dtype`` (1.5e-10 in float64, 3.5e-6 in float32), in the scaled units, times
+    max(1, |b|_∞) in :func:`solve`."""
     return 0.01 * float(jnp.finfo(dtype).eps) ** 0.5
 
 
@@ -238,6 +241,7 @@ def solve(A, b, lo, hi, w, p=2.0, x0=None, lam0=None, *, rho=30.0, inner=20, max
         lam0 = jnp.zeros((m,), dtype)
     x0, lam0 = jax.lax.stop_gradient((jnp.asarray(x0, dtype), jnp.asarray(lam0, dtype)))
     x_alm, lam_alm, k_alm = _alm(x0, lam0, *c, p, rho, inner, max_outer, alm_tol)
+    tol = tol * jnp.maximum(1.0, jnp.max(jnp.abs(c[1]))) if m else tol  # relative to the scaled rhs
     if polish:
         # the dual Newton ridge (relative) is smaller than the KKT one: δ slows it by δ / σ_min(A S Aᵀ)
         x_pol, lam_pol, err_pol, k_pol = _polish(x_alm, lam_alm, *c, p, tol, max_polish, reg, 10 * eps)
