@@ -1,5 +1,5 @@
-"""The OpenSim pipeline on the arm26 tutorial's own files: markers → IK → static optimization,
-mbjax vs OpenSim 4.6's tools on the same setup files, in one run.
+"""OpenSim's pipelines on their own files: markers → IK (→ ID) → static optimization, mbjax vs
+OpenSim 4.6's tools on the same setup files, in one run.
 
 * IK: ``arm26_Setup_InverseKinematics.xml`` (121 frames, 3 markers); mbjax
   :func:`mbjax.inverse_kinematics_from_setup` (batched Gauss-Newton, warm-started chunks) vs
@@ -7,18 +7,23 @@ mbjax vs OpenSim 4.6's tools on the same setup files, in one run.
 * SO: ``arm26_Setup_StaticOptimization.xml`` (121 frames, 6 muscles, 6 Hz filter) on arm26 with its
   wrap objects (``--straight``: without); mbjax :func:`mbjax.static_optimization_from_setup` vs
   ``opensim.AnalyzeTool(setup).run()``.
+* Gait (``--case gait``): the shipped Gait2354 walking pipeline (``mbjax.models.pipeline_path``), one
+  gait cycle 0.4-1.6 s: its IK setup (73 frames, 39 markers), its ID setup (ground reactions, 6 Hz),
+  and the static-optimization setup with the pipeline's 6 pelvis residuals and 17 reserves
+  (76 frames, 54 muscles), each vs the OpenSim tool on the same file.
 
 For mbjax, *cold* is the first call in a fresh process (tracing and XLA compilation included) and
 *warm* the best of ``--repeat`` further calls on the same files (compiled programs reused).  The
 ratio is OpenSim's time over mbjax's.  Writes nothing into the repository (a temporary folder).
 
-    .venv/bin/python benchmarks/pipeline.py [--straight] [--repeat N] [--device cpu|gpu]
+    .venv/bin/python benchmarks/pipeline.py [--case arm26|gait|all] [--straight] [--repeat N] [--device cpu|gpu]
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 import time
@@ -31,6 +36,8 @@ from _timing import device_setup  # noqa: E402
 def _extra(ap):
     ap.add_argument("--straight", action="store_true", help="arm26 without its wrap objects")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--case", choices=("arm26", "gait", "all"), default="all",
+                    help="the arm26 tutorial (IK + SO), the Gait2354 gait cycle (IK + ID + SO), or both")
 
 
 args = device_setup(__doc__.splitlines()[0], _extra)
@@ -69,8 +76,22 @@ def _time(fn, repeat):
     return cold, warm, out
 
 
-def main():
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="mbjax_pipeline_"))
+def _table(title, rows):
+    print(f"\n{title}\n{'step':8s} {'mbjax cold (s)':>15s} {'mbjax warm (s)':>15s} {'OpenSim (s)':>12s} "
+          f"{'warm ratio':>11s} {'cold ratio':>11s}")
+    for name, cold, warm, ref_t in rows:
+        print(f"{name:8s} {cold:15.3f} {warm:15.4f} {ref_t:12.3f} {ref_t / warm:10.1f}x {ref_t / cold:10.2f}x")
+
+
+def _opensim():
+    try:
+        import opensim as osim
+    except ImportError:
+        return None
+    return osim
+
+
+def arm26(tmp):
     model_file = mbjax.models.model_path("arm26")
     if args.straight:
         model_file = strip_wrapping(model_file, str(tmp / "arm26_straight.osim"))
@@ -102,10 +123,7 @@ def main():
         so_setup, model, write=False, progress=False), args.repeat)
     print(f"IK: {ik.time.size} frames, marker RMS max {np.nanmax(ik.rms) * 1e3:.2f} mm; "
           f"SO: {so.time.size} frames, converged {bool(np.asarray(so.result.converged).all())}")
-    try:
-        import opensim as osim
-    except ImportError:
-        osim = None
+    osim = _opensim()
     os_ik = os_so = float("nan")
     if osim is not None:
         cwd = os.getcwd()
@@ -123,12 +141,72 @@ def main():
         cols = [list(ref.labels).index(m) for m in so.labels]
         print(f"SO activations vs OpenSim's (its default criterion 1e-4): max |Δa| "
               f"{np.abs(so.activations - ref.data[:, cols]).max():.1e}")
-    rows = [("IK", ik_cold, ik_warm, os_ik), ("SO", so_cold, so_warm, os_so),
-            ("IK + SO", ik_cold + so_cold, ik_warm + so_warm, os_ik + os_so)]
-    print(f"\n{'step':8s} {'mbjax cold (s)':>15s} {'mbjax warm (s)':>15s} {'OpenSim (s)':>12s} "
-          f"{'warm ratio':>11s} {'cold ratio':>11s}")
-    for name, cold, warm, ref_t in rows:
-        print(f"{name:8s} {cold:15.3f} {warm:15.4f} {ref_t:12.3f} {ref_t / warm:10.1f}x {ref_t / cold:10.2f}x")
+    _table("arm26 tutorial", [("IK", ik_cold, ik_warm, os_ik), ("SO", so_cold, so_warm, os_so),
+                              ("IK + SO", ik_cold + so_cold, ik_warm + so_warm, os_ik + os_so)])
+
+
+def gait(tmp):
+    """OpenSim's Gait2354 walking pipeline (shipped): IK, ID and SO of one gait cycle, 0.4-1.6 s."""
+    folder = tmp / "gait2354_walk"
+    shutil.copytree(mbjax.models.pipeline_path("gait2354_walk"), folder)
+    ik_setup, id_setup, so_setup = (folder / f"subject01_Setup_{n}.xml"
+                                    for n in ("IK", "InverseDynamics", "StaticOptimization"))
+    # OpenSim's IK would overwrite the coordinates file that both ID runs read: write it aside
+    text = ik_setup.read_text()
+    assert "<output_motion_file>subject01_walk1_ik.mot</output_motion_file>" in text
+    ik_setup.write_text(text.replace("<output_motion_file>subject01_walk1_ik.mot</output_motion_file>",
+                                     "<output_motion_file>ik_opensim.mot</output_motion_file>"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        model = mbjax.io.load_osim(folder / "subject01_simbody.osim")
+        markers = load_markers(folder / "subject01_simbody.osim", model)
+        load = time.perf_counter() - t0
+    print(f"\nGait2354 walking trial (23 coordinates, 54 muscles, 39 markers), model load {load:.2f} s")
+    ik_cold, ik_warm, ik = _time(lambda: mbjax.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False),
+                                 args.repeat)
+    id_cold, id_warm, idr = _time(lambda: mbjax.inverse_dynamics_from_setup(id_setup, model, write=False),
+                                  args.repeat)
+    so_cold, so_warm, so = _time(lambda: mbjax.static_optimization_from_setup(
+        so_setup, model, write=False, progress=False), args.repeat)
+    print(f"IK: {ik.time.size} frames, marker RMS max {np.nanmax(ik.rms) * 1e3:.1f} mm; ID: {idr.time.size} frames; "
+          f"SO: {so.time.size} frames (54 muscles + 23 residual/reserve actuators), converged "
+          f"{bool(np.asarray(so.result.converged).all())}")
+    osim = _opensim()
+    os_ik = os_id = os_so = float("nan")
+    if osim is not None:
+        cwd = os.getcwd()
+        os.chdir(folder)  # OpenSim opens the setups' relative paths from the working directory
+        try:
+            t0 = time.perf_counter()
+            osim.InverseKinematicsTool(str(ik_setup)).run()
+            os_ik = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            osim.InverseDynamicsTool(str(id_setup)).run()
+            os_id = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            osim.AnalyzeTool(str(so_setup)).run()
+            os_so = time.perf_counter() - t0
+        finally:
+            os.chdir(cwd)
+        ref = mbjax.io.read_storage(folder / "ResultsInverseDynamics" / "inverse_dynamics.sto")
+        d_id = max(np.abs(idr.tau[:, idr.labels.index(c)] - ref.column(c)).max() for c in ref.labels)
+        ref = mbjax.io.read_storage(folder / "ResultsStaticOptimization"
+                                    / "subject01_walk1_StaticOptimization_activation.sto")
+        da = np.abs(so.activations - ref.data[:, [list(ref.labels).index(m) for m in so.labels]])
+        print(f"ID vs OpenSim's: max |Δτ| {d_id:.1e}; SO activations vs OpenSim's (its default criterion 1e-4): "
+              f"median |Δa| {np.median(da):.1e}, max {da.max():.1e}")
+    _table("Gait2354 gait cycle", [
+        ("IK", ik_cold, ik_warm, os_ik), ("ID", id_cold, id_warm, os_id), ("SO", so_cold, so_warm, os_so),
+        ("total", ik_cold + id_cold + so_cold, ik_warm + id_warm + so_warm, os_ik + os_id + os_so)])
+
+
+def main():
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="mbjax_pipeline_"))
+    if args.case in ("arm26", "all"):
+        arm26(tmp)
+    if args.case in ("gait", "all"):
+        gait(tmp)
     print("\nratio = OpenSim time / mbjax time (above 1: mbjax faster); cold = first call, compilation included")
 
 

@@ -31,6 +31,14 @@ its ellipsoid path (an iterated approximation) is not quite: arm26's BIClong ove
 ellipsoid differs by 0.26 mm about the shoulder.  OpenSim's static optimization and its reported
 lengthening speeds (V = −Rᵀq̇, wrap points moving with their bodies) use this R.
 
+**Fast path without wrap objects.**  A segment between two points of one body has the length of
+their body-frame distance, which depends on q only through moving points, so
+r_OpenSim = R_geometric + ∂/∂q Σ_{same-body segments} |p_b − p_a| (body-frame locations): the
+closed-form :func:`mbjax.moment_arms` plus a correction that needs no kinematics (zero in models
+without ``MovingPathPoint`` s), instead of forward-differentiating the cross-body lengths through
+the whole kinematics (29× slower on Gait2354).  The reference :func:`cross_body_lengths` route
+stays for wrapped paths and in the tests.
+
 Tested against OpenSim 4.6's ``computeMomentArm`` in ``tests/validation/test_opensim_moment_arms.py``.
 Use the geometric R for dynamics (it is the generalized force a tension produces through the
 model's true kinematics: M q̈ + N q̇ = G + R F); use this function to reproduce numbers from
@@ -48,7 +56,8 @@ from typing import NamedTuple
 from .._kinematics import check_vector, forward_pass
 from .._model import Model
 from .geometry import path_geometry, wrap_frames, wrapped_paths
-from .paths import get_paths, path_state
+from .moment_arms import moment_arms
+from .paths import _active, _locations, _safe_norm, get_paths, path_state
 
 
 def cross_body_lengths(model: Model, q, frozen=None) -> jnp.ndarray:
@@ -137,6 +146,34 @@ def _wrapped_cross_body_lengths(model: Model, q, frozen: FrozenWrap):
     return jnp.sum(jnp.where(seg, proj, 0.0), axis=1)
 
 
+def same_body_lengths(model: Model, q) -> jnp.ndarray:
+    """Σ of the path segments whose ends lie on one body, ``(nm,)``, from body-frame locations
+    (no kinematics): L = cross-body + same-body lengths for straight-line paths."""
+    paths = get_paths(model)
+    q = jnp.asarray(q)
+    loc, _ = _locations(paths, q, False)
+    active = _active(paths, q)
+    body = np.asarray(paths.body)
+    npt = body.shape[1]
+    later = np.triu(np.ones((npt, npt), dtype=bool), k=1)
+    cand = jnp.asarray(later)[None] & active[:, None, :]
+    nxt = jnp.argmax(cand, axis=-1)
+    seg = active & jnp.any(cand, axis=-1)
+    same = jnp.asarray(body) == jnp.take_along_axis(jnp.asarray(body), nxt, axis=1)
+    loc_next = jnp.take_along_axis(loc, nxt[..., None], axis=1)
+    d = loc_next - loc
+    ell = _safe_norm(d, jnp.sum(loc * loc, -1) + jnp.sum(loc_next * loc_next, -1))
+    return jnp.sum(jnp.where(seg & same, ell, 0.0), axis=1)
+
+
+def _straight_opensim_moment_arms(model: Model, q):
+    """Fast path without wrap objects (module docstring): R_geometric + ∂(same-body lengths)/∂q."""
+    R = moment_arms(model, q)
+    if not get_paths(model).moving_maps:
+        return R
+    return R + jax.jacfwd(lambda x: same_body_lengths(model, x))(jnp.asarray(q, R.dtype)).T
+
+
 def opensim_moment_arms_and_lengths(model: Model, qs):
     """OpenSim's moment arms ``(T, nq, nm)`` and the path lengths ``(T, nm)`` at ``T`` poses
     ``qs (T, nq)``, with one lane-folded wrap pass for all poses (no ``vmap`` over the wrap pass;
@@ -162,17 +199,20 @@ def opensim_moment_arms_and_lengths(model: Model, qs):
         wp_t = type(wp)(*(front(a, 0) for a in wp))
         frozen = jax.vmap(lambda w, r, o: _freeze(model, w, r, o))(wp_t, front(rot, 0), front(org, 0))
     lengths = jnp.where(jnp.sum(geo.active, axis=1) >= 2, lengths, jnp.nan).T
+    if frozen is None:
+        return jax.vmap(lambda x: _straight_opensim_moment_arms(model, x))(qs), lengths
 
     def one(x, fz):
         return -jax.jacfwd(lambda y: cross_body_lengths(model, y, fz))(x).T
 
-    R = jax.vmap(one)(qs, frozen) if frozen is not None else jax.vmap(lambda x: one(x, None))(qs)
-    return R, lengths
+    return jax.vmap(one)(qs, frozen), lengths
 
 
 def opensim_moment_arms(model: Model, q) -> jnp.ndarray:
     """Moment arms ``(nq, nm)`` as OpenSim's ``Muscle.computeMomentArm`` reports them (see module doc),
     over wrap surfaces too."""
     q = check_vector(model, q)
-    frozen = frozen_wrap_paths(model, q) if get_paths(model).wraps is not None else None
+    if get_paths(model).wraps is None:
+        return _straight_opensim_moment_arms(model, q)
+    frozen = frozen_wrap_paths(model, q)
     return -jax.jacfwd(lambda x: cross_body_lengths(model, x, frozen))(q).T

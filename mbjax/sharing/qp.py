@@ -10,7 +10,8 @@ time, every loop a ``lax.while_loop`` with a tolerance and an iteration cap, so 
    on the row-scaled problem (each row of A, b divided by its largest |A_ij|), ρ = 30.  Inner loop (20 steps):
    ``optax.sgd`` (Nesterov momentum 0.9, step 1/Lip with Lip = max f'' + ρ |A|_F²) followed by
    ``optax.projections.projection_box``; outer loop: λ ← λ + ρ c until the projected-gradient
-   residual and |c|_∞ are below ``alm_tol`` (1e-2: the hand-off to the polish) or ``max_outer`` passes.
+   residual and |c|_∞ are below ``alm_tol`` (1e-2) or after ``first_outer`` passes (2): the hand-off to
+   the polish; only when the polish fails does the ALM go on, to ``max_outer`` passes, and polish again.
 2. **Polish: damped Newton on the dual**, from the ALM's λ.  The cost is separable and strictly
    convex, so for given λ the minimizer of Σ w|x|^p + λᵀA x over the box is explicit per entry,
    x(λ) = clip(-sign(g) (|g| / (w p))^{1/(p-1)}, lo, hi) with g = Aᵀλ, and the dual function
@@ -147,7 +148,7 @@ def _dual_value(lam, A, b, lo, hi, w, p):
 
 
 #: Armijo constant and the most halvings of one dual Newton step
-_ARMIJO, _MAX_HALVINGS = 1e-4, 40
+_ARMIJO, _MAX_HALVINGS = 1e-4, 50
 
 
 def _polish(x, lam, A, b, lo, hi, w, p, tol, max_polish, reg, delta):
@@ -166,10 +167,12 @@ def _polish(x, lam, A, b, lo, hi, w, p, tol, max_polish, reg, delta):
         r_inf = jnp.max(jnp.abs(r))
 
         def ls_cond(s):
-            # Armijo on φ, or (where φ's change is below rounding, near the solution) a halved residual
+            # Armijo on φ, or, where φ's change is below its rounding (near the solution, in float32),
+            # a halved residual with φ not lower than rounding allows (φ must not fall: that cycles)
             j, t, phin, _, xn = s
             armijo = phin >= phi + _ARMIJO * t * slope
-            shrinks = jnp.max(jnp.abs(A @ xn - b)) <= (1.0 - 0.5 * t) * r_inf
+            shrinks = (jnp.max(jnp.abs(A @ xn - b)) <= (1.0 - 0.5 * t) * r_inf) & (
+                phin >= phi - 100 * jnp.finfo(phi.dtype).eps * jnp.abs(phi))
             return (j < _MAX_HALVINGS) & ~(armijo | shrinks)
 
         def ls_body(s):
@@ -218,10 +221,15 @@ def default_tolerance(dtype) -> float:
 
 
 def solve(A, b, lo, hi, w, p=2.0, x0=None, lam0=None, *, rho=30.0, inner=20, max_outer=40, alm_tol=1e-2,
-          tol=None, max_polish=30, polish=True) -> QPSolution:
+          tol=None, max_polish=30, polish=True, first_outer=MIN_OUTER) -> QPSolution:
     """Minimize Σ w |x|^p s.t. A x = b, lo ≤ x ≤ hi (module docstring); differentiable in A, b, lo,
     hi, w through the implicit-function theorem at the solution.  ``x0``/``lam0`` warm-start the
-    ALM (λ in the units of the row-scaled problem, as returned in ``QPSolution.lam``)."""
+    ALM (λ in the units of the row-scaled problem, as returned in ``QPSolution.lam``).
+
+    With ``polish``, the ALM first runs ``first_outer`` passes and hands over to the dual Newton
+    polish; only if that does not converge does the ALM go on (to ``max_outer`` passes) and polish
+    again.  The dual Newton converges from any λ of a feasible problem, so the long ALM runs only
+    for hard or infeasible frames (where its iterate is the answer returned)."""
     A = jnp.asarray(A)
     dtype = A.dtype
     b, lo, hi, w = (jnp.asarray(v, dtype) for v in (b, lo, hi, w))
@@ -240,15 +248,28 @@ def solve(A, b, lo, hi, w, p=2.0, x0=None, lam0=None, *, rho=30.0, inner=20, max
     if lam0 is None:
         lam0 = jnp.zeros((m,), dtype)
     x0, lam0 = jax.lax.stop_gradient((jnp.asarray(x0, dtype), jnp.asarray(lam0, dtype)))
-    x_alm, lam_alm, k_alm = _alm(x0, lam0, *c, p, rho, inner, max_outer, alm_tol)
     tol = tol * jnp.maximum(1.0, jnp.max(jnp.abs(c[1]))) if m else tol  # relative to the scaled rhs
     if polish:
         # the dual Newton ridge (relative) is smaller than the KKT one: δ slows it by δ / σ_min(A S Aᵀ)
-        x_pol, lam_pol, err_pol, k_pol = _polish(x_alm, lam_alm, *c, p, tol, max_polish, reg, 10 * eps)
+        def alm_then_polish(x, lam, passes):
+            xa, la, ka = _alm(x, lam, *c, p, rho, inner, passes, alm_tol)
+            xp, lp, ep, kp = _polish(xa, la, *c, p, tol, max_polish, reg, 10 * eps)
+            return xa, la, ka, xp, lp, ep, kp
+
+        first = alm_then_polish(x0, lam0, min(int(first_outer), int(max_outer)))
+
+        def more(prev):  # the polish failed: go on with the ALM from its iterate, then polish again
+            xa, la, ka, *_ = prev
+            out = alm_then_polish(xa, la, max_outer)
+            return out[:2] + (ka + out[2],) + out[3:]
+
+        x_alm, lam_alm, k_alm, x_pol, lam_pol, err_pol, k_pol = jax.lax.cond(
+            first[5] <= tol, lambda prev: prev, more, first)
         converged = err_pol <= tol
         x_st = jnp.where(converged, x_pol, x_alm)
         lam_st = jnp.where(converged, lam_pol, lam_alm)
     else:
+        x_alm, lam_alm, k_alm = _alm(x0, lam0, *c, p, rho, inner, max_outer, alm_tol)
         k_pol = jnp.zeros((), jnp.int32)
         x_st, lam_st = x_alm, lam_alm
     x_st = jnp.clip(x_st, c[2], c[3])
