@@ -12,8 +12,9 @@ its solution balances the coordinate tasks with weight 1000 · Σ w_m = 92100, n
 marker tasks only, the normalisation does not move the solution.
 
 ``method="scan"`` (default, ``lax.scan`` over frames): frame 0 is solved from ``q0`` (default: the
-model's default pose, as OpenSim's first ``assemble``), each later frame from the previous frame's
-solution, as OpenSim's ``track`` does.  ``method="vmap"``: every frame in parallel from its own
+model's default pose, as OpenSim's first ``assemble``) by Levenberg-Marquardt, each later frame
+from the previous frame's solution, as OpenSim's ``track`` does, by Gauss-Newton (Levenberg-Marquardt
+again where Gauss-Newton does not converge).  ``method="vmap"``: every frame in parallel from its own
 start ``q0 (T, nq)`` (a previous or coarser solution: the batched polish on an accelerator).  Each
 frame is solved to the same tolerance either way, and both take one compilation per marker count:
 weights, bounds, locks and tasks are traced arrays.
@@ -158,21 +159,43 @@ def _residual(u, args):
 
 
 def _solve(spec: _Spec, fx: _Fixed, u0, x, w, qref):
+    """Levenberg-Marquardt from ``u0`` (a cold start: the first frame, or every frame of ``vmap``)."""
     solver = optx.LevenbergMarquardt(rtol=spec.rtol, atol=spec.atol)
     sol = optx.least_squares(_residual, solver, u0, args=(fx, x, w, qref), max_steps=spec.max_steps, throw=False)
     return sol.value, sol.result == optx.RESULTS.successful, sol.stats["num_steps"]
 
 
+def _solve_warm(spec: _Spec, fx: _Fixed, u0, x, w, qref):
+    """A frame warm-started from the previous solution: undamped Gauss-Newton converges in about
+    half the steps of Levenberg-Marquardt there (12 vs 27 on Gait2354, to the same tolerance); a
+    frame it does not solve is solved again by Levenberg-Marquardt from the same start."""
+    solver = optx.GaussNewton(rtol=spec.rtol, atol=spec.atol)
+    sol = optx.least_squares(_residual, solver, u0, args=(fx, x, w, qref), max_steps=spec.max_steps, throw=False)
+    ok = (sol.result == optx.RESULTS.successful) & jnp.all(jnp.isfinite(sol.value))
+    gn = (sol.value, ok, sol.stats["num_steps"])
+
+    def fallback(_):
+        u, ok_lm, steps = _solve(spec, fx, u0, x, w, qref)
+        return u, ok_lm, steps + gn[2]
+
+    return jax.lax.cond(ok, lambda _: gn, fallback, None)
+
+
 @eqx.filter_jit
-def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
-    """One chunk of frames: ``lax.scan`` (each frame from the previous solution, ``u_start (nq,)``)
-    or ``vmap`` (every frame from its own ``u_start (C, nq)``, in parallel)."""
+def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start, cold):
+    """One chunk of frames: ``lax.scan`` (each frame from the previous solution, ``u_start (nq,)``;
+    ``cold``: the chunk's first frame starts from no solution, so Levenberg-Marquardt solves it, the
+    later ones :func:`_solve_warm`) or ``vmap`` (every frame from its own ``u_start (C, nq)``, in
+    parallel, Levenberg-Marquardt)."""
     if spec.method == "scan":
         def step(u, frame):
-            out = _solve(spec, fx, _restart(fx, u), *frame)
+            k, xk, wk, rk = frame
+            u0 = _restart(fx, u)
+            out = jax.lax.cond(cold & (k == 0), lambda _: _solve(spec, fx, u0, xk, wk, rk),
+                               lambda _: _solve_warm(spec, fx, u0, xk, wk, rk), None)
             return out[0], out
 
-        _, (u, ok, steps) = jax.lax.scan(step, u_start, (x, w, qref))
+        _, (u, ok, steps) = jax.lax.scan(step, u_start, (jnp.arange(x.shape[0]), x, w, qref))
     else:
         u, ok, steps = jax.vmap(lambda u0, xk, wk, rk: _solve(spec, fx, u0, xk, wk, rk))(u_start, x, w, qref)
     q = jax.vmap(lambda uk: _to_q(fx, uk))(u)
@@ -323,7 +346,8 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
             n = b - a
             pad = np.r_[np.arange(a, b), np.full(C - n, b - 1)].astype(int)
             u_start = u if method == "scan" else u[pad]
-            uc, qc, xmc, okc, stc = _solve_chunk(spec, fx, j(x[pad]), j(w[pad]), j(qref[pad]), u_start)
+            uc, qc, xmc, okc, stc = _solve_chunk(spec, fx, j(x[pad]), j(w[pad]), j(qref[pad]), u_start,
+                                                 jnp.asarray(c == 0))
             q_out[a:b] = np.asarray(qc)[:n]
             xm_out[a:b] = np.asarray(xmc)[:n]
             ok_out[a:b] = np.asarray(okc)[:n]
