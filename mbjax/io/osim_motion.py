@@ -13,6 +13,9 @@ converts only rotational coordinates, so :func:`mbjax.io.coordinates_from_table`
 
 from __future__ import annotations
 
+import functools
+import os
+
 from .osim import _Doc, _coordinate_elements, _function_element, _has_function, _text
 
 _FIXED = {"PinJoint": "R", "SliderJoint": "T", "UniversalJoint": "RR", "GimbalJoint": "RRR", "BallJoint": "RRR",
@@ -34,7 +37,16 @@ def _joints(root):
 
 
 def motion_types(path) -> dict[str, str]:
-    """Coordinate name -> ``"rotational"``, ``"translational"``, ``"coupled"`` or ``"undefined"``."""
+    """Coordinate name -> ``"rotational"``, ``"translational"``, ``"coupled"`` or ``"undefined"``.
+
+    Parsed once per file version (cached on the path and its modification time and size): the
+    tools read it for every coordinates table they convert."""
+    st = os.stat(path)
+    return dict(_motion_types_cached(os.path.abspath(os.fspath(path)), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=32)
+def _motion_types_cached(path, mtime_ns, size) -> dict[str, str]:
     doc = _Doc(path)
     out: dict[str, str] = {}
     for j in _joints(doc.root):
