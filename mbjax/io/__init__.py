@@ -1,6 +1,7 @@
 """Model import: URDF and OpenSim (.osim 3.x and 4.x); OpenSim data files (.mot/.sto/.trc)."""
 
 from .osim import load_osim as load_osim
+from .osim_write import write_osim as write_osim
 from .urdf import load_urdf as load_urdf
 # OpenSim data files and model markers (issue 17 items 3-4)
 from .osim_markers import load_markers as load_markers
