@@ -193,11 +193,11 @@ def opensim_moment_arms_and_lengths(model: Model, qs):
         lengths = lengths.at[np.asarray(paths.wraps.muscles)].set(wp.length)
         rot, org = wrap_frames(model, kin)
 
-        def front(a, k):  # the trailing batch axis to the front
+        def front(a):  # the trailing batch axis to the front
             return jnp.moveaxis(a, -1, 0)
 
-        wp_t = type(wp)(*(front(a, 0) for a in wp))
-        frozen = jax.vmap(lambda w, r, o: _freeze(model, w, r, o))(wp_t, front(rot, 0), front(org, 0))
+        wp_t = type(wp)(*(front(a) for a in wp))
+        frozen = jax.vmap(lambda w, r, o: _freeze(model, w, r, o))(wp_t, front(rot), front(org))
     lengths = jnp.where(jnp.sum(geo.active, axis=1) >= 2, lengths, jnp.nan).T
     if frozen is None:
         return jax.vmap(lambda x: _straight_opensim_moment_arms(model, x))(qs), lengths
