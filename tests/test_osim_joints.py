@@ -131,16 +131,17 @@ def test_opt_outs_are_explicit(tmp_path):
     text = _model_text("FreeJoint").replace("</JointSet>", """</JointSet>
 <ConstraintSet name="constraintset"><objects><PointOnLineConstraint name="pol"><isEnforced>true</isEnforced>
   <socket_line_body>/ground</socket_line_body><socket_follower_body>/bodyset/b</socket_follower_body></PointOnLineConstraint></objects></ConstraintSet>
-<ForceSet name="forceset"><objects><HuntCrossleyForce name="contact" /></objects></ForceSet>""")
+<ForceSet name="forceset"><objects><ElasticFoundationForce name="contact" /></objects></ForceSet>""")
     path = os.path.join(str(tmp_path), "free.osim")
     with open(path, "w") as fh:
         fh.write(text)
     with pytest.raises(NotImplementedError, match="PointOnLineConstraint name='pol'.*ignore_constraints"):
         load_osim(path)
-    with pytest.raises(NotImplementedError, match="HuntCrossleyForce name='contact'.*ignore_forces"):
+    with pytest.raises(NotImplementedError, match="ElasticFoundationForce name='contact'.*ignore_forces"):
         load_osim(path, ignore_constraints=("PointOnLineConstraint",))
     with pytest.warns(UserWarning, match="not modelled"):
-        model = load_osim(path, ignore_constraints=("PointOnLineConstraint",), ignore_forces=("HuntCrossleyForce",))
-    assert model.extras["osim"].ignored == (("PointOnLineConstraint", "pol"), ("HuntCrossleyForce", "contact"))
+        model = load_osim(path, ignore_constraints=("PointOnLineConstraint",),
+                          ignore_forces=("ElasticFoundationForce",))
+    assert model.extras["osim"].ignored == (("PointOnLineConstraint", "pol"), ("ElasticFoundationForce", "contact"))
     with pytest.raises(ValueError, match="cannot be ignored"):
         load_osim(path, ignore_forces=("Thelen2003Muscle",))

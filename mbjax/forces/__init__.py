@@ -19,5 +19,6 @@ from .coordinate_limit import CoordinateLimitForce as CoordinateLimitForce
 from .coordinate_limit import smooth_step as smooth_step
 from .expression import compile_expression as compile_expression
 from .expression_coordinate import ExpressionBasedCoordinateForce as ExpressionBasedCoordinateForce
+from .hunt_crossley import HuntCrossleyForce as HuntCrossleyForce
 from .point_to_point_spring import PointToPointSpring as PointToPointSpring
 from .spring_generalized import SpringGeneralizedForce as SpringGeneralizedForce

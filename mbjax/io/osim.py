@@ -60,11 +60,12 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   straight-line paths (warned, and recorded in ``OsimInfo.wrapping_ignored``).  An unknown
   ``<method>`` falls back to hybrid, as in OpenSim.
 
-* Forces and constraints mbjax does not model (contact, the
+* Forces and constraints mbjax does not model (ElasticFoundationForce contact, the
   deprecated Schutte/Delp muscles, non-coupler constraints) are refused by name unless listed in
-  ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).  Sets that change no quantity
-  mbjax computes from the model are not read: ContactGeometrySet (used only by contact forces),
-  ControllerSet (mbjax takes excitations as inputs), ProbeSet, visual geometry.
+  ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).  The ContactGeometrySet is
+  read only for the geometry a HuntCrossleyForce names.  Sets that change no quantity mbjax
+  computes from the model are not read: ControllerSet (mbjax takes excitations as inputs),
+  ProbeSet, visual geometry.
 
 * Bodies: inertias are used as given, as OpenSim does; physically impossible ones (not positive
   semidefinite, or principal moments violating the triangle inequality, e.g. MoBL's clavicle and
@@ -156,7 +157,6 @@ _REFUSED_JOINTS = {
 }
 #: forces refused by name, with what they would change
 _REFUSED_FORCES = {
-    "HuntCrossleyForce": "HuntCrossleyForce (contact between ContactGeometry, changes dynamics) is not modelled",
     "ElasticFoundationForce": "ElasticFoundationForce (contact, changes dynamics) is not modelled",
     "Schutte1993Muscle_Deprecated": "Schutte1993Muscle_Deprecated (spline force-length/velocity curves that "
                                     "the Thelen and Millard models cannot reproduce) is not modelled",

@@ -2,7 +2,8 @@
 
 Modelled (:data:`MODELLED_FORCES`): ``CoordinateLimitForce``, ``SpringGeneralizedForce``,
 ``ExpressionBasedCoordinateForce``, ``PointToPointSpring``, ``BushingForce`` (4.x ``socket_frame1/2``
-with the force's own ``<frames>``, or 3.x ``body_1``/``location_body_1``/``orientation_body_1``).
+with the force's own ``<frames>``, or 3.x ``body_1``/``location_body_1``/``orientation_body_1``),
+``HuntCrossleyForce`` (sphere and half-space ``ContactGeometry``, :mod:`mbjax.io.osim_contact`).
 An element with ``appliesForce`` false (3.x: ``isDisabled`` true) is skipped, as OpenSim skips it.
 
 Coordinates: an element on an independent coordinate reads ``q``; on a coupled (eliminated) one it
@@ -23,10 +24,11 @@ from ..forces.bushing import BushingForce
 from ..forces.coordinate_limit import CoordinateLimitForce
 from ..forces.expression_coordinate import ExpressionBasedCoordinateForce
 from ..forces.point_to_point_spring import PointToPointSpring
+from .osim_contact import read_hunt_crossley
 from ..forces.spring_generalized import SpringGeneralizedForce
 
 MODELLED_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce",
-                   "PointToPointSpring", "BushingForce")
+                   "PointToPointSpring", "BushingForce", "HuntCrossleyForce")
 _COORDINATE_FORCES = MODELLED_FORCES[:3]
 #: (joint type, coordinate index) pairs whose coordinate translates
 _TRANSLATIONAL = {("SliderJoint", 0), ("FreeJoint", 3), ("FreeJoint", 4), ("FreeJoint", 5), ("PlanarJoint", 1),
@@ -187,7 +189,11 @@ def read_force_elements(loader, model, elements):
             if b1 == b2:
                 raise doc.error(el, "BushingForce between two frames of the same body")
             by_kind[el.tag].append((name, bidx(b1), bidx(b2), x1, x2, k, c))
-    return _stacks(model, by_kind), tuple(dropped)
+        elif el.tag == "HuntCrossleyForce":
+            by_kind[el.tag].append(el)
+    stacks = _stacks(model, by_kind)
+    contact = read_hunt_crossley(loader, model, by_kind["HuntCrossleyForce"])
+    return stacks + ([contact] if contact is not None else []), tuple(dropped)
 
 
 def _stacks(model, by_kind):

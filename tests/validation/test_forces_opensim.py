@@ -14,11 +14,18 @@ coordinates, ``∇g`` rows for coupled ones; ``N⁻¹`` where ``u`` is not ``q̇
   PointToPointSpring, BushingForce (offset frames, all six stiffnesses and dampings).
 * OpenSim's WalkerModel (PlanarJoint + pins, four CoordinateLimitForces; its HuntCrossleyForces
   opted out), states reaching past the coordinate ranges.
+* HuntCrossleyForce (contact): a synthetic model (tests/_contact_models.py: several spheres on a
+  floor, mixed contact parameters, a sphere-sphere pair, a half space on a moving body) at states
+  where spheres penetrate 1-10 mm and slide, including Simbody's stop at a contact with ``f <= 0``;
+  and the library models WalkerModel, DynamicJumperModel and ToyLandingModel (copies without their
+  coordinate couplers and locks, so every OpenSim coordinate is one of mbjax's) with the root
+  lowered until the deepest sphere penetrates 1-10 mm.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -31,6 +38,7 @@ import pytest
 import mbjax
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from _contact_models import CONTACT_MODEL, contact_state  # noqa: E402
 from _force_models import COUPLER, FORCE_MODEL, KINDS  # noqa: E402
 
 pytestmark = pytest.mark.validation
@@ -198,3 +206,70 @@ def test_walker_model_matches_opensim(tmp_path):
     print("WalkerModel, max relative error vs OpenSim:", err)
     for k, e in err.items():
         assert e < 1e-9, (k, e)
+
+
+def _no_dependent(name, values):
+    raise KeyError(name)
+
+
+def _contact_element(model):
+    return next(e for e in model.extras["forces"].elements if isinstance(e, mbjax.forces.HuntCrossleyForce))
+
+
+def test_contact_model_matches_opensim(tmp_path):
+    path = _write(tmp_path, CONTACT_MODEL, "contact.osim")
+    model = mbjax.io.load_osim(path)
+    el = _contact_element(model)
+    rng = np.random.default_rng(11)
+    stopped = sphere_sphere = moving_half_space = 0
+    for _ in range(12):  # the states _compare draws (same seed): what they exercise
+        q = contact_state(model, el, rng)
+        qd = rng.uniform(-2, 2, q.size)
+        depth = np.asarray(el.contacts(model, jnp.asarray(q))[0])
+        inc = np.asarray(el.pair_forces(model, jnp.asarray(q), jnp.asarray(qd))[2])
+        stopped += np.sum((depth > 0) & ~inc)
+        kinds = [tuple(el.surface_kind[s] for s in p) for p in el.pairs]
+        sphere_sphere += sum(i for i, k in zip(inc, kinds) if k == ("sphere", "sphere"))
+        moving_half_space += sum(i for i, p in zip(inc, el.pairs) if el.surface_body[p[0]] >= 0)
+    assert stopped and sphere_sphere and moving_half_space, (stopped, sphere_sphere, moving_half_space)
+    err = _compare(path, model, lambda r: contact_state(model, el, r), _no_dependent, ("HuntCrossleyForce",),
+                   n_states=12, seed=11)
+    print("contact model, max relative error vs OpenSim:", err)
+    assert err["HuntCrossleyForce"] < 1e-9, err
+
+
+@pytest.mark.parametrize("rel, vertical", [("WalkerModel/WalkerModel.osim", "Pelvis_ty"),
+                                           ("Jumper/DynamicJumperModel.osim", "pelvis_ty"),
+                                           ("ToyLanding/ToyLandingModel.osim", "pelvis_ty")])
+def test_library_contact_matches_opensim(tmp_path, rel, vertical):
+    src = _library_file(rel)
+    if src is None:
+        pytest.skip("OpenSim model library not available (set OPENSIM_MODELS_DIR)")
+    if os.path.exists(str(src)) and len(src) < 4096:
+        with open(src) as fh:
+            src = fh.read()
+    # every OpenSim coordinate one of mbjax's (the contact force does not depend on the couplers)
+    src = re.sub(r"(<ConstraintSet[^>]*>\s*<objects>).*?(</objects>)", r"\1\2", src, flags=re.S)
+    path = _write(tmp_path, src.replace("<locked>true</locked>", "<locked>false</locked>"), os.path.basename(rel))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.io.load_osim(path)
+    el = _contact_element(model)
+    iy = model.coordinate_names.index(vertical)
+    lo = np.maximum(np.asarray(model.extras["osim"].lower), -1.0)
+    hi = np.minimum(np.asarray(model.extras["osim"].upper), 1.0)
+    q0 = np.asarray(model.extras["osim"].default)
+    floor = np.array([el.surface_kind[a] == "halfspace" for a, _ in el.pairs])
+
+    def draw(rng):
+        q = q0 + 0.3 * rng.uniform(-1, 1, q0.size) * (hi - lo) / 2
+        target = rng.uniform(0.001, 0.01)
+        for _ in range(3):  # lower the root until the deepest sphere is `target` into the floor
+            depth, normal = (np.asarray(x)[floor] for x in el.contacts(model, jnp.asarray(q))[:2])
+            k = np.argmax(depth)
+            q[iy] -= (target - depth[k]) / normal[k, 1]
+        return q
+
+    err = _compare(path, model, draw, _no_dependent, ("HuntCrossleyForce",), n_states=6)
+    print(rel, "max relative error vs OpenSim:", err)
+    assert err["HuntCrossleyForce"] < 1e-9, err
