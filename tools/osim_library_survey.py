@@ -22,7 +22,7 @@ import warnings
 #: The explicit opt-outs that load the rest of the library: contact and bushing forces, a
 #: point-to-point spring, the deprecated Schutte muscle (path kept), point-on-line constraints.
 LIBRARY_OPT_OUTS = dict(
-    ignore_forces=("HuntCrossleyForce", "BushingForce", "PointToPointSpring", "Schutte1993Muscle_Deprecated"),
+    ignore_forces=("Schutte1993Muscle_Deprecated",),
     ignore_constraints=("PointOnLineConstraint",),
 )
 

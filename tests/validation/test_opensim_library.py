@@ -2,9 +2,10 @@
 
 The library (github.com/opensim-org/opensim-models) is not vendored: point ``OPENSIM_MODELS_DIR``
 at a checkout (the folder holding ``Models/``); the tests skip when it is unset.  Each model is
-loaded with the explicit opt-outs of :data:`OPT_OUTS` (contact, bushing and point-to-point forces,
-the deprecated Schutte muscle's force model, point-on-line constraints: elements mbjax does not
-model, which change neither kinematics, path geometry nor the mass matrix).
+loaded with the explicit opt-outs of :data:`OPT_OUTS` (the deprecated Schutte muscle's force model
+and point-on-line constraints: elements mbjax does not model, which change neither kinematics, path
+geometry nor the mass matrix).  Contact, bushing and point-to-point forces load as force elements
+(compared with OpenSim's in tests/validation/test_forces_opensim.py).
 
 At a few random poses inside the coordinate ranges (locked coordinates at their defaults, coupled
 ones from OpenSim's own coupler functions):
@@ -49,7 +50,7 @@ ROOT = os.environ.get("OPENSIM_MODELS_DIR", "")
 FILES = sorted(os.path.relpath(f, ROOT) for f in glob.glob(os.path.join(ROOT, "Models", "**", "*.osim"), recursive=True)) if ROOT else []
 #: the explicit opt-outs (as in tools/osim_library_survey.py)
 OPT_OUTS = dict(
-    ignore_forces=("HuntCrossleyForce", "BushingForce", "PointToPointSpring", "Schutte1993Muscle_Deprecated"),
+    ignore_forces=("Schutte1993Muscle_Deprecated",),
     ignore_constraints=("PointOnLineConstraint",),
 )
 #: compile-heavy models (many muscles, wrapping): extended group
