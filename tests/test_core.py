@@ -105,10 +105,14 @@ def test_derivatives_through_dispatch():
     nb = tree.n_bodies
     sk = mbjax._spatial.skew
 
+    def cayley(w):  # (I - w̃)⁻¹(I + w̃): a rotation for every w, smooth, identity at 0 (compiles
+        # in a fraction of jax.scipy.linalg.expm's time under grad: 8.7 -> 4.0 s measured)
+        return jnp.linalg.solve(jnp.eye(3) - sk(w), jnp.eye(3) + sk(w))
+
     def perturbed(p):
-        rot = jax.vmap(lambda w: jax.scipy.linalg.expm(sk(w)))(p["w_off"])
+        rot = jax.vmap(cayley)(p["w_off"])
         offset = tree.offset.at[:, :3, :3].set(tree.offset[:, :3, :3] @ rot).at[:, :3, 3].add(p["d_off"])
-        axis = jnp.einsum("bij,bj->bi", jax.vmap(lambda w: jax.scipy.linalg.expm(sk(w)))(p["w_axis"]), tree.axis)
+        axis = jnp.einsum("bij,bj->bi", jax.vmap(cayley)(p["w_axis"]), tree.axis)
         sym = p["d_inertia"] + jnp.swapaxes(p["d_inertia"], 1, 2)
         return eqx.tree_at(lambda m: (m.offset, m.axis, m.mass, m.com, m.inertia), tree,
                            (offset, axis, tree.mass + p["d_mass"], tree.com + p["d_com"], tree.inertia + sym))

@@ -33,11 +33,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 pytestmark = pytest.mark.validation
 osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
 
-from mbjax._kinematics import forward_pass  # noqa: E402
 from mbjax.io import load_osim  # noqa: E402
 from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
-from mbjax.muscles.geometry import path_geometry, wrapped_paths  # noqa: E402
 from mbjax.muscles.paths import get_paths  # noqa: E402
 from _osim_models import ARM26, MOBL, RAJAGOPAL  # noqa: E402
 
@@ -71,38 +69,48 @@ def _poses(model, n, seed):
     return lo + (hi - lo) * rng.uniform(0.02, 0.98, size=(n, lo.size))
 
 
-def _wrap_flags(model):
-    """Which wrap of each wrapped muscle is on the path, at poses ``(B, nq)`` -> ``(B, nw, W)``.
+def _wrap_flags(model, oracle):
+    """Which wrap objects have a path on their surface in OpenSim, for each wrapped muscle at pose
+    ``q`` (a hashable tuple per pose): the ``PathWrapPoint`` s of ``GeometryPath.getCurrentPath``
+    with a positive ``getWrapLength`` (OpenSim keeps tangent points with no arc between them on a
+    path for a while; mbjax's ``wrapped_paths(...).surface > 0`` does not count those either).
 
-    The poses go in batch-last (no ``vmap``): the wrap pass folds them into its lanes and skips
-    passes once every lane has converged, which a ``vmap`` would turn into always running all 8."""
-    def flags(qs):
-        q = qs.T
-        kin = forward_pass(model, q)
-        return jnp.moveaxis(wrapped_paths(model, q, kin, path_geometry(model, q, kin)).surface > 0, -1, 0)
+    OpenSim's flags, not mbjax's: 0.2 ms a pose and no second compiled wrap pass (mbjax's flags
+    cost a 20 s compile).  Measured on the lines of :func:`_transitions`: the same poses as with
+    mbjax's flags, to 7e-13."""
+    names = model.coordinate_names
+    wrapped = [model.muscle_names[m] for m in np.asarray(get_paths(model).wraps.muscles)]
 
-    return jax.jit(flags)
+    def flags(q):
+        oracle.set(names, q)
+        out = []
+        for m in wrapped:
+            cp = osim.GeometryPath.safeDownCast(oracle.muscles[m].getPath()).getCurrentPath(oracle.state)
+            points = (osim.PathWrapPoint.safeDownCast(cp.get(i)) for i in range(cp.getSize()))
+            out.append(tuple(sorted({p.getWrapObject().getName() for p in points
+                                     if p is not None and p.getWrapLength(oracle.state) > 0})))
+        return tuple(out)
+
+    return flags
 
 
-def _transitions(model, n_lines, seed, steps=24, rounds=9):
+def _transitions(path, model, n_lines, seed, steps=24, rounds=9):
     """Poses just before and after a wrap switches on or off, along lines between random poses.
 
     Each refinement round evaluates ``steps`` poses in the bracketing interval (a ``steps``-ary
-    search: 9 rounds of 24 narrow it by 23⁹ ≈ 2e12), so the flags function is compiled once, for
-    one batch size."""
-    flags = _wrap_flags(model)
+    search: 9 rounds of 24 narrow it by 23⁹ ≈ 2e12)."""
+    flags = _wrap_flags(model, OpenSimReference(path))
     ends = _poses(model, 2 * n_lines, seed)
     out = []
     t = np.linspace(0.0, 1.0, steps)
     for a, b in zip(ends[::2], ends[1::2]):
-        f = np.asarray(flags(jnp.asarray(a[None] + t[:, None] * (b - a)[None])))
-        for k in np.nonzero(np.any(f[1:] != f[:-1], axis=(1, 2)))[0][:2]:
+        f = [flags(a + x * (b - a)) for x in t]
+        for k in [k for k in range(steps - 1) if f[k + 1] != f[k]][:2]:
             lo, hi = t[k], t[k + 1]
             f_lo = f[k]
             for _ in range(rounds):
                 s = np.linspace(lo, hi, steps)
-                fs = np.asarray(flags(jnp.asarray(a[None] + s[:, None] * (b - a)[None])))
-                j = next(j for j in range(1, steps) if not np.array_equal(fs[j], f_lo))
+                j = next(j for j in range(1, steps) if flags(a + s[j] * (b - a)) != f_lo)
                 lo, hi = s[j - 1], s[j]
             out += [a + (lo - 1e-7) * (b - a), a + (hi + 1e-7) * (b - a)]
     return np.asarray(out)
@@ -134,8 +142,8 @@ def test_wrapped_lengths_equal_opensim(which):
     model = _load(path)
     assert get_paths(model).wraps is not None
     qs = _poses(model, {"arm26": 10, "mobl": 12}.get(which, 4), 0)
-    if which == "arm26":  # contact transitions need a second compiled function: arm26 only in CI
-        qs = np.concatenate([qs, _transitions(model, 3, 1)])
+    if which == "arm26":  # contact transitions (found with OpenSim's flags, cheap): arm26 only in CI
+        qs = np.concatenate([qs, _transitions(path, model, 3, 1)])
     err, tol, bad, worst = _check_lengths(path, model, qs)
     wrapped = np.asarray(get_paths(model).wraps.muscles)
     print(f"{which}: {len(qs)} poses, worst |ΔL| wrapped {err[:, wrapped].max():.3g} m, "
