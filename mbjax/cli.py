@@ -635,20 +635,27 @@ def _setup_model(args, tool):
 
 
 def _plot_series(path, time, data, labels, ylabel, title):
+    _plot_panels(path, time, [(data, labels, ylabel)], title)
+
+
+def _plot_panels(path, time, panels, title):
+    """One panel per ``(data (T, n), labels, ylabel)``, stacked, sharing the time axis."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for k, (color, style, _) in enumerate(curve_styles(len(labels))):
-        ax.plot(time, data[:, k], color=color, linestyle=style, label=labels[k])
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    if len(labels) <= 20:
-        ax.legend(fontsize=7, ncol=2 if len(labels) > 8 else 1)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 4.5 if len(panels) == 1 else 3.2 * len(panels)),
+                             sharex=True, squeeze=False)
+    for ax, (data, labels, ylabel) in zip(axes[:, 0], panels):
+        for k, (color, style, _) in enumerate(curve_styles(len(labels))):
+            ax.plot(time, data[:, k], color=color, linestyle=style, label=labels[k])
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        if len(labels) <= 24:
+            ax.legend(fontsize=6, ncol=1 if len(labels) <= 8 else 3)
+    axes[-1, 0].set_xlabel("time (s)")
+    axes[0, 0].set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -725,8 +732,11 @@ def so_command(args):
         print(f"mbjax so: {res.time.size} frames, {len(res.labels)} actuators in {time.time() - t0:.1f} s; "
               f"{'all frames converged' if ok else 'NOT all frames converged'}; wrote {out}")
     if args.plot:
-        _plot_series(args.plot, res.time, res.activations, list(res.labels), "activation / control",
-                     f"static optimization: {os.path.basename(args.setup)}")
+        nm = len(res.muscle_names)
+        panels = [(res.activations[:, :nm], list(res.labels[:nm]), "muscle activation")]
+        if len(res.labels) > nm:  # reserve and residual actuators: their forces (N·m or N), not controls
+            panels.append((res.forces[:, nm:], list(res.labels[nm:]), "actuator force (N·m or N)"))
+        _plot_panels(args.plot, res.time, panels, f"static optimization: {os.path.basename(args.setup)}")
     return EXIT_OK if ok else EXIT_FAILURE
 
 
