@@ -24,8 +24,10 @@ and what this module does for each:
    force, min/max control) enter as |x|^p terms.  Frames are warm-started in order.
 6. Written as OpenSim writes them: ``<name>_StaticOptimization_activation.sto`` and
    ``<name>_StaticOptimization_force.sto`` in ``results_directory`` (columns: muscles then
-   reserves, in the model's order; OpenSim's force file also repeats the external loads' data
-   columns, ``<body>_<force>_Fx`` ..., which mbjax leaves out).
+   reserves, in the model's order; the force file then repeats each external load as OpenSim's
+   ``ExternalForce::getRecordValues`` does: ``<applied_to_body>_<name>_Fx Fy Fz`` (ground axes),
+   ``_px py pz`` (in the applied body's frame, when the force has a point), ``_Tx Ty Tz`` (ground
+   axes, when it has a torque)).
 
 Differences: OpenSim solves each frame with IPOPT to ``optimizer_convergence_criterion``
 (default 1e-4 on its scaled problem); mbjax solves to rounding, so the two agree to OpenSim's
@@ -89,7 +91,8 @@ class SOResult(NamedTuple):
     """Static optimization per frame: ``time (T,)``, ``activations`` and ``forces`` ``(T, nm + nr)``
     (muscles, then reserves: controls x and torques F_r x), their ``labels``, the muscle and reserve
     names, the solver's per-frame ``result`` (:class:`mbjax.sharing.StaticOptimizationResult`), and
-    the ``q, qd, qdd, tau`` used."""
+    the ``q, qd, qdd, tau`` used; ``external``: the external loads' recorded columns
+    ``(labels, values (T, k))`` (step 6 of the module docstring) or None."""
 
     time: np.ndarray
     activations: np.ndarray
@@ -102,11 +105,36 @@ class SOResult(NamedTuple):
     qd: np.ndarray
     qdd: np.ndarray
     tau: np.ndarray
+    external: tuple | None = None
 
     def tables(self) -> tuple[Table, Table]:
-        """(activation, force) tables as OpenSim writes them."""
+        """(activation, force) tables as OpenSim writes them (the force table with the external
+        loads' columns)."""
+        labels, forces = self.labels, self.forces
+        if self.external is not None:
+            labels, forces = labels + tuple(self.external[0]), np.concatenate([forces, self.external[1]], axis=1)
         return (Table(self.time, self.labels, self.activations, False, {"name": "Static Optimization"}),
-                Table(self.time, self.labels, self.forces, False, {"name": "Static Optimization"}))
+                Table(self.time, labels, forces, False, {"name": "Static Optimization"}))
+
+
+def _external_records(model, external_loads, loads, q):
+    """``ExternalForce::getRecordValues`` at every frame: labels and values ``(T, k)``."""
+    resolved = jax.vmap(lambda L, x: L.resolved(model, x))(loads, jnp.asarray(q))
+    forces, points, torques = (np.asarray(a) for a in (resolved.forces, resolved.points, resolved.torques))
+    labels, cols = [], []
+    for k, f in enumerate(external_loads.forces):
+        stem = f"{f.applied_to_body}_{f.name}_"
+        if f.force_columns is not None:
+            labels += [stem + c for c in ("Fx", "Fy", "Fz")]
+            cols.append(forces[:, k])
+            if f.point_columns is not None:
+                labels += [stem + c for c in ("px", "py", "pz")]
+                cols.append(points[:, k])
+        if f.torque_columns is not None:
+            labels += [stem + c for c in ("Tx", "Ty", "Tz")]
+            cols.append(torques[:, k])
+    values = np.concatenate(cols, axis=1) if cols else np.zeros((q.shape[0], 0))
+    return tuple(labels), values
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,7 +242,8 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     if progress:
         print(f"static optimization: done, max |R F + τ_r - τ| = {np.max(np.abs(np.asarray(res.residual))):.2e}",
               flush=True)
-    return SOResult(t, act, force, labels, muscles, reserves, res, q, qd, qdd, tau)
+    external = None if loads is None else _external_records(model, external_loads, loads, q)
+    return SOResult(t, act, force, labels, muscles, reserves, res, q, qd, qdd, tau, external)
 
 
 @eqx.filter_jit

@@ -183,6 +183,13 @@ def test_gait_static_optimization_with_residuals_equals_opensim(tmp_path):
     # (3) activations and forces: equal except where OpenSim stopped early
     da = np.abs(res.activations - act.data)
     df = np.abs(res.forces - force.data[:, [force.labels.index(n) for n in res.labels]])
+    # the force file repeats the ground reactions as OpenSim records them (ExternalForce::getRecordValues)
+    ext_labels, ext_values = res.external
+    assert len(ext_labels) == 18 and set(force.labels) == set(res.labels) | set(ext_labels)
+    ours_file = read_storage(tmp_path / "mbjax" / "subject01_walk1_StaticOptimization_force.sto")
+    assert ours_file.labels == force.labels  # same columns, same order
+    dx = np.abs(ext_values - force.data[:, [force.labels.index(n) for n in ext_labels]])
+    assert dx.max() <= 1e-9 * max(1.0, np.abs(ext_values).max())
     print(f"mbjax cost below OpenSim's at its feasible frames by {performance[feasible] - objective[feasible]}; "
           f"|Δa| median {np.median(da):.1e}, max {da.max():.1e} ({res.labels[int(da.max(0).argmax())]}); "
           f"|ΔF| max {df.max():.1e} N")
