@@ -47,23 +47,30 @@ DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "opensim_models" /
 GAIT = DATA.parent / "gait2354_so"
 
 
-def _opensim_setup(tmp_path):
-    text = (DATA / "arm26_Setup_StaticOptimization.xml").read_text()
-    for old, new in (("<model_file> arm26.osim </model_file>", f"<model_file>{mbjax.models.model_path('arm26')}</model_file>"),
-                     ("<coordinates_file> arm26_InverseKinematics.mot </coordinates_file>",
-                      f"<coordinates_file>{DATA / 'arm26_InverseKinematics.mot'}</coordinates_file>"),
-                     ("<results_directory> PhysiologicalResults </results_directory>",
-                      f"<results_directory>{tmp_path / 'opensim'}</results_directory>"),
-                     ("<output_precision> 8 </output_precision>", "<output_precision> 16 </output_precision>"),
-                     ("<use_muscle_physiology> true </use_muscle_physiology>",
-                      "<use_muscle_physiology> true </use_muscle_physiology>"
-                      "<optimizer_convergence_criterion> 1e-10 </optimizer_convergence_criterion>"
-                      "<optimizer_max_iterations> 1000 </optimizer_max_iterations>")):
+def _rewritten_setup(source, substitutions, tmp_path):
+    """A copy of an OpenSim setup file in ``tmp_path`` with each ``(old, new)`` text replaced (each
+    ``old`` must be there)."""
+    text = source.read_text()
+    for old, new in substitutions:
         assert old in text, old
         text = text.replace(old, new)
     path = tmp_path / "setup.xml"
     path.write_text(text)
     return path
+
+
+def _opensim_setup(tmp_path):
+    return _rewritten_setup(DATA / "arm26_Setup_StaticOptimization.xml", (
+        ("<model_file> arm26.osim </model_file>", f"<model_file>{mbjax.models.model_path('arm26')}</model_file>"),
+        ("<coordinates_file> arm26_InverseKinematics.mot </coordinates_file>",
+         f"<coordinates_file>{DATA / 'arm26_InverseKinematics.mot'}</coordinates_file>"),
+        ("<results_directory> PhysiologicalResults </results_directory>",
+         f"<results_directory>{tmp_path / 'opensim'}</results_directory>"),
+        ("<output_precision> 8 </output_precision>", "<output_precision> 16 </output_precision>"),
+        ("<use_muscle_physiology> true </use_muscle_physiology>",
+         "<use_muscle_physiology> true </use_muscle_physiology>"
+         "<optimizer_convergence_criterion> 1e-10 </optimizer_convergence_criterion>"
+         "<optimizer_max_iterations> 1000 </optimizer_max_iterations>")), tmp_path)
 
 
 def test_tutorial_static_optimization_equals_opensim(tmp_path):
@@ -95,28 +102,23 @@ def test_tutorial_static_optimization_equals_opensim(tmp_path):
 
 def _gait_setup(tmp_path):
     """The gait setup with absolute paths, 17 digits and OpenSim's tightest practical IPOPT settings."""
-    text = (GAIT / "subject01_Setup_StaticOptimization.xml").read_text()
     ids = GAIT.parent / "gait2354_id"
-    for old, new in (("<model_file>subject01_simbody.osim</model_file>",
-                      f"<model_file>{GAIT / 'subject01_simbody.osim'}</model_file>"),
-                     ("<force_set_files>gait2354_CMC_Actuators.xml</force_set_files>",
-                      f"<force_set_files>{GAIT / 'gait2354_CMC_Actuators.xml'}</force_set_files>"),
-                     ("<external_loads_file>../gait2354_id/subject01_walk1_grf.xml</external_loads_file>",
-                      f"<external_loads_file>{ids / 'subject01_walk1_grf.xml'}</external_loads_file>"),
-                     ("<coordinates_file>../gait2354_id/subject01_walk1_ik.mot</coordinates_file>",
-                      f"<coordinates_file>{ids / 'subject01_walk1_ik.mot'}</coordinates_file>"),
-                     ("<results_directory>ResultsStaticOptimization</results_directory>",
-                      f"<results_directory>{tmp_path / 'opensim'}</results_directory>"),
-                     ("<output_precision>8</output_precision>", "<output_precision>16</output_precision>"),
-                     ("<use_muscle_physiology>true</use_muscle_physiology>",
-                      "<use_muscle_physiology>true</use_muscle_physiology>"
-                      "<optimizer_convergence_criterion>1e-10</optimizer_convergence_criterion>"
-                      "<optimizer_max_iterations>1000</optimizer_max_iterations>")):
-        assert old in text, old
-        text = text.replace(old, new)
-    path = tmp_path / "setup.xml"
-    path.write_text(text)
-    return path
+    return _rewritten_setup(GAIT / "subject01_Setup_StaticOptimization.xml", (
+        ("<model_file>subject01_simbody.osim</model_file>",
+         f"<model_file>{GAIT / 'subject01_simbody.osim'}</model_file>"),
+        ("<force_set_files>gait2354_CMC_Actuators.xml</force_set_files>",
+         f"<force_set_files>{GAIT / 'gait2354_CMC_Actuators.xml'}</force_set_files>"),
+        ("<external_loads_file>../gait2354_id/subject01_walk1_grf.xml</external_loads_file>",
+         f"<external_loads_file>{ids / 'subject01_walk1_grf.xml'}</external_loads_file>"),
+        ("<coordinates_file>../gait2354_id/subject01_walk1_ik.mot</coordinates_file>",
+         f"<coordinates_file>{ids / 'subject01_walk1_ik.mot'}</coordinates_file>"),
+        ("<results_directory>ResultsStaticOptimization</results_directory>",
+         f"<results_directory>{tmp_path / 'opensim'}</results_directory>"),
+        ("<output_precision>8</output_precision>", "<output_precision>16</output_precision>"),
+        ("<use_muscle_physiology>true</use_muscle_physiology>",
+         "<use_muscle_physiology>true</use_muscle_physiology>"
+         "<optimizer_convergence_criterion>1e-10</optimizer_convergence_criterion>"
+         "<optimizer_max_iterations>1000</optimizer_max_iterations>")), tmp_path)
 
 
 def test_gait_static_optimization_with_residuals_equals_opensim(tmp_path):
