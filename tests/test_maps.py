@@ -555,15 +555,24 @@ def _model_with_maps():
     return b.build()
 
 
+@jax.jit
+def _autodiff_pose_derivatives(model, q):
+    """Poses, jacfwd and hessian of ``body_poses`` from one trace (one compile, not three)."""
+    jac = lambda x: jax.jacfwd(mbjax.body_poses, argnums=1)(model, x)
+    hess, jac_q = jax.jacfwd(lambda x: (jac(x), jac(x)), has_aux=True)(q)
+    return mbjax.body_poses(model, q), jac_q, hess
+
+
 def test_maps_inside_a_model_pose_derivatives_match_autodiff():
     model = _model_with_maps()
     assert sum(m.n_maps for m in model.maps) == model.n_bodies
     assert len(model.maps) == 5  # the two splines share one stack
     q = jnp.asarray([0.4, -0.7, 0.25])
     d = jax.jit(mbjax.pose_derivatives)(model, q)
-    np.testing.assert_allclose(d.pose, mbjax.body_poses(model, q), atol=1e-14)
-    np.testing.assert_allclose(d.d_pose, jax.jit(jax.jacfwd(mbjax.body_poses, argnums=1))(model, q), atol=1e-12)
-    np.testing.assert_allclose(d.dd_pose, jax.jit(jax.hessian(mbjax.body_poses, argnums=1))(model, q), atol=1e-11)
+    pose, jac, hess = _autodiff_pose_derivatives(model, q)
+    np.testing.assert_allclose(d.pose, pose, atol=1e-14)
+    np.testing.assert_allclose(d.d_pose, jac, atol=1e-12)
+    np.testing.assert_allclose(d.dd_pose, hess, atol=1e-11)
     # batched joint values equal looped ones
     qs = jnp.asarray(np.random.default_rng(12).uniform(-0.9, 0.9, (4, 3)))
     batched = jax.jit(jax.vmap(mbjax.joint_values, in_axes=(None, 0)))(model, qs)
@@ -599,13 +608,16 @@ def _knots_and_values(draw):
     return x, y
 
 
+_at_knots = jax.jit(lambda s, x: jax.vmap(lambda v: s(v[None]))(x))
+
+
 @settings(max_examples=10, deadline=None)
 @given(_knots_and_values())
 def test_property_spline_interpolates_at_knots(data):
     x, y = data
     s = NaturalCubicSpline("q", x, y)
-    # eager vmap (no jit: the knot count changes from example to example)
-    f, _, h = jax.vmap(lambda v: s(v[None]))(jnp.asarray(x))
+    # jitted per knot count (eager dispatch recompiles every primitive per new shape: 5x slower)
+    f, _, h = _at_knots(s, jnp.asarray(x))
     np.testing.assert_allclose(f, y, atol=1e-12 * max(1.0, np.abs(y).max()))
     # natural end conditions
     scale = max(1.0, np.abs(y).max()) / min(1.0, np.diff(x).min()) ** 2
