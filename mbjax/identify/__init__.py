@@ -41,3 +41,7 @@ from .scaling import scale_model as scale_model
 from .scaling import scale_markers as scale_markers
 from .scaling import segment_factors as segment_factors
 from .scaling import segment_names as segment_names
+from .scaling import measurement_factor as measurement_factor
+from .static_scaling import fit_static_scale as fit_static_scale
+from .static_scaling import place_markers as place_markers
+from .scaling import scale_kinematics as scale_kinematics

@@ -107,15 +107,9 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     if others:
         raise NotImplementedError(f"scale_model: scaling of model extras {others} (force elements, ligaments) "
                                   "is not implemented")
-    nb = model.n_bodies
     ext = jnp.concatenate([s, jnp.ones(1, s.dtype)])  # index -1 = ground
-    s_par = ext[np.asarray(sc.parent, int)]
     s_chi = ext[np.asarray(sc.child, int)]
-    # joint frames and translation functions
-    trans = sc.fixed + s_par[:, None] * sc.unit_parent + s_chi[:, None] * sc.unit_child
-    offset = model.offset.at[:, :3, 3].set(trans)
-    w = sc.axis_weight
-    axis = model.axis * jnp.where(w > 0, s_par * w, 1.0)[:, None]
+    offset, axis = _frames(model, sc, ext)
     # bodies: the child's factor (chain bodies of a joint are massless; their frames follow the child)
     com = model.com * s_chi[:, None]
     m0 = model.mass
@@ -144,6 +138,26 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
             params[key] = jnp.where(jnp.asarray(rows) & (ratio > 0), params[key] * ratio, params[key])
         out = eqx.tree_at(lambda m: m.extras["muscles"].parameters, out, params)
     return out
+
+
+def _frames(model, sc, ext):
+    """Joint offsets and axes scaled: translations ``fixed + s_parent unit_parent + s_child unit_child``,
+    scaled translation functions' axes times ``s_parent · axis_weight``."""
+    s_par = ext[np.asarray(sc.parent, int)]
+    s_chi = ext[np.asarray(sc.child, int)]
+    trans = sc.fixed + s_par[:, None] * sc.unit_parent + s_chi[:, None] * sc.unit_child
+    w = sc.axis_weight
+    return model.offset.at[:, :3, 3].set(trans), model.axis * jnp.where(w > 0, s_par * w, 1.0)[:, None]
+
+
+def scale_kinematics(model, factors):
+    """Only the kinematic part of :func:`scale_model` (joint frames and translation functions): the
+    same body poses, markers need :func:`scale_markers`; masses, paths and muscles are left as they
+    are (cheaper inside a marker fit)."""
+    sc = _scaling_info(model)
+    s = segment_factors(model, factors).astype(model.offset.dtype)
+    offset, axis = _frames(model, sc, jnp.concatenate([s, jnp.ones(1, s.dtype)]))
+    return eqx.tree_at(lambda m: (m.offset, m.axis), model, (offset, axis))
 
 
 def _body_factor(model, ext, body_index):
