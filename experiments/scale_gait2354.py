@@ -127,9 +127,41 @@ def run(stride: int = 1, progress: bool = True):
             r = walk_ik[label].rms
             print(f"walking IK ({len(sel)} frames) with {label}'s final model: marker RMS mean {1e3 * r.mean():.2f} mm, "
                   f"max {1e3 * r.max():.2f} mm ({time.perf_counter() - t:.1f} s)")
+    # the static frame after marker placement, both final models (IK with the MarkerPlacer's tasks)
+    static_final = {}
+    for label, model, mk in (("OpenSim", final_opensim, load_markers(f"{PIPE}/subject01_simbody.osim", final_opensim)),
+                             ("mbjax", res.scaled, placed)):
+        static_final[label] = inverse_kinematics(model, mk, frame, weights=setup.marker_weights,
+                                                 coordinate_tasks=setup.coordinate_tasks, progress=False).rms[0]
     return dict(setup=setup, generic=generic, markers=markers, placed=placed, res=res, fit_s=fit_s, ident=ident,
                 os_factors=os_factors, applied=applied, six_digits=six, ik_os=ik_os, err_os=err_os, w=w,
-                walk_ik=walk_ik)
+                walk_ik=walk_ik, static_final=static_final)
+
+
+def opensim_walking_ik(models: dict, out: str) -> dict:
+    """OpenSim's own InverseKinematicsTool (the pipeline's IK setup) on each ``.osim`` of ``models``
+    (label -> path): the per-frame marker RMS it reports (``report_errors``), or {} without opensim."""
+    try:
+        import opensim as osim
+    except ImportError:
+        return {}
+    from mbjax.io import read_storage
+
+    rms = {}
+    for label, path in models.items():
+        where = os.path.join(out, f"opensim_ik_{label}")
+        os.makedirs(where, exist_ok=True)
+        tool = osim.InverseKinematicsTool(f"{PIPE}/subject01_Setup_IK.xml")
+        model = osim.Model(path)
+        model.initSystem()
+        tool.setModel(model)
+        tool.setMarkerDataFileName(f"{PIPE}/subject01_walk1.trc")
+        tool.setResultsDir(where)
+        tool.setOutputMotionFileName(os.path.join(where, "ik.mot"))
+        tool.set_report_errors(True)
+        tool.run()
+        rms[label] = read_storage(os.path.join(where, "subject01_ik_marker_errors.sto")).column("marker_error_RMS")
+    return rms
 
 
 def main():
@@ -166,8 +198,14 @@ def main():
         out = csv.writer(f)
         out.writerow(["marker", "weight", "opensim_scaled_only_ik_m", "mbjax_fit_m"])
         out.writerows([[n, wi, a, b] for n, wi, a, b in zip(res.marker_names, w, r["err_os"], res.errors)])
+    print(f"static frame after marker placement, IK marker RMS: OpenSim's final model "
+          f"{1e3 * r['static_final']['OpenSim']:.3f} mm, mbjax's {1e3 * r['static_final']['mbjax']:.3f} mm")
     path = write_osim(res.scaled, os.path.join(args.out, "subject01_mbjax.osim"), markers=r["placed"])
     print(f"wrote {path}")
+    theirs = opensim_walking_ik({"OpenSim": f"{PIPE}/subject01_simbody.osim", "mbjax": path}, args.out)
+    for label, v in theirs.items():
+        print(f"OpenSim's own IK tool, walking trial, {label}'s final model: marker RMS mean {1e3 * v.mean():.2f} mm, "
+              f"max {1e3 * v.max():.2f} mm")
     _plot(args, r, rows)
 
 
