@@ -41,6 +41,8 @@ _POST_SCALED = {
 }
 #: model extras that scaling handles (or that have no geometry to scale)
 _HANDLED_EXTRAS = ("muscles", "osim")
+#: force elements of coordinates only (OpenSim scales nothing of them)
+_COORDINATE_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce")
 
 
 def _scaling_info(model):
@@ -104,9 +106,12 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     sc = _scaling_info(model)
     s = segment_factors(model, factors).astype(model.offset.dtype)
     others = [k for k in model.extras if k not in _HANDLED_EXTRAS]
+    forces = model.extras.get("forces")
+    if forces is not None and all(type(e).__name__ in _COORDINATE_FORCES for e in forces.elements):
+        others.remove("forces")  # forces of coordinates only: nothing to scale
     if others:
-        raise NotImplementedError(f"scale_model: scaling of model extras {others} (force elements, ligaments) "
-                                  "is not implemented")
+        raise NotImplementedError(f"scale_model: scaling of model extras {others} (force elements with points or "
+                                  "frames, ligaments) is not implemented")
     ext = jnp.concatenate([s, jnp.ones(1, s.dtype)])  # index -1 = ground
     s_chi = ext[np.asarray(sc.child, int)]
     offset, axis = _frames(model, sc, ext)
