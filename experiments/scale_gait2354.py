@@ -16,8 +16,11 @@ Compared:
 2. the static frame before marker placement: OpenSim's scaled-only model after IK vs mbjax's fit
    (marker RMS, unweighted and with the setup's weights, the quantity both minimise);
 3. held out: IK of the walking trial (``subject01_Setup_IK.xml``: 0.4-1.6 s, its weights and tasks)
-   with OpenSim's final ``subject01_simbody.osim`` and with mbjax's final model (scaled + markers
-   placed), both by :func:`mbjax.inverse_kinematics` (validated against OpenSim's IK).
+   with OpenSim's final ``subject01_simbody.osim`` (the pipeline's reference, an older OpenSim), with
+   the final model of OpenSim 4.6's own ScaleTool run on the same setup (when ``opensim`` is
+   installed) and with mbjax's final model (scaled + markers placed), all by
+   :func:`mbjax.inverse_kinematics` (validated against OpenSim's IK), and by OpenSim's own
+   InverseKinematicsTool for the reference and mbjax's written model.
 
     .venv/bin/python experiments/scale_gait2354.py [--out DIR] [--stride K]
 
@@ -117,9 +120,16 @@ def run(stride: int = 1, progress: bool = True):
     i0, i1 = idf.scaling.frame_range(walk.time, *ik_setup.time_range)
     sel = np.arange(i0, i1 + 1)[::stride]
     walk = walk._replace(time=walk.time[sel], positions=walk.positions[sel])
+    finals = [("OpenSim", final_opensim, load_markers(f"{PIPE}/subject01_simbody.osim", final_opensim))]
+    tool46 = opensim_scale_tool()
+    if tool46 is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m46 = load_osim(tool46)
+        finals.append(("OpenSim 4.6", m46, load_markers(tool46, m46)))
+    finals.append(("mbjax", res.scaled, placed))
     walk_ik = {}
-    for label, model, mk in (("OpenSim", final_opensim, load_markers(f"{PIPE}/subject01_simbody.osim", final_opensim)),
-                             ("mbjax", res.scaled, placed)):
+    for label, model, mk in finals:
         t = time.perf_counter()
         walk_ik[label] = inverse_kinematics(model, mk, walk, weights=ik_setup.marker_weights,
                                             coordinate_tasks=ik_setup.coordinate_tasks, progress=False)
@@ -129,13 +139,31 @@ def run(stride: int = 1, progress: bool = True):
                   f"max {1e3 * r.max():.2f} mm ({time.perf_counter() - t:.1f} s)")
     # the static frame after marker placement, both final models (IK with the MarkerPlacer's tasks)
     static_final = {}
-    for label, model, mk in (("OpenSim", final_opensim, load_markers(f"{PIPE}/subject01_simbody.osim", final_opensim)),
-                             ("mbjax", res.scaled, placed)):
+    for label, model, mk in finals:
         static_final[label] = inverse_kinematics(model, mk, frame, weights=setup.marker_weights,
                                                  coordinate_tasks=setup.coordinate_tasks, progress=False).rms[0]
     return dict(setup=setup, generic=generic, markers=markers, placed=placed, res=res, fit_s=fit_s, ident=ident,
                 os_factors=os_factors, applied=applied, six_digits=six, ik_os=ik_os, err_os=err_os, w=w,
                 walk_ik=walk_ik, static_final=static_final)
+
+
+def opensim_scale_tool():
+    """OpenSim 4.6's own ScaleTool on the pipeline's setup (in a temporary folder): the path of its
+    final (scaled, markers placed) model, or None without opensim."""
+    try:
+        import opensim as osim
+    except ImportError:
+        return None
+    import shutil
+    import tempfile
+
+    out = tempfile.mkdtemp(prefix="scale_tool_")
+    for f in ("subject01_Setup_Scale.xml", "gait2354_Scale_MarkerSet.xml", "subject01_static.trc"):
+        shutil.copy(os.path.join(PIPE, f), out)
+    shutil.copy(mm.model_path("gait2354"), out)
+    if not osim.ScaleTool(os.path.join(out, "subject01_Setup_Scale.xml")).run():
+        raise RuntimeError("OpenSim's ScaleTool failed")
+    return os.path.join(out, "subject01_simbody.osim")
 
 
 def opensim_walking_ik(models: dict, out: str) -> dict:
@@ -188,8 +216,8 @@ def main():
     print(f"  OpenSim scaled-only + IK: RMS {1e3 * r['ik_os'].rms[0]:.2f} mm, weighted {1e3 * weighted_rms(r['err_os'], w):.2f} mm")
     print(f"  mbjax fitted factors + pose: RMS {1e3 * res.rms:.2f} mm, weighted {1e3 * weighted_rms(res.errors, w):.2f} mm")
     walk = r["walk_ik"]
-    print(f"held-out walking IK marker RMS (mean over frames): OpenSim {1e3 * walk['OpenSim'].rms.mean():.2f} mm, "
-          f"mbjax {1e3 * walk['mbjax'].rms.mean():.2f} mm")
+    print("held-out walking IK marker RMS (mean over frames): "
+          + ", ".join(f"{k} {1e3 * v.rms.mean():.2f} mm" for k, v in walk.items()))
     with open(os.path.join(args.out, "factors.csv"), "w", newline="") as f:
         out = csv.writer(f)
         out.writerow(["body", "group", "opensim_measurement", "opensim_applied_file", "mbjax_fitted", "mbjax_se"])
@@ -198,8 +226,8 @@ def main():
         out = csv.writer(f)
         out.writerow(["marker", "weight", "opensim_scaled_only_ik_m", "mbjax_fit_m"])
         out.writerows([[n, wi, a, b] for n, wi, a, b in zip(res.marker_names, w, r["err_os"], res.errors)])
-    print(f"static frame after marker placement, IK marker RMS: OpenSim's final model "
-          f"{1e3 * r['static_final']['OpenSim']:.3f} mm, mbjax's {1e3 * r['static_final']['mbjax']:.3f} mm")
+    print("static frame after marker placement, IK marker RMS: "
+          + ", ".join(f"{k} {1e3 * v:.3f} mm" for k, v in r["static_final"].items()))
     path = write_osim(res.scaled, os.path.join(args.out, "subject01_mbjax.osim"), markers=r["placed"])
     print(f"wrote {path}")
     theirs = opensim_walking_ik({"OpenSim": f"{PIPE}/subject01_simbody.osim", "mbjax": path}, args.out)

@@ -33,6 +33,7 @@ def test_scale_gait2354_claims():
     w = r["w"]
     assert exp.weighted_rms(r["res"].errors, w) < exp.weighted_rms(r["err_os"], w)
     walk = r["walk_ik"]
-    assert walk["mbjax"].rms.mean() <= walk["OpenSim"].rms.mean()
+    for label in walk:  # the pipeline's reference model and, with opensim installed, OpenSim 4.6's ScaleTool's
+        assert walk["mbjax"].rms.mean() <= walk[label].rms.mean(), label
     assert r["static_final"]["mbjax"] < 1e-6  # every marker placed on its measurement
     assert r["ident"].rank == len(exp.GROUPS) and np.all(np.isfinite(r["ident"].standard_errors))
