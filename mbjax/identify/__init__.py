@@ -7,7 +7,7 @@ terms, identifiability.  One concept per file:
 * ``inertia.py`` — :class:`PhysicalInertia` (log-Cholesky pseudo-inertia), :class:`StandardInertial`;
 * data terms: ``torques.py``, ``trajectories.py`` (single / multiple shooting, :class:`ViscousDamping`),
   ``kinematic.py`` (moment arms, muscle lengths), ``isometric.py`` (torque-angle curves of
-  activated muscles), ``markers.py`` (markers with offsets and segment scales, jointly with the
+  activated muscles), ``scaling.py`` (OpenSim's model scaling), ``markers.py`` (markers with offsets and segment scales, jointly with the
   poses); ``robust.py`` (weights, Huber);
 * ``identifiability.py`` — singular values, named unidentifiable combinations, base parameters,
   standard errors.
@@ -37,3 +37,11 @@ from .isometric import isometric_torques as isometric_torques
 from .markers import MarkerSet as MarkerSet
 from .markers import marker_residuals as marker_residuals
 from .markers import marker_set as marker_set
+from .scaling import scale_model as scale_model
+from .scaling import scale_markers as scale_markers
+from .scaling import segment_factors as segment_factors
+from .scaling import segment_names as segment_names
+from .scaling import measurement_factor as measurement_factor
+from .static_scaling import fit_static_scale as fit_static_scale
+from .static_scaling import place_markers as place_markers
+from .scaling import scale_kinematics as scale_kinematics

@@ -11,6 +11,10 @@ lengths), as OpenSim's scale tool does for a uniform scale.  The fitted tree is
 
 Scales of a body without children and the offsets of its markers appear only as products
 (s_b · offset): fit one of them (``identifiability`` names the combination otherwise).
+
+This is OpenSim's scaling only where joints have no child-frame translation and no translation
+functions; for a model loaded from ``.osim``, :func:`mbjax.identify.scale_kinematics` /
+:func:`~mbjax.identify.scale_model` apply OpenSim's ``Model::scale`` exactly (per OpenSim body).
 """
 
 from __future__ import annotations

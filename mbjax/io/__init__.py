@@ -5,6 +5,8 @@ from .osim_write import write_osim as write_osim
 from .urdf import load_urdf as load_urdf
 # OpenSim data files and model markers (issue 17 items 3-4)
 from .osim_markers import load_markers as load_markers
+from .osim_markers import load_marker_set as load_marker_set
+from .scale_setup import read_scale_setup as read_scale_setup
 from .storage import MarkerData as MarkerData
 from .storage import Table as Table
 from .storage import coordinates_from_table as coordinates_from_table

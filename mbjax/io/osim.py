@@ -205,6 +205,34 @@ class OsimInfo(eqx.Module):
     #: (OpenSim class, name) of the forces and constraints left out by ``ignore_forces`` /
     #: ``ignore_constraints`` (a path force among them keeps its path)
     ignored: tuple[tuple[str, str], ...] = eqx.field(static=True, default=())
+    #: how OpenSim's scaling acts on the joint offsets (:class:`OsimScaling`)
+    scaling: Any = None
+
+
+class OsimScaling(eqx.Module):
+    """The joint offsets of an imported model as OpenSim's uniform scaling sees them
+    (``OsimInfo.scaling``, used by :func:`mbjax.identify.scale_model` and :func:`mbjax.io.write_osim`).
+
+    OpenSim scales a joint's parent-frame translation (``PhysicalOffsetFrame`` or 3.x
+    ``location_in_parent``) and its ``CustomJoint`` translation functions by the parent body's factor
+    (``OffsetFrame::extendScale``, ``SpatialTransform::scale``: the function times ``|axis|ᵀ s``,
+    except a ``LinearFunction`` ``1 0``, which is a degree of freedom), and the child-frame
+    translation by the child's.  So body ``i``'s offset translation is
+    ``fixed_i + s_parent · unit_parent_i + s_child · unit_child_i`` and a prismatic step along a
+    scaled translation function has its axis multiplied by ``s_parent · axis_weight_i``
+    (``axis_weight`` 0: not scaled).  ``segments`` are the OpenSim bodies (ground excluded), ``parent``
+    and ``child`` index them per model body (``-1`` = ground); ``factors`` are the factors applied
+    so far (ones as loaded).
+    """
+
+    fixed: jnp.ndarray
+    unit_parent: jnp.ndarray
+    unit_child: jnp.ndarray
+    axis_weight: jnp.ndarray
+    factors: jnp.ndarray
+    segments: tuple[str, ...] = eqx.field(static=True)
+    parent: tuple[int, ...] = eqx.field(static=True)
+    child: tuple[int, ...] = eqx.field(static=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,6 +365,13 @@ def _has_function(holder) -> bool:
             continue
         return True
     return False
+
+
+def _is_identity_function(doc, holder) -> bool:
+    """A ``LinearFunction`` with coefficients exactly ``1 0``: a translation dof that
+    ``SpatialTransform::scale`` leaves unscaled."""
+    fel = _function_element(doc, holder)
+    return fel.tag == "LinearFunction" and list(_floats(doc, fel, "coefficients", 2)) == [1.0, 0.0]
 
 
 def _pp(doc, el) -> PPData:
@@ -536,6 +571,8 @@ class _Loader:
         self.joints: list[tuple[Any, str, str, np.ndarray, np.ndarray]] = []
         self._inertias: dict[str, np.ndarray] = {}
         self._massless: set[str] = set()
+        #: mbjax body -> (OpenSim parent, OpenSim child, unit_fixed, unit_parent, unit_child, axis weight)
+        self.scaling: dict[str, tuple] = {}
 
     # ---- structure ------------------------------------------------------------------------
     def read_structure(self):
@@ -752,7 +789,7 @@ class _Loader:
                 const = None
                 if isinstance(m, Constant):
                     m, const = None, float(m.constant[0])
-                out.append((kind, np.asarray(axis, float), c, m, const))
+                out.append((kind, np.asarray(axis, float), c, m, const, 0.0))  # coordinates are never scaled
             if j.tag == "EllipsoidJoint":
                 out = self._ellipsoid_translations(j, coords, out) + out
             return out
@@ -781,13 +818,16 @@ class _Loader:
             for c in cn:
                 if c not in coords and c not in self.coords.info:
                     raise doc.error(ta, f"unknown coordinate {c!r}")
+            weight = 0.0
             if _has_function(ta):
                 m, const = _axis_map(doc, self.coords, ta, cn)
+                if n.startswith("translation") and not _is_identity_function(doc, ta):
+                    weight = float(np.abs(raw_axes[n]).sum())  # SpatialTransform::scale: |axis|ᵀ s
             else:  # OpenSim 4.x TransformAxis: the function property defaults to Constant(0)
                 m, const = None, 0.0
             if isinstance(m, Constant):
                 m, const = None, float(m.constant[0])
-            out.append(("prismatic" if n.startswith("translation") else "revolute", axis, n, m, const))
+            out.append(("prismatic" if n.startswith("translation") else "revolute", axis, n, m, const, weight))
         for triple in (names[3:], names[:3]):  # CustomJoint::extendFinalizeFromProperties
             for i, k in ((0, 1), (0, 2), (1, 2)):
                 if np.linalg.norm(np.cross(raw_axes[triple[i]], raw_axes[triple[k]])) < _COLLINEAR_TOL:
@@ -803,7 +843,7 @@ class _Loader:
         doc = self.doc
         radii = _floats(doc, j, "radii_x_y_z", 3, default=[0.0, 0.0, 0.0])
         rx, ry = coords[0], coords[1]
-        for c, (_, _, _, m, _) in zip((rx, ry), rotations[:2]):
+        for c, (_, _, _, m, _, _) in zip((rx, ry), rotations[:2]):
             if self.coords.role(c) != "independent":
                 raise doc.error(j, f"EllipsoidJoint whose coordinate {c!r} is {self.coords.role(c)} is not "
                                 "supported (its translation reads the first two angles)", NotImplementedError)
@@ -812,7 +852,7 @@ class _Loader:
             if radii[k] == 0.0:
                 continue
             out.append(("prismatic", np.asarray(axis), f"{'xyz'[k]}_surface",
-                        FunctionMap(fn, (rx, ry), jnp.asarray(float(radii[k]))), None))
+                        FunctionMap(fn, (rx, ry), jnp.asarray(float(radii[k]))), None, 1.0))  # radii scale
         return out
 
     # ---- assemble ------------------------------------------------------------------------------
@@ -852,7 +892,7 @@ class _Loader:
         model = eqx.tree_at(lambda m: m.inertia, model, jnp.asarray(inertia))
         self._wrap_objects()
         muscles, kinds, params, recorded, wrapped, path_wraps = self._forces(model)
-        info = self._info(indep, recorded, wrapped if self.ignore_wrapping else ())
+        info = self._info(indep, recorded, wrapped if self.ignore_wrapping else (), model.body_names)
         if self.ignored:
             warnings.warn(f"{doc.path}: {len(self.ignored)} element(s) not modelled, as asked by ignore_forces / "
                           "ignore_constraints (paths of ignored path forces are kept, with zero tension): "
@@ -919,27 +959,41 @@ class _Loader:
         self._inertias[child] = inertia
         inertia = None  # set after ModelBuilder.build (see build)
         pending = x_pf.copy()
+        # the offset translations as s_parent * unit_parent + s_child * unit_child (OpenSim's uniform
+        # scaling of the joint frames and of the constant translation functions; see OsimScaling)
+        # (+ unit_fixed, the translations OpenSim never scales: constant generalized coordinates)
+        unit_parent, unit_fixed = x_pf[:3, 3].copy(), np.zeros(3)
         steps = []
-        for kind, axis, axname, m, const in self._axes(j):
+        for kind, axis, axname, m, const, weight in self._axes(j):
             if m is None:
                 if const:
+                    if kind == "prismatic":
+                        if weight:
+                            unit_parent = unit_parent + pending[:3, :3] @ (axis * const * weight)
+                        else:
+                            unit_fixed = unit_fixed + pending[:3, :3] @ (axis * const)
                     pending = pending @ (_tf(_rot(axis, const)) if kind == "revolute" else _tf(None, axis * const))
                 continue
-            steps.append((kind, axis, axname, m, pending))
+            steps.append((kind, axis, axname, m, pending, unit_parent, unit_fixed, weight))
             pending = np.eye(4)
+            unit_parent, unit_fixed = np.zeros(3), np.zeros(3)
         tail = pending @ _inv(x_bc)
+        unit_child = pending[:3, :3] @ (-x_bc[:3, :3].T @ x_bc[:3, 3])
         need_weld = not np.allclose(tail, np.eye(4), atol=0, rtol=0) or not steps
         current = parent
-        for k, (kind, axis, axname, m, offset) in enumerate(steps):
+        for k, (kind, axis, axname, m, offset, unit_p, unit_f, weight) in enumerate(steps):
             last = k == len(steps) - 1 and not need_weld
             name = child if last else f"{child}/{j.get('name')}/{axname}"
             b.add_body(name, parent=current, joint=kind, axis=axis, map=m, offset=offset,
                        mass=mass if last else 0.0, com=com if last else (0, 0, 0),
                        inertia=inertia if last else None)
+            self.scaling[name] = (parent, child, unit_f, unit_p, np.zeros(3), weight)
             current = name
         if need_weld:
             b.add_body(child, parent=current, joint="revolute", axis=[0, 0, 1], map=Constant(0.0),
                        offset=tail, mass=mass, com=com, inertia=inertia)
+            self.scaling[child] = (parent, child, unit_fixed, unit_parent, unit_child, 0.0)
+
 
     # ---- forces and paths -------------------------------------------------------------------
     def _forces(self, model):
@@ -1173,7 +1227,18 @@ class _Loader:
                 body_fns.append(LinearCombination([f for _, f in terms], [w for w, _ in terms], body_loc[a]))
         return MovingPathPoint(body, body_loc, name, functions=tuple(body_fns))
 
-    def _info(self, indep, recorded, wrapped):
+    def _scaling(self, body_names):
+        segments = tuple(n for n in body_names if n in self.bodies)
+        index = {n: k for k, n in enumerate(segments)}
+        rows = [self.scaling[n] for n in body_names]
+        vec = lambda k: jnp.asarray(np.array([r[k] for r in rows], dtype=float).reshape(len(rows), 3))
+        return OsimScaling(
+            fixed=vec(2), unit_parent=vec(3), unit_child=vec(4),
+            axis_weight=jnp.asarray([float(r[5]) for r in rows], dtype=float),
+            factors=jnp.ones(len(segments)), segments=segments,
+            parent=tuple(index.get(r[0], -1) for r in rows), child=tuple(index[r[1]] for r in rows))
+
+    def _info(self, indep, recorded, wrapped, body_names=()):
         info = self.coords.info
         return OsimInfo(
             default=jnp.asarray([info[c]["default"] for c in indep], dtype=float),
@@ -1187,6 +1252,7 @@ class _Loader:
             recorded_forces=tuple(recorded),
             wrapping_ignored=tuple(wrapped),
             ignored=tuple(self.ignored),
+            scaling=self._scaling(body_names) if body_names else None,
         )
 
 

@@ -46,3 +46,39 @@ def load_markers(path, model=None) -> Markers:
         bodies.append(-1 if body == GROUND else model.body_index(body))
         offsets.append(x_bf[:3, :3] @ loc + x_bf[:3, 3])
     return Markers(names, bodies, np.asarray(offsets, dtype=float).reshape(len(names), 3))
+
+
+def load_marker_set(path, model):
+    """A standalone OpenSim ``<MarkerSet>`` file (a ``ScaleTool``'s ``marker_set_file``, which replaces
+    the model's markers before scaling) on ``model``'s bodies: ``(Markers, fixed)`` with ``fixed`` the
+    tuple of the markers' ``<fixed>`` flags (a fixed marker is not moved by the ``MarkerPlacer``).
+    Frames are resolved in ``model``'s source ``.osim``; an unknown body raises ``ValueError``."""
+    from .osim import _Doc, _bool
+
+    info = model.extras.get("osim")
+    if info is None:
+        raise ValueError("load_marker_set: the model was not loaded from an .osim file")
+    loader = _Loader(info.source, ignore_wrapping=True)
+    loader.read_structure()
+    doc = _Doc(path)
+    mset = doc.root if doc.root.tag == "MarkerSet" else doc.root.find("MarkerSet")
+    if mset is None:
+        raise ValueError(f"{path}: no <MarkerSet>")
+    objs = mset.find("objects")
+    names, bodies, offsets, fixed = [], [], [], []
+    for el in (objs if objs is not None else []):
+        if el.tag != "Marker":
+            raise doc.error(el, "unsupported marker type (only <Marker>)", NotImplementedError)
+        ref = _text(el, "socket_parent_frame") or _text(el, "body")
+        if ref is None:
+            raise doc.error(el, "marker without <socket_parent_frame> or <body>")
+        try:
+            body, x_bf = loader._resolve(el, ref)
+        except ValueError:
+            raise doc.error(el, f"marker frame {ref!r} is not a frame of {info.source}") from None
+        loc = _floats(doc, el, "location", 3, default=[0, 0, 0])
+        names.append(el.get("name"))
+        bodies.append(-1 if body == GROUND else model.body_index(body))
+        offsets.append(x_bf[:3, :3] @ loc + x_bf[:3, 3])
+        fixed.append(_bool(el, "fixed"))
+    return Markers(names, bodies, np.asarray(offsets, dtype=float).reshape(len(names), 3)), tuple(fixed)

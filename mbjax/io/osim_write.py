@@ -15,7 +15,14 @@ the model, in OpenSim's own units and frames:
   ``pennation_angle_at_optimal``, ... and curve properties ``Curve.property``) where the element
   has them; the five properties every muscle class has are added to a muscle that leaves them out.
   A ``MovingPathPoint``'s location is a function of coordinates and is left as written;
-* with ``markers`` (:class:`mbjax.Markers`, e.g. fitted offsets): each ``<Marker>``'s ``<location>``.
+* with ``markers`` (:class:`mbjax.Markers`, e.g. fitted offsets): each ``<Marker>``'s ``<location>``;
+* after :func:`mbjax.identify.scale_model` (``OsimInfo.scaling.factors`` not all 1), what OpenSim's
+  ``Model::scale`` changes besides the above, as OpenSim writes it: ``PhysicalOffsetFrame``
+  translations (3.x: ``location_in_parent``, ``location``) times their body's factor, ``CustomJoint``
+  translation functions wrapped in a ``MultiplierFunction`` (a ``Constant`` scaled, an existing
+  multiplier's ``scale`` multiplied) by ``|axis|ᵀ s_parent``, ``EllipsoidJoint`` radii,
+  ``MovingPathPoint`` functions of a coordinate, wrap-object translations and dimensions, and, without
+  ``markers``, the file's marker locations.
 
 Numbers are written with ``repr`` (the shortest text that reads back as the same double), so
 :func:`mbjax.io.load_osim` of the copy gives the model's values bit for bit.  Masses, inertias and
@@ -96,16 +103,21 @@ def write_osim(model, path, *, source=None, markers=None) -> str:
                 out.remove(old)
         _set(doc, el, out, "inertia", six)
 
+    factors = _factors(model)
+    if factors:
+        _write_scaled_frames(loader, twin, factors)
     paths = model.extras.get("muscles")
     if paths is not None:
-        _write_muscles(loader, twin, paths)
+        _write_muscles(loader, twin, paths, factors)
     if markers is not None:
         _write_markers(loader, twin, markers, model)
+    elif factors:
+        _scale_file_markers(loader, twin, factors)
     tree.write(os.fspath(path), encoding="UTF-8", xml_declaration=True)
     return os.fspath(path)
 
 
-def _write_muscles(loader, twin, paths):
+def _write_muscles(loader, twin, paths, factors=None):
     doc = loader.doc
     fset = loader.model.find("ForceSet")
     objects = fset.find("objects") if fset is not None else None
@@ -134,8 +146,15 @@ def _write_muscles(loader, twin, paths):
         slots = {n: k for k, n in enumerate(paths.point_names[m]) if n}
         pset = f.find("GeometryPath").find("PathPointSet").find("objects")
         for p in pset:
+            if p.tag == "MovingPathPoint":
+                if factors:  # MovingPathPoint::extendScale: the functions of a coordinate
+                    body = loader._resolve(p, (p.findtext("socket_parent_frame") or p.findtext("body") or "").strip())[0]
+                    for c in "xyz":
+                        if (p.findtext(f"socket_{c}_coordinate") or p.findtext(f"{c}_coordinate") or "").strip():
+                            _multiply_function(doc, twin, p.find(f"{c}_location"), factors.get(body, 1.0))
+                continue
             if p.tag not in ("PathPoint", "ConditionalPathPoint"):
-                continue  # a MovingPathPoint's location is a function of coordinates
+                continue
             k = slots.get(p.get("name") or "")
             if k is None:
                 continue  # never active (left out by the loader) or unnamed
@@ -146,18 +165,147 @@ def _write_muscles(loader, twin, paths):
 
 
 def _write_markers(loader, twin, markers, model):
+    """Each marker's location; markers the file lacks are added (on their body, not fixed), as the
+    ``ScaleTool`` replaces a model's markers by its ``marker_set_file``."""
     doc = loader.doc
     mset = loader.model.find("MarkerSet")
     objects = mset.find("objects") if mset is not None else None
     index = {n: k for k, n in enumerate(markers.names)}
     offset = np.asarray(markers.offset, float)
+    seen = set()
     for el in (objects if objects is not None else []):
         k = index.get(el.get("name"))
         if k is None:
             continue
+        seen.add(k)
         ref = (el.findtext("socket_parent_frame") or el.findtext("body") or "").strip()
         body, x_bf = loader._resolve(el, ref)
         want = model.body_names[markers.body[k]] if markers.body[k] >= 0 else "ground"
         if body != want:
             raise ValueError(f"{doc.where(el)}: marker is on {body!r} in the file but on {want!r} in markers")
         _set(doc, el, twin[el], "location", x_bf[:3, :3].T @ (offset[k] - x_bf[:3, 3]))
+    new = [k for k in range(len(markers.names)) if k not in seen]
+    if not new:
+        return
+    out_model = twin[loader.model]
+    out_set = out_model.find("MarkerSet")
+    if out_set is None:
+        out_set = ET.SubElement(out_model, "MarkerSet", {"name": "markerset"})
+    holder = out_set.find("objects")
+    if holder is None:
+        holder = ET.SubElement(out_set, "objects")
+    for k in new:
+        b = markers.body[k]
+        body = model.body_names[b] if b >= 0 else "ground"
+        if b >= 0 and "/" in body:
+            raise ValueError(f"marker {markers.names[k]!r} is on the chain body {body!r}, which the file does not have")
+        el = ET.SubElement(holder, "Marker", {"name": markers.names[k]})
+        if loader.version >= 30000:
+            ET.SubElement(el, "socket_parent_frame").text = "/ground" if b < 0 else f"/bodyset/{body}"
+        else:
+            ET.SubElement(el, "body").text = body
+        loc = offset[k]
+        if not np.all(np.isfinite(loc)):
+            raise ValueError(f"marker {markers.names[k]!r}: location {loc.tolist()} is not finite")
+        ET.SubElement(el, "location").text = _fmt(loc)
+        ET.SubElement(el, "fixed").text = "false"
+
+def _factors(model) -> dict:
+    """Body name -> the scale factor applied to the model (empty when nothing was scaled)."""
+    info = model.extras.get("osim")
+    sc = getattr(info, "scaling", None)
+    if sc is None:
+        return {}
+    f = np.asarray(sc.factors, float)
+    if np.all(f == 1.0):
+        return {}
+    if not np.all(np.isfinite(f) & (f > 0)):
+        raise ValueError(f"write_osim: scale factors must be positive and finite, got {f.tolist()}")
+    return dict(zip(sc.segments, f.tolist()))
+
+
+def _scale_text(doc, orig, out, tag, factor):
+    """``out/<tag>`` (numbers) times ``factor``, if present."""
+    if out is None or out.find(tag) is None or factor == 1.0:
+        return
+    values = np.asarray([float(v) for v in out.find(tag).text.split()], float)
+    _set(doc, orig, out, tag, values * factor, create=False)
+
+
+def _multiply_function(doc, twin, holder, factor):
+    """The function inside ``holder`` times ``factor``, as OpenSim's scaling writes it: a ``Constant``'s
+    value, a ``MultiplierFunction``'s scale, else the function wrapped in a ``MultiplierFunction``."""
+    from .osim import _function_element
+
+    if holder is None or factor == 1.0:
+        return
+    fel = _function_element(doc, holder)
+    out = twin[fel]
+    if fel.tag == "Constant":
+        _scale_text(doc, fel, out, "value", factor)
+        return
+    if fel.tag == "MultiplierFunction":
+        if out.find("scale") is None:
+            ET.SubElement(out, "scale").text = "1.0"
+        _scale_text(doc, fel, out, "scale", factor)
+        return
+    parent = next(e for e in twin[holder].iter() if out in list(e))
+    k = list(parent).index(out)
+    parent.remove(out)
+    mf = ET.Element("MultiplierFunction", {"name": out.get("name")} if out.get("name") else {})
+    mf.text, mf.tail = out.text, out.tail
+    inner = ET.SubElement(mf, "function")
+    inner.append(out)
+    ET.SubElement(mf, "scale").text = repr(float(factor))
+    parent.insert(k, mf)
+
+
+def _write_scaled_frames(loader, twin, factors):
+    """Joint frames, translation functions, ellipsoid radii and wrap objects of a scaled model."""
+    from .osim import _coordinate_elements, _is_identity_function
+
+    doc, model = loader.doc, loader.model
+    for fr in model.iter("PhysicalOffsetFrame"):  # OffsetFrame::extendScale: the base body's factor
+        parent = (fr.findtext("socket_parent") or "").strip()
+        owner = next((o for o in model.iter() if fr in list(o.find("frames") if o.find("frames") is not None else [])
+                      or fr in list(o.find("components") if o.find("components") is not None else [])), None)
+        body = loader._resolve(fr, parent, owner)[0]
+        _scale_text(doc, fr, twin[fr], "translation", factors.get(body, 1.0))
+    for j, parent, child, _, _ in loader.joints:
+        s_parent = factors.get(parent, 1.0)
+        if loader.version < 30000:  # 3.x joint frames
+            _scale_text(doc, j, twin[j], "location_in_parent", s_parent)
+            _scale_text(doc, j, twin[j], "location", factors.get(child, 1.0))
+        if j.tag == "EllipsoidJoint":
+            _scale_text(doc, j, twin[j], "radii_x_y_z", s_parent)
+        st = j.find("SpatialTransform")
+        if j.tag != "CustomJoint" or st is None:
+            continue
+        for ta in st:
+            if ta.tag != "TransformAxis" or not (ta.get("name") or "").startswith("translation"):
+                continue
+            if not any(c.tag not in ("coordinates", "axis") for c in ta) or _is_identity_function(doc, ta):
+                continue  # no function (Constant 0) or a degree of freedom: SpatialTransform::scale skips it
+            axis = np.asarray([float(v) for v in ta.findtext("axis").split()], float)
+            _multiply_function(doc, twin, ta, float(np.abs(axis).sum()) * s_parent)
+    for wset in model.iter("WrapObjectSet"):
+        holder = wset.find("objects")
+        for el in (holder if holder is not None else []):
+            owner = next(o for o in model.iter() if wset in list(o))
+            if owner.tag == "Ground" or (owner.tag == "Body" and owner.get("name") == "ground"):
+                continue
+            ref = owner.get("name") if owner.tag == "Body" else owner.get("name")
+            body = loader._resolve(el, ref, owner)[0] if owner.tag != "Body" else ref
+            f = factors.get(body, 1.0)
+            for tag in ("translation", "radius", "length", "dimensions", "inner_radius", "outer_radius"):
+                _scale_text(doc, el, twin[el], tag, f)
+
+
+def _scale_file_markers(loader, twin, factors):
+    doc = loader.doc
+    mset = loader.model.find("MarkerSet")
+    objects = mset.find("objects") if mset is not None else None
+    for el in (objects if objects is not None else []):
+        ref = (el.findtext("socket_parent_frame") or el.findtext("body") or "").strip()
+        body = loader._resolve(el, ref)[0]
+        _scale_text(doc, el, twin[el], "location", factors.get(body, 1.0))

@@ -1,0 +1,266 @@
+"""OpenSim's model scaling (``ModelScaler``, ``Model::scale``) with uniform per-body factors.
+
+:func:`scale_model` applies one factor ``s_b`` per OpenSim body (``X Y Z`` scaling, the only kind a
+``MeasurementSet`` of marker pairs produces) exactly as ``Model::scale`` does, differentiably in the
+factors (jax arrays, jit-able):
+
+* joint frames: the parent-frame translation by the parent's factor, the child-frame translation by
+  the child's (``OffsetFrame::extendScale``); ``CustomJoint`` translation functions by the parent's
+  factor times ``|axis|ᵀ (1,1,1)`` (``SpatialTransform::scale``; a ``LinearFunction 1 0`` is a
+  degree of freedom and is not scaled; ``EllipsoidJoint`` radii by the parent's factor), see
+  :class:`mbjax.io.osim.OsimScaling`;
+* bodies: centre of mass ``× s``; inertia ``× s²`` (``Body::scaleInertialProperties``, zero for a
+  body of mass ``<= eps``), mass ``× s³`` and inertia ``× s³`` more unless the mass distribution is
+  preserved; then, with ``mass`` given, every mass and inertia ``× mass / Σ m`` (``Body::scaleMass``);
+* path points and the coordinate-driven components of ``MovingPathPoint`` functions by their body's
+  factor; wrap-object translations and dimensions by their body's factor;
+* muscles (``Thelen2003``, ``Millard2012*``): ``optimal_fiber_length`` and ``tendon_slack_length``
+  ``× L_scaled / L_generic`` with the path lengths at the default pose (``Muscle::extendPostScale``);
+  ``Ligament`` and ``PathSpring``: ``resting_length`` likewise; ``PathActuator``: nothing;
+* markers (:func:`scale_markers`): offsets by their body's factor (``Station::extendScale``).
+
+A ``MovingPathPoint`` component without a coordinate is folded into the point's fixed location by the
+importer and so scaled here; OpenSim leaves such a (constant) component unscaled.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+#: SimTK::Eps: ``Body::scaleInertialProperties`` zeroes the inertia of a body of mass at most this
+_EPS = float(np.finfo(float).eps)
+#: path forces whose lengths OpenSim rescales after scaling (``extendPostScale``) and what
+_POST_SCALED = {
+    "Thelen2003Muscle": ("optimal_fiber_length", "tendon_slack_length"),
+    "Millard2012EquilibriumMuscle": ("optimal_fiber_length", "tendon_slack_length"),
+    "Millard2012AccelerationMuscle": ("optimal_fiber_length", "tendon_slack_length"),
+    "Ligament": ("resting_length",),
+    "PathSpring": ("resting_length",),
+}
+#: model extras that scaling handles (or that have no geometry to scale)
+_HANDLED_EXTRAS = ("muscles", "osim")
+#: force elements of coordinates only (OpenSim scales nothing of them)
+_COORDINATE_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce")
+
+
+def _scaling_info(model):
+    info = model.extras.get("osim")
+    sc = getattr(info, "scaling", None)
+    if sc is None:
+        raise ValueError("scale_model: the model was not loaded from an .osim file (mbjax.io.load_osim), so "
+                         "OpenSim's joint frames are unknown")
+    return sc
+
+
+def segment_names(model) -> tuple[str, ...]:
+    """The OpenSim bodies a scale factor applies to (ground excluded), in model order."""
+    return _scaling_info(model).segments
+
+
+def segment_factors(model, factors) -> jnp.ndarray:
+    """``factors`` (a dict body name -> factor, unlisted bodies 1, or an array over
+    :func:`segment_names`) as an array over :func:`segment_names`.  Unknown names and, where the values
+    are concrete, non-positive or non-finite factors raise ``ValueError``."""
+    names = segment_names(model)
+    if isinstance(factors, dict):
+        unknown = [k for k in factors if k not in names and k != "ground"]
+        if unknown:
+            raise ValueError(f"scale factors for unknown body(ies) {unknown}; bodies are {names}")
+        if "ground" in factors and _concrete(factors["ground"]) and float(factors["ground"]) != 1.0:
+            raise ValueError(f"ground's scale factor must be 1 (ground is not scaled), got {factors['ground']}")
+        vals = [jnp.asarray(factors.get(n, 1.0), dtype=float) for n in names]
+        out = jnp.stack(vals) if vals else jnp.zeros(0)
+    else:
+        out = jnp.asarray(factors, dtype=float)
+        if out.shape != (len(names),):
+            raise ValueError(f"scale factors must have shape ({len(names)},) (one per body {names}), got {out.shape}")
+    if _concrete(out):
+        _check(np.asarray(out), names)
+    return out
+
+
+def _concrete(x) -> bool:
+    try:
+        np.asarray(x)
+        return True
+    except Exception:  # a tracer
+        return False
+
+
+def _check(values, names):
+    bad = [f"{n}={v!r}" for n, v in zip(names, values.tolist()) if not (np.isfinite(v) and v > 0)]
+    if bad:
+        raise ValueError(f"scale factors must be positive and finite: {', '.join(bad)}")
+
+
+def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool = True):
+    """``model`` scaled by one uniform factor per OpenSim body, as OpenSim's ``Model::scale`` (module
+    docstring).  ``factors``: dict name -> factor or an array over :func:`segment_names`; ``mass``:
+    the subject's total mass (``ScaleTool``'s ``<mass>``), or None to keep the scaled masses.
+    Differentiable in ``factors`` (and ``mass``); the factors applied are accumulated in
+    ``OsimInfo.scaling.factors`` for :func:`mbjax.io.write_osim`."""
+    from ..muscles import muscle_lengths
+
+    sc = _scaling_info(model)
+    s = segment_factors(model, factors).astype(model.offset.dtype)
+    others = [k for k in model.extras if k not in _HANDLED_EXTRAS]
+    forces = model.extras.get("forces")
+    if forces is not None and all(type(e).__name__ in _COORDINATE_FORCES for e in forces.elements):
+        others.remove("forces")  # forces of coordinates only: nothing to scale
+    if others:
+        raise NotImplementedError(f"scale_model: scaling of model extras {others} (force elements with points or "
+                                  "frames, ligaments) is not implemented")
+    ext = jnp.concatenate([s, jnp.ones(1, s.dtype)])  # index -1 = ground
+    s_chi = ext[np.asarray(sc.child, int)]
+    offset, axis = _frames(model, sc, ext)
+    # bodies: the child's factor (chain bodies of a joint are massless; their frames follow the child)
+    com = model.com * s_chi[:, None]
+    m0 = model.mass
+    m1 = m0 if preserve_mass_distribution else m0 * s_chi**3
+    inertia = model.inertia * (s_chi**2 * (1.0 if preserve_mass_distribution else s_chi**3))[:, None, None]
+    inertia = jnp.where((m1 <= _EPS)[:, None, None], 0.0, inertia)
+    if mass is not None:
+        f = jnp.asarray(mass, m1.dtype) / jnp.sum(m1)
+        m1, inertia = m1 * f, inertia * f
+    out = eqx.tree_at(lambda m: (m.offset, m.axis, m.com, m.mass, m.inertia), model, (offset, axis, com, m1, inertia))
+    extras = dict(out.extras)
+    info = extras["osim"]
+    extras["osim"] = eqx.tree_at(lambda i: i.scaling.factors, info, sc.factors * s)
+    paths = extras.get("muscles")
+    if paths is not None:
+        extras["muscles"] = _scale_paths(model, paths, s, ext)
+    out = eqx.tree_at(lambda m: m.extras, out, extras)
+    if paths is not None and paths.n_muscles:
+        q0 = info.default
+        ratio = muscle_lengths(out, q0) / muscle_lengths(model, q0)
+        params = dict(extras["muscles"].parameters)
+        for key in {k for keys in _POST_SCALED.values() for k in keys}:
+            if key not in params:
+                continue
+            rows = np.array([key in _POST_SCALED.get(kind, ()) for kind in paths.kinds])
+            params[key] = jnp.where(jnp.asarray(rows) & (ratio > 0), params[key] * ratio, params[key])
+        out = eqx.tree_at(lambda m: m.extras["muscles"].parameters, out, params)
+    return out
+
+
+def _frames(model, sc, ext):
+    """Joint offsets and axes scaled: translations ``fixed + s_parent unit_parent + s_child unit_child``,
+    scaled translation functions' axes times ``s_parent · axis_weight``."""
+    s_par = ext[np.asarray(sc.parent, int)]
+    s_chi = ext[np.asarray(sc.child, int)]
+    trans = sc.fixed + s_par[:, None] * sc.unit_parent + s_chi[:, None] * sc.unit_child
+    w = sc.axis_weight
+    return model.offset.at[:, :3, 3].set(trans), model.axis * jnp.where(w > 0, s_par * w, 1.0)[:, None]
+
+
+def scale_kinematics(model, factors):
+    """Only the kinematic part of :func:`scale_model` (joint frames and translation functions): the
+    same body poses, markers need :func:`scale_markers`; masses, paths and muscles are left as they
+    are (cheaper inside a marker fit)."""
+    sc = _scaling_info(model)
+    s = segment_factors(model, factors).astype(model.offset.dtype)
+    offset, axis = _frames(model, sc, jnp.concatenate([s, jnp.ones(1, s.dtype)]))
+    return eqx.tree_at(lambda m: (m.offset, m.axis), model, (offset, axis))
+
+
+def _body_factor(model, ext, body_index):
+    """Factor of the OpenSim body that model body ``body_index`` belongs to (``-1``: ground, 1)."""
+    sc = _scaling_info(model)
+    idx = np.asarray([sc.child[b] if b >= 0 else -1 for b in np.ravel(body_index)], int)
+    return ext[idx].reshape(np.shape(body_index))
+
+
+def _scale_paths(model, paths, s, ext):
+    body = np.asarray(paths.body, int)
+    loc = paths.location * _body_factor(model, ext, body)[..., None]
+    maps = []
+    for family, slots in zip(paths.moving_maps, paths.moving_slots):
+        f = _body_factor(model, ext, np.asarray([body[m, p] for m, p, _ in slots], int))
+        maps.append(_scale_map(family, f))
+    out = eqx.tree_at(lambda p: p.location, paths, loc)
+    if paths.moving_maps:
+        out = eqx.tree_at(lambda p: p.moving_maps, out, tuple(maps))
+    wraps = paths.wraps
+    if wraps is not None:
+        f = _body_factor(model, ext, np.asarray(wraps.body, int))
+        # uniform factors: WrapObject translation, and each kind's dimensions (radius, length, ...) × s
+        wraps = eqx.tree_at(lambda w: (w.translation, w.dimensions), wraps,
+                            (wraps.translation * f[:, None], wraps.dimensions * f[:, None]))
+        out = eqx.tree_at(lambda p: p.wraps, out, wraps)
+    return out
+
+
+def _scale_map(family, f):
+    """A stack of joint maps with each map's output multiplied by ``f (n_maps,)``."""
+    from ..maps.affine import Affine
+    from ..maps.constant import Constant
+    from ..maps.linear_combination import LinearCombination
+    from ..maps.piecewise import PiecewisePolynomial
+
+    if isinstance(family, PiecewisePolynomial):
+        return eqx.tree_at(lambda m: m.coef, family, family.coef * f[:, None, None])
+    if isinstance(family, Constant):
+        return eqx.tree_at(lambda m: m.constant, family, family.constant * f)
+    if isinstance(family, Affine):
+        return eqx.tree_at(lambda m: (m.slope, m.offset), family,
+                           (family.slope * f.reshape((-1,) + (1,) * (family.slope.ndim - 1)), family.offset * f))
+    if isinstance(family, LinearCombination):
+        return _scale_linear_combination(family, f)
+    raise NotImplementedError(f"scaling a MovingPathPoint function of the {type(family).__name__} family is not "
+                              "implemented (PiecewisePolynomial, Constant, Affine, LinearCombination are)")
+
+
+def _scale_linear_combination(family, f):
+    fields = {k: getattr(family, k) for k in ("weights", "offset") if hasattr(family, k)}
+    if set(fields) != {"weights", "offset"}:
+        raise NotImplementedError("scaling this LinearCombination layout is not implemented")
+    w, c = fields["weights"], fields["offset"]
+    return eqx.tree_at(lambda m: (m.weights, m.offset), family,
+                       (w * f.reshape((-1,) + (1,) * (w.ndim - 1)), c * f.reshape((-1,) + (1,) * (c.ndim - 1))))
+
+
+def scale_markers(model, markers, factors):
+    """:class:`mbjax.Markers` with each offset times its body's factor (OpenSim scales a marker's
+    location in its parent frame by that frame's body's factor)."""
+    s = segment_factors(model, factors)
+    ext = jnp.concatenate([s.astype(markers.offset.dtype), jnp.ones(1, markers.offset.dtype)])
+    f = _body_factor(model, ext, np.asarray(markers.body, int))
+    return eqx.tree_at(lambda m: m.offset, markers, markers.offset * f[:, None])
+
+
+def frame_range(time, start: float, end: float) -> tuple[int, int]:
+    """First and last frame (inclusive) that OpenSim's ``MarkerData::findFrameRange`` picks for
+    ``[start, end]``: the last frame at or before ``start``, then the first at or after ``end``."""
+    time = np.asarray(time, float)
+    if start > end:
+        raise ValueError(f"time range start {start} is past its end {end}")
+    before = np.nonzero(time <= start)[0]
+    i0 = int(before[-1]) if before.size else 0
+    after = np.nonzero(time[i0:] >= end)[0]
+    i1 = i0 + int(after[0]) if after.size else time.size - 1
+    return i0, i1
+
+
+def measurement_factor(model, markers, data, pairs, time_range) -> float:
+    """One ``Measurement`` of OpenSim's ``ModelScaler``: the mean over marker ``pairs`` of the
+    experimental distance (averaged over the frames of ``time_range``, :func:`frame_range`) over the
+    model distance at the default pose.  ``markers``: the model's :class:`mbjax.Markers` (the scale
+    marker set); ``data``: :class:`mbjax.io.MarkerData` (metres)."""
+    from ..markers import marker_positions
+
+    if not pairs:
+        raise ValueError("a measurement needs at least one marker pair")
+    i0, i1 = frame_range(data.time, *time_range)
+    x = np.asarray(marker_positions(model, markers, model.extras["osim"].default))
+    total = 0.0
+    for a, b in pairs:
+        for n in (a, b):
+            if n not in data.names:
+                raise ValueError(f"marker {n!r} is not in the marker data ({len(data.names)} markers)")
+        pa, pb = data.positions[i0:i1 + 1, data.names.index(a)], data.positions[i0:i1 + 1, data.names.index(b)]
+        experimental = float(np.mean(np.linalg.norm(pb - pa, axis=1)))
+        modelled = float(np.linalg.norm(x[markers.index(a)] - x[markers.index(b)]))
+        total += experimental / modelled
+    return total / len(pairs)

@@ -1,0 +1,213 @@
+"""Scale factors fitted to a static marker trial, jointly with the static pose, then markers placed
+(the least-squares alternative to OpenSim's ``ScaleTool``: ``ModelScaler`` + ``MarkerPlacer``).
+
+OpenSim computes each factor from marker-pair distances (:func:`~mbjax.identify.scaling.measurement_factor`),
+then solves IK on the averaged static frames and moves every non-fixed marker onto its measured
+position (``MarkerPlacer``).  :func:`fit_static_scale` instead minimises OpenSim's IK objective of the
+static frame (:mod:`mbjax.ik`: ``Σ_m w_m |⁰r_m(q; s) - x_m|² / Σ w_m + Σ_c w_c (q_c - q_c^ref)²``) over
+the pose *and* one factor per group of bodies (a ``Measurement``'s ``BodyScaleSet``), with
+:func:`mbjax.identify.fit` (Levenberg-Marquardt); the model markers are the generic ones scaled by
+their body's factor (:func:`~mbjax.identify.scaling.scale_markers`).  Factors are fitted as
+``log s`` (positive); clamped coordinates stay in their range (the transform of :mod:`mbjax.ik`).
+:func:`place_markers` then moves the markers as the ``MarkerPlacer`` does.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..markers import Markers, marker_positions
+from .fit import fit
+from .scaling import frame_range, scale_kinematics, scale_markers, scale_model, segment_names
+
+
+class StaticScaleResult(NamedTuple):
+    """:func:`fit_static_scale`'s result: ``factors`` (body name -> factor), ``groups`` (group name ->
+    factor), the static pose ``q``, the ``scaled`` model and ``markers`` (generic markers scaled),
+    the averaged static frame ``measured (nk, 3)`` of the tracked ``marker_names``, their
+    ``errors (nk,)`` (m), ``rms`` and the fit ``report``; ``objective`` and ``tree`` for
+    :func:`mbjax.identify.identifiability` (``where=lambda t: t.log_s``)."""
+
+    factors: dict
+    groups: dict
+    q: np.ndarray
+    scaled: object
+    markers: Markers
+    marker_names: tuple
+    measured: np.ndarray
+    errors: np.ndarray
+    rms: float
+    report: object
+    objective: object
+    tree: object
+
+
+class ScaleUnknowns(eqx.Module):
+    """The fitted tree: ``log_s (ng,)`` per group and the pose variables ``u (nq,)``."""
+
+    log_s: jnp.ndarray
+    u: jnp.ndarray
+
+
+class StaticObjective(eqx.Module):
+    """Residuals ``[√w_m (⁰r_m(q; s) - x_m); √w_c (q_c - q_c^ref)]`` of the static frame."""
+
+    model: object
+    markers: Markers
+    measured: jnp.ndarray
+    weights: jnp.ndarray
+    wc: jnp.ndarray
+    qref: jnp.ndarray
+    lo: jnp.ndarray
+    hi: jnp.ndarray
+    bounded: jnp.ndarray
+    group: tuple = eqx.field(static=True)  # per segment: its group index
+
+    def q(self, u):
+        mid, half = 0.5 * (self.lo + self.hi), 0.5 * (self.hi - self.lo)
+        return jnp.where(self.bounded > 0, mid + half * jnp.sin(u), u)
+
+    def u_of(self, q):
+        mid, half = 0.5 * (self.lo + self.hi), 0.5 * (self.hi - self.lo)
+        b = self.bounded > 0
+        s = jnp.clip((q - mid) / jnp.where(b, half, 1.0), -1.0 + 1e-6, 1.0 - 1e-6)
+        return jnp.where(b, jnp.arcsin(s), q)
+
+    def factors(self, log_s):
+        return jnp.exp(log_s)[np.asarray(self.group, int)]
+
+    def predict(self, t: ScaleUnknowns):
+        s = self.factors(t.log_s)
+        model = scale_kinematics(self.model, s)
+        markers = scale_markers(self.model, self.markers, s)
+        return marker_positions(model, markers, self.q(t.u))
+
+    def __call__(self, t: ScaleUnknowns):
+        r_m = (jnp.sqrt(self.weights)[:, None] * (self.predict(t) - self.measured)).reshape(-1)
+        return jnp.concatenate([r_m, jnp.sqrt(self.wc) * (self.q(t.u) - self.qref)])
+
+
+def average_frames(data, time_range) -> np.ndarray:
+    """The marker positions averaged over the frames of ``time_range`` (:func:`frame_range`), as the
+    ``MarkerPlacer`` averages its static frames (missing samples left out)."""
+    i0, i1 = frame_range(data.time, *time_range)
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(np.asarray(data.positions, float)[i0:i1 + 1], axis=0)
+
+
+def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coordinate_tasks=None,
+                     time_range=None, mass=None, factors0=None, bounds: str | None = "clamped",
+                     max_steps: int = 100, progress: bool = False) -> StaticScaleResult:
+    """Fit one factor per group of ``groups`` (group name -> body names; every OpenSim body in one
+    group) and the static pose to the averaged frames of ``data`` in ``time_range`` (all frames if
+    None).  ``weights``: marker name -> weight (default 1 for every marker in model and data);
+    ``coordinate_tasks``: coordinate name -> :class:`mbjax.ik.CoordinateTask` or weight (default
+    value); ``mass``: subject mass (mass distribution preserved); ``factors0``: group name -> start
+    (default 1).  The start pose is :func:`mbjax.inverse_kinematics` on the model scaled by
+    ``factors0``.  Unknown names, a body in no group or in two, raise ``ValueError``."""
+    from ..ik import CoordinateTask, inverse_kinematics
+    from ..io.storage import MarkerData
+
+    segs = segment_names(model)
+    group_names = tuple(groups)
+    where = {}
+    for g, bodies in groups.items():
+        for b in bodies:
+            if b not in segs:
+                raise ValueError(f"group {g!r}: unknown body {b!r}; bodies are {segs}")
+            if b in where:
+                raise ValueError(f"body {b!r} is in groups {where[b]!r} and {g!r}")
+            where[b] = g
+    missing = [b for b in segs if b not in where]
+    if missing:
+        raise ValueError(f"bodies {missing} are in no group (put each OpenSim body in exactly one)")
+    group = tuple(group_names.index(where[b]) for b in segs)
+    f0 = dict(factors0 or {})
+    for g in f0:
+        if g not in groups:
+            raise ValueError(f"factors0: unknown group {g!r}; groups are {group_names}")
+    s0 = np.array([float(f0.get(g, 1.0)) for g in group_names])
+    if not np.all(np.isfinite(s0) & (s0 > 0)):
+        raise ValueError(f"factors0 must be positive and finite, got {s0.tolist()}")
+    # the static frame and the tracked markers
+    x = average_frames(data, time_range) if time_range is not None else np.nanmean(data.positions, axis=0)
+    wdict = {n: 1.0 for n in data.names if n in markers.names} if weights is None else dict(weights)
+    for n in wdict:
+        if n not in markers.names or n not in data.names:
+            raise ValueError(f"marker {n!r} is not in {'the model' if n not in markers.names else 'the data'}")
+    used = [n for n in data.names if n in wdict and np.all(np.isfinite(x[data.names.index(n)]))]
+    xm = x[[data.names.index(n) for n in used]]
+    w = np.array([float(wdict[n]) for n in used])
+    if not np.all(np.isfinite(w) & (w >= 0)) or w.sum() <= 0:
+        raise ValueError("marker weights must be finite, >= 0, and not all 0")
+    mk = markers.select(used)
+    # coordinate tasks and bounds (as mbjax.ik / OpenSim's IK)
+    info = model.extras["osim"]
+    names = model.coordinate_names
+    wc, qref = np.zeros(len(names)), np.asarray(info.default, float).copy()
+    for c, task in dict(coordinate_tasks or {}).items():
+        if c not in names:
+            continue  # a locked coordinate (OpenSim drops the task)
+        task = task if isinstance(task, CoordinateTask) else CoordinateTask(float(task))
+        k = names.index(c)
+        wc[k] = task.weight
+        if task.value_type == "manual_value":
+            qref[k] = task.value
+        elif task.value_type != "default_value":
+            raise ValueError(f"coordinate task {c!r}: value_type {task.value_type!r} (only default_value, manual_value)")
+    lo, hi = np.asarray(info.lower, float), np.asarray(info.upper, float)
+    if bounds == "clamped":
+        bounded = np.asarray(info.clamped, float)
+    elif bounds == "all":
+        bounded = np.ones(len(names))
+    elif bounds is None:
+        bounded = np.zeros(len(names))
+    else:
+        raise ValueError(f"bounds must be 'clamped', 'all' or None, got {bounds!r}")
+    obj = StaticObjective(model, mk, jnp.asarray(xm), jnp.asarray(w / w.sum()), jnp.asarray(wc), jnp.asarray(qref),
+                          jnp.asarray(lo), jnp.asarray(hi), jnp.asarray(bounded), group)
+    # start: IK on the model scaled by the start factors
+    s_start = s0[np.asarray(group, int)]
+    frame = MarkerData(np.zeros(1), tuple(used), xm[None])
+    ik = inverse_kinematics(scale_kinematics(model, s_start), scale_markers(model, mk, s_start), frame,
+                            weights={n: float(wdict[n]) for n in used},
+                            coordinate_tasks={names[k]: CoordinateTask(float(wc[k]), "manual_value", float(qref[k]))
+                                              for k in range(len(names)) if wc[k] > 0},
+                            bounds=bounds, progress=False)
+    tree = ScaleUnknowns(jnp.log(jnp.asarray(s0)), obj.u_of(jnp.asarray(ik.q[0])))
+    fitted, report = fit(tree, obj, lambda t: (t.log_s, t.u), method="levenberg_marquardt", max_steps=max_steps,
+                         progress=progress)
+    s = np.asarray(obj.factors(fitted.log_s))
+    q = np.asarray(obj.q(fitted.u))
+    scaled = scale_model(model, jnp.asarray(s), mass=None if mass is None else float(mass))
+    scaled_markers = scale_markers(model, markers, jnp.asarray(s))
+    err = np.linalg.norm(np.asarray(obj.predict(fitted)) - xm, axis=1)
+    return StaticScaleResult(
+        factors=dict(zip(segs, s.tolist())), groups=dict(zip(group_names, np.exp(np.asarray(fitted.log_s)).tolist())),
+        q=q, scaled=scaled, markers=scaled_markers, marker_names=tuple(used), measured=xm, errors=err,
+        rms=float(np.sqrt(np.mean(err**2))), report=report, objective=obj, tree=fitted)
+
+
+def place_markers(model, markers: Markers, q, measured, names, movable=None) -> Markers:
+    """OpenSim's ``MarkerPlacer`` step: each marker in ``names`` (and ``movable``, default all) moved
+    onto its ``measured (k, 3)`` world position at pose ``q``, i.e. its offset becomes
+    ``⁰A_b(q)⁻¹ x``; the others are kept."""
+    from .._kinematics import body_poses
+
+    movable = set(names if movable is None else movable)
+    poses = np.asarray(body_poses(model, jnp.asarray(q)))
+    offset = np.asarray(markers.offset, float).copy()
+    x = np.asarray(measured, float)
+    for k, n in enumerate(names):
+        if n not in movable:
+            continue
+        i = markers.index(n)
+        b = markers.body[i]
+        pose = poses[b] if b >= 0 else np.eye(4)
+        offset[i] = pose[:3, :3].T @ (x[k] - pose[:3, 3])
+    return Markers(markers.names, markers.body, offset)
