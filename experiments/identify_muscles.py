@@ -47,7 +47,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
-    truth = mbjax.models.arm26()
+    truth = mbjax.models.arm26(ignore_wrapping=True)  # straight paths (the wrap pass inside LM's Jacobian compiles for minutes)
     nm = len(truth.muscle_names)
     elbow = np.deg2rad(np.linspace(0, 130, 12))
     shoulder = np.deg2rad([20.0] if args.quick else [0.0, 45.0])

@@ -223,13 +223,34 @@ def equilibrium_state(fam: _Family, L, V, a):
     """(ℓ, v) of OpenSim's compliant-tendon equilibrium, differentiable (see module docstring);
     V is the path speed the equilibrium is solved with (``equilibrium_speed``)."""
     frozen = _Family(fam.kind, jax.lax.stop_gradient(fam.p))
-    lce, v, _ = _opensim_iteration(frozen, *jax.lax.stop_gradient((L, V, a)))
+    consts = jax.lax.stop_gradient((L, V, a))
+    lce, v, _ = _opensim_iteration(frozen, *consts)
     x = jax.lax.stop_gradient(jnp.stack([lce, v]))
     fiso = fam.p["max_isometric_force"]
 
-    def residual(x):
+    def residual(x, fam=fam, L=L, V=V, a=a):
         ferr, _, v_new = _equilibrium_terms(fam, x[0], x[1], L, V, a)
-        return jnp.stack([ferr / fiso, x[1] - v_new])
+        return jnp.stack([ferr / fam.p["max_isometric_force"], x[1] - v_new])
+
+    def newton_step(x, res):
+        jac = jax.jacfwd(res)(x)
+        det = jac[0, 0] * jac[1, 1] - jac[0, 1] * jac[1, 0]
+        ok = jnp.abs(det) > 1e-300
+        r = res(x)
+        step = jnp.stack([jac[1, 1] * r[0] - jac[0, 1] * r[1], -jac[1, 0] * r[0] + jac[0, 0] * r[1]])
+        return jac, ok, x - jnp.where(ok, step / jnp.where(ok, det, 1.0), 0.0)
+
+    # OpenSim's iteration can stall short of machine precision (Newton with the previous iterate's
+    # fibre velocity and step halving: |F error| ~ 4e-3 N left on arm26's TRIlong at full elbow
+    # extension), and implicit-function derivatives taken there are off by the distance to the
+    # root (2.6e-7 relative in dℓ/dℓ_o, 5.6e-6 in the tendon force's).  Two exact Newton steps of
+    # the coupled (ℓ, ℓ̇) system on the held-constant point first (values move by that distance,
+    # ~1e-8 m there, 0 where the iteration converged).
+    frozen_residual = lambda y: residual(y, frozen, *consts)  # noqa: E731
+    for _ in range(2):
+        y = newton_step(x, frozen_residual)[2]
+        x = jax.lax.stop_gradient(jnp.stack([jnp.maximum(y[0], fam.lmin), y[1]]))
+        x = jnp.where(jnp.all(jnp.isfinite(x)), x, jax.lax.stop_gradient(jnp.stack([lce, v])))
 
     jac = jax.lax.stop_gradient(jax.jacfwd(residual)(x))
     det = jac[0, 0] * jac[1, 1] - jac[0, 1] * jac[1, 0]
