@@ -1,6 +1,6 @@
 """arm26 optimal fibre and tendon slack lengths from isometric torque-angle curves (issue 16, experiment d).
 
-OpenSim's arm26 (``mbjax.models.arm26()``, Thelen2003 muscles with compliant tendons, straight
+OpenSim's arm26 (``mbjax.models.arm26(ignore_wrapping=True)``, Thelen2003 muscles with compliant tendons, straight
 paths) is the truth.  Synthetic "stimulation" data: each of the six muscles activated alone
 (a = 1, the others 0) at 12 elbow angles (0-130°) × 2 shoulder elevations; the joint torques
 τ = R(q) F(q, 0, a) (``mbjax.moment_arms``, ``mbjax.muscle_forces`` at the equilibrium fibre
