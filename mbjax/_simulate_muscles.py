@@ -38,7 +38,8 @@ from ._dynamics import _forward_dynamics
 from ._excitations import ConstantExcitation
 from ._model import Model
 from ._simulate import _as_saveat, _check_interval, _checked_end_time, _checked_saveat
-from .muscles.fiber_dynamics import effective_activation, lengths_speeds_moment_arms, muscle_derivatives, tendon_kinds
+from .muscles.fiber_dynamics import (MOMENT_ARM_RULES, effective_activation, lengths_speeds_moment_arms,
+                                     lengths_speeds_opensim_moment_arms, muscle_derivatives, tendon_kinds)
 from .muscles.musculotendon import equilibrium_fiber_length
 from .muscles.parameters import hill_parameters
 
@@ -64,12 +65,13 @@ class MuscleDrivenField(eqx.Module):
     excitations: Callable
     forces: Callable | None = None
     tendons: str = eqx.field(static=True, default="both")
+    moment_arms: str = eqx.field(static=True, default="geometric")
 
     def __call__(self, t, y, model):
         q, qd, a, lce = y
         u = jnp.asarray(self.excitations(t), a.dtype)
         with checks(False):
-            d = muscle_derivatives(model, q, qd, a, lce, u, self.tendons)
+            d = muscle_derivatives(model, q, qd, a, lce, u, self.tendons, self.moment_arms)
             tau = d.generalized_forces.astype(q.dtype)
             if self.forces is not None:
                 tau = tau + self.forces(t, q, qd)
@@ -79,19 +81,21 @@ class MuscleDrivenField(eqx.Module):
                               d.fiber_length_rate.astype(lce.dtype))
 
 
-def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None):
+def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, moment_arms: str = "geometric"):
     """OpenSim's ``equilibrateMuscles``: equilibrium fibre lengths ``(nm,)`` at (q, q̇, a) (the
-    excitation stands for the activation where ``ignore_activation_dynamics``)."""
+    excitation stands for the activation where ``ignore_activation_dynamics``); ``moment_arms``
+    picks the path speed as in :func:`simulate_muscles`."""
+    rule = lengths_speeds_moment_arms if moment_arms == "geometric" else lengths_speeds_opensim_moment_arms
     with checks(False):
-        L, V, _ = lengths_speeds_moment_arms(model, q, qd)
+        L, V, _ = rule(model, q, qd)
         a = activation if excitation is None else effective_activation(model, activation, excitation)
         return equilibrium_fiber_length(model, L, V, a).astype(jnp.asarray(q).dtype)
 
 
 @eqx.filter_jit
-def _equilibrate(excitations, t0, model, q0, qd0, a0):
+def _equilibrate(excitations, t0, model, q0, qd0, a0, moment_arms="geometric"):
     """:func:`initial_fiber_lengths` compiled on its own (not inside every solve)."""
-    return initial_fiber_lengths(model, q0, qd0, a0, jnp.asarray(excitations(t0), a0.dtype))
+    return initial_fiber_lengths(model, q0, qd0, a0, jnp.asarray(excitations(t0), a0.dtype), moment_arms)
 
 
 def _integrate_muscles(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller, adjoint,
@@ -145,6 +149,7 @@ def simulate_muscles(
     adjoint=None,
     stepsize_controller=None,
     throw: bool = True,
+    moment_arms: str = "geometric",
 ) -> diffrax.Solution:
     """Integrate a muscle-driven model from (q0, q̇0, a0, ℓ0) at ``t0`` to ``t1 >= t0``.
 
@@ -152,6 +157,10 @@ def simulate_muscles(
     :class:`~mbjax.PiecewiseLinearExcitation`); an array is taken as constant excitations.
     ``activation0`` ``(nm,)`` defaults to the file's ``default_activation`` (else OpenSim's 0.05);
     ``fiber_length0`` ``(nm,)`` defaults to the equilibrium (OpenSim's ``equilibrateMuscles``).
+    ``moment_arms``: ``"geometric"`` (default: R = -∂L/∂q, the muscles as a Lagrangian system) or
+    ``"opensim"`` (the unit-force moment arms and path speed OpenSim's own forward dynamics uses;
+    equal except over wrap surfaces with inexact tangent points, see
+    :func:`mbjax.muscles.fiber_dynamics.lengths_speeds_opensim_moment_arms`).
     Returns the ``diffrax.Solution``; ``sol.ys`` is a :class:`MuscleSimState` with a leading time
     axis.  ``saveat``, ``solver`` (default ``diffrax.Tsit5()``), ``rtol``/``atol``, ``dt0``,
     ``stepsize_controller``, ``adjoint``, ``max_steps`` and ``throw`` as in :func:`mbjax.simulate`,
@@ -183,7 +192,9 @@ def simulate_muscles(
     if dt0 is not None:
         dt0 = jnp.asarray(dt0, dtype=dtype)
     if equilibrate:
-        l0 = _equilibrate(excitations, t0, model, q0, qd0, a0)
+        if moment_arms not in MOMENT_ARM_RULES:
+            raise ValueError(f"moment_arms must be one of {MOMENT_ARM_RULES}, got {moment_arms!r}")
+        l0 = _equilibrate(excitations, t0, model, q0, qd0, a0, moment_arms)
     if solver is None:
         solver = diffrax.Tsit5()
     saveat = _as_saveat(saveat, t0, t1, dtype)
@@ -191,15 +202,20 @@ def simulate_muscles(
         stepsize_controller = diffrax.PIDController(rtol=jnp.asarray(rtol, dtype=dtype), atol=jnp.asarray(atol, dtype=dtype))
     if adjoint is None:
         adjoint = diffrax.RecursiveCheckpointAdjoint()
-    field = MuscleDrivenField(excitations, forces, tendon_kinds(model))
+    if moment_arms not in MOMENT_ARM_RULES:
+        raise ValueError(f"moment_arms must be one of {MOMENT_ARM_RULES}, got {moment_arms!r}")
+    field = MuscleDrivenField(excitations, forces, tendon_kinds(model), moment_arms)
     return _solve_muscles(field, solver, t0, t1, dt0, MuscleSimState(q0, qd0, a0, l0), model, saveat,
                           stepsize_controller, adjoint, max_steps, throw)
 
 
-def muscle_vector_field(model: Model, t, state: MuscleSimState, excitations) -> MuscleSimState:
+def muscle_vector_field(model: Model, t, state: MuscleSimState, excitations, moment_arms: str = "geometric") -> MuscleSimState:
     """Time derivative of a :class:`MuscleSimState` (the right-hand side :func:`simulate_muscles`
-    integrates), e.g. to compare with OpenSim's ``computeStateVariableDerivatives``."""
+    integrates), e.g. to compare with OpenSim's ``computeStateVariableDerivatives``; ``moment_arms``
+    as in :func:`simulate_muscles`."""
+    if moment_arms not in MOMENT_ARM_RULES:
+        raise ValueError(f"moment_arms must be one of {MOMENT_ARM_RULES}, got {moment_arms!r}")
     if not callable(excitations):
         excitations = ConstantExcitation(jnp.asarray(excitations))
-    return MuscleDrivenField(excitations, None, tendon_kinds(model))(t, MuscleSimState(*state), model)
+    return MuscleDrivenField(excitations, None, tendon_kinds(model), moment_arms)(t, MuscleSimState(*state), model)
 

@@ -88,11 +88,35 @@ def lengths_speeds_moment_arms(model, q, qd):
     return L[0], dL[-1], -dL[:-1]
 
 
-def muscle_derivatives(model, q, qd, activation, fiber_length, excitation, tendons: str = "both") -> MuscleDerivatives:
+MOMENT_ARM_RULES = ("geometric", "opensim")
+
+
+def lengths_speeds_opensim_moment_arms(model, q, qd):
+    """L ``(nm,)``, V = -R_osᵀ q̇ and R_os ``(nq, nm)``, OpenSim's unit-force moment arms
+    (:func:`mbjax.muscles.opensim_moment_arms`): the generalized force OpenSim applies for a unit
+    tension, and, by the same points, ``GeometryPath``'s lengthening speed.  Over wrap surfaces
+    whose tangent points are not exact (OpenSim's ellipsoid and cylinder heuristics) R_os is not
+    -∂L/∂q, so these are the dynamics OpenSim integrates, not a Lagrangian system in L."""
+    from .opensim_moment_arms import opensim_moment_arms
+
+    q = jnp.asarray(q)
+    R = opensim_moment_arms(model, q)
+    return muscle_lengths(model, q), -(R.T @ jnp.asarray(qd, q.dtype)), R
+
+
+def muscle_derivatives(model, q, qd, activation, fiber_length, excitation, tendons: str = "both",
+                       moment_arms: str = "geometric") -> MuscleDerivatives:
     """Muscle state derivatives and generalized muscle forces at (q, q̇, a, ℓ) with excitation u
-    (OpenSim: ``computeStateVariableDerivatives`` of every muscle and ``Muscle::computeForce``)."""
+    (OpenSim: ``computeStateVariableDerivatives`` of every muscle and ``Muscle::computeForce``).
+
+    ``moment_arms``: ``"geometric"`` (R = -∂L/∂q, V = L̇) or ``"opensim"`` (OpenSim's unit-force
+    R and its path speed, :func:`lengths_speeds_opensim_moment_arms`); they differ only over wrap
+    surfaces with inexact tangent points."""
+    if moment_arms not in MOMENT_ARM_RULES:
+        raise ValueError(f"moment_arms must be one of {MOMENT_ARM_RULES}, got {moment_arms!r}")
     dtype = jnp.asarray(q).dtype
-    L, V, R = lengths_speeds_moment_arms(model, q, qd)
+    rule = lengths_speeds_moment_arms if moment_arms == "geometric" else lengths_speeds_opensim_moment_arms
+    L, V, R = rule(model, q, qd)
     p = hill_parameters(model)
     a_eff = effective_activation(model, activation, excitation)
     st = state_from_states(model, fiber_length, L, V, a_eff, tendons)
