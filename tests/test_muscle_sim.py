@@ -166,3 +166,21 @@ def test_stiff_tendon_approaches_rigid_tendon(arm):
     print("rigid", q_rigid, "stiff", q_stiff, "arm26", q_soft)
     gap_soft, gap_stiff = np.abs(q_soft - q_rigid).max(), np.abs(q_stiff - q_rigid).max()
     assert gap_stiff < 3e-3 * gap_soft  # linear in the compliance: 1e-3 expected (measured 1.2e-3)
+
+
+def test_opensim_moment_arm_rule_equals_geometric_on_straight_paths():
+    """Without wrap objects OpenSim's unit-force moment arms are -∂L/∂q, so both rules give the same
+    state derivatives (the wrapped case, where they differ, is compared with OpenSim in
+    tests/validation/test_muscle_sim_opensim.py)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.models.arm26(ignore_wrapping=True)
+    nm = len(model.muscle_names)
+    state = mbjax.MuscleSimState(jnp.array([0.3, 0.8]), jnp.array([0.5, -1.0]), jnp.full(nm, 0.3), jnp.full(nm, 0.12))
+    field = jax.jit(lambda s, rule: mbjax.muscle_vector_field(model, 0.0, s, jnp.full(nm, 0.4), moment_arms=rule),
+                    static_argnums=1)
+    geo, osr = field(state, "geometric"), field(state, "opensim")
+    for a, b in zip(geo, osr):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="moment_arms"):
+        mbjax.muscle_vector_field(model, 0.0, state, jnp.full(nm, 0.4), moment_arms="unit")
