@@ -1,8 +1,10 @@
 """Muscle-driven forward simulation vs OpenSim 4.6's own (marker ``validation``).
 
 arm26 (6 Thelen2003Muscle, compliant tendons) with its wrap objects removed in a temporary copy
-(mbjax's wrapped arm26 path pass takes minutes to compile and 0.1 s per evaluation on CPU: not
-practical inside an ODE solve yet).  Constant excitations through a ``PrescribedController`` with
+(in CI), and as shipped with them (extended group: the wrap pass inside the ODE takes minutes).
+With wraps, OpenSim applies tension through its unit-force moment arms, which differ from -∂L/∂q
+over its heuristic ellipsoid/cylinder tangent points: compared with ``moment_arms="opensim"``.
+Constant excitations through a ``PrescribedController`` with
 ``Constant`` functions, initial fibre lengths from OpenSim's ``equilibrateMuscles``.
 
 * state derivatives: q̈ (``getAccelerationValue``), ȧ and ℓ̇ (``getStateVariableDerivativeValue``)
@@ -39,9 +41,9 @@ U = np.array([0.3, 0.5, 0.2, 0.8, 0.6, 0.4])
 T_SAVE = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
 
 
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    path = strip_wrapping(ARM26, str(tmp_path_factory.mktemp("arm26") / "arm26_nowrap.osim"))
+def _opensim_and_mbjax(path):
+    """OpenSim's model of ``path`` with constant excitations ``U`` (a ``PrescribedController``), its
+    initial state, the muscle names and mbjax's model of the same file."""
     model = osim.Model(path)
     names = [m.getName() for m in model.getMuscles()]
     ctrl = osim.PrescribedController()
@@ -57,6 +59,11 @@ def models(tmp_path_factory):
     assert list(mb.muscle_names) == names
     assert list(mb.coordinate_names) == [cs.get(i).getName() for i in range(cs.getSize())]
     return model, state, names, mb
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    return _opensim_and_mbjax(strip_wrapping(ARM26, str(tmp_path_factory.mktemp("arm26") / "arm26_nowrap.osim")))
 
 
 def _set(model, state, names, q, qd, a):
@@ -98,8 +105,10 @@ def test_state_derivatives_match_opensim(models):
     assert err_ldot < 1e-11
 
 
-@needs_arm26
-def test_forward_simulation_matches_opensim(models):
+def _simulate_both(models, moment_arms="geometric"):
+    """0.5 s from OpenSim's equilibrated state: OpenSim's Manager (RungeKuttaMerson, accuracy 1e-10)
+    and :func:`mbjax.simulate_muscles` (Tsit5, rtol 1e-11, atol 1e-13); max errors of the joint
+    angles, activations and fibre lengths at ``T_SAVE``, OpenSim's angles, mbjax's step count."""
     model, state, names, mb = models
     q0, qd0 = np.array([0.3, 0.8]), np.array([0.5, -1.0])
     a0 = np.array([0.2, 0.3, 0.25, 0.4, 0.35, 0.3])
@@ -118,12 +127,19 @@ def test_forward_simulation_matches_opensim(models):
         l_os.append([model.getMuscles().get(n).getFiberLength(s) for n in names])
     q_os, a_os, l_os = map(np.array, (q_os, a_os, l_os))
     sol = mbjax.simulate_muscles(mb, q0, qd0, 0.0, T_SAVE[-1], excitations=mbjax.ConstantExcitation(jnp.asarray(U)),
-                                 activation0=a0, fiber_length0=lce0, saveat=T_SAVE, rtol=1e-11, atol=1e-13)
+                                 activation0=a0, fiber_length0=lce0, saveat=T_SAVE, rtol=1e-11, atol=1e-13,
+                                 moment_arms=moment_arms)
     err_q = np.abs(np.asarray(sol.ys.q) - q_os).max()
     err_a = np.abs(np.asarray(sol.ys.activation) - a_os).max()
     err_l = np.abs(np.asarray(sol.ys.fiber_length) - l_os).max()
     print(f"0.5 s vs OpenSim RKM 1e-10: angles {err_q:.1e} rad, activations {err_a:.1e}, fibre lengths {err_l:.1e} m; "
           f"elbow range {q_os[:, 1].min():.2f}..{q_os[:, 1].max():.2f} rad; mbjax steps {int(sol.stats['num_steps'])}")
+    return err_q, err_a, err_l, q_os
+
+
+@needs_arm26
+def test_forward_simulation_matches_opensim(models):
+    err_q, err_a, err_l, q_os = _simulate_both(models)
     assert np.ptp(q_os[:, 1]) > 1.0  # the arm really moves
     assert err_q < 1e-7
     assert err_a < 1e-10
@@ -133,18 +149,7 @@ def test_forward_simulation_matches_opensim(models):
 @pytest.fixture(scope="module")
 def wrapped_models():
     """arm26 as shipped, with its 4 wrap objects (2 ellipsoids, 2 cylinders)."""
-    model = osim.Model(ARM26)
-    names = [m.getName() for m in model.getMuscles()]
-    ctrl = osim.PrescribedController()
-    for n, v in zip(names, U):
-        ctrl.addActuator(model.getMuscles().get(n))
-        ctrl.prescribeControlForActuator(n, osim.Constant(float(v)))
-    model.addController(ctrl)
-    state = model.initSystem()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        mb = load_osim(ARM26)
-    return model, state, names, mb
+    return _opensim_and_mbjax(ARM26)
 
 
 @needs_arm26
@@ -173,3 +178,17 @@ def test_wrapped_state_derivatives_match_opensim_with_its_moment_arm_rule(wrappe
           f"geometric -dL/dq {err['geometric']:.1e}")
     assert err["opensim"] < 1e-10
     assert err["geometric"] > 100 * err["opensim"]  # the rules really differ over these wraps
+
+
+
+@needs_arm26
+@pytest.mark.extended  # ~6 min on 2 cores: the wrap pass, and OpenSim's moment arms through it, at every step
+def test_wrapped_forward_simulation_matches_opensim(wrapped_models):
+    """arm26 with its wraps, OpenSim's moment-arm rule: the same 0.5 s as the wrap-free test, the
+    same agreement (measured 2.5e-8 rad, fibre lengths 9e-10 m; OpenSim's integration error at
+    accuracy 1e-10). With the geometric rule the angles differ by 0.017 rad."""
+    err_q, err_a, err_l, q_os = _simulate_both(wrapped_models, moment_arms="opensim")
+    assert np.ptp(q_os[:, 1]) > 1.0
+    assert err_q < 1e-7
+    assert err_a < 1e-10
+    assert err_l < 1e-8
