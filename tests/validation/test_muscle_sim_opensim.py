@@ -182,7 +182,7 @@ def test_wrapped_state_derivatives_match_opensim_with_its_moment_arm_rule(wrappe
 
 
 @needs_arm26
-@pytest.mark.extended  # ~6 min on 2 cores: the wrap pass, and OpenSim's moment arms through it, at every step
+@pytest.mark.extended  # 3-6 min on 2 cores: the wrap pass, and OpenSim's moment arms through it, at every step
 def test_wrapped_forward_simulation_matches_opensim(wrapped_models):
     """arm26 with its wraps, OpenSim's moment-arm rule: the same 0.5 s as the wrap-free test, the
     same agreement (measured 2.5e-8 rad, fibre lengths 9e-10 m; OpenSim's integration error at
