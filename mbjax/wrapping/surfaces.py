@@ -175,8 +175,11 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
             u = u & valid[:, None]
             q1 = jnp.where(u[..., None], a, f1[:, None])
             q2 = jnp.where(u[..., None], b, f2[:, None])
-            inner = jax.vmap(surface(_k), in_axes=(0, 0, None, None, None, None) + ((None,) if si else ()))
-            out = jax.vmap(inner)(q1, q2, d_, ax, sg, me, *si)
+            # one vmap over the (lane, segment) pairs: nested vmaps batch every loop body twice
+            rep = lambda x: jnp.repeat(x, N, axis=0)  # noqa: E731
+            out = jax.vmap(surface(_k))(q1.reshape(-1, 3), q2.reshape(-1, 3), rep(d_), rep(ax), rep(sg), rep(me),
+                                        *(rep(x) for x in si))
+            out = jax.tree.map(lambda x: x.reshape((-1, N) + x.shape[1:]), out)
             old = jnp.minimum(idx, M - 1)
             cd = cd.at[idx].set(jnp.where(u, out.code.astype(jnp.int32), cd[old]), mode="drop")
             hp = hp.at[idx].set(jnp.where(u, out.has_path, hp[old]), mode="drop")
