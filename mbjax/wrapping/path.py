@@ -63,6 +63,7 @@ import numpy as np
 
 from ._result import INSIDE, MANDATORY, NO_WRAP, WRAPPED
 from .objects import KINDS, METHODS, PathWrap, WrapObject, quadrant_axis_sign
+from ._math import seeded
 from .surfaces import evaluate_surface, surface_plan
 
 #: OpenSim's iteration limit for paths with two or more wraps (``applyWrapObjects``)
@@ -434,8 +435,8 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
     act0 = jnp.concatenate([active, jnp.zeros((M, 2 * W), bool)], 1)
     key0 = jnp.concatenate([jnp.broadcast_to(jnp.arange(P, dtype=dtype), (M, P)), jnp.zeros((M, 2 * W), dtype)], 1)
     frozen0 = jnp.broadcast_to(arange_n < P, (M, N))  # path points never move: ground = pos
-    carry = (pos0, pos0, frozen0, act0, key0, jnp.zeros((M, W), dtype), jnp.zeros(M, bool), jnp.zeros(M, bool),
-             jnp.zeros(M, bool), jnp.full((M,), jnp.inf, dtype))
+    carry = (pos0, pos0, frozen0, act0, key0, seeded(jnp.zeros((M, W), dtype), world), jnp.zeros(M, bool),
+             jnp.zeros(M, bool), jnp.zeros(M, bool), seeded(jnp.full((M,), jnp.inf, dtype), world))
     passes = MAX_PASSES if bool(multi.any()) else 1
     if passes > 1:
         # a pass after every lane of the batch has converged changes nothing: skip it (the

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._math import seeded
 from ._result import MANDATORY, WrapLine
 from .objects import KINDS
 
@@ -121,9 +122,9 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
     dtype = p1.dtype
     code = jnp.zeros((M, N), jnp.int32)
     has_path = jnp.zeros((M, N), bool)
-    r1 = jnp.zeros((M, N, 3), dtype)
-    r2 = jnp.zeros((M, N, 3), dtype)
-    length = jnp.zeros((M, N), dtype)
+    r1 = seeded(jnp.zeros((M, N, 3), dtype), p1)  # see seeded: one trace of each chunk loop
+    r2 = seeded(jnp.zeros((M, N, 3), dtype), p1)
+    length = seeded(jnp.zeros((M, N), dtype), p1)
     static_single = isinstance(single, bool)
     scale = 4.0 * jnp.max(jnp.abs(dims), -1) + 1.0  # beyond any of these surfaces
     far1 = jnp.stack([scale, scale, scale], -1)
