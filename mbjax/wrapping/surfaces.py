@@ -82,11 +82,13 @@ def surface_plan(rows_by_kind, lanes_per_row: int) -> dict[int, tuple[int, int]]
 
 
 def _chunks(n_chunks, chunk, need, fn, carry):
-    """Run ``fn(idx, valid, carry)`` on the lanes where ``need (M,)``, ``chunk`` at a time.
+    """Run ``fn(idx, valid, mine, back, carry)`` on the lanes where ``need (M,)``, ``chunk`` at a time.
 
-    ``idx (chunk,)`` are the lanes of the chunk in lane order (``M`` past the last one, dropped
-    by the scatters of ``fn``), ``valid`` marks the real ones.  Every kernel ``fn`` calls is
-    traced once; a chunk with no lane left is skipped by a real branch (``lax.cond``).
+    ``idx (chunk,)`` are the lanes of the chunk in lane order (``M`` past the last one),
+    ``valid`` marks the real ones; ``mine (M,)`` marks the lanes in this chunk and ``back (M,)``
+    their position in it, so results go back to the lanes by a gather and a select (a scatter is
+    slow on CPU, more so batched under ``vmap``).  Every kernel ``fn`` calls is traced once; a
+    chunk with no lane left is skipped by a real branch (``lax.cond``).
     """
     M = need.shape[0]
     rank = jnp.cumsum(need.astype(jnp.int32)) - 1
@@ -98,7 +100,8 @@ def _chunks(n_chunks, chunk, need, fn, carry):
         mine = need & (at >= 0) & (at < chunk)
         idx = jnp.full((chunk,), M, jnp.int32).at[jnp.where(mine, at, chunk)].set(lanes, mode="drop")
         valid = idx < M
-        return jax.lax.cond(j * chunk < total, lambda c: fn(idx, valid, c), lambda c: c, carry)
+        back = jnp.clip(at, 0, chunk - 1)
+        return jax.lax.cond(j * chunk < total, lambda c: fn(idx, valid, mine, back, c), lambda c: c, carry)
 
     if n_chunks == 1:
         return one(0, carry)
@@ -152,25 +155,24 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
             w2 = jnp.take_along_axis(p2, win[:, None, None], 1)[:, 0]
             code = jnp.where(use, codes, code)
 
-            def run(idx, valid, c, _k=k, w1=w1, w2=w2, win=win):
+            def run(idx, valid, mine, back, c, _k=k, w1=w1, w2=w2, win=win, use=use):
                 hp, r1_, r2_, ln = c
                 a, b, d_, ax, sg, me, f1, f2, *si = gather(idx, w1, w2, dims, axis, sign, method, far1, far2, *sg_in)
                 a = jnp.where(valid[:, None], a, f1)
                 b = jnp.where(valid[:, None], b, f2)
                 fn = jax.vmap(surface(_k), in_axes=(0, 0, 0, 0, 0, 0) + ((0,) if si else ()))
                 out = fn(a, b, d_, ax, sg, me, *si)
-                at = jnp.arange(N)[None] == gather(idx, win)[0][:, None]  # (C, N)
-                u = gather(idx, use)[0] & at
-                hp = hp.at[idx].set(jnp.where(u, out.has_path[:, None], hp[jnp.minimum(idx, M - 1)]), mode="drop")
-                r1_ = r1_.at[idx].set(jnp.where(u[..., None], out.r1[:, None].astype(dtype), r1_[jnp.minimum(idx, M - 1)]), mode="drop")
-                r2_ = r2_.at[idx].set(jnp.where(u[..., None], out.r2[:, None].astype(dtype), r2_[jnp.minimum(idx, M - 1)]), mode="drop")
-                ln = ln.at[idx].set(jnp.where(u, out.length[:, None].astype(dtype), ln[jnp.minimum(idx, M - 1)]), mode="drop")
+                u = mine[:, None] & use & (jnp.arange(N)[None] == win[:, None])  # (M, N)
+                hp = jnp.where(u, out.has_path[back][:, None], hp)
+                r1_ = jnp.where(u[..., None], out.r1[back][:, None].astype(dtype), r1_)
+                r2_ = jnp.where(u[..., None], out.r2[back][:, None].astype(dtype), r2_)
+                ln = jnp.where(u, out.length[back][:, None].astype(dtype), ln)
                 return hp, r1_, r2_, ln
 
             has_path, r1, r2, length = _chunks(n_chunks, chunk, any_mand, run, (has_path, r1, r2, length))
             continue
 
-        def run(idx, valid, c, _k=k, use=use):
+        def run(idx, valid, mine, back, c, _k=k, use=use):
             cd, hp, r1_, r2_, ln = c
             u, a, b, d_, ax, sg, me, f1, f2, *si = gather(idx, use, p1, p2, dims, axis, sign, method, far1, far2, *sg_in)
             u = u & valid[:, None]
@@ -181,12 +183,12 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
             out = jax.vmap(surface(_k))(q1.reshape(-1, 3), q2.reshape(-1, 3), rep(d_), rep(ax), rep(sg), rep(me),
                                         *(rep(x) for x in si))
             out = jax.tree.map(lambda x: x.reshape((-1, N) + x.shape[1:]), out)
-            old = jnp.minimum(idx, M - 1)
-            cd = cd.at[idx].set(jnp.where(u, out.code.astype(jnp.int32), cd[old]), mode="drop")
-            hp = hp.at[idx].set(jnp.where(u, out.has_path, hp[old]), mode="drop")
-            r1_ = r1_.at[idx].set(jnp.where(u[..., None], out.r1.astype(dtype), r1_[old]), mode="drop")
-            r2_ = r2_.at[idx].set(jnp.where(u[..., None], out.r2.astype(dtype), r2_[old]), mode="drop")
-            ln = ln.at[idx].set(jnp.where(u, out.length.astype(dtype), ln[old]), mode="drop")
+            u = mine[:, None] & use
+            cd = jnp.where(u, out.code.astype(jnp.int32)[back], cd)
+            hp = jnp.where(u, out.has_path[back], hp)
+            r1_ = jnp.where(u[..., None], out.r1.astype(dtype)[back], r1_)
+            r2_ = jnp.where(u[..., None], out.r2.astype(dtype)[back], r2_)
+            ln = jnp.where(u, out.length.astype(dtype)[back], ln)
             return cd, hp, r1_, r2_, ln
 
         code, has_path, r1, r2, length = _chunks(n_chunks, chunk, jnp.any(use, -1), run, (code, has_path, r1, r2, length))
