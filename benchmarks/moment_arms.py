@@ -1,6 +1,7 @@
 """Moment-arm throughput: ``jax.vmap(mbjax.moment_arms)`` vs OpenSim's ``computeMomentArm`` loop.
 
-Run: ``.venv/bin/python benchmarks/moment_arms.py [--quick] [--device gpu] [--float32] [--poses N]``.
+Run: ``.venv/bin/python benchmarks/moment_arms.py [--quick] [--device gpu] [--float32] [--poses N] [--compile]``
+(``--compile``: trace / lower / XLA-compile seconds of the wrapped models only, :func:`compile_times`).
 
 Models: the full MoBL-ARMS file (54 paths × 7 coordinates) with its 87 wrap objects (issue 14:
 ≥ 1000× OpenSim, load + compile ≤ 10 s), the same file with its wrap objects removed (issue 13:
@@ -25,7 +26,9 @@ import numpy as np
 from _timing import device_setup, timed  # sets the platform before jax starts
 
 ARGS = device_setup(extra=lambda ap: (ap.add_argument("--poses", type=int, default=None),
-                                      ap.add_argument("--osim-poses", type=int, default=None)))
+                                      ap.add_argument("--osim-poses", type=int, default=None),
+                                      ap.add_argument("--compile", action="store_true",
+                                                      help="only time trace, lowering and XLA compile of the wrapped models")))
 
 import equinox as eqx  # noqa: E402
 import jax  # noqa: E402
@@ -77,7 +80,49 @@ def opensim_us_per_pose(path, names, qs):
     return 1e6 * (time.perf_counter() - t) / len(qs)
 
 
+def compile_times():
+    """``--compile``: seconds to trace, lower and compile ``jit(vmap(f))`` for the wrapped models
+    (arm26 with its 4 wrap objects, the full MoBL), f = ``muscle_lengths`` and ``moment_arms``,
+    then µs/pose of the compiled program (best of 3).  Process CPU seconds in brackets (the machine
+    is shared: wall time is noisy, CPU time much less so)."""
+    from mbjax import models, muscle_lengths
+
+    n = ARGS.poses or 64
+    print(f"compile times on {jax.devices()[0].platform}, jit(vmap(f)) over {n} poses, float64")
+    print(f"{'model':<12}{'function':<16}{'load s':>8}{'trace s':>16}{'lower s':>9}{'compile s':>18}{'µs/pose':>11}")
+    for label in ("arm26", "MoBL"):
+        for name, f in (("muscle_lengths", muscle_lengths), ("moment_arms", moment_arms)):
+            t0 = time.perf_counter()
+            model = models.arm26() if label == "arm26" else load_osim(mobl_path())
+            load_s = time.perf_counter() - t0
+            info = model.extras["osim"]
+            lo, hi = np.asarray(info.lower), np.asarray(info.upper)
+            qs = jnp.asarray(lo + (hi - lo) * np.random.default_rng(0).uniform(size=(n, model.n_coordinates)))
+            fn = jax.jit(jax.vmap(f, in_axes=(None, 0)))
+            w, c = time.perf_counter(), time.process_time()
+            traced = fn.trace(model, qs)
+            tw, tc = time.perf_counter() - w, time.process_time() - c
+            w = time.perf_counter()
+            lowered = traced.lower()
+            lw = time.perf_counter() - w
+            w, c = time.perf_counter(), time.process_time()
+            compiled = lowered.compile()
+            cw, cc = time.perf_counter() - w, time.process_time() - c
+            compiled(model, qs).block_until_ready()
+            best = min(_run_once(compiled, model, qs) for _ in range(3))
+            print(f"{label:<12}{name:<16}{load_s:>8.2f}{tw:>8.2f} ({tc:5.2f}){lw:>9.2f}{cw:>9.2f} ({cc:6.2f}){1e6 * best / n:>11.0f}",
+                  flush=True)
+
+
+def _run_once(compiled, model, qs):
+    t = time.perf_counter()
+    compiled(model, qs).block_until_ready()
+    return time.perf_counter() - t
+
+
 def main():
+    if ARGS.compile:
+        return compile_times()
     n = ARGS.poses or (4096 if ARGS.quick else 65536)
     n_osim = ARGS.osim_poses or (20 if ARGS.quick else 100)
     dtype = np.float32 if ARGS.float32 else np.float64

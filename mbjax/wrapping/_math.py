@@ -95,3 +95,16 @@ def intersect_segment_plane(pt1, pt2, normal, d):
     t = (-d - jnp.sum(normal * pt1, axis=-1)) / jnp.where(par, 1.0, dot)
     ok = ~par & (t >= -LINE_EPSILON) & (t <= 1.0 + LINE_EPSILON)
     return ok, pt1 + jnp.where(ok, t, 0.0)[..., None] * vec
+
+
+def seeded(x, like):
+    """``x`` unchanged in value, but carrying a (zero) derivative and batch axis wherever ``like`` does.
+
+    Loop carries that start as constants (zeros, inf) and get a derivative inside the loop make
+    ``jvp`` and ``vmap`` of ``lax.fori_loop``/``lax.cond`` retrace the loop body until the carries'
+    derivative (batching) pattern is stable, once more per nesting level; seeding the initial value
+    with ``like``'s pattern makes the first trace the last.  The select's predicate is constant
+    ``False``: the value is exactly ``x`` (no ``0 * like``, so an inf or NaN in ``like`` cannot leak).
+    """
+    src = jnp.broadcast_to(jnp.reshape(like, (-1,))[0].astype(x.dtype), x.shape)
+    return jnp.where(jnp.zeros(x.shape, bool), src, x)

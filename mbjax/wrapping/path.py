@@ -63,7 +63,8 @@ import numpy as np
 
 from ._result import INSIDE, MANDATORY, NO_WRAP, WRAPPED
 from .objects import KINDS, METHODS, PathWrap, WrapObject, quadrant_axis_sign
-from .surfaces import evaluate_surface
+from ._math import seeded
+from .surfaces import evaluate_surface, surface_plan
 
 #: OpenSim's iteration limit for paths with two or more wraps (``applyWrapObjects``)
 MAX_PASSES = 8
@@ -218,9 +219,10 @@ def wrap_paths(wraps: MuscleWraps, world, active, obj_rot, obj_pos) -> WrappedPa
     of ``wraps.muscles``); ``obj_rot (..., O, 3, 3)``, ``obj_pos (..., O, 3)``: world frames of the
     objects; ``...`` is at most one batch axis of poses.  The poses are folded into the muscle
     axis (one *lane* per muscle and pose), so the pass is written on explicit lanes, needs no
-    ``vmap`` over poses, and can stop when every lane of the batch has converged.  Paths with one
-    wrap (one pass, no tangent restarts, two extra elements) and paths with several (up to 8
-    passes) run as two static groups.
+    ``vmap`` over poses, and can stop when every lane of the batch has converged.  All wrapped
+    paths run in one group, so each surface kernel is traced (and compiled) once: a path with one
+    wrap is done after the first pass, and a lane that is done asks no surface for work (the
+    surfaces run on the lanes that need them, gathered in chunks, :func:`~.surfaces.evaluate_surface`).
     """
     batched = world.ndim == 4
     if not batched:
@@ -229,7 +231,7 @@ def wrap_paths(wraps: MuscleWraps, world, active, obj_rot, obj_pos) -> WrappedPa
     n_wraps = used.sum(1)
     B, M, P, _ = world.shape
     W = wraps.n_slots
-    groups = [np.nonzero(n_wraps == 1)[0], np.nonzero(n_wraps >= 2)[0]]
+    groups = [np.nonzero(n_wraps >= 1)[0]]
     parts = []
     for rows in groups:
         if len(rows):
@@ -296,7 +298,7 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
         slot_of[P + 2 * w: P + 2 * w + 2] = w
     arange_n = jnp.arange(N)
     inf = jnp.asarray(jnp.inf, dtype)
-    rows_by_kind = kinds_of_rows(wraps, used, obj_table)
+    plan = surface_plan(kinds_of_rows(wraps, used[:R], obj_table[:R]), B)
 
     def successor(act, key):
         later = act[:, None, :] & (key[:, None, :] > key[:, :, None])  # [m, e, e']: e' after e
@@ -354,7 +356,7 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
         kind = jnp.asarray(kinds_arr)[o]
         method = _gather_rows(tables["method"], s)
         res = evaluate_surface(
-            rows_by_kind, kind, a_loc, b_loc, dims[o], obj_axis[o], obj_sign[o], method,
+            plan, kind, a_loc, b_loc, dims[o], obj_axis[o], obj_sign[o], method,
             True if static_single else single, cand, key
         )
         r1 = jnp.einsum("mij,mnj->mni", rot, res.r1) + org[:, None]
@@ -403,7 +405,9 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
 
     def one_pass(kk, carry):
         pos, ground, frozen, act, key, surf, swapped, stopped, done, last = carry
-        state = (pos, ground, frozen, act, key, surf, swapped, stopped, jnp.zeros((M, W), jnp.int32))
+        # a lane already done keeps its old state (``sel`` below): it runs as stopped, so it
+        # asks no surface for work
+        state = (pos, ground, frozen, act, key, surf, swapped, stopped | done, jnp.zeros((M, W), jnp.int32))
         state = jax.lax.fori_loop(0, W, step, state) if W > 1 else step(0, state)
         n_pos, n_ground, n_frozen, n_act, n_key, n_surf, _, n_stopped, result = state
         n_ground, n_frozen = freeze(n_pos, n_ground, n_frozen, n_act)
@@ -431,8 +435,8 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
     act0 = jnp.concatenate([active, jnp.zeros((M, 2 * W), bool)], 1)
     key0 = jnp.concatenate([jnp.broadcast_to(jnp.arange(P, dtype=dtype), (M, P)), jnp.zeros((M, 2 * W), dtype)], 1)
     frozen0 = jnp.broadcast_to(arange_n < P, (M, N))  # path points never move: ground = pos
-    carry = (pos0, pos0, frozen0, act0, key0, jnp.zeros((M, W), dtype), jnp.zeros(M, bool), jnp.zeros(M, bool),
-             jnp.zeros(M, bool), jnp.full((M,), jnp.inf, dtype))
+    carry = (pos0, pos0, frozen0, act0, key0, seeded(jnp.zeros((M, W), dtype), world), jnp.zeros(M, bool),
+             jnp.zeros(M, bool), jnp.zeros(M, bool), seeded(jnp.full((M,), jnp.inf, dtype), world))
     passes = MAX_PASSES if bool(multi.any()) else 1
     if passes > 1:
         # a pass after every lane of the batch has converged changes nothing: skip it (the
@@ -450,10 +454,10 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
 
 
 def kinds_of_rows(wraps: MuscleWraps, used, obj) -> dict[int, np.ndarray]:
-    """Static: each kind of surface the wrapped muscles use, and the muscle rows (lanes) that use it.
+    """Static: each kind of surface the wrapped muscles use, and the muscle rows that use it.
 
-    The wrap steps run in one ``fori_loop`` (each surface is traced once); a step evaluates a kind
-    only on the rows that have that kind in some slot.
+    The wrap steps run in one ``fori_loop`` (each surface is traced once); at most the lanes of
+    these rows need that kind in one step, which sizes its chunks (:func:`~.surfaces.surface_plan`).
     """
     out: dict[int, list[int]] = {}
     for m in range(used.shape[0]):

@@ -3,9 +3,10 @@
 Every surface takes ``(p1, p2, dimensions (3,), wrap_axis, wrap_sign, method, single_wrap)`` here
 (the adapters below unpack the dimensions as each surface names them) and returns a
 :class:`~mbjax.wrapping._result.WrapLine`.  :func:`evaluate_surface` runs each kind only on the
-muscle rows that may meet it (static), vmapped over the candidate segments, and feeds segments
-that are not candidates a far-away dummy pair, so no unused branch can put a NaN into values or
-gradients.
+lanes (muscle × pose) that have a candidate segment of that kind in the current wrap step, gathered
+into chunks of static size so that each surface kernel is traced once per model, vmapped over
+the candidate segments, and feeds segments that are not candidates a far-away dummy pair, so no
+unused branch can put a NaN into values or gradients.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._math import seeded
 from ._result import MANDATORY, WrapLine
 from .objects import KINDS
 
@@ -62,65 +64,132 @@ def _code_only(k, p1, p2, dims):
     return ellipsoid_code(p1, p2, dims)
 
 
-def evaluate_surface(rows_by_kind, kind, p1, p2, dims, axis, sign, method, single, cand, key) -> WrapLine:
+def surface_plan(rows_by_kind, lanes_per_row: int) -> dict[int, tuple[int, int]]:
+    """Static: per kind, ``(n_chunks, chunk)`` for :func:`evaluate_surface`.
+
+    ``rows_by_kind[k]`` are the muscle rows that may meet kind ``k`` and each row holds
+    ``lanes_per_row`` lanes (poses), so at most ``n = len(rows) * lanes_per_row`` lanes need kind
+    ``k`` in one wrap step (a lane wraps over one object per step).  They are evaluated in
+    ``n_chunks`` chunks of ``chunk`` lanes, each skipped (``lax.cond``) when no lane is left.
+    """
+    out = {}
+    for k, rows in rows_by_kind.items():
+        n_rows = len(rows)
+        per = max(1, -(-n_rows // 4))  # rows per chunk: at most 4 chunks
+        chunk = per * lanes_per_row
+        out[k] = (-(-n_rows // per), chunk)
+    return out
+
+
+def _chunks(n_chunks, chunk, need, fn, carry):
+    """Run ``fn(idx, valid, mine, back, carry)`` on the lanes where ``need (M,)``, ``chunk`` at a time.
+
+    ``idx (chunk,)`` are the lanes of the chunk in lane order (``M`` past the last one),
+    ``valid`` marks the real ones; ``mine (M,)`` marks the lanes in this chunk and ``back (M,)``
+    their position in it, so results go back to the lanes by a gather and a select (a scatter is
+    slow on CPU, more so batched under ``vmap``).  Every kernel ``fn`` calls is traced once; a
+    chunk with no lane left is skipped by a real branch (``lax.cond``).
+    """
+    M = need.shape[0]
+    rank = jnp.cumsum(need.astype(jnp.int32)) - 1
+    total = jnp.sum(need.astype(jnp.int32))
+    lanes = jnp.arange(M, dtype=jnp.int32)
+
+    def one(j, carry):
+        at = rank - j * chunk
+        mine = need & (at >= 0) & (at < chunk)
+        idx = jnp.full((chunk,), M, jnp.int32).at[jnp.where(mine, at, chunk)].set(lanes, mode="drop")
+        valid = idx < M
+        back = jnp.clip(at, 0, chunk - 1)
+        return jax.lax.cond(j * chunk < total, lambda c: fn(idx, valid, mine, back, c), lambda c: c, carry)
+
+    if n_chunks == 1:
+        return one(0, carry)
+    return jax.lax.fori_loop(0, n_chunks, one, carry)
+
+
+def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand, key) -> WrapLine:
     """Wrap the segments ``p1 -> p2`` ``(M, N, 3)`` (object frame) over each muscle's current object.
 
-    ``rows_by_kind`` (static) maps a kind index to the muscle rows that may meet it; ``kind``,
-    ``axis``, ``sign``, ``method``, ``single`` are ``(M,)``, ``dims (M, 3)``, ``cand (M, N)``,
-    ``key (M, N)`` the path-order keys.  For a :data:`DEFERRED` kind every candidate gets its code,
-    but only the first ``MANDATORY`` candidate in path order (the one
-    :func:`~mbjax.wrapping.path.wrap_paths` must choose) gets tangent points and a length; the
-    others report ``has_path`` False, which no caller reads for them.
+    ``plan`` (static, :func:`surface_plan`) gives each kind present its chunking; ``kind``,
+    ``axis``, ``sign``, ``method``, ``single`` are ``(M,)`` (``single`` may be a static bool),
+    ``dims (M, 3)``, ``cand (M, N)``, ``key (M, N)`` the path-order keys.  Each kind runs only on
+    the lanes with a candidate segment of that kind, gathered into chunks (one traced kernel per
+    kind), vmapped over the candidate segments; segments that are not candidates get a far-away
+    dummy pair, so no unused branch can put a NaN into values or gradients.  For a
+    :data:`DEFERRED` kind every candidate gets its code, but only the first ``MANDATORY``
+    candidate in path order (the one :func:`~mbjax.wrapping.path.wrap_paths` must choose) gets
+    tangent points and a length; the others report ``has_path`` False, which no caller reads for them.
     """
     M, N, _ = p1.shape
     dtype = p1.dtype
     code = jnp.zeros((M, N), jnp.int32)
     has_path = jnp.zeros((M, N), bool)
-    r1 = jnp.zeros((M, N, 3), dtype)
-    r2 = jnp.zeros((M, N, 3), dtype)
-    length = jnp.zeros((M, N), dtype)
-    for k, rows in rows_by_kind.items():
-        rows = np.asarray(rows)
-        use = cand[rows] & (kind[rows] == k)[:, None]  # (R, N)
+    r1 = seeded(jnp.zeros((M, N, 3), dtype), p1)  # see seeded: one trace of each chunk loop
+    r2 = seeded(jnp.zeros((M, N, 3), dtype), p1)
+    length = seeded(jnp.zeros((M, N), dtype), p1)
+    static_single = isinstance(single, bool)
+    scale = 4.0 * jnp.max(jnp.abs(dims), -1) + 1.0  # beyond any of these surfaces
+    far1 = jnp.stack([scale, scale, scale], -1)
+    far2 = jnp.stack([2 * scale, scale, scale], -1)
+
+    def surface(k):
+        if static_single:
+            return lambda x, y, d_, a_, s_, m_, _g=None: SURFACES[k](x, y, d_, a_, s_, m_, single)
+        return SURFACES[k]
+
+    def gather(idx, *xs):
+        safe = jnp.minimum(idx, M - 1)
+        return tuple(x[safe] for x in xs)
+
+    sg_in = () if static_single else (single,)
+    for k, (n_chunks, chunk) in plan.items():
+        use = cand & (kind == k)[:, None]  # (M, N)
         if k in DEFERRED:
             codes = jax.vmap(jax.vmap(lambda x, y, d_, _k=k: _code_only(_k, x, y, d_), in_axes=(0, 0, None)))(
-                p1[rows], p2[rows], dims[rows])
+                p1, p2, dims)
             mand = use & (codes == MANDATORY)
-            win = jnp.argmin(jnp.where(mand, key[rows], jnp.inf), axis=-1)  # (R,)
+            win = jnp.argmin(jnp.where(mand, key, jnp.inf), axis=-1)  # (M,)
             any_mand = jnp.any(mand, -1)
-            scale = 4.0 * jnp.max(jnp.abs(dims[rows]), -1) + 1.0
-            w1 = jnp.take_along_axis(p1[rows], win[:, None, None], 1)[:, 0]
-            w2 = jnp.take_along_axis(p2[rows], win[:, None, None], 1)[:, 0]
-            w1 = jnp.where(any_mand[:, None], w1, jnp.stack([scale, scale, scale], -1))
-            w2 = jnp.where(any_mand[:, None], w2, jnp.stack([2 * scale, scale, scale], -1))
-            fn = jax.vmap(SURFACES[k], in_axes=(0, 0, 0, 0, 0, 0, None if isinstance(single, bool) else 0))
-            out = fn(w1, w2, dims[rows], axis[rows], sign[rows], method[rows],
-                     single if isinstance(single, bool) else single[rows])
-            at = (jnp.arange(N)[None] == win[:, None]) & any_mand[:, None]  # (R, N)
-            hp = at & out.has_path[:, None]
-            code = code.at[rows].set(jnp.where(use, codes, code[rows]))
-            has_path = has_path.at[rows].set(jnp.where(use, hp, has_path[rows]))
-            r1 = r1.at[rows].set(jnp.where((use & at)[..., None], out.r1[:, None].astype(dtype), r1[rows]))
-            r2 = r2.at[rows].set(jnp.where((use & at)[..., None], out.r2[:, None].astype(dtype), r2[rows]))
-            length = length.at[rows].set(jnp.where(use & at, out.length[:, None].astype(dtype), length[rows]))
+            w1 = jnp.take_along_axis(p1, win[:, None, None], 1)[:, 0]
+            w2 = jnp.take_along_axis(p2, win[:, None, None], 1)[:, 0]
+            code = jnp.where(use, codes, code)
+
+            def run(idx, valid, mine, back, c, _k=k, w1=w1, w2=w2, win=win, use=use):
+                hp, r1_, r2_, ln = c
+                a, b, d_, ax, sg, me, f1, f2, *si = gather(idx, w1, w2, dims, axis, sign, method, far1, far2, *sg_in)
+                a = jnp.where(valid[:, None], a, f1)
+                b = jnp.where(valid[:, None], b, f2)
+                fn = jax.vmap(surface(_k), in_axes=(0, 0, 0, 0, 0, 0) + ((0,) if si else ()))
+                out = fn(a, b, d_, ax, sg, me, *si)
+                u = mine[:, None] & use & (jnp.arange(N)[None] == win[:, None])  # (M, N)
+                hp = jnp.where(u, out.has_path[back][:, None], hp)
+                r1_ = jnp.where(u[..., None], out.r1[back][:, None].astype(dtype), r1_)
+                r2_ = jnp.where(u[..., None], out.r2[back][:, None].astype(dtype), r2_)
+                ln = jnp.where(u, out.length[back][:, None].astype(dtype), ln)
+                return hp, r1_, r2_, ln
+
+            has_path, r1, r2, length = _chunks(n_chunks, chunk, any_mand, run, (has_path, r1, r2, length))
             continue
-        scale = 4.0 * jnp.max(jnp.abs(dims[rows]), -1) + 1.0  # beyond any of these surfaces
-        far1 = jnp.stack([scale, scale, scale], -1)[:, None]
-        far2 = jnp.stack([2 * scale, scale, scale], -1)[:, None]
-        q1 = jnp.where(use[..., None], p1[rows], far1)
-        q2 = jnp.where(use[..., None], p2[rows], far2)
-        if isinstance(single, bool):  # static: every path of this group has one wrap
-            def fn(a, b, d, ax, sg, me, _single=single, _k=k):
-                return jax.vmap(jax.vmap(lambda x, y, d_, a_, s_, m_: SURFACES[_k](x, y, d_, a_, s_, m_, _single),
-                                         in_axes=(0, 0, None, None, None, None)))(a, b, d, ax, sg, me)
-            out = fn(q1, q2, dims[rows], axis[rows], sign[rows], method[rows])
-        else:
-            fn = jax.vmap(jax.vmap(SURFACES[k], in_axes=(0, 0, None, None, None, None, None)))
-            out = fn(q1, q2, dims[rows], axis[rows], sign[rows], method[rows], single[rows])
-        u = use
-        code = code.at[rows].set(jnp.where(u, out.code.astype(jnp.int32), code[rows]))
-        has_path = has_path.at[rows].set(jnp.where(u, out.has_path, has_path[rows]))
-        r1 = r1.at[rows].set(jnp.where(u[..., None], out.r1.astype(dtype), r1[rows]))
-        r2 = r2.at[rows].set(jnp.where(u[..., None], out.r2.astype(dtype), r2[rows]))
-        length = length.at[rows].set(jnp.where(u, out.length.astype(dtype), length[rows]))
+
+        def run(idx, valid, mine, back, c, _k=k, use=use):
+            cd, hp, r1_, r2_, ln = c
+            u, a, b, d_, ax, sg, me, f1, f2, *si = gather(idx, use, p1, p2, dims, axis, sign, method, far1, far2, *sg_in)
+            u = u & valid[:, None]
+            q1 = jnp.where(u[..., None], a, f1[:, None])
+            q2 = jnp.where(u[..., None], b, f2[:, None])
+            # one vmap over the (lane, segment) pairs: nested vmaps batch every loop body twice
+            rep = lambda x: jnp.repeat(x, N, axis=0)  # noqa: E731
+            out = jax.vmap(surface(_k))(q1.reshape(-1, 3), q2.reshape(-1, 3), rep(d_), rep(ax), rep(sg), rep(me),
+                                        *(rep(x) for x in si))
+            out = jax.tree.map(lambda x: x.reshape((-1, N) + x.shape[1:]), out)
+            u = mine[:, None] & use
+            cd = jnp.where(u, out.code.astype(jnp.int32)[back], cd)
+            hp = jnp.where(u, out.has_path[back], hp)
+            r1_ = jnp.where(u[..., None], out.r1.astype(dtype)[back], r1_)
+            r2_ = jnp.where(u[..., None], out.r2.astype(dtype)[back], r2_)
+            ln = jnp.where(u, out.length.astype(dtype)[back], ln)
+            return cd, hp, r1_, r2_, ln
+
+        code, has_path, r1, r2, length = _chunks(n_chunks, chunk, jnp.any(use, -1), run, (code, has_path, r1, r2, length))
     return WrapLine(code, has_path, r1, r2, length)
