@@ -38,8 +38,7 @@ from ._dynamics import _forward_dynamics
 from ._excitations import ConstantExcitation
 from ._model import Model
 from ._simulate import _as_saveat, _check_interval, _checked_end_time, _checked_saveat
-from .muscles.fiber_dynamics import (MOMENT_ARM_RULES, effective_activation, lengths_speeds_moment_arms,
-                                     lengths_speeds_opensim_moment_arms, muscle_derivatives, tendon_kinds)
+from .muscles.fiber_dynamics import effective_activation, lengths_speeds_rule, muscle_derivatives, tendon_kinds
 from .muscles.musculotendon import equilibrium_fiber_length
 from .muscles.parameters import hill_parameters
 
@@ -85,7 +84,7 @@ def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, mome
     """OpenSim's ``equilibrateMuscles``: equilibrium fibre lengths ``(nm,)`` at (q, q̇, a) (the
     excitation stands for the activation where ``ignore_activation_dynamics``); ``moment_arms``
     picks the path speed as in :func:`simulate_muscles`."""
-    rule = lengths_speeds_moment_arms if moment_arms == "geometric" else lengths_speeds_opensim_moment_arms
+    rule = lengths_speeds_rule(moment_arms)
     with checks(False):
         L, V, _ = rule(model, q, qd)
         a = activation if excitation is None else effective_activation(model, activation, excitation)
@@ -191,9 +190,8 @@ def simulate_muscles(
     t1 = jnp.asarray(t1, dtype=dtype)
     if dt0 is not None:
         dt0 = jnp.asarray(dt0, dtype=dtype)
+    lengths_speeds_rule(moment_arms)  # a bad rule name fails here, before anything compiles
     if equilibrate:
-        if moment_arms not in MOMENT_ARM_RULES:
-            raise ValueError(f"moment_arms must be one of {MOMENT_ARM_RULES}, got {moment_arms!r}")
         l0 = _equilibrate(excitations, t0, model, q0, qd0, a0, moment_arms)
     if solver is None:
         solver = diffrax.Tsit5()
@@ -202,8 +200,6 @@ def simulate_muscles(
         stepsize_controller = diffrax.PIDController(rtol=jnp.asarray(rtol, dtype=dtype), atol=jnp.asarray(atol, dtype=dtype))
     if adjoint is None:
         adjoint = diffrax.RecursiveCheckpointAdjoint()
-    if moment_arms not in MOMENT_ARM_RULES:
-        raise ValueError(f"moment_arms must be one of {MOMENT_ARM_RULES}, got {moment_arms!r}")
     field = MuscleDrivenField(excitations, forces, tendon_kinds(model), moment_arms)
     return _solve_muscles(field, solver, t0, t1, dt0, MuscleSimState(q0, qd0, a0, l0), model, saveat,
                           stepsize_controller, adjoint, max_steps, throw)
@@ -213,8 +209,7 @@ def muscle_vector_field(model: Model, t, state: MuscleSimState, excitations, mom
     """Time derivative of a :class:`MuscleSimState` (the right-hand side :func:`simulate_muscles`
     integrates), e.g. to compare with OpenSim's ``computeStateVariableDerivatives``; ``moment_arms``
     as in :func:`simulate_muscles`."""
-    if moment_arms not in MOMENT_ARM_RULES:
-        raise ValueError(f"moment_arms must be one of {MOMENT_ARM_RULES}, got {moment_arms!r}")
+    lengths_speeds_rule(moment_arms)
     if not callable(excitations):
         excitations = ConstantExcitation(jnp.asarray(excitations))
     return MuscleDrivenField(excitations, None, tendon_kinds(model), moment_arms)(t, MuscleSimState(*state), model)

@@ -169,8 +169,8 @@ def test_stiff_tendon_approaches_rigid_tendon(arm):
 
 
 def test_opensim_moment_arm_rule_equals_geometric_on_straight_paths():
-    """Without wrap objects OpenSim's unit-force moment arms are -∂L/∂q, so both rules give the same
-    state derivatives (the wrapped case, where they differ, is compared with OpenSim in
+    """Without wrap objects and moving path points (arm26) OpenSim's unit-force moment arms are
+    -∂L/∂q, so both rules give the same state derivatives (the wrapped case, where they differ, is compared with OpenSim in
     tests/validation/test_muscle_sim_opensim.py)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

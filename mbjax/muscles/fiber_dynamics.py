@@ -104,19 +104,24 @@ def lengths_speeds_opensim_moment_arms(model, q, qd):
     return muscle_lengths(model, q), -(R.T @ jnp.asarray(qd, q.dtype)), R
 
 
+def lengths_speeds_rule(moment_arms: str):
+    """The ``(model, q, q̇) -> (L, V, R)`` function of a moment-arm rule (:data:`MOMENT_ARM_RULES`)."""
+    if moment_arms not in MOMENT_ARM_RULES:
+        raise ValueError(f"moment_arms must be one of {MOMENT_ARM_RULES}, got {moment_arms!r}")
+    return lengths_speeds_moment_arms if moment_arms == "geometric" else lengths_speeds_opensim_moment_arms
+
+
 def muscle_derivatives(model, q, qd, activation, fiber_length, excitation, tendons: str = "both",
                        moment_arms: str = "geometric") -> MuscleDerivatives:
     """Muscle state derivatives and generalized muscle forces at (q, q̇, a, ℓ) with excitation u
     (OpenSim: ``computeStateVariableDerivatives`` of every muscle and ``Muscle::computeForce``).
 
     ``moment_arms``: ``"geometric"`` (R = -∂L/∂q, V = L̇) or ``"opensim"`` (OpenSim's unit-force
-    R and its path speed, :func:`lengths_speeds_opensim_moment_arms`); they differ only over wrap
-    surfaces with inexact tangent points."""
-    if moment_arms not in MOMENT_ARM_RULES:
-        raise ValueError(f"moment_arms must be one of {MOMENT_ARM_RULES}, got {moment_arms!r}")
+    R and its path speed, :func:`lengths_speeds_opensim_moment_arms`); they differ over wrap
+    surfaces with inexact tangent points and through segments between a ``MovingPathPoint`` and a
+    point of its own body (see :mod:`mbjax.muscles.opensim_moment_arms`)."""
     dtype = jnp.asarray(q).dtype
-    rule = lengths_speeds_moment_arms if moment_arms == "geometric" else lengths_speeds_opensim_moment_arms
-    L, V, R = rule(model, q, qd)
+    L, V, R = lengths_speeds_rule(moment_arms)(model, q, qd)
     p = hill_parameters(model)
     a_eff = effective_activation(model, activation, excitation)
     st = state_from_states(model, fiber_length, L, V, a_eff, tendons)
