@@ -84,22 +84,27 @@ def _set(model, state, names, q, qd, a):
     return lce, qdd, adot, ldot
 
 
-@needs_arm26
-def test_state_derivatives_match_opensim(models):
+def _derivatives_vs_opensim(models, moment_arms="geometric"):
+    """q̈ (relative), ȧ and ℓ̇ (absolute) errors of :func:`mbjax.muscle_vector_field` against
+    OpenSim at three states, mbjax fed OpenSim's equilibrated fibre lengths."""
     model, state, names, mb = models
     qs = np.array([[0.3, 0.8], [-0.4, 1.6], [1.0, 0.3]])
     qds = np.array([[0.5, -1.0], [-1.2, 2.0], [0.0, 0.0]])
     acts = np.array([[0.2, 0.3, 0.25, 0.4, 0.35, 0.3], [0.9, 0.05, 0.5, 0.2, 0.7, 0.6], [0.01, 0.5, 0.2, 0.8, 0.6, 0.4]])
     ref = [_set(model, state, names, q, qd, a) for q, qd, a in zip(qs, qds, acts)]
     lce, qdd, adot, ldot = (np.array(x) for x in zip(*ref))
-    field = jax.jit(jax.vmap(lambda q, qd, a, l: mbjax.muscle_vector_field(mb, 0.0, mbjax.MuscleSimState(q, qd, a, l),
-                                                                           jnp.asarray(U))))
+    field = jax.jit(jax.vmap(lambda q, qd, a, l: mbjax.muscle_vector_field(
+        mb, 0.0, mbjax.MuscleSimState(q, qd, a, l), jnp.asarray(U), moment_arms=moment_arms)))
     d = field(*(jnp.asarray(x) for x in (qs, qds, acts, lce)))
-    err_qdd = np.abs(np.asarray(d.qd) - qdd).max() / np.abs(qdd).max()
-    err_adot = np.abs(np.asarray(d.activation) - adot).max()
-    err_ldot = np.abs(np.asarray(d.fiber_length) - ldot).max()
-    print(f"t=0 derivatives vs OpenSim: q̈ {err_qdd:.1e} (relative), ȧ {err_adot:.1e} 1/s, ℓ̇ {err_ldot:.1e} m/s")
     np.testing.assert_allclose(np.asarray(d.q), qds, rtol=0, atol=0)
+    return (np.abs(np.asarray(d.qd) - qdd).max() / np.abs(qdd).max(), np.abs(np.asarray(d.activation) - adot).max(),
+            np.abs(np.asarray(d.fiber_length) - ldot).max())
+
+
+@needs_arm26
+def test_state_derivatives_match_opensim(models):
+    err_qdd, err_adot, err_ldot = _derivatives_vs_opensim(models)
+    print(f"t=0 derivatives vs OpenSim: q̈ {err_qdd:.1e} (relative), ȧ {err_adot:.1e} 1/s, ℓ̇ {err_ldot:.1e} m/s")
     assert err_qdd < 1e-10
     assert err_adot < 1e-12
     assert err_ldot < 1e-11
@@ -159,26 +164,16 @@ def test_wrapped_state_derivatives_match_opensim_with_its_moment_arm_rule(wrappe
     are not -∂L/∂q where its ellipsoid/cylinder tangent points are heuristic: with
     ``moment_arms="opensim"`` mbjax's q̈ equals OpenSim's (measured 1.8e-13 relative); with the
     default geometric rule it differs by ~2e-3 relative (over 0.5 s of arm26's swing: 0.017 rad)."""
-    model, state, names, mb = wrapped_models
-    qs = np.array([[0.3, 0.8], [-0.4, 1.6], [1.0, 0.3]])
-    qds = np.array([[0.5, -1.0], [-1.2, 2.0], [0.0, 0.0]])
-    acts = np.array([[0.2, 0.3, 0.25, 0.4, 0.35, 0.3], [0.9, 0.05, 0.5, 0.2, 0.7, 0.6], [0.01, 0.5, 0.2, 0.8, 0.6, 0.4]])
-    ref = [_set(model, state, names, q, qd, a) for q, qd, a in zip(qs, qds, acts)]
-    lce, qdd, adot, ldot = (np.array(x) for x in zip(*ref))
     err = {}
     for rule in ("opensim", "geometric"):
-        field = jax.jit(jax.vmap(lambda q, qd, a, l: mbjax.muscle_vector_field(
-            mb, 0.0, mbjax.MuscleSimState(q, qd, a, l), jnp.asarray(U), moment_arms=rule)))
-        d = field(*(jnp.asarray(x) for x in (qs, qds, acts, lce)))
-        err[rule] = np.abs(np.asarray(d.qd) - qdd).max() / np.abs(qdd).max()
+        err[rule], err_adot, err_ldot = _derivatives_vs_opensim(wrapped_models, rule)
         if rule == "opensim":
-            assert np.abs(np.asarray(d.activation) - adot).max() < 1e-12
-            assert np.abs(np.asarray(d.fiber_length) - ldot).max() < 1e-11
+            assert err_adot < 1e-12
+            assert err_ldot < 1e-11
     print(f"wrapped arm26 q̈ vs OpenSim (relative): OpenSim's unit-force rule {err['opensim']:.1e}, "
           f"geometric -dL/dq {err['geometric']:.1e}")
     assert err["opensim"] < 1e-10
     assert err["geometric"] > 100 * err["opensim"]  # the rules really differ over these wraps
-
 
 
 @needs_arm26

@@ -64,6 +64,24 @@ def test_shoulder_unit_force_moment_arms_equal_opensim():
     assert worst_geo < 1e-8  # Richardson differences of OpenSim's lengths: O(h^4) truncation
 
 
+def _unit_force_vs_opensim(model, ref, poses):
+    """Worst |mbjax's unit-force rule − OpenSim's ``computeMomentArm``| and the largest gap between
+    ``computeMomentArm`` and OpenSim's own −dL/dq (Richardson differences of its lengths), over
+    ``poses`` and every independent coordinate (m)."""
+    names, muscles = list(model.coordinate_names), list(model.muscle_names)
+    ours = np.asarray(jax.jit(jax.vmap(opensim_moment_arms, in_axes=(None, 0)))(model, poses))
+    worst_unit, gap = 0.0, 0.0
+    for p, q in enumerate(poses):
+        for k, wrt in enumerate(names):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cma = ref.compute_moment_arm(names, q, wrt, muscles)
+                fd = ref.moment_arms(names, q, wrt, muscles)
+            worst_unit = max(worst_unit, float(np.abs(ours[p, k] - cma).max()))
+            gap = max(gap, float(np.abs(fd - cma).max()))
+    return worst_unit, gap
+
+
 def test_wrapped_unit_force_moment_arms_equal_opensim():
     """arm26 with its wrap objects (2 cylinders, 2 ellipsoids; TRIlong wraps twice): OpenSim applies
     the tension at the tangent points, as fixed points of the wrap bodies, at their *latest*
@@ -71,21 +89,9 @@ def test_wrapped_unit_force_moment_arms_equal_opensim():
     same and equals ``computeMomentArm``; the geometric −∂L/∂q differs by millimetres where the
     path wraps twice (multi-pass, cached tangent points) or over an ellipsoid."""
     model = mbjax.models.load("arm26")
-    ref = OpenSimReference(mbjax.models.model_path("arm26"))
-    names = list(model.coordinate_names)
-    muscles = list(model.muscle_names)
     rng = np.random.default_rng(0)
     poses = np.stack([rng.uniform(-1.5, 3.0, 10), rng.uniform(0.0, 2.2, 10)], 1)
-    ours = jax.jit(jax.vmap(opensim_moment_arms, in_axes=(None, 0)))(model, poses)
-    worst_unit, gap = 0.0, 0.0
-    for p, q in enumerate(poses):
-        for k, wrt in enumerate(names):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                cma = ref.compute_moment_arm(names, q, wrt, muscles)
-                fd = ref.moment_arms(names, q, wrt, muscles)  # OpenSim's own -dL/dq (Richardson)
-            worst_unit = max(worst_unit, float(np.abs(np.asarray(ours[p, k]) - cma).max()))
-            gap = max(gap, float(np.abs(fd - cma).max()))
+    worst_unit, gap = _unit_force_vs_opensim(model, OpenSimReference(mbjax.models.model_path("arm26")), poses)
     print(f"arm26 wrapped: unit-force rule vs computeMomentArm {worst_unit:.1e} m; OpenSim's -dL/dq vs "
           f"computeMomentArm up to {gap * 1e3:.1f} mm")
     assert gap > 1e-3  # the notions differ over these wraps
@@ -110,20 +116,9 @@ def test_wrapped_shoulder_unit_force_moment_arms_about_coupled_coordinates_equal
             model = load_osim(path)
         assert {"WrapCylinder", "WrapEllipsoid", "WrapSphere", "WrapTorus"} <= set(get_paths(model).wraps.kinds)
         assert any(role == "dependent" for _, role in model.extras["osim"].roles)
-        ref = OpenSimReference(path)
-        names, muscles = list(model.coordinate_names), list(model.muscle_names)
         lo, hi = np.asarray(model.extras["osim"].lower), np.asarray(model.extras["osim"].upper)
-        poses = lo + (hi - lo) * np.random.default_rng(5).uniform(0.1, 0.9, size=(4, len(names)))
-        ours = np.asarray(jax.jit(jax.vmap(opensim_moment_arms, in_axes=(None, 0)))(model, poses))
-        worst_unit, gap = 0.0, 0.0
-        for p, q in enumerate(poses):
-            for k, wrt in enumerate(names):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    cma = ref.compute_moment_arm(names, q, wrt, muscles)
-                    fd = ref.moment_arms(names, q, wrt, muscles)
-                worst_unit = max(worst_unit, float(np.abs(ours[p, k] - cma).max()))
-                gap = max(gap, float(np.abs(fd - cma).max()))
+        poses = lo + (hi - lo) * np.random.default_rng(5).uniform(0.1, 0.9, size=(4, lo.size))
+        worst_unit, gap = _unit_force_vs_opensim(model, OpenSimReference(path), poses)
     finally:
         os.remove(path)
     print(f"wrapped shoulder: unit-force rule vs computeMomentArm {worst_unit:.1e} m; OpenSim's -dL/dq vs "
