@@ -28,24 +28,34 @@ def load_markers(path, model=None) -> Markers:
         from .osim import load_osim
 
         model = load_osim(path)
-    doc = loader.doc
-    names, bodies, offsets = [], [], []
     mset = loader.model.find("MarkerSet")
-    objs = mset.find("objects") if mset is not None else None
+    markers, _ = _read_markers(loader.doc, loader, mset.find("objects") if mset is not None else None, model, path)
+    return markers
+
+
+def _read_markers(doc, loader, objs, model, source):
+    """The ``<Marker>`` elements of ``objs`` (in ``doc``) as :class:`~mbjax.markers.Markers` on
+    ``model``'s bodies, frames resolved by ``loader`` (the ``.osim`` file ``source``), and the
+    elements themselves.  Errors name the line of ``doc``."""
+    names, bodies, offsets, elements = [], [], [], []
     for el in (objs if objs is not None else []):
         if el.tag != "Marker":
             raise doc.error(el, "unsupported marker type (only <Marker>)", NotImplementedError)
         ref = _text(el, "socket_parent_frame") or _text(el, "body")
         if ref is None:
             raise doc.error(el, "marker without <socket_parent_frame> or <body>")
-        body, x_bf = loader._resolve(el, ref)
+        try:
+            body, x_bf = loader._resolve(el, ref)
+        except ValueError:
+            raise doc.error(el, f"marker frame {ref!r} is not a frame of {source}") from None
         loc = _floats(doc, el, "location", 3, default=[0, 0, 0])
         if body != GROUND and body not in model.body_names:
             raise doc.error(el, f"marker body {body!r} is not a body of the model")
         names.append(el.get("name"))
         bodies.append(-1 if body == GROUND else model.body_index(body))
         offsets.append(x_bf[:3, :3] @ loc + x_bf[:3, 3])
-    return Markers(names, bodies, np.asarray(offsets, dtype=float).reshape(len(names), 3))
+        elements.append(el)
+    return Markers(names, bodies, np.asarray(offsets, dtype=float).reshape(len(names), 3)), elements
 
 
 def load_marker_set(path, model):
@@ -64,21 +74,5 @@ def load_marker_set(path, model):
     mset = doc.root if doc.root.tag == "MarkerSet" else doc.root.find("MarkerSet")
     if mset is None:
         raise ValueError(f"{path}: no <MarkerSet>")
-    objs = mset.find("objects")
-    names, bodies, offsets, fixed = [], [], [], []
-    for el in (objs if objs is not None else []):
-        if el.tag != "Marker":
-            raise doc.error(el, "unsupported marker type (only <Marker>)", NotImplementedError)
-        ref = _text(el, "socket_parent_frame") or _text(el, "body")
-        if ref is None:
-            raise doc.error(el, "marker without <socket_parent_frame> or <body>")
-        try:
-            body, x_bf = loader._resolve(el, ref)
-        except ValueError:
-            raise doc.error(el, f"marker frame {ref!r} is not a frame of {info.source}") from None
-        loc = _floats(doc, el, "location", 3, default=[0, 0, 0])
-        names.append(el.get("name"))
-        bodies.append(-1 if body == GROUND else model.body_index(body))
-        offsets.append(x_bf[:3, :3] @ loc + x_bf[:3, 3])
-        fixed.append(_bool(el, "fixed"))
-    return Markers(names, bodies, np.asarray(offsets, dtype=float).reshape(len(names), 3)), tuple(fixed)
+    markers, elements = _read_markers(doc, loader, mset.find("objects"), model, info.source)
+    return markers, tuple(_bool(el, "fixed") for el in elements)
