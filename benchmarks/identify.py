@@ -1,11 +1,19 @@
 """Identification benchmark: cost of a trajectory-loss gradient through ``simulate``, and of a
 Gauss-Newton step of the inertial fit (issue 16, item 7).
 
-Run: ``.venv/bin/python benchmarks/identify.py [--quick] [--device gpu] [--float32]``.
+Run: ``.venv/bin/python benchmarks/identify.py [--quick] [--device gpu] [--float32]``
+(``MBJAX_BENCH_PARTS``: a comma list of ``chain``, ``shoulder``, ``gn``, ``floor``, default
+``chain,shoulder,gn``; ``MBJAX_BENCH_ONLY=<route>``: one gradient route).
 
-(i) The 7-dof URDF chain of ``benchmarks/dynamics.py`` swings freely for 1 s (Tsit5, rtol 1e-8,
-101 saved samples); the loss is ½‖q(t_k) − q_meas(t_k)‖² over all 7 masses and 7 joint damping
-coefficients.  Timed (best of repeats, compiled once): one forward simulation; ``jax.value_and_grad``
+(i) Two models swing for 1 s (Tsit5, rtol 1e-8, 101 saved samples); the loss is
+½‖q(t_k) − q_meas(t_k)‖² over masses and joint damping coefficients: the 7-dof URDF chain of
+``benchmarks/dynamics.py`` released from rest (7 masses + 7 dampings), and the shoulder with the
+de Groot & Brand rhythm (clavicle and scapula angles as two-coordinate joint maps of the humerus
+coordinates) swinging about a held posture (3 masses + 3 dampings; see :func:`shoulder_swing`).
+Each model's table is followed by the agreement of the routes' gradients and by diffrax's floor:
+the same solve of a cheap pendulum ODE with as many states, whose gradient / forward ratio is the
+cost of diffrax's own machinery that any vector field adds to.  Timed (compiled once; the forward
+solve best of 10 × repeats, the rest best of repeats): one forward simulation; ``jax.value_and_grad``
 with ``diffrax.RecursiveCheckpointAdjoint`` (reverse mode through the stored steps; by default
 binomial checkpointing sized for ``max_steps``, which recomputes forward steps; with
 ``checkpoints=512`` ≥ the number of steps every step is stored once) and with
@@ -27,6 +35,7 @@ from _timing import device_setup, timed  # noqa: E402
 ARGS = device_setup()
 
 import diffrax  # noqa: E402
+import equinox as eqx  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
@@ -39,55 +48,147 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "experiments"))
 from _trees import urdf_tree  # noqa: E402
 
 
-def main():
-    args = ARGS
-    repeat = 2 if args.quick else 5
-    dtype = jnp.float32 if args.float32 else jnp.float64
+class HeldDamping(eqx.Module):
+    """Q = τ_hold − c ⊙ q̇: a constant holding torque (the arm swings about a posture) plus damping."""
+
+    tau: jnp.ndarray
+    c: jnp.ndarray
+
+    def __call__(self, t, q, qd):
+        return self.tau - self.c * qd
+
+
+def seven_dof_swing(dtype):
+    """The 7-dof chain released from rest, damping 0.1 N·m·s; fitted: 7 masses + 7 dampings."""
     model = load_urdf(urdf_tree(7, 0, True))
-    if args.float32:
+    if dtype == jnp.float32:
         model = jax.tree.map(lambda a: a.astype(jnp.float32) if jnp.issubdtype(a.dtype, jnp.floating) else a, model)
     nq = model.n_coordinates
     q0 = jnp.asarray(np.linspace(0.3, -0.3, nq), dtype)
-    qd0 = jnp.zeros(nq, dtype)
-    ts = jnp.linspace(0.0, 1.0, 101, dtype=dtype)
     damper = idf.ViscousDamping(jnp.full(nq, 0.1, dtype))
-    tree = (model, damper)
-    q_meas = mbjax.simulate(model, q0, qd0, 0.0, 1.0, saveat=ts, forces=damper).ys[0] + 0.01
+    params = (idf.Positive(), idf.Positive())
+    return "7-dof chain", (model, damper), q0, jnp.zeros(nq, dtype), params
+
+
+def shoulder_swing(dtype):
+    """The 3-coordinate shoulder (de Groot & Brand rhythm: clavicle and scapula as two-coordinate
+    maps of the humerus angles), phantom inertia removed, held at (elv_angle, shoulder_elv,
+    shoulder_rot) = (0.6, 0.9, -0.2) rad by the gravity torque there, released at (0.5, 1.2, -0.1)
+    with q̇0 = (0.5, 0, 0.5) rad/s and damping 0.3 N·m·s: it swings about the held posture, well
+    inside MoBL's coordinate ranges.  Fitted: the masses of clavicle, scapula, humerus + 3 dampings."""
+    from mbjax.models import shoulder
+
+    if not os.path.isfile(shoulder.MOBL_PATH):
+        return None
+    model = shoulder.without_phantom_inertia(shoulder.shoulder_model("degroot_brand"))
+    model = jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, model)
+    held = jnp.asarray([0.6, 0.9, -0.2], dtype)
+    zero = jnp.zeros(3, dtype)
+    tau = mbjax.inverse_dynamics(model, held, zero, zero)  # holds `held` against gravity
+    forces = HeldDamping(tau, jnp.full(3, 0.3, dtype))
+    real = [i for i, name in enumerate(model.body_names) if "phant" not in name and float(model.mass[i]) > 0]
+    params = (idf.Positive(index=real), idf.Positive())
+    q0 = jnp.asarray([0.5, 1.2, -0.1], dtype)
+    qd0 = jnp.asarray([0.5, 0.0, 0.5], dtype)
+    return "shoulder (de Groot & Brand rhythm)", (model, forces), q0, qd0, params
+
+
+def gradient_routes(case, ts, repeat, only):
+    """Part (i) for one model: forward solve vs the gradient routes, one table."""
+    label, tree, q0, qd0, params = case
+    model, forces = tree
     where = lambda t: (t[0].mass, t[1].c)  # noqa: E731
-    print(f"(i) 7-dof chain, 1 s free swing, {len(ts)} samples, {jax.devices()[0].platform}, {jnp.dtype(dtype).name}")
-    results = {}
-    sol = mbjax.simulate(model, q0, qd0, 0.0, 1.0, saveat=ts, forces=damper)
-    print(f"    accepted steps {int(sol.stats['num_accepted_steps'])}, rejected {int(sol.stats['num_rejected_steps'])}")
+    sol = mbjax.simulate(model, q0, qd0, 0.0, 1.0, saveat=ts, forces=forces)
+    q_meas = sol.ys[0] + 0.01
+    q_all = np.asarray(sol.ys[0])
+    print(f"(i) {label}, 1 s swing, {len(ts)} samples, {jax.devices()[0].platform}, {ts.dtype.name}: "
+          f"accepted steps {int(sol.stats['num_accepted_steps'])}, rejected {int(sol.stats['num_rejected_steps'])}; "
+          f"q ranges over [{', '.join(f'{a:.2f}..{b:.2f}' for a, b in zip(q_all.min(0), q_all.max(0)))}] rad")
+    results, grads = {}, {}
 
     def forward(tree):
         m, d = tree
         return mbjax.simulate(m, q0, qd0, 0.0, 1.0, saveat=ts, forces=d).ys[0]
 
-    first, best = timed(jax.jit(forward), tree, repeat=repeat)
-    results["forward simulate"] = (first, best)
-    sel = idf.Selection(tree, where, idf.Positive())
+    # the forward solve is cheap and is the ratios' denominator: its best of many runs
+    results["forward simulate"] = timed(jax.jit(forward), tree, repeat=10 * repeat)
+    sel = idf.Selection(tree, where, params)
     theta = sel.theta(tree)
     routes = (("grad, RecursiveCheckpointAdjoint", diffrax.RecursiveCheckpointAdjoint()),
               ("grad, RecursiveCheckpoint(checkpoints=512)", diffrax.RecursiveCheckpointAdjoint(checkpoints=512)),
               ("grad, BacksolveAdjoint", diffrax.BacksolveAdjoint()))
-    only = os.environ.get("MBJAX_BENCH_ONLY")  # a substring of the route labels to time (and the forward)
-    for label, adjoint in routes:
-        if only and only not in label:
+    for name, adjoint in routes:
+        if only and only not in name:
             continue
         term = idf.trajectory_residuals(ts, q_meas, q0, qd0, rtol=1e-8, atol=1e-10, adjoint=adjoint)
         vg = jax.jit(jax.value_and_grad(lambda th: 0.5 * jnp.sum(term(sel.apply(th, tree)) ** 2)))
-        results[label] = timed(vg, theta, repeat=repeat)
+        results[name] = timed(vg, theta, repeat=repeat)
+        grads[name] = np.asarray(vg(theta)[1])
     if not only:
         term = idf.trajectory_residuals(ts, q_meas, q0, qd0, rtol=1e-8, atol=1e-10, adjoint=diffrax.ForwardMode())
         jf = jax.jit(jax.jacfwd(lambda th: term(sel.apply(th, tree))))
         results[f"jacfwd ({theta.size} params), ForwardMode"] = timed(jf, theta, repeat=repeat)
+        grads["Jᵀr (forward mode)"] = np.asarray(jf(theta).T @ term(sel.apply(theta, tree)))
     base = results["forward simulate"][1]
     print(f"    {'route':<42}{'ms':>10}{'× forward':>11}{'compile s':>11}")
     for k, (first, best) in results.items():
         print(f"    {k:<42}{best * 1e3:10.2f}{best / base:11.2f}{first - best:11.1f}")
+    # the routes compute one gradient: their spread is the solver tolerance's, not a bug's
+    ref = np.asarray(grads.pop(next(iter(grads))))
+    for k, g in grads.items():
+        print(f"    gradient, {k} vs the first route: max rel. difference "
+              f"{np.max(np.abs(g - ref)) / np.max(np.abs(ref)):.1e}")
 
-    if only:
+
+def diffrax_floor(nq, ts, repeat):
+    """The same solve (Tsit5, PID rtol 1e-8, ``ts`` saved) of a cheap damped-pendulum ODE with
+    ``2 nq`` states: the gradient / forward ratio of diffrax's own machinery (step control, error
+    estimate, checkpointing, interpolation at ``ts``), the floor under any vector field's ratio."""
+    p0 = jnp.linspace(20.0, 40.0, nq, dtype=ts.dtype)
+    y0 = jnp.concatenate([jnp.linspace(0.3, -0.3, nq, dtype=ts.dtype), jnp.zeros(nq, ts.dtype)])
+
+    def field(t, y, p):
+        return jnp.concatenate([y[nq:], -p * jnp.sin(y[:nq]) - 0.1 * y[nq:]])
+
+    def solve(p, adjoint):
+        return diffrax.diffeqsolve(diffrax.ODETerm(field), diffrax.Tsit5(), ts[0], ts[-1], None, y0, args=p,
+                                   saveat=diffrax.SaveAt(ts=ts), adjoint=adjoint, max_steps=100_000,
+                                   stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10)).ys
+
+    _, base = timed(jax.jit(lambda p: solve(p, diffrax.RecursiveCheckpointAdjoint())), p0, repeat=10 * repeat)
+    row = []
+    for name, adjoint in (("RecursiveCheckpoint", diffrax.RecursiveCheckpointAdjoint()),
+                          ("Backsolve", diffrax.BacksolveAdjoint())):
+        _, best = timed(jax.jit(jax.grad(lambda p: jnp.sum(solve(p, adjoint) ** 2))), p0, repeat=repeat)
+        row.append(f"{name} {best / base:.1f}×")
+    print(f"    diffrax's floor ({2 * nq}-state pendulum ODE, same solver and samples; forward "
+          f"{base * 1e3:.2f} ms): gradient / forward = {', '.join(row)}")
+
+
+def main():
+    args = ARGS
+    repeat = 2 if args.quick else 5
+    dtype = jnp.float32 if args.float32 else jnp.float64
+    ts = jnp.linspace(0.0, 1.0, 101, dtype=dtype)
+    only = os.environ.get("MBJAX_BENCH_ONLY")  # a substring of the route labels to time (and the forward)
+    which = os.environ.get("MBJAX_BENCH_PARTS", "chain,shoulder,gn").split(",")
+    cases = [seven_dof_swing(dtype)] if "chain" in which else []
+    if "shoulder" in which:
+        case = shoulder_swing(dtype)
+        if case is None:
+            print("(i) shoulder: skipped, MoBL-ARMS not found (set MBJAX_SHARED_DATA; see README)")
+        else:
+            cases.append(case)
+    for case in cases:
+        gradient_routes(case, ts, repeat, only)
+        diffrax_floor(case[2].shape[0], ts, repeat)
+    if which == ["floor"]:
+        diffrax_floor(7, ts, repeat)
+
+    if only or "gn" not in which:
         return
+    model = seven_dof_swing(dtype)[1][0]
+    nq = model.n_coordinates
     from identify_inertial import WHERE, fourier_trajectory, perturbed  # noqa: E402
 
     t = np.arange(0, 10.0, 0.01)

@@ -12,10 +12,9 @@ the continuity defects ``(q, q̇)(end of k) − (Q, Q̇)_{k+1}`` are extra resid
 
 ``adjoint`` is diffrax's: ``diffrax.ForwardMode()`` (default) gives the forward-mode Jacobians
 that Gauss-Newton / Levenberg-Marquardt and :func:`~mbjax.identify.identifiability` use;
-``diffrax.RecursiveCheckpointAdjoint(checkpoints=n)`` with ``n`` ≥ the number of solver steps (every
-step stored once: a gradient ≈ 3× one forward solve on the 7-dof chain, against ≈ 13× with the
-default checkpoints sized for ``max_steps``, which recompute) or ``BacksolveAdjoint()`` the
-reverse-mode gradients of ``adam`` / ``lbfgs`` (``benchmarks/identify.py``).
+``diffrax.RecursiveCheckpointAdjoint()`` (a gradient ≈ 6.6× one forward solve on the 7-dof
+chain, 7.5× on the shoulder; diffrax's machinery alone costs ≈ 4.5×) or ``BacksolveAdjoint()``
+(≈ 27×) give the reverse-mode gradients of ``adam`` / ``lbfgs`` (``benchmarks/identify.py``).
 """
 
 from __future__ import annotations
