@@ -1,0 +1,159 @@
+"""OpenSim's PointOnLineConstraint, eliminated (mbjax.io.osim_point_on_line), on OpenSim's
+BouncingBlock model (tests/data/opensim_models/bouncing_block, Apache-2.0, see its NOTICE).
+
+Every check is against something computed another way: the constraints against the reduced
+model's body origins (not the residual code), ∇f and H against central differences of the Newton
+solve and against the projection method (Ehsani Eq. 102-120), the reduced mass matrix against
+Dᵀ M_full D of the model loaded with the constraints left out.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mbjax
+from mbjax.constraints import LoopConstraint, implicit_solve, loop_values, solve
+from mbjax.io import load_osim
+
+PATH = os.path.join(os.path.dirname(__file__), "data", "opensim_models", "bouncing_block", "bouncing_block.osim")
+FREE = ("xRotation", "yRotation", "zRotation", "xTranslation", "yTranslation", "zTranslation", "pin1_rot", "pin2_rot")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_osim(PATH)
+
+
+@pytest.fixture(scope="module")
+def premodel():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the explicit opt-out is warned
+        return load_osim(PATH, ignore_constraints=("PointOnLineConstraint",))
+
+
+def _loop(model) -> LoopConstraint:
+    loops = [x for x in jax.tree.leaves(model, is_leaf=lambda x: isinstance(x, LoopConstraint))
+             if isinstance(x, LoopConstraint)]
+    assert loops and all(x is loops[0] for x in loops)  # one constraint, solved once
+    return loops[0]
+
+
+def _poses(model, n, seed=0):
+    """Random independent poses inside the ranges (yRotation kept off the FreeJoint's gimbal lock at
+    ±π/2, which its ±2 range includes)."""
+    info = model.extras["osim"]
+    lo, hi = np.array(info.lower), np.array(info.upper)
+    k = model.coordinate_names.index("yRotation")
+    lo[k], hi[k] = -1.2, 1.2
+    rng = np.random.default_rng(seed)
+    return lo + (hi - lo) * rng.uniform(0.1, 0.9, size=(n, lo.size))
+
+
+def _full(model, premodel, q):
+    """The premodel's coordinates for the reduced model's q (dependent ones from the solve)."""
+    loop = _loop(model)
+    f = implicit_solve(loop, q)
+    out = jnp.zeros(premodel.n_coordinates, dtype=f.dtype)
+    names = premodel.coordinate_names
+    for name, v in zip(loop.joints, f):
+        out = out.at[names.index(name)].set(v)
+    for name, v in zip(model.coordinate_names, q):
+        out = out.at[names.index(name)].set(v)
+    return out
+
+
+def test_roles_and_assembly(model):
+    info = model.extras["osim"]
+    dependent = [c for c, r in info.roles if r == "dependent"]
+    assert len(dependent) == 4 and model.n_coordinates == 4
+    assert sorted(dependent + list(model.coordinate_names)) == sorted(FREE)
+    assert [c for c, _ in info.eliminated] == dependent
+    assert all("PointOnLineConstraint 'lock_block_to_y_axis', 'lock_foot_to_y_axis'" in why
+               for _, why in info.eliminated)
+    assert info.ignored == ()
+    # the file's default xTranslation (0.000278) violates the block's constraint: assembled to 0
+    assembled = dict(info.assembled)
+    assert set(assembled) == set(dependent)
+    assert assembled["xTranslation"] == pytest.approx(0.0, abs=1e-14)
+    poses = np.asarray(mbjax.body_poses(model, info.default))
+    for body in ("block", "link2"):
+        p = poses[model.body_index(body), :3, 3]
+        assert abs(p[0]) < 1e-12 and abs(p[2]) < 1e-12
+
+
+def test_constraints_hold_at_random_poses(model):
+    """The block origin and link2's origin (the followers, point_on_follower = 0) stay on ground's y
+    axis (the line), read from the reduced model's own body poses."""
+    worst = 0.0
+    for q in _poses(model, 6):
+        poses = np.asarray(mbjax.body_poses(model, jnp.asarray(q)))
+        for body in ("block", "link2"):
+            p = poses[model.body_index(body), :3, 3]
+            worst = max(worst, abs(p[0]), abs(p[2]))
+    assert worst < 1e-12
+
+
+def test_derivatives_match_finite_differences_and_projection(model):
+    loop = _loop(model)
+    q = jnp.asarray(_poses(model, 1, seed=1)[0])
+    f, g, h = loop_values(loop, q, "implicit")
+    _, g_p, h_p = loop_values(loop, q, "projection")  # Ehsani's closed form, no autodiff
+    step = 1e-5
+    eye = np.eye(q.size)
+    g_fd = np.stack([(solve(loop, q + step * e) - solve(loop, q - step * e)) / (2 * step) for e in eye], axis=1)
+    jac = jax.jit(jax.jacfwd(lambda x: implicit_solve(loop, x)))
+    h_fd = np.stack([(jac(q + step * e) - jac(q - step * e)) / (2 * step) for e in eye], axis=2)
+    scale = 1 + np.max(np.abs(g))
+    assert np.max(np.abs(g - g_fd)) < 1e-8 * scale
+    assert np.max(np.abs(h - h_fd)) < 1e-7 * (1 + np.max(np.abs(h)))
+    assert np.max(np.abs(g - g_p)) < 1e-12 * scale
+    assert np.max(np.abs(h - h_p)) < 1e-10 * (1 + np.max(np.abs(h)))
+    assert np.max(np.abs(loop.residual(f, q))) < 1e-12
+
+
+def test_mass_matrix_is_projected_full_one(model, premodel):
+    """M_reduced = Dᵀ M_full D, D = ∂q_full/∂q_ind (the premodel is the file loaded without the
+    constraints, an independent route to the mass matrix)."""
+    for q in _poses(model, 2, seed=2):
+        q = jnp.asarray(q)
+        qf = _full(model, premodel, q)
+        d = jax.jacfwd(lambda x: _full(model, premodel, x))(q)
+        expected = d.T @ mbjax.mass_matrix(premodel, qf) @ d
+        got = mbjax.mass_matrix(model, q)
+        assert np.max(np.abs(got - expected)) < 1e-10 * np.max(np.abs(expected))
+        # the same pose from both models
+        np.testing.assert_allclose(mbjax.body_poses(model, q), mbjax.body_poses(premodel, qf), atol=1e-12)
+
+
+def test_independent_coordinates_keyword():
+    chosen = ("xRotation", "yTranslation", "pin1_rot", "pin2_rot")
+    with pytest.raises(ValueError, match="not an independent coordinate"):
+        load_osim(PATH, independent_coordinates=("nope", "yTranslation", "pin1_rot", "pin2_rot"))
+    with pytest.raises(ValueError, match="must name 4 of the 8"):
+        load_osim(PATH, independent_coordinates=chosen[:3])
+    with pytest.raises(ValueError, match="twice"):
+        load_osim(PATH, independent_coordinates=("pin1_rot",) * 4)
+    # the foot's out-of-plane offset moves only with xRotation and yRotation (and zTranslation,
+    # also the block's): keeping xRotation and yRotation independent leaves it unsolvable
+    with pytest.raises(ValueError, match="cannot be solved for"):
+        load_osim(PATH, independent_coordinates=("xRotation", "yRotation", "pin1_rot", "pin2_rot"))
+
+
+def test_refusals_name_the_element(tmp_path):
+    text = open(PATH).read().replace("<line_direction_vec>0 1 0</line_direction_vec>",
+                                     "<line_direction_vec>0 0 0</line_direction_vec>", 1)
+    path = tmp_path / "zero.osim"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=r"zero.osim:\d+: <PointOnLineConstraint name='lock_block_to_y_axis'>: "
+                                         r"<line_direction_vec>.*no direction"):
+        load_osim(str(path))
+    # the opt-out still works, warned and listed
+    with pytest.warns(UserWarning, match="not modelled"):
+        m = load_osim(PATH, ignore_constraints=("PointOnLineConstraint",))
+    assert m.n_coordinates == 8 and m.extras["osim"].eliminated == ()
