@@ -224,3 +224,35 @@ def eliminate(path, first, premodel, loader_kwargs, independent_coordinates=None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the first pass warned already
         return loader.build()
+
+
+def point_on_line_loop(model):
+    """The :class:`~mbjax.constraints.LoopConstraint` of a model's eliminated PointOnLineConstraints
+    (``None`` if it has none): ``coordinates`` are the model's independent coordinates it reads,
+    ``joints`` the dependent ones, ``params["model"]`` the premodel."""
+    import jax
+
+    from ..constraints import LoopConstraint
+
+    info = model.extras.get("osim")
+    if info is None or not info.eliminated:
+        return None
+    dependent = tuple(c for c, _ in info.eliminated)
+    for leaf in jax.tree.leaves(model, is_leaf=lambda x: isinstance(x, LoopConstraint)):
+        if isinstance(leaf, LoopConstraint) and isinstance(leaf.fn, _Residual) and leaf.joints == dependent:
+            return leaf
+    return None
+
+
+def dependent_values(model, q):
+    """``{coordinate: value}`` of the coordinates a model's PointOnLineConstraints made dependent, at
+    the model's coordinates ``q`` (the differentiable implicit solve; empty if there are none)."""
+    from ..constraints import implicit_solve
+
+    loop = point_on_line_loop(model)
+    if loop is None:
+        return {}
+    q = jnp.asarray(q)
+    local = jnp.stack([q[model.coordinate_names.index(c)] for c in loop.coordinates])
+    f = implicit_solve(loop, local)
+    return {c: f[k] for k, c in enumerate(loop.joints)}
