@@ -157,3 +157,20 @@ def test_refusals_name_the_element(tmp_path):
     with pytest.warns(UserWarning, match="not modelled"):
         m = load_osim(PATH, ignore_constraints=("PointOnLineConstraint",))
     assert m.n_coordinates == 8 and m.extras["osim"].eliminated == ()
+
+
+def test_float32_session_chooses_and_assembles_in_float64(model):
+    """With jax_enable_x64 off the choice and the assembly are still made in float64 (a float32
+    Newton cannot meet the assembly tolerance, and float32 rounding would break pivot ties
+    differently); the model then solves in float32."""
+    with jax.enable_x64(False):
+        m32 = load_osim(PATH)
+        info = m32.extras["osim"]
+        assert info.default.dtype == jnp.float32
+        assert info.eliminated == model.extras["osim"].eliminated
+        assert info.assembled == model.extras["osim"].assembled
+        q = jnp.asarray(_poses(m32, 1, seed=5)[0], dtype=jnp.float32)
+        poses = np.asarray(mbjax.body_poses(m32, q))
+    for body in ("block", "link2"):
+        p = poses[m32.body_index(body), :3, 3]
+        assert abs(p[0]) < 1e-5 and abs(p[2]) < 1e-5

@@ -35,6 +35,10 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   axis of it is the composed map (``ComposedPolynomial``).  A ``locked`` coordinate is held at
   its default value (a constant; it is not in ``q``): a ``ConditionalPathPoint`` on it is decided
   once at that value (kept as a fixed point, or left out with a warning).
+  A ``PointOnLineConstraint`` (two equations each) is eliminated too, as a closed chain
+  (:mod:`mbjax.io.osim_point_on_line`): dependent coordinates chosen by column-pivoted QR of the
+  constraints' Jacobian at the default pose (or all but ``independent_coordinates``) become
+  :class:`~mbjax.constraints.ImplicitMap` joint maps of a Newton solve on the file's body poses.
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
   ``clamped`` and ``locked`` flags are kept in ``model.extras["osim"]`` (:class:`OsimInfo`).
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
@@ -61,7 +65,7 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   ``<method>`` falls back to hybrid, as in OpenSim.
 
 * Forces and constraints mbjax does not model (ElasticFoundationForce contact, the
-  deprecated Schutte/Delp muscles, non-coupler constraints) are refused by name unless listed in
+  deprecated Schutte/Delp muscles, constraints other than couplers and point-on-line) are refused by name unless listed in
   ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).  The ContactGeometrySet is
   read only for the geometry a HuntCrossleyForce names.  Sets that change no quantity mbjax
   computes from the model are not read: ControllerSet (mbjax takes excitations as inputs),

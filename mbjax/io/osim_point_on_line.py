@@ -146,37 +146,34 @@ def pivoted_dependents(jac, m):
     return chosen, last
 
 
-def eliminate(path, first, premodel, loader_kwargs, independent_coordinates=None):
-    """Reload ``path`` with the dependent coordinates of its PointOnLineConstraints as implicit maps.
-
-    ``first`` is the loader of the first pass (its ``point_on_line`` elements read), ``premodel`` the
-    model it built (every coordinate independent).
-    """
-    from ..constraints import ImplicitMap, LoopConstraint
-    from .osim import _Loader
-
-    doc = first.doc
-    cons = [read_point_on_line(first, el) for el in first.point_on_line]
-    names = premodel.coordinate_names
-    n, m = len(names), 2 * len(cons)
-    if m > n:
-        raise doc.error(first.point_on_line[0], f"{len(cons)} PointOnLineConstraint(s) remove {m} degrees of "
-                        f"freedom but the model has only {n} independent coordinates {names}")
+def _indices(premodel, cons):
     body_names = premodel.body_names
-    index = lambda b: -1 if b == GROUND else body_names.index(b)
-    line_index = [index(c.line_body) for c in cons]
-    follower_index = [index(c.follower_body) for c in cons]
-    params = dict(
+    index = lambda b: -1 if b == GROUND else body_names.index(b)  # noqa: E731
+    return tuple(index(c.line_body) for c in cons), tuple(index(c.follower_body) for c in cons)
+
+
+def _params(premodel, cons):
+    return dict(
         model=premodel,
         axes=jnp.asarray(np.stack([np.stack(perpendiculars(c.direction)) for c in cons])),
         line_point=jnp.asarray(np.stack([c.point_on_line for c in cons])),
         follower_point=jnp.asarray(np.stack([c.point_on_follower for c in cons])),
     )
-    default = np.asarray(premodel.extras["osim"].default, dtype=float)
-    all_g = lambda qf: errors(params, qf, tuple(line_index), tuple(follower_index))
+
+
+def _choose_and_assemble(doc, first, premodel, cons, independent_coordinates):
+    """``(dependent, independent, why, q_ref, f_ref)``: the dependent coordinates' indices (sorted),
+    the independent ones', how they were chosen, and the assembled default pose."""
     import jax
 
-    jac = np.asarray(jax.jacfwd(all_g)(jnp.asarray(default)))
+    from ..constraints import LoopConstraint
+
+    names = premodel.coordinate_names
+    n, m = len(names), 2 * len(cons)
+    line_index, follower_index = _indices(premodel, cons)
+    params = _params(premodel, cons)
+    default = np.asarray(premodel.extras["osim"].default, dtype=float)
+    jac = np.asarray(jax.jacfwd(lambda qf: errors(params, qf, line_index, follower_index))(jnp.asarray(default)))
     if independent_coordinates is None:
         dep, last = pivoted_dependents(jac, m)
         if last < 1e-8:
@@ -185,7 +182,8 @@ def eliminate(path, first, premodel, loader_kwargs, independent_coordinates=None
                             "independent_coordinates= to choose", ValueError)
         why = "column-pivoted QR of ∂g/∂q at the file's default pose"
     else:
-        chosen = (independent_coordinates,) if isinstance(independent_coordinates, str) else tuple(independent_coordinates)
+        chosen = ((independent_coordinates,) if isinstance(independent_coordinates, str)
+                  else tuple(independent_coordinates))
         for c in chosen:
             if c not in names:
                 raise ValueError(f"{doc.path}: independent_coordinates: {c!r} is not an independent coordinate "
@@ -199,24 +197,59 @@ def eliminate(path, first, premodel, loader_kwargs, independent_coordinates=None
         why = "the caller's independent_coordinates"
     dep = sorted(dep)
     ind = [i for i in range(n) if i not in dep]
-    fn = _Residual(n, dep, ind, line_index, follower_index)
     dep_names = tuple(names[i] for i in dep)
     ind_names = tuple(names[i] for i in ind)
     s = np.linalg.svd(jac[:, dep], compute_uv=False)
     if s[-1] < 1e-8 * max(float(np.linalg.svd(jac, compute_uv=False)[0]), 1e-300):
         raise ValueError(f"{doc.path}: the PointOnLineConstraints cannot be solved for {dep_names} at the default "
                          f"pose (∂g/∂f is singular there); choose other independent_coordinates")
+    fn = _Residual(n, dep, ind, line_index, follower_index)
     try:
         loop = LoopConstraint(fn, params, ind_names, dep_names, default[ind], default[dep])
     except ValueError as e:
         raise ValueError(f"{doc.path}: the default pose cannot be assembled with {ind_names} at their defaults "
                          f"(solving the PointOnLineConstraints for {dep_names}): {e}") from None
-    assembled = dict(zip(dep_names, np.asarray(loop.f_ref, dtype=float).tolist()))
+    return dep, ind, why, default[ind], np.asarray(loop.f_ref, dtype=float)
+
+
+def eliminate(path, first, premodel, loader_kwargs, independent_coordinates=None):
+    """Reload ``path`` with the dependent coordinates of its PointOnLineConstraints as implicit maps.
+
+    ``first`` is the loader of the first pass (its ``point_on_line`` elements read), ``premodel`` the
+    model it built (every coordinate independent).  The choice and the assembly are made in float64
+    whatever ``jax_enable_x64`` says (from a float64 load of the file when it is off); the model's
+    solve then runs in the session's precision.
+    """
+    import jax
+
+    from ..constraints import ImplicitMap, LoopConstraint
+    from .osim import _Loader
+
+    doc = first.doc
+    cons = [read_point_on_line(first, el) for el in first.point_on_line]
+    names = premodel.coordinate_names
+    n, m = len(names), 2 * len(cons)
+    if m > n:
+        raise doc.error(first.point_on_line[0], f"{len(cons)} PointOnLineConstraint(s) remove {m} degrees of "
+                        f"freedom but the model has only {n} independent coordinates {names}")
+    with jax.enable_x64(True):
+        pre64 = premodel
+        if premodel.extras["osim"].default.dtype != np.float64:  # the file's doubles, not float32 roundings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pre64 = _Loader(path, **loader_kwargs).build()
+        dep, ind, why, q_ref, f_ref = _choose_and_assemble(doc, first, pre64, cons, independent_coordinates)
+        default = np.asarray(pre64.extras["osim"].default, dtype=float)
+    line_index, follower_index = _indices(premodel, cons)
+    fn = _Residual(n, dep, ind, line_index, follower_index)
+    dep_names = tuple(names[i] for i in dep)
+    ind_names = tuple(names[i] for i in ind)
+    loop = LoopConstraint(fn, _params(premodel, cons), ind_names, dep_names, q_ref, f_ref, polish=False)
+    assembled = dict(zip(dep_names, f_ref.tolist()))
     couplings = dict(loader_kwargs.get("couplings") or {})
     for d in dep_names:
         couplings[d] = ImplicitMap(loop, d, method="implicit")
-    kwargs = dict(loader_kwargs, couplings=couplings)
-    loader = _Loader(path, **kwargs)
+    loader = _Loader(path, **dict(loader_kwargs, couplings=couplings))
     loader.eliminated = tuple(
         (d, f"PointOnLineConstraint {', '.join(repr(c.name) for c in cons)} ({why}); assembled default "
             f"{assembled[d]!r} (file: {float(default[names.index(d)])!r})") for d in dep_names)
