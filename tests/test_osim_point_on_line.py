@@ -26,6 +26,35 @@ PATH = os.path.join(os.path.dirname(__file__), "data", "opensim_models", "bounci
 FREE = ("xRotation", "yRotation", "zRotation", "xTranslation", "yTranslation", "zTranslation", "pin1_rot", "pin2_rot")
 
 
+#: a variant with a tilted line, a point on the line off its body's origin and follower points off
+#: the bodies' origins: as written, every dependent coordinate of BouncingBlock is affine in the
+#: independent ones (H = 0), here they are not.  (constraint, line direction, point on line,
+#: point on follower)
+VARIANT = (("lock_block_to_y_axis", (0.2, 1.0, 0.1), (0.05, 0.0, -0.03), (0.0, 0.1, 0.0)),
+           ("lock_foot_to_y_axis", (0.0, 1.0, 0.0), (0.0, 0.0, 0.0), (0.1, 0.05, 0.02)))
+
+
+def variant_text(text):
+    """bouncing_block.osim's text with the constraints of :data:`VARIANT`."""
+    for name, d, p, f in VARIANT:
+        a = text.index(f'<PointOnLineConstraint name="{name}">')
+        b = text.index("</PointOnLineConstraint>", a)
+        block = text[a:b]
+        for tag, v in (("line_direction_vec", d), ("point_on_line", p), ("point_on_follower", f)):
+            i, j = block.index(f"<{tag}>"), block.index(f"</{tag}>")
+            block = block[:i] + f"<{tag}>{' '.join(repr(x) for x in v)}" + block[j:]
+        text = text[:a] + block + text[b:]
+    return text
+
+
+@pytest.fixture(scope="module")
+def variant_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pol") / "bouncing_block_variant.osim"
+    with open(PATH) as fh:
+        path.write_text(variant_text(fh.read()))
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def model():
     return load_osim(PATH)
@@ -38,6 +67,33 @@ def premodel():
         return load_osim(PATH, ignore_constraints=("PointOnLineConstraint",))
 
 
+@pytest.fixture(scope="module")
+def variant(variant_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pre = load_osim(variant_path, ignore_constraints=("PointOnLineConstraint",))
+    return load_osim(variant_path), pre
+
+
+def _distances(model, q, constraints):
+    """Distance of each follower point from its line, from the model's body poses (world geometry,
+    not the residual code).  ``constraints``: (line body, direction, point on line, follower body,
+    point on follower)."""
+    poses = np.asarray(mbjax.body_poses(model, jnp.asarray(q)))
+    pose = lambda b: np.eye(4) if b == "ground" else poses[model.body_index(b)]  # noqa: E731
+    out = []
+    for line, d, p_line, follower, p_follower in constraints:
+        xl, xf = pose(line), pose(follower)
+        d = xl[:3, :3] @ (np.asarray(d) / np.linalg.norm(d))
+        off = (xf[:3, :3] @ p_follower + xf[:3, 3]) - (xl[:3, :3] @ p_line + xl[:3, 3])
+        out.append(np.linalg.norm(np.cross(off, d)))
+    return np.array(out)
+
+
+AS_WRITTEN = (("ground", (0, 1, 0), (0, 0, 0), "block", (0, 0, 0)), ("ground", (0, 1, 0), (0, 0, 0), "link2", (0, 0, 0)))
+VARIANT_GEOMETRY = tuple(("ground", d, p, body, f) for (_, d, p, f), body in zip(VARIANT, ("block", "link2")))
+
+
 def _loop(model) -> LoopConstraint:
     loop = point_on_line_loop(model)
     loops = [x for x in jax.tree.leaves(model, is_leaf=lambda x: isinstance(x, LoopConstraint))
@@ -48,11 +104,17 @@ def _loop(model) -> LoopConstraint:
 
 def _poses(model, n, seed=0):
     """Random independent poses inside the ranges (yRotation kept off the FreeJoint's gimbal lock at
-    ±π/2, which its ±2 range includes)."""
+    ±π/2, which its ±2 range includes).  The variant's tilted line leaves the block's origin
+    0.2·yTranslation off ground's y axis, which the 1 m leg reaches only near the default height:
+    its poses stay in a box about the default."""
     info = model.extras["osim"]
     lo, hi = np.array(info.lower), np.array(info.upper)
-    k = model.coordinate_names.index("yRotation")
-    lo[k], hi[k] = -1.2, 1.2
+    box = {"yRotation": (-1.2, 1.2)}
+    if "variant" in info.source:
+        box = {"yRotation": (-0.6, 0.6), "yTranslation": (0.7, 1.5), "pin1_rot": (-0.8, 0.8), "pin2_rot": (-1.8, -0.6)}
+    for name, (a, b) in box.items():
+        k = model.coordinate_names.index(name)
+        lo[k], hi[k] = a, b
     rng = np.random.default_rng(seed)
     return lo + (hi - lo) * rng.uniform(0.1, 0.9, size=(n, lo.size))
 
@@ -87,19 +149,16 @@ def test_roles_and_assembly(model):
         assert abs(p[0]) < 1e-12 and abs(p[2]) < 1e-12
 
 
-def test_constraints_hold_at_random_poses(model):
-    """The block origin and link2's origin (the followers, point_on_follower = 0) stay on ground's y
-    axis (the line), read from the reduced model's own body poses."""
-    worst = 0.0
-    for q in _poses(model, 6):
-        poses = np.asarray(mbjax.body_poses(model, jnp.asarray(q)))
-        for body in ("block", "link2"):
-            p = poses[model.body_index(body), :3, 3]
-            worst = max(worst, abs(p[0]), abs(p[2]))
-    assert worst < 1e-12
+def test_constraints_hold_at_random_poses(model, variant):
+    """Each follower point stays on its line, read from the reduced model's own body poses."""
+    for m, geometry in ((model, AS_WRITTEN), (variant[0], VARIANT_GEOMETRY)):
+        worst = max(float(np.max(_distances(m, q, geometry))) for q in _poses(m, 6))
+        assert worst < 1e-12
 
 
-def test_derivatives_match_finite_differences_and_projection(model):
+def test_derivatives_match_finite_differences_and_projection(variant):
+    """On the variant (as written, H = 0 identically)."""
+    model = variant[0]
     loop = _loop(model)
     q = jnp.asarray(_poses(model, 1, seed=1)[0])
     f, g, h = loop_values(loop, q, "implicit")
@@ -115,11 +174,15 @@ def test_derivatives_match_finite_differences_and_projection(model):
     assert np.max(np.abs(g - g_p)) < 1e-12 * scale
     assert np.max(np.abs(h - h_p)) < 1e-10 * (1 + np.max(np.abs(h)))
     assert np.max(np.abs(loop.residual(f, q))) < 1e-12
+    assert np.max(np.abs(h)) > 0.05  # a real second-order test
 
 
-def test_mass_matrix_is_projected_full_one(model, premodel):
+@pytest.mark.parametrize("which", ["as written", "variant"])
+def test_mass_matrix_is_projected_full_one(model, premodel, variant, which):
     """M_reduced = Dᵀ M_full D, D = ∂q_full/∂q_ind (the premodel is the file loaded without the
     constraints, an independent route to the mass matrix)."""
+    if which == "variant":
+        model, premodel = variant
     for q in _poses(model, 2, seed=2):
         q = jnp.asarray(q)
         qf = _full(model, premodel, q)
