@@ -250,3 +250,19 @@ def test_gravity_only_motion_conserves_energy(model):
     energy = np.array([float(mbjax.total_energy(model, q, qd)) for q, qd in zip(qs, qds)])
     assert float(qs[0][1] - qs[-1][1]) > 0.1  # the block fell
     assert np.ptp(energy) < 1e-9 * np.max(np.abs(energy))
+
+
+def test_3x_property_names(tmp_path, model):
+    """OpenSim 3.x names the bodies ``<line_body>`` / ``<follower_body>`` (bare names)."""
+    with open(PATH) as fh:
+        text = fh.read()
+    for old, new in (("<socket_line_body>/ground</socket_line_body>", "<line_body>ground</line_body>"),
+                     ("<socket_follower_body>/bodyset/block</socket_follower_body>", "<follower_body>block</follower_body>"),
+                     ("<socket_follower_body>/bodyset/link2</socket_follower_body>", "<follower_body>link2</follower_body>")):
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "bb_3x_names.osim"
+    path.write_text(text)
+    m = load_osim(str(path))
+    assert m.extras["osim"].eliminated == model.extras["osim"].eliminated
+    assert m.extras["osim"].assembled == model.extras["osim"].assembled
