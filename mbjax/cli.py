@@ -551,6 +551,9 @@ def info_command(args):
             "muscles": [{"name": m.name, "class": m.kind, "wrap_objects": list(m.wrap_objects)} for m in s.muscles],
             "wrap_objects": [{"name": w.name, "class": w.kind, "body": w.body} for w in s.wrap_objects],
         }
+        if s.constraints:
+            data["constraints"] = [{"name": c.name, "class": c.kind, "enforced": c.enforced, "handling": c.handling}
+                                   for c in s.constraints]
     if args.json:
         print(json.dumps(data, indent=1))
         return EXIT_OK
@@ -587,6 +590,9 @@ def info_command(args):
     ws = data["wrap_objects"]
     out.append(f"\nwrap objects ({len(ws)}):")
     out.extend(f"  {w['name']}  {w['class']} on {w['body']}" for w in ws)
+    if data.get("constraints"):
+        out.append(f"\nconstraints ({len(data['constraints'])}):")
+        out.extend(f"  {c['name']}  {c['class']}: {c['handling']}" for c in data["constraints"])
     try:
         print("\n".join(out))
     except BrokenPipeError:  # `mbjax info MODEL | head`

@@ -453,3 +453,19 @@ def test_tool_setup_errors(tmp_path, capsys):
     ids = os.path.join(OPENSIM_DATA, "gait2354_id", "subject01_Setup_InverseDynamics.xml")
     code, _, err = _main(capsys, "so", ids)
     assert code == 1 and "AnalyzeTool" in err
+
+
+def test_info_lists_point_on_line_constraints(capsys):
+    """``mbjax info`` on OpenSim's BouncingBlock (XML only; its ``HuntCrossleyForce::ContactParametersSet``
+    tag needs a parser without namespace processing) says how its constraints are handled."""
+    import json
+
+    path = os.path.join(OPENSIM_DATA, "bouncing_block", "bouncing_block.osim")
+    rc, out, _ = _main(capsys, "info", path, "--json")
+    assert rc == 0
+    cons = json.loads(out)["constraints"]
+    assert [(c["name"], c["class"], c["enforced"]) for c in cons] == [
+        ("lock_block_to_y_axis", "PointOnLineConstraint", True), ("lock_foot_to_y_axis", "PointOnLineConstraint", True)]
+    assert all("2 coordinates made dependent" in c["handling"] for c in cons)
+    rc, out, _ = _main(capsys, "info", path)
+    assert rc == 0 and "constraints (2):" in out and "a point of /bodyset/link2 on a line of /ground" in out

@@ -129,19 +129,19 @@ def test_opt_outs_are_explicit(tmp_path):
     """Contact forces and non-coupler constraints are refused by name unless opted out, and the
     opt-out is warned and recorded."""
     text = _model_text("FreeJoint").replace("</JointSet>", """</JointSet>
-<ConstraintSet name="constraintset"><objects><PointOnLineConstraint name="pol"><isEnforced>true</isEnforced>
-  <socket_line_body>/ground</socket_line_body><socket_follower_body>/bodyset/b</socket_follower_body></PointOnLineConstraint></objects></ConstraintSet>
+<ConstraintSet name="constraintset"><objects><WeldConstraint name="weld"><isEnforced>true</isEnforced>
+  <socket_frame1>/ground</socket_frame1><socket_frame2>/bodyset/b</socket_frame2></WeldConstraint></objects></ConstraintSet>
 <ForceSet name="forceset"><objects><ElasticFoundationForce name="contact" /></objects></ForceSet>""")
     path = os.path.join(str(tmp_path), "free.osim")
     with open(path, "w") as fh:
         fh.write(text)
-    with pytest.raises(NotImplementedError, match="PointOnLineConstraint name='pol'.*ignore_constraints"):
+    with pytest.raises(NotImplementedError, match="WeldConstraint name='weld'.*ignore_constraints"):
         load_osim(path)
     with pytest.raises(NotImplementedError, match="ElasticFoundationForce name='contact'.*ignore_forces"):
-        load_osim(path, ignore_constraints=("PointOnLineConstraint",))
+        load_osim(path, ignore_constraints=("WeldConstraint",))
     with pytest.warns(UserWarning, match="not modelled"):
-        model = load_osim(path, ignore_constraints=("PointOnLineConstraint",),
+        model = load_osim(path, ignore_constraints=("WeldConstraint",),
                           ignore_forces=("ElasticFoundationForce",))
-    assert model.extras["osim"].ignored == (("PointOnLineConstraint", "pol"), ("ElasticFoundationForce", "contact"))
+    assert model.extras["osim"].ignored == (("WeldConstraint", "weld"), ("ElasticFoundationForce", "contact"))
     with pytest.raises(ValueError, match="cannot be ignored"):
         load_osim(path, ignore_forces=("Thelen2003Muscle",))

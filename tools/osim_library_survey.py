@@ -19,11 +19,10 @@ import glob
 import os
 import warnings
 
-#: The explicit opt-outs that load the rest of the library: contact and bushing forces, a
-#: point-to-point spring, the deprecated Schutte muscle (path kept), point-on-line constraints.
+#: The explicit opt-out that loads the rest of the library: the deprecated Schutte muscle (path
+#: kept).  Point-on-line constraints (BouncingBlock) are eliminated by load_osim as written.
 LIBRARY_OPT_OUTS = dict(
     ignore_forces=("Schutte1993Muscle_Deprecated",),
-    ignore_constraints=("PointOnLineConstraint",),
 )
 
 

@@ -35,6 +35,10 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   axis of it is the composed map (``ComposedPolynomial``).  A ``locked`` coordinate is held at
   its default value (a constant; it is not in ``q``): a ``ConditionalPathPoint`` on it is decided
   once at that value (kept as a fixed point, or left out with a warning).
+  A ``PointOnLineConstraint`` (two equations each) is eliminated too, as a closed chain
+  (:mod:`mbjax.io.osim_point_on_line`): dependent coordinates chosen by column-pivoted QR of the
+  constraints' Jacobian at the default pose (or all but ``independent_coordinates``) become
+  :class:`~mbjax.constraints.ImplicitMap` joint maps of a Newton solve on the file's body poses.
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
   ``clamped`` and ``locked`` flags are kept in ``model.extras["osim"]`` (:class:`OsimInfo`).
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
@@ -61,7 +65,7 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   ``<method>`` falls back to hybrid, as in OpenSim.
 
 * Forces and constraints mbjax does not model (ElasticFoundationForce contact, the
-  deprecated Schutte/Delp muscles, non-coupler constraints) are refused by name unless listed in
+  deprecated Schutte/Delp muscles, constraints other than couplers and point-on-line) are refused by name unless listed in
   ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).  The ContactGeometrySet is
   read only for the geometry a HuntCrossleyForce names.  Sets that change no quantity mbjax
   computes from the model are not read: ControllerSet (mbjax takes excitations as inputs),
@@ -205,6 +209,12 @@ class OsimInfo(eqx.Module):
     #: (OpenSim class, name) of the forces and constraints left out by ``ignore_forces`` /
     #: ``ignore_constraints`` (a path force among them keeps its path)
     ignored: tuple[tuple[str, str], ...] = eqx.field(static=True, default=())
+    #: (coordinate, why) of the coordinates made dependent by ``PointOnLineConstraint`` elimination
+    #: (:mod:`mbjax.io.osim_point_on_line`): which constraints, how they were chosen, assembled default
+    eliminated: tuple[tuple[str, str], ...] = eqx.field(static=True, default=())
+    #: (coordinate, value): the assembled default of those dependent coordinates (the independent
+    #: ones keep their file defaults, in ``default``)
+    assembled: tuple[tuple[str, float], ...] = eqx.field(static=True, default=())
     #: how OpenSim's scaling acts on the joint offsets (:class:`OsimScaling`)
     scaling: Any = None
 
@@ -554,6 +564,11 @@ class _Loader:
         self.ignore_constraints = _class_names("ignore_constraints", ignore_constraints,
                                                ("CoordinateCouplerConstraint",))
         self.ignored: list[tuple[str, str]] = []
+        #: enforced PointOnLineConstraint elements (eliminated by :mod:`.osim_point_on_line`)
+        self.point_on_line: list = []
+        #: (dependent coordinate, why) and (coordinate, assembled default) of that elimination
+        self.eliminated: tuple[tuple[str, str], ...] = ()
+        self.assembled: tuple[tuple[str, float], ...] = ()
         self._locked_off: list[str] = []
         self._force_elements: list = []
         self.doc = _Doc(path)
@@ -713,10 +728,14 @@ class _Loader:
             if not _bool(con, "isEnforced", True) or _bool(con, "isDisabled", False):
                 continue  # a constraint OpenSim does not enforce changes nothing
             if con.tag != "CoordinateCouplerConstraint":
+                if con.tag == "PointOnLineConstraint" and con.tag not in self.ignore_constraints:
+                    self.point_on_line.append(con)  # eliminated by load_osim (osim_point_on_line)
+                    continue
                 if con.tag in self.ignore_constraints:
                     self.ignored.append((con.tag, con.get("name")))
                     continue
-                raise doc.error(con, "unsupported constraint (only CoordinateCouplerConstraint). Pass "
+                raise doc.error(con, "unsupported constraint (only CoordinateCouplerConstraint and "
+                                "PointOnLineConstraint). Pass "
                                 f"ignore_constraints=({con.tag!r},) to load the model without it", NotImplementedError)
             indep = (_text(con, "independent_coordinate_names", "") or "").split()
             dep = _text(con, "dependent_coordinate_name")
@@ -1252,6 +1271,8 @@ class _Loader:
             recorded_forces=tuple(recorded),
             wrapping_ignored=tuple(wrapped),
             ignored=tuple(self.ignored),
+            eliminated=self.eliminated,
+            assembled=self.assembled,
             scaling=self._scaling(body_names) if body_names else None,
         )
 
@@ -1314,7 +1335,8 @@ def _is_float(s: str) -> bool:
         return False
 
 
-def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces=(), ignore_constraints=()):
+def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces=(), ignore_constraints=(),
+              independent_coordinates=None):
     """Load an OpenSim ``.osim`` model (3.x or 4.x XML) as an mbjax :class:`~mbjax.Model`.
 
     Muscle paths go to ``model.extras["muscles"]``, coordinate metadata to ``model.extras["osim"]``.
@@ -1329,8 +1351,29 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
     moment arms), with zero tension like a ``PathActuator``.  Kinematics, path geometry and the
     mass matrix do not depend on the ignored elements; forward dynamics and, for constraints, the
     set of reachable poses do.
+
+    ``PointOnLineConstraint`` (each two equations) is eliminated, not ignored
+    (:mod:`mbjax.io.osim_point_on_line`): the file is loaded once with every coordinate independent
+    (the premodel), ``m`` coordinates are made dependent (column-pivoted QR of the constraints'
+    ``∂g/∂q`` at the default pose, or all but the caller's ``independent_coordinates``), solved by
+    Newton from the assembled default (:class:`~mbjax.constraints.LoopConstraint`, run-time error on
+    a near-singular ``∂g/∂f``) and read by the model through
+    :class:`~mbjax.constraints.ImplicitMap` joint maps.  ``OsimInfo.eliminated`` says which and why,
+    ``OsimInfo.assembled`` their assembled defaults.  ``ignore_constraints=("PointOnLineConstraint",)``
+    still leaves them out instead.
     """
-    return _Loader(path, ignore_wrapping, couplings, ignore_forces, ignore_constraints).build()
+    kwargs = dict(ignore_wrapping=ignore_wrapping, couplings=couplings, ignore_forces=ignore_forces,
+                  ignore_constraints=ignore_constraints)
+    loader = _Loader(path, **kwargs)
+    model = loader.build()
+    if not loader.point_on_line:
+        if independent_coordinates is not None:
+            raise ValueError(f"{loader.doc.path}: independent_coordinates is for PointOnLineConstraint "
+                             "elimination, and the file has no enforced PointOnLineConstraint")
+        return model
+    from .osim_point_on_line import eliminate
+
+    return eliminate(path, loader, model, kwargs, independent_coordinates)
 
 
 def _class_names(arg: str, names, supported) -> tuple[str, ...]:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import xml.etree.ElementTree as ET
+from pyexpat import ExpatError, ParserCreate
 
-__all__ = ["CoordinateSummary", "BodySummary", "MuscleSummary", "WrapObjectSummary", "OsimSummary",
-           "summarize_osim"]
+__all__ = ["CoordinateSummary", "BodySummary", "MuscleSummary", "WrapObjectSummary", "ConstraintSummary",
+           "OsimSummary", "summarize_osim"]
 
 _ROTATIONAL_JOINTS = ("PinJoint", "UniversalJoint", "BallJoint", "GimbalJoint", "EllipsoidJoint")
 _BY_POSITION = {"PlanarJoint": ("rotational", "translational", "translational"),
@@ -67,6 +68,15 @@ class WrapObjectSummary:
 
 
 @dataclasses.dataclass(frozen=True)
+class ConstraintSummary:
+    name: str
+    kind: str  # "CoordinateCouplerConstraint", "PointOnLineConstraint", ...
+    enforced: bool
+    #: how ``load_osim`` handles it, in words
+    handling: str
+
+
+@dataclasses.dataclass(frozen=True)
 class OsimSummary:
     path: str
     version: str
@@ -75,6 +85,7 @@ class OsimSummary:
     bodies: tuple[BodySummary, ...]
     muscles: tuple[MuscleSummary, ...]
     wrap_objects: tuple[WrapObjectSummary, ...]
+    constraints: tuple[ConstraintSummary, ...] = ()
 
     def coordinate(self, name: str) -> CoordinateSummary:
         for c in self.coordinates:
@@ -125,18 +136,30 @@ def _motion_type(coord, joint) -> str:
     return "unknown"
 
 
+def _parse(path):
+    """The XML tree without namespace processing (as load_osim reads it): OpenSim writes tags such as
+    ``<HuntCrossleyForce::ContactParametersSet>``, which a namespace-aware parser refuses."""
+    builder = ET.TreeBuilder()
+    parser = ParserCreate()
+    parser.StartElementHandler = builder.start
+    parser.EndElementHandler = builder.end
+    parser.CharacterDataHandler = builder.data
+    with open(path, "rb") as fh:
+        parser.ParseFile(fh)
+    return builder.close()
+
+
 def summarize_osim(path) -> OsimSummary:
     """The coordinates, bodies, muscles and wrap objects an ``.osim`` file declares (XML only)."""
     path = str(path)
     try:
-        tree = ET.parse(path)
+        root = _parse(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such OpenSim file") from None
     except IsADirectoryError:
         raise ValueError(f"{path}: is a directory, not an OpenSim file") from None
-    except ET.ParseError as e:
+    except ExpatError as e:
         raise ValueError(f"{path}: malformed XML: {e}") from None
-    root = tree.getroot()
     model = root.find("Model")
     if root.tag != "OpenSimDocument" or model is None:
         raise ValueError(f"{path}: not an OpenSim model (no <OpenSimDocument><Model>)")
@@ -185,6 +208,23 @@ def summarize_osim(path) -> OsimSummary:
         for w in objs if objs is not None else ():
             frame = _text(w, "socket_frame") or (body.get("name") if body is not None else "?")
             wraps.append(WrapObjectSummary(w.get("name"), w.tag, frame.split("/")[-1]))
+    constraints = []
+    cset = model.find("ConstraintSet/objects")
+    for con in cset if cset is not None else ():
+        enforced = _text(con, "isEnforced", "true").lower() in ("true", "1") and not _bool(con, "isDisabled")
+        if not enforced:
+            how = "not enforced: changes nothing"
+        elif con.tag == "CoordinateCouplerConstraint":
+            how = f"eliminated: {_text(con, 'dependent_coordinate_name')} is a function of " + \
+                  ", ".join(_text(con, "independent_coordinate_names").split())
+        elif con.tag == "PointOnLineConstraint":
+            follower = _text(con, "socket_follower_body") or _text(con, "follower_body")
+            line = _text(con, "socket_line_body") or _text(con, "line_body")
+            how = (f"eliminated: a point of {follower} on a line of {line}, 2 coordinates made dependent "
+                   "(chosen at load by pivoted QR: model.extras['osim'].eliminated)")
+        else:
+            how = "not modelled: refused by load_osim unless in ignore_constraints"
+        constraints.append(ConstraintSummary(con.get("name") or "", con.tag, enforced, how))
     return OsimSummary(path=path, version=root.get("Version", "?"), model_name=model.get("name", ""),
                        coordinates=tuple(coords), bodies=tuple(bodies), muscles=tuple(muscles),
-                       wrap_objects=tuple(wraps))
+                       wrap_objects=tuple(wraps), constraints=tuple(constraints))
