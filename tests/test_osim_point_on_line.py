@@ -269,3 +269,11 @@ def test_3x_property_names(tmp_path, model):
     m = load_osim(str(path))
     assert m.extras["osim"].eliminated == model.extras["osim"].eliminated
     assert m.extras["osim"].assembled == model.extras["osim"].assembled
+
+
+def test_scaling_an_eliminated_model_is_refused(model):
+    """The constraint's solve reads a copy of the unscaled geometry: scaling would be silently wrong."""
+    from mbjax.identify import scale_model
+
+    with pytest.raises(NotImplementedError, match="PointOnLineConstraint.*not implemented"):
+        scale_model(model, {"block": 1.1})

@@ -104,6 +104,12 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     from ..muscles import muscle_lengths
 
     sc = _scaling_info(model)
+    eliminated = getattr(model.extras["osim"], "eliminated", ())
+    if eliminated:
+        raise NotImplementedError(
+            "scale_model: the model's PointOnLineConstraint(s) made "
+            f"{tuple(c for c, _ in eliminated)} dependent, solved on a copy of the unscaled body "
+            "geometry (mbjax.io.osim_point_on_line); scaling it is not implemented")
     s = segment_factors(model, factors).astype(model.offset.dtype)
     others = [k for k in model.extras if k not in _HANDLED_EXTRAS]
     forces = model.extras.get("forces")
@@ -160,6 +166,12 @@ def scale_kinematics(model, factors):
     same body poses, markers need :func:`scale_markers`; masses, paths and muscles are left as they
     are (cheaper inside a marker fit)."""
     sc = _scaling_info(model)
+    eliminated = getattr(model.extras["osim"], "eliminated", ())
+    if eliminated:
+        raise NotImplementedError(
+            "scale_model: the model's PointOnLineConstraint(s) made "
+            f"{tuple(c for c, _ in eliminated)} dependent, solved on a copy of the unscaled body "
+            "geometry (mbjax.io.osim_point_on_line); scaling it is not implemented")
     s = segment_factors(model, factors).astype(model.offset.dtype)
     offset, axis = _frames(model, sc, jnp.concatenate([s, jnp.ones(1, s.dtype)]))
     return eqx.tree_at(lambda m: (m.offset, m.axis), model, (offset, axis))
