@@ -273,7 +273,9 @@ def test_3x_property_names(tmp_path, model):
 
 def test_scaling_an_eliminated_model_is_refused(model):
     """The constraint's solve reads a copy of the unscaled geometry: scaling would be silently wrong."""
-    from mbjax.identify import scale_model
+    from mbjax.identify import scale_kinematics, scale_model, segment_names
 
-    with pytest.raises(NotImplementedError, match="PointOnLineConstraint.*not implemented"):
-        scale_model(model, {"block": 1.1})
+    for scale in (scale_model, scale_kinematics):
+        with pytest.raises(NotImplementedError, match=f"{scale.__name__}: .*PointOnLineConstraint.*not implemented"):
+            scale(model, {"block": 1.1})
+    assert "block" in segment_names(model)  # naming the segments is fine

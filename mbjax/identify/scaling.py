@@ -45,18 +45,26 @@ _HANDLED_EXTRAS = ("muscles", "osim")
 _COORDINATE_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce")
 
 
-def _scaling_info(model):
+def _scaling_info(model, caller="scale_model", geometry=True):
+    """OpenSim's scaling layout of ``model``; ``geometry``: the caller scales body geometry, which a
+    model with eliminated point-on-line coordinates cannot have scaled (their loop keeps a copy)."""
     info = model.extras.get("osim")
     sc = getattr(info, "scaling", None)
     if sc is None:
-        raise ValueError("scale_model: the model was not loaded from an .osim file (mbjax.io.load_osim), so "
+        raise ValueError(f"{caller}: the model was not loaded from an .osim file (mbjax.io.load_osim), so "
                          "OpenSim's joint frames are unknown")
+    eliminated = getattr(info, "eliminated", ())
+    if eliminated and geometry:
+        raise NotImplementedError(
+            f"{caller}: the model's PointOnLineConstraint(s) made {tuple(c for c, _ in eliminated)} "
+            "dependent, solved on a copy of the unscaled body geometry (mbjax.io.osim_point_on_line); "
+            "scaling it is not implemented")
     return sc
 
 
 def segment_names(model) -> tuple[str, ...]:
     """The OpenSim bodies a scale factor applies to (ground excluded), in model order."""
-    return _scaling_info(model).segments
+    return _scaling_info(model, "segment_names", geometry=False).segments
 
 
 def segment_factors(model, factors) -> jnp.ndarray:
@@ -103,13 +111,7 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     ``OsimInfo.scaling.factors`` for :func:`mbjax.io.write_osim`."""
     from ..muscles import muscle_lengths
 
-    sc = _scaling_info(model)
-    eliminated = getattr(model.extras["osim"], "eliminated", ())
-    if eliminated:
-        raise NotImplementedError(
-            "scale_model: the model's PointOnLineConstraint(s) made "
-            f"{tuple(c for c, _ in eliminated)} dependent, solved on a copy of the unscaled body "
-            "geometry (mbjax.io.osim_point_on_line); scaling it is not implemented")
+    sc = _scaling_info(model, "scale_model")
     s = segment_factors(model, factors).astype(model.offset.dtype)
     others = [k for k in model.extras if k not in _HANDLED_EXTRAS]
     forces = model.extras.get("forces")
@@ -165,13 +167,7 @@ def scale_kinematics(model, factors):
     """Only the kinematic part of :func:`scale_model` (joint frames and translation functions): the
     same body poses, markers need :func:`scale_markers`; masses, paths and muscles are left as they
     are (cheaper inside a marker fit)."""
-    sc = _scaling_info(model)
-    eliminated = getattr(model.extras["osim"], "eliminated", ())
-    if eliminated:
-        raise NotImplementedError(
-            "scale_model: the model's PointOnLineConstraint(s) made "
-            f"{tuple(c for c, _ in eliminated)} dependent, solved on a copy of the unscaled body "
-            "geometry (mbjax.io.osim_point_on_line); scaling it is not implemented")
+    sc = _scaling_info(model, "scale_kinematics")
     s = segment_factors(model, factors).astype(model.offset.dtype)
     offset, axis = _frames(model, sc, jnp.concatenate([s, jnp.ones(1, s.dtype)]))
     return eqx.tree_at(lambda m: (m.offset, m.axis), model, (offset, axis))
@@ -179,7 +175,7 @@ def scale_kinematics(model, factors):
 
 def _body_factor(model, ext, body_index):
     """Factor of the OpenSim body that model body ``body_index`` belongs to (``-1``: ground, 1)."""
-    sc = _scaling_info(model)
+    sc = _scaling_info(model, geometry=False)
     idx = np.asarray([sc.child[b] if b >= 0 else -1 for b in np.ravel(body_index)], int)
     return ext[idx].reshape(np.shape(body_index))
 
