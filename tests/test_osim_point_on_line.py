@@ -279,3 +279,12 @@ def test_scaling_an_eliminated_model_is_refused(model):
         with pytest.raises(NotImplementedError, match=f"{scale.__name__}: .*PointOnLineConstraint.*not implemented"):
             scale(model, {"block": 1.1})
     assert "block" in segment_names(model)  # naming the segments is fine
+
+
+def test_fitting_copied_geometry_is_refused(model):
+    """mbjax.identify.fit of offsets, axes or joint maps would leave the loop's copy behind."""
+    from mbjax import identify as idf
+
+    with pytest.raises(NotImplementedError, match=r"fitting \['offset'\].*PointOnLineConstraint"):
+        idf.Selection(model, lambda m: m.offset)
+    assert idf.Selection(model, lambda m: m.mass, idf.Positive(index=[model.body_index("block")])).n == 1

@@ -28,6 +28,17 @@ from .parametrizations import Identity, LeafInfo, Parametrization
 _BODY_FIELDS = {"mass": 1, "com": 2, "inertia": 3, "axis": 2, "offset": 3}
 
 
+def _copied_geometry(tree) -> set[int]:
+    """``id`` of the joint-geometry leaves (offsets, axes, joint maps) of every model in ``tree``
+    whose point-on-line constraints solve on a copy of that geometry (``OsimInfo.eliminated``)."""
+    out: set[int] = set()
+    nodes = jax.tree_util.tree_flatten(tree, is_leaf=lambda x: isinstance(x, Model))[0]
+    for node in nodes:
+        if isinstance(node, Model) and getattr(node.extras.get("osim"), "eliminated", ()):
+            out.update(id(leaf) for leaf in jax.tree.leaves((node.offset, node.axis, node.maps)))
+    return out
+
+
 def _leaf_infos(tree) -> dict[int, LeafInfo]:
     """``id(leaf) -> LeafInfo`` for every array leaf of ``tree``."""
     out: dict[int, LeafInfo] = {}
@@ -92,6 +103,7 @@ class Selection(eqx.Module):
             if len(params) != len(items):
                 raise ValueError(f"{len(params)} parametrizations for {len(items)} items returned by `where`")
         infos = _leaf_infos(tree)
+        geometry = _copied_geometry(tree)
         bound, sizes, names = [], [], []
         for item, p in zip(items, params):
             leaves = tuple(jax.tree.leaves(item))
@@ -100,6 +112,13 @@ class Selection(eqx.Module):
             if any(id(leaf) not in infos for leaf in leaves):
                 raise ValueError("`where` must return leaves of the tree (eqx.tree_at convention)")
             info = tuple(infos[id(leaf)] for leaf in leaves)
+            copied = [i.name for leaf, i in zip(leaves, info) if id(leaf) in geometry]
+            if copied:
+                raise NotImplementedError(
+                    f"fitting {copied}: the model's PointOnLineConstraint(s) eliminated coordinates and "
+                    "solve on a copy of its joint geometry (offsets, axes, joint maps), which this fit "
+                    "would not move (mbjax.io.osim_point_on_line); masses, inertias, forces and muscle "
+                    "parameters can be fitted")
             if p.group:
                 value, info_arg = leaves, info
             else:
