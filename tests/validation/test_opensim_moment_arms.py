@@ -30,47 +30,15 @@ from mbjax.muscles.paths import get_paths  # noqa: E402
 from _osim_models import needs_mobl  # noqa: E402
 
 
-@needs_mobl
-def test_shoulder_unit_force_moment_arms_equal_opensim():
-    from mbjax.models.shoulder import COORDINATES, shoulder_model, trimmed_osim
-
-    model = shoulder_model()
-    path = trimmed_osim()
-    try:
-        ref = OpenSimReference(path)
-        names = list(COORDINATES)
-        muscles = list(model.muscle_names)
-        rng = np.random.default_rng(5)
-        lo, hi = np.asarray(model.extras["osim"].lower), np.asarray(model.extras["osim"].upper)
-        poses = lo + (hi - lo) * rng.uniform(0.1, 0.9, size=(4, 3))
-        ours = jax.jit(jax.vmap(opensim_moment_arms, in_axes=(None, 0)))(model, poses)
-        geometric = jax.jit(jax.vmap(mbjax.moment_arms, in_axes=(None, 0)))(model, poses)
-        worst_unit, worst_geo, gap = 0.0, 0.0, 0.0
-        for p, q in enumerate(poses):
-            for k, wrt in enumerate(names):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    cma = ref.compute_moment_arm(names, q, wrt, muscles)
-                    fd = ref.moment_arms(names, q, wrt, muscles)
-                worst_unit = max(worst_unit, float(np.abs(np.asarray(ours[p, k]) - cma).max()))
-                worst_geo = max(worst_geo, float(np.abs(np.asarray(geometric[p, k]) - fd).max()))
-                gap = max(gap, float(np.abs(cma - fd).max()))
-    finally:
-        os.remove(path)
-    print(f"unit-force rule vs computeMomentArm {worst_unit:.1e} m; geometric vs OpenSim's -dL/dq {worst_geo:.1e} m;"
-          f" computeMomentArm vs -dL/dq up to {gap * 1e3:.1f} mm")
-    assert gap > 1e-4  # the two notions do differ on this model
-    assert worst_unit < 1e-9
-    assert worst_geo < 1e-8  # Richardson differences of OpenSim's lengths: O(h^4) truncation
-
-
-def _unit_force_vs_opensim(model, ref, poses):
+def _unit_force_vs_opensim(model, ref, poses, geometric=False):
     """Worst |mbjax's unit-force rule − OpenSim's ``computeMomentArm``| and the largest gap between
     ``computeMomentArm`` and OpenSim's own −dL/dq (Richardson differences of its lengths), over
-    ``poses`` and every independent coordinate (m)."""
+    ``poses`` and every independent coordinate (m); with ``geometric``, also the worst
+    |``mbjax.moment_arms`` (−dL/dq of mbjax's lengths) − OpenSim's −dL/dq| (else None)."""
     names, muscles = list(model.coordinate_names), list(model.muscle_names)
     ours = np.asarray(jax.jit(jax.vmap(opensim_moment_arms, in_axes=(None, 0)))(model, poses))
-    worst_unit, gap = 0.0, 0.0
+    geo = np.asarray(jax.jit(jax.vmap(mbjax.moment_arms, in_axes=(None, 0)))(model, poses)) if geometric else None
+    worst_unit, gap, worst_geo = 0.0, 0.0, 0.0
     for p, q in enumerate(poses):
         for k, wrt in enumerate(names):
             with warnings.catch_warnings():
@@ -79,7 +47,29 @@ def _unit_force_vs_opensim(model, ref, poses):
                 fd = ref.moment_arms(names, q, wrt, muscles)
             worst_unit = max(worst_unit, float(np.abs(ours[p, k] - cma).max()))
             gap = max(gap, float(np.abs(fd - cma).max()))
-    return worst_unit, gap
+            if geometric:
+                worst_geo = max(worst_geo, float(np.abs(geo[p, k] - fd).max()))
+    return worst_unit, gap, (worst_geo if geometric else None)
+
+
+@needs_mobl
+def test_shoulder_unit_force_moment_arms_equal_opensim():
+    from mbjax.models.shoulder import shoulder_model, trimmed_osim
+
+    model = shoulder_model()
+    path = trimmed_osim()
+    try:
+        rng = np.random.default_rng(5)
+        lo, hi = np.asarray(model.extras["osim"].lower), np.asarray(model.extras["osim"].upper)
+        poses = lo + (hi - lo) * rng.uniform(0.1, 0.9, size=(4, 3))
+        worst_unit, gap, worst_geo = _unit_force_vs_opensim(model, OpenSimReference(path), poses, geometric=True)
+    finally:
+        os.remove(path)
+    print(f"unit-force rule vs computeMomentArm {worst_unit:.1e} m; geometric vs OpenSim's -dL/dq {worst_geo:.1e} m;"
+          f" computeMomentArm vs -dL/dq up to {gap * 1e3:.1f} mm")
+    assert gap > 1e-4  # the two notions do differ on this model
+    assert worst_unit < 1e-9
+    assert worst_geo < 1e-8  # Richardson differences of OpenSim's lengths: O(h^4) truncation
 
 
 def test_wrapped_unit_force_moment_arms_equal_opensim():
@@ -91,7 +81,7 @@ def test_wrapped_unit_force_moment_arms_equal_opensim():
     model = mbjax.models.load("arm26")
     rng = np.random.default_rng(0)
     poses = np.stack([rng.uniform(-1.5, 3.0, 10), rng.uniform(0.0, 2.2, 10)], 1)
-    worst_unit, gap = _unit_force_vs_opensim(model, OpenSimReference(mbjax.models.model_path("arm26")), poses)
+    worst_unit, gap, _ = _unit_force_vs_opensim(model, OpenSimReference(mbjax.models.model_path("arm26")), poses)
     print(f"arm26 wrapped: unit-force rule vs computeMomentArm {worst_unit:.1e} m; OpenSim's -dL/dq vs "
           f"computeMomentArm up to {gap * 1e3:.1f} mm")
     assert gap > 1e-3  # the notions differ over these wraps
@@ -118,7 +108,7 @@ def test_wrapped_shoulder_unit_force_moment_arms_about_coupled_coordinates_equal
         assert any(role == "dependent" for _, role in model.extras["osim"].roles)
         lo, hi = np.asarray(model.extras["osim"].lower), np.asarray(model.extras["osim"].upper)
         poses = lo + (hi - lo) * np.random.default_rng(5).uniform(0.1, 0.9, size=(4, lo.size))
-        worst_unit, gap = _unit_force_vs_opensim(model, OpenSimReference(path), poses)
+        worst_unit, gap, _ = _unit_force_vs_opensim(model, OpenSimReference(path), poses)
     finally:
         os.remove(path)
     print(f"wrapped shoulder: unit-force rule vs computeMomentArm {worst_unit:.1e} m; OpenSim's -dL/dq vs "
