@@ -308,3 +308,34 @@ needs_rajagopal = pytest.mark.skipif(
     not (OPENSIM_MODELS and os.path.exists(RAJAGOPAL)),
     reason="Rajagopal2016.osim not found: set OPENSIM_MODELS_DIR to a checkout of opensim-org/opensim-models",
 )
+
+
+#: CONDITIONAL_MODEL whose conditional point reads ``phi``, the coordinate of a second pin joint
+#: (link -> tip) made dependent by a CoordinateCouplerConstraint: phi = COUPLE_A · theta + COUPLE_B.
+#: As in OpenSim's wrist.osim, where points switch on coupled wrist coordinates.
+COUPLE_A, COUPLE_B = 0.5, 0.1
+COUPLED_CONDITIONAL_MODEL = CONDITIONAL_MODEL.replace(
+    "</objects>\n    </BodySet>",
+    '  <Body name="tip"><mass>0.5</mass><mass_center>0 -0.05 0</mass_center><inertia>0.003 0.003 0.002 0 0 0</inertia></Body>\n'
+    "      </objects>\n    </BodySet>", 1,
+).replace(
+    "        </PinJoint>\n      </objects>\n    </JointSet>",
+    """        </PinJoint>
+        <PinJoint name="pin2">
+          <socket_parent_frame>/bodyset/link</socket_parent_frame>
+          <socket_child_frame>/bodyset/tip</socket_child_frame>
+          <coordinates><Coordinate name="phi"><default_value>0.1</default_value><range>-3 3</range></Coordinate></coordinates>
+        </PinJoint>
+      </objects>
+    </JointSet>
+    <ConstraintSet name="constraintset">
+      <objects>
+        <CoordinateCouplerConstraint name="couple">
+          <coupled_coordinates_function><LinearFunction><coefficients>""" + f"{COUPLE_A!r} {COUPLE_B!r}" + """</coefficients></LinearFunction></coupled_coordinates_function>
+          <independent_coordinate_names>theta</independent_coordinate_names>
+          <dependent_coordinate_name>phi</dependent_coordinate_name>
+          <scale_factor>1</scale_factor>
+        </CoordinateCouplerConstraint>
+      </objects>
+    </ConstraintSet>""", 1,
+).replace("<socket_coordinate>/jointset/pin/theta</socket_coordinate>", "<socket_coordinate>/jointset/pin2/phi</socket_coordinate>")

@@ -7,6 +7,7 @@ Each test writes the bad or edge file itself.  The rules follow opensim-core 4.6
 import re
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -20,6 +21,9 @@ from _osim_models import (
     COND_HI,
     COND_LO,
     CONDITIONAL_MODEL,
+    COUPLE_A,
+    COUPLE_B,
+    COUPLED_CONDITIONAL_MODEL,
     FUNCTIONLESS_AXIS_MODEL,
     MOBL,
     conditional_boundary_poses,
@@ -124,6 +128,32 @@ def test_conditional_range_is_widened_like_opensim(tmp_path):
     at = float(muscle_lengths(model, jnp.asarray([lo]))[0])
     beyond = float(muscle_lengths(model, jnp.asarray([np.nextafter(lo, -np.inf)]))[0])
     assert abs(at - beyond) > 1e-3
+
+
+def test_conditional_point_on_a_coupled_coordinate(tmp_path):
+    """The point reads phi = A·theta + B (a coupler's dependent coordinate, not in q) through its
+    coupler map: lengths, batched lengths, the reference path's active set and moment arms agree
+    with the hand model at poses on both sides of both (widened) range ends."""
+    from mbjax.muscles import moment_arms
+    from mbjax.muscles.paths import _active
+
+    model = load_osim(write_model(tmp_path, COUPLED_CONDITIONAL_MODEL, "coupled_conditional.osim"))
+    assert model.coordinate_names == ("theta",)
+    lo, hi = COND_LO - CONDITIONAL_RANGE_TOLERANCE, COND_HI + CONDITIONAL_RANGE_TOLERANCE
+    phis = np.array([lo - 2e-6, lo + 2e-6, COND_LO, 0.5 * (COND_LO + COND_HI), hi - 2e-6, hi + 2e-6, 1.2, -1.0])
+    thetas = (phis - COUPLE_B) / COUPLE_A
+    active = [lo <= COUPLE_A * t + COUPLE_B <= hi for t in thetas]
+    assert active == [False, True, True, True, True, False, False, False]
+    hand = np.array([_conditional_length(t, a) for t, a in zip(thetas, active)])
+    batched = np.asarray(jax.vmap(muscle_lengths, in_axes=(None, 0))(model, jnp.asarray(thetas[:, None])))[:, 0]
+    np.testing.assert_allclose(batched, hand, rtol=0, atol=1e-15)
+    for t, a, length in zip(thetas, active, hand):
+        q = jnp.asarray([t])
+        assert abs(float(muscle_lengths(model, q)[0]) - length) < 1e-15
+        assert bool(_active(model.extras["muscles"], q)[0, 1]) == a
+        h = 1e-6  # central difference of the hand length on the same branch
+        arm = -(_conditional_length(t + h, a) - _conditional_length(t - h, a)) / (2 * h)
+        assert abs(float(moment_arms(model, q)[0, 0]) - arm) < 1e-8
 
 
 def test_reversed_conditional_ranges(tmp_path):

@@ -34,7 +34,9 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   several with a ``MultivariatePolynomialFunction``; chains of couplers compose); a transform
   axis of it is the composed map (``ComposedPolynomial``).  A ``locked`` coordinate is held at
   its default value (a constant; it is not in ``q``): a ``ConditionalPathPoint`` on it is decided
-  once at that value (kept as a fixed point, or left out with a warning).
+  once at that value (kept as a fixed point, or left out with a warning).  A ``ConditionalPathPoint``
+  on a coupled (dependent) coordinate reads that coordinate's value through its coupler map of
+  ``q`` (``ConditionalPathPoint.coordinate_map``), as OpenSim reads the constrained coordinate.
   A ``PointOnLineConstraint`` (two equations each) is eliminated too, as a closed chain
   (:mod:`mbjax.io.osim_point_on_line`): dependent coordinates chosen by column-pivoted QR of the
   constraints' Jacobian at the default pose (or all but ``independent_coordinates``) become
@@ -1192,9 +1194,6 @@ class _Loader:
             if c not in self.coords.info:
                 raise doc.error(p, f"unknown coordinate {c!r}")
             role = self.coords.role(c)
-            if role == "dependent":
-                raise doc.error(p, f"ConditionalPathPoint on a dependent coordinate {c!r} is not supported",
-                                NotImplementedError)
             rng = _floats(doc, p, "range", 2, default=[0.0, 0.0])  # OpenSim's default range
             lo = float(rng[0]) - CONDITIONAL_RANGE_TOLERANCE  # the same double OpenSim compares with
             hi = float(rng[1]) + CONDITIONAL_RANGE_TOLERANCE
@@ -1205,6 +1204,9 @@ class _Loader:
                     return PathPoint(body, to_body(loc), name)
                 self._locked_off.append(name)
                 return None
+            if role == "dependent":  # read through the coupler: its value as a joint map of q
+                return ConditionalPathPoint(body, to_body(loc), name, coordinate=c, range=(lo, hi),
+                                            coordinate_map=self.coords.inner_of(doc, c))
             return ConditionalPathPoint(body, to_body(loc), name, coordinate=c, range=(lo, hi))
         fns = []  # per frame component: a joint map, or None (constant loc[c])
         for axis_i, comp in enumerate("xyz"):

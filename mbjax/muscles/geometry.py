@@ -20,7 +20,7 @@ from .._batching import Small, batch_last, materialize
 from .._kinematics import Kinematics, _local_eval, _scatter_gradient, check_vector, forward_pass
 from .._model import Model
 from ..wrapping.path import WrappedPath, wrap_paths
-from .paths import empty_result, get_paths, require_path, segment_exists
+from .paths import condition_values, empty_result, get_paths, require_path, segment_exists
 
 
 class PathGeometry(NamedTuple):
@@ -107,7 +107,7 @@ def path_geometry(model: Model, q, kin: Kinematics) -> PathGeometry:
     world = materialize(ops.mv(rot_p, loc) + pos_g[bidx])
 
     cond = np.asarray(paths.cond_coord)
-    qc = q[np.maximum(cond, 0)]
+    qc = condition_values(paths, q, lambda family, x: _local_eval(family, x, ops.nbt)[0])[np.maximum(cond, 0)]
     rng = paths.cond_range.astype(dtype)
     inside = (qc >= ops.c(rng[..., 0])) & (qc <= ops.c(rng[..., 1]))
     active = ops.mask(valid) & jnp.where(ops.mask(cond >= 0), inside, True)

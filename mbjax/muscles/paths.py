@@ -8,7 +8,9 @@ A path is an ordered list of points, each fixed in a body frame (the ground incl
   coordinates (any :class:`~mbjax.maps.AbstractJointMap` family, so their ∇ and Hessian are closed
   form).  Holzbaur's "moving via points" modelled as zero-inertia bodies are the same thing;
 * **conditional** points (``ConditionalPathPoint``): active only while one coordinate lies in a
-  closed range ``[lo, hi]``.  The path length is continuous when such a point switches only if the
+  closed range ``[lo, hi]``; a coordinate that is not one of the model's ``q`` (an OpenSim
+  coordinate made dependent by a coupler) is read through its ``coordinate_map``, a joint map of
+  ``q`` that gives its value.  The path length is continuous when such a point switches only if the
   point lies on the straight segment it replaces; in general L(q) has a kink (or a jump) at the
   range ends, and moment arms there are one-sided.  Everything here is evaluated with the point
   set active at ``q`` (OpenSim's convention), i.e. we differentiate the piecewise-smooth branch.
@@ -45,10 +47,16 @@ class PathPoint:
 
 @dataclasses.dataclass(frozen=True)
 class ConditionalPathPoint(PathPoint):
-    """A fixed point that is part of the path only while ``coordinate ∈ [range[0], range[1]]``."""
+    """A fixed point that is part of the path only while ``coordinate ∈ [range[0], range[1]]``.
+
+    ``coordinate_map``: for a coordinate that is not one of the model's ``q`` (a coupled
+    coordinate), a single joint map of ``q`` whose value is that coordinate (``None``: the
+    coordinate is read from ``q``).
+    """
 
     coordinate: str = ""
     range: tuple[float, float] = (-np.inf, np.inf)
+    coordinate_map: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +95,11 @@ class MusclePaths(eqx.Module):
     point_names: tuple[tuple[str, ...], ...] = eqx.field(static=True)
     #: wrap objects and path wraps (:class:`mbjax.wrapping.path.MuscleWraps`), None without wrapping
     wraps: Any = None
+    #: stacked joint maps giving the coordinates conditional points read that are not in ``q``;
+    #: ``cond_coord`` indexes ``[q; their values]`` (see :func:`condition_values`)
+    cond_maps: tuple[AbstractJointMap, ...] = ()
+    #: per condition-map family: positions of each map's local inputs in q (padded)
+    cond_inputs: tuple[tuple[tuple[int, ...], ...], ...] = eqx.field(static=True, default=())
 
     @property
     def n_muscles(self) -> int:
@@ -160,6 +173,7 @@ def build_paths(
     cond = np.full((nm, n_pts), -1, dtype=int)
     point_names = [[""] * n_pts for _ in range(nm)]
     moving: dict[Any, list[tuple[tuple[int, int, int], AbstractJointMap]]] = {}
+    conditions: dict[Any, list[tuple[tuple[int, int], AbstractJointMap]]] = {}
     for m, name in enumerate(names):
         pts = paths[name]
         if len(pts) < 2:
@@ -183,15 +197,23 @@ def build_paths(
             valid[m, p] = True
             point_names[m][p] = pt.name
             if isinstance(pt, ConditionalPathPoint):
-                if pt.coordinate not in coordinate_names:
+                cmap = pt.coordinate_map
+                if cmap is None and pt.coordinate not in coordinate_names:
                     raise ValueError(
                         f"muscle {name!r}: conditional point {pt.name!r} reads coordinate "
-                        f"{pt.coordinate!r}, not one of {coordinate_names}"
+                        f"{pt.coordinate!r}, not one of {coordinate_names} (give its coordinate_map)"
+                    )
+                if cmap is not None and (not isinstance(cmap, AbstractJointMap) or cmap.n_maps != 1):
+                    raise ValueError(
+                        f"muscle {name!r}: conditional point {pt.name!r}: coordinate_map must be a single joint map"
                     )
                 lo, hi = float(pt.range[0]), float(pt.range[1])
                 if not lo <= hi:
                     raise ValueError(f"muscle {name!r}: conditional point {pt.name!r} has range {pt.range} with lo > hi")
-                cond[m, p] = coordinate_names.index(pt.coordinate)
+                if cmap is None:
+                    cond[m, p] = coordinate_names.index(pt.coordinate)
+                else:
+                    conditions.setdefault(cmap.group_key(), []).append(((m, p), cmap))
                 cond_range[m, p] = (lo, hi)
             if isinstance(pt, MovingPathPoint):
                 if len(pt.functions) != 3:
@@ -212,6 +234,16 @@ def build_paths(
         slots.append(tuple(s for s, _ in entries))
         idx = local_index(stacked.coordinates, coordinate_names, stacked.width)
         inputs.append(tuple(tuple(int(v) for v in row) for row in idx))
+    cond_maps, cond_inputs = [], []
+    offset = len(coordinate_names)  # condition maps' values follow q in [q; values]
+    for entries in conditions.values():
+        stacked = type(entries[0][1]).stack([fn for _, fn in entries])
+        cond_maps.append(stacked)
+        for k, ((m, p), _) in enumerate(entries):
+            cond[m, p] = offset + k
+        offset += len(entries)
+        idx = local_index(stacked.coordinates, coordinate_names, stacked.width)
+        cond_inputs.append(tuple(tuple(int(v) for v in row) for row in idx))
     from ..wrapping.path import build_wraps
 
     wraps = build_wraps(body_names, names, {n: len(paths[n]) for n in names}, tuple(wrap_objects),
@@ -235,6 +267,8 @@ def build_paths(
         moving_inputs=tuple(inputs),
         point_names=tuple(tuple(r) for r in point_names),
         wraps=wraps,
+        cond_maps=tuple(cond_maps),
+        cond_inputs=tuple(cond_inputs),
     )
 
 
@@ -360,10 +394,25 @@ def _locations(paths: MusclePaths, q, derivatives: bool):
     return loc, d_loc
 
 
+def condition_values(paths: MusclePaths, q, value=None):
+    """``[q; c]`` (``(nq + nc, *batch)``): ``q`` followed by the values ``c`` of the coordinates that
+    conditional points read through a ``coordinate_map``; ``cond_coord`` indexes it.
+
+    ``value(family, x)`` evaluates a stacked map family on local inputs ``x (n, k, *batch)``
+    (default ``family.value``, for an unbatched ``q``).
+    """
+    if not paths.cond_maps:
+        return q
+    value = value or (lambda family, x: family.value(x))
+    parts = [q] + [value(family, q[np.asarray(inputs, dtype=np.int32)]).astype(q.dtype)
+                   for family, inputs in zip(paths.cond_maps, paths.cond_inputs)]
+    return jnp.concatenate(parts, axis=0)
+
+
 def _active(paths: MusclePaths, q):
     valid = jnp.asarray(np.asarray(paths.valid, dtype=bool))
     cond = np.asarray(paths.cond_coord, dtype=np.int32)
-    qc = q[np.maximum(cond, 0)]
+    qc = condition_values(paths, q)[np.maximum(cond, 0)]
     lo, hi = paths.cond_range[..., 0], paths.cond_range[..., 1]
     inside = (qc >= lo) & (qc <= hi)
     return valid & jnp.where(jnp.asarray(cond >= 0), inside, True)

@@ -46,6 +46,9 @@ from _osim_models import (  # noqa: E402
     COND_HI,
     COND_LO,
     CONDITIONAL_MODEL,
+    COUPLE_A,
+    COUPLE_B,
+    COUPLED_CONDITIONAL_MODEL,
     FUNCTIONLESS_AXIS_MODEL,
     MOBL,
     MOVING_MODEL,
@@ -293,6 +296,25 @@ def test_conditional_boundaries_match_opensim(tmp_path):
     lo = COND_LO - 1e-5
     jump = oracle.lengths(["theta"], [lo]) - oracle.lengths(["theta"], [np.nextafter(lo, -np.inf)])
     assert abs(jump[0]) > 1e-3  # the poses discriminate: the point switches between them
+
+
+def test_conditional_point_on_a_coupled_coordinate_matches_opensim(tmp_path):
+    """wrist.osim's case: the point switches on phi, a coupler's dependent coordinate (not in q).
+    Boundary poses of phi reached through theta; OpenSim's phi is its coupler's, set by the oracle."""
+    path = write_model(tmp_path, COUPLED_CONDITIONAL_MODEL, "coupled_conditional.osim")
+    model = load_osim(path)
+    oracle = OpenSimOracle(path)
+    assert _conditional_points(oracle) == [("phi", COND_LO, COND_HI)]
+    thetas = (conditional_boundary_poses(COND_LO, COND_HI) - COUPLE_B) / COUPLE_A
+    mine = np.asarray(jax.jit(jax.vmap(muscle_lengths, in_axes=(None, 0)))(model, jnp.asarray(thetas[:, None])))
+    ref = np.array([oracle.lengths(["theta"], [t]) for t in thetas])
+    worst = np.abs(mine - ref).max()
+    print(f"conditional point on a coupled coordinate: worst length difference {worst:.1e} m over {len(thetas)} poses")
+    assert worst <= 1e-12
+    assert np.ptp(ref) > 1e-3  # the poses discriminate: the point switches between them
+    for t in (thetas[-1], 2.5):  # moment arms inside and outside the range, away from the ends
+        arm = float(moment_arms(model, jnp.asarray([t]))[0, 0])
+        assert abs(arm - oracle.moment_arms(["theta"], [t], "theta")[0]) < 1e-8
 
 
 @pytest.mark.skipif(not os.path.exists(MOBL), reason=f"MoBL model not found at {MOBL} (non-commercial, not vendored)")

@@ -55,7 +55,7 @@ OPT_OUTS = dict(
     ignore_forces=("Schutte1993Muscle_Deprecated",),
 )
 #: compile-heavy models (many muscles, wrapping): extended group
-HEAVY = ("Gait2392", "Gait2354", "Hamner", "Rajagopal", "Jumper", "ToyLanding", "WristModel", "Leg39", "Leg6Dof9Musc")
+HEAVY = ("Gait2392", "Gait2354", "Hamner", "Rajagopal", "Jumper", "ToyLanding", "Leg39", "Leg6Dof9Musc")
 N_POSES = 2
 TOL = dict(pose=1e-12, length=1e-9, arm=1e-7, mass=1e-10, tau=1e-9, qerr=1e-12)
 RESULTS: dict[str, str] = {}
