@@ -119,14 +119,30 @@ def _transitions(path, model, n_lines, seed, steps=24, rounds=9):
 
 
 def _check_lengths(path, model, qs):
+    """``|L_mbjax - L_OpenSim|`` per (pose, muscle) and the tolerance of each: ``LENGTH_TOLERANCE``,
+    or, where the length itself is ill-conditioned, 4× its change when q moves by ~1e-13 rad.
+
+    A few wrap configurations are chaotic (a cylinder's tangency restarts that never converge and
+    stop at OpenSim's 100: MoBL TMIN at one random pose, a 26 m non-physical path, moves by 1.7e-9 m
+    when q moves by 1e-13), so no second implementation can agree to 1e-9 m there; everywhere
+    else the rounding spread is ~1e-16 relative and the tolerance stays 1e-9 m.
+    """
     oracle = OpenSimReference(path)
     names = model.coordinate_names
     mnames = model.muscle_names
-    l_mb = np.asarray(jax.jit(jax.vmap(muscle_lengths, in_axes=(None, 0)))(model, jnp.asarray(qs)))
+    lengths = jax.jit(jax.vmap(muscle_lengths, in_axes=(None, 0)))
+    l_mb = np.asarray(lengths(model, jnp.asarray(qs)))
+    rng = np.random.default_rng(7)
+    spread = np.max([np.abs(np.asarray(lengths(model, jnp.asarray(qs + 1e-13 * rng.choice([-1.0, 1.0], qs.shape))))
+                            - l_mb) for _ in range(2)], axis=0)
     l_os = np.array([oracle.lengths(names, q, mnames) for q in qs])
     err = np.abs(l_mb - l_os)
-    tol = np.full(len(mnames), LENGTH_TOLERANCE)
-    bad = np.argwhere(err > tol[None])
+    tol = np.maximum(LENGTH_TOLERANCE, 4.0 * spread)
+    widened = np.argwhere(tol > LENGTH_TOLERANCE)
+    if len(widened):
+        print("ill-conditioned lengths (tolerance widened): " + ", ".join(
+            f"pose {k} {mnames[m]} L={l_mb[k, m]:.3g} m tol {tol[k, m]:.2g}" for k, m in widened))
+    bad = np.argwhere(err > tol)
     worst = {}
     for m, name in enumerate(mnames):
         worst[name] = float(err[:, m].max())
@@ -151,7 +167,7 @@ def test_wrapped_lengths_equal_opensim(which):
     print(f"{which}: {len(qs)} poses, worst |ΔL| wrapped {err[:, wrapped].max():.3g} m, "
           f"unwrapped {np.delete(err, wrapped, axis=1).max() if err.shape[1] > len(wrapped) else 0:.3g} m")
     names = np.asarray(get_paths(model).names)
-    assert not len(bad), "; ".join(f"pose {k} {names[m]}: {err[k, m]:.3g} > {tol[m]:g}" for k, m in bad[:10])
+    assert not len(bad), "; ".join(f"pose {k} {names[m]}: {err[k, m]:.3g} > {tol[k, m]:g}" for k, m in bad[:10])
 
 
 @pytest.mark.extended  # compile-heavy (wrapped arm26 moment arms by JVP, ~2 min); CI checks wrapped moment arms vs autodiff and differences in test_wrap_path.py
