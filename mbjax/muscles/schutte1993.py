@@ -346,14 +346,16 @@ def isometric_fiber_length(p, length, activation):
     x = jax.lax.stop_gradient(opensim_isometric_fiber_length(*consts))
     res = lambda lf, p=p, L=length, a=activation: isometric_residual(p, lf, L, a)  # noqa: E731
     frozen = lambda lf: isometric_residual(consts[0], lf, consts[1], consts[2])  # noqa: E731
-    r = frozen(x)
-    for _ in range(POLISH_STEPS):
+
+    def newton(_, x):
         r, dr = jax.value_and_grad(frozen)(x)
         ok = jnp.isfinite(dr) & (dr != 0.0)
         y = x - jnp.where(ok, r / jnp.where(ok, dr, 1.0), 0.0)
         ry = frozen(y)
         better = jnp.isfinite(ry) & (jnp.abs(ry) < jnp.abs(r))
-        x = jax.lax.stop_gradient(jnp.where(better, y, x))
+        return jnp.where(better, y, x)
+
+    x = jax.lax.stop_gradient(jax.lax.fori_loop(0, POLISH_STEPS, newton, x))
     # implicit-function derivatives: one Newton step of the live residual at the held point
     dr = jax.lax.stop_gradient(jax.grad(frozen)(x))
     ok = jnp.isfinite(dr) & (dr != 0.0)
