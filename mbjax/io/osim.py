@@ -42,9 +42,16 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
   ``clamped`` and ``locked`` flags are kept in ``model.extras["osim"]`` (:class:`OsimInfo`).
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
-  ``PathActuator``, ``PathSpring``, ``Ligament``): their ``GeometryPath`` points (``PathPoint``,
-  ``ConditionalPathPoint``, ``MovingPathPoint``) go into ``model.extras["muscles"]``; their scalar
-  properties into ``MusclePaths.parameters``.  A ``ConditionalPathPoint`` is active, in OpenSim's
+  ``Schutte1993Muscle_Deprecated``, ``PathActuator``, ``PathSpring``, ``Ligament``): their
+  ``GeometryPath`` points (``PathPoint``, ``ConditionalPathPoint``, ``MovingPathPoint``) go into
+  ``model.extras["muscles"]``; their scalar properties into ``MusclePaths.parameters``.  A
+  ``Schutte1993Muscle_Deprecated``'s three curve functions (``tendon_force_length_curve``,
+  ``active_force_length_curve``, ``passive_force_length_curve``; 4.x ``<SimmSpline
+  name="...">`` or 3.x ``<tendon_force_length_curve><SimmSpline>``; any 1-D function read here)
+  are stored as padded per-muscle arrays (:mod:`mbjax.muscles.schutte1993`), the class defaults
+  where the file leaves one out (for the passive curve OpenSim then uses its exponential); the
+  ``ignore_tendon_compliance`` / ``ignore_activation_dynamics`` flags, which OpenSim refuses for
+  this class, are refused.  A ``ConditionalPathPoint`` is active, in OpenSim's
   ``ConditionalPathPoint::isActive``, while ``range[0] - 1e-5 <= q <= range[1] + 1e-5`` (an
   absolute tolerance, computed in doubles); the stored range is that widened one (the very doubles
   OpenSim compares with), so ``MusclePaths.cond_range`` is OpenSim's effective range.  A point
@@ -64,9 +71,12 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   straight-line paths (warned, and recorded in ``OsimInfo.wrapping_ignored``).  An unknown
   ``<method>`` falls back to hybrid, as in OpenSim.
 
-* Forces and constraints mbjax does not model (ElasticFoundationForce contact, the
-  deprecated Schutte/Delp muscles, constraints other than couplers and point-on-line) are refused by name unless listed in
-  ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).  The ContactGeometrySet is
+* Forces and constraints mbjax does not model (ElasticFoundationForce contact, the deprecated
+  ``Delp1990Muscle_Deprecated``, constraints other than couplers and point-on-line) are refused by
+  name unless listed in ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).
+  ``Schutte1993Muscle_Deprecated`` is modelled, and ``ignore_forces=("Schutte1993Muscle_Deprecated",)``
+  still leaves it out explicitly (path kept, zero tension, kind ``"Schutte1993Muscle_Deprecated
+  (ignored)"``).  The ContactGeometrySet is
   read only for the geometry a HuntCrossleyForce names.  Sets that change no quantity mbjax
   computes from the model are not read: ControllerSet (mbjax takes excitations as inputs),
   ProbeSet, visual geometry.
@@ -1381,8 +1391,9 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
     ``ignore_forces`` / ``ignore_constraints``: OpenSim class names (e.g. ``("HuntCrossleyForce",
     "BushingForce")``, ``("PointOnLineConstraint",)``) of elements mbjax does not model, loaded
     anyway without them: the explicit opt-out, warned and listed in ``OsimInfo.ignored``.  An ignored
-    force that has a ``GeometryPath`` (``Schutte1993Muscle_Deprecated``) keeps its path (lengths,
-    moment arms), with zero tension like a ``PathActuator``.  Kinematics, path geometry and the
+    force that has a ``GeometryPath`` (``Delp1990Muscle_Deprecated``, or ``Schutte1993Muscle_Deprecated``,
+    which is otherwise modelled) keeps its path (lengths, moment arms), with zero tension like a
+    ``PathActuator``.  Kinematics, path geometry and the
     mass matrix do not depend on the ignored elements; forward dynamics and, for constraints, the
     set of reachable poses do.
 
