@@ -92,7 +92,7 @@ def reference():
         row["lce_eq"] = [mu.getStateVariableValue(s, "fiber_length") for mu in ms]
         for k in keys:
             out[k].append(np.asarray(row[k], float))
-    return mb, {k: np.stack(v) for k, v in out.items()}
+    return mb, {k: np.stack(v) for k, v in out.items()}, (model, names)
 
 
 def _close(name, got, ref, scale):
@@ -103,7 +103,7 @@ def _close(name, got, ref, scale):
 
 
 def test_state_derivatives_and_force(reference):
-    mb, r = reference
+    mb, r, _ = reference
 
     @jax.jit
     def run(q, qd, a, lce, u):
@@ -128,7 +128,7 @@ def test_state_derivatives_and_force(reference):
 
 
 def test_equilibrate_muscles(reference):
-    mb, r = reference
+    mb, r, _ = reference
     p = hill_parameters(mb)
     per = {k: v for k, v in p.items()}
 
@@ -148,3 +148,51 @@ def test_equilibrate_muscles(reference):
           f"(OpenSim's {np.max(np.abs(res_os)):.2e} N), fibre length moved by at most "
           f"{np.max(np.abs(np.asarray(lce) - r['lce_eq']) / np.asarray(p['optimal_fiber_length'])):.2e} ℓ_o")
     assert np.all(np.abs(res) <= 1e-9 * fiso)
+
+
+@pytest.mark.extended
+def test_forward_simulation_matches_opensim(reference):
+    """0.3 s of the muscle-driven model (Sine excitations) with OpenSim's ``Manager``
+    (RungeKuttaMerson, accuracy 1e-10) and :func:`mbjax.simulate_muscles` (Tsit5, rtol 1e-11) from
+    OpenSim's equilibrated state: joint angles, activations and fibre lengths at 0.1, 0.2, 0.3 s."""
+    import mbjax
+
+    mb, _, (model, names) = reference
+    s = model.initSystem()
+    cs = model.getCoordinateSet()
+    q0, qd0 = np.array([0.2, -0.1]), np.array([0.5, -0.3])
+    a0 = np.array([0.2, 0.5, 0.3, 0.6, 0.4])
+    for i in range(2):
+        cs.get(i).setValue(s, float(q0[i]), False)
+        cs.get(i).setSpeedValue(s, float(qd0[i]))
+    muscles = model.getMuscles()
+    for n, v in zip(names, a0):
+        muscles.get(n).setStateVariableValue(s, "activation", float(v))
+    model.equilibrateMuscles(s)
+    lce0 = np.array([muscles.get(n).getStateVariableValue(s, "fiber_length") for n in names])
+    t_save = np.array([0.1, 0.2, 0.3])
+    manager = osim.Manager(model)
+    manager.setIntegratorMethod(osim.Manager.IntegratorMethod_RungeKuttaMerson)
+    manager.setIntegratorAccuracy(1e-10)
+    manager.setRecordStatesTrajectory(False)
+    manager.initialize(s)
+    q_os, a_os, l_os = [], [], []
+    for t in t_save:
+        st = manager.integrate(float(t))
+        q_os.append([cs.get(i).getValue(st) for i in range(2)])
+        a_os.append([muscles.get(n).getStateVariableValue(st, "activation") for n in names])
+        l_os.append([muscles.get(n).getStateVariableValue(st, "fiber_length") for n in names])
+    q_os, a_os, l_os = map(np.array, (q_os, a_os, l_os))
+    k = np.arange(len(names))
+
+    def excitations(t):
+        return 0.5 * jnp.sin((3.0 + k) * t + 0.3 * k) + 0.5
+
+    sol = mbjax.simulate_muscles(mb, q0, qd0, 0.0, t_save[-1], excitations=excitations, activation0=a0,
+                                 fiber_length0=lce0, saveat=t_save, rtol=1e-11, atol=1e-13)
+    err_q = np.abs(np.asarray(sol.ys.q) - q_os).max()
+    err_a = np.abs(np.asarray(sol.ys.activation) - a_os).max()
+    err_l = np.abs(np.asarray(sol.ys.fiber_length) - l_os).max()
+    print(f"0.3 s vs OpenSim RKM 1e-10: angles {err_q:.1e} rad (range {np.ptp(q_os, axis=0)} rad), activations "
+          f"{err_a:.1e}, fibre lengths {err_l:.1e} m")
+    assert err_q < 1e-7 and err_a < 1e-9 and err_l < 1e-8
