@@ -17,6 +17,10 @@ tendons slack and stretched, fibres shortening and lengthening, u ≥ a and u < 
   relative; its force error is the 0.01 N OpenSim stops at, and mbjax's polished equilibrium
   (:func:`mbjax.equilibrium_fiber_length`) has a residual at rounding.
 
+With ``OPENSIM_MODELS_DIR`` set (2 s): the library's own wrist.osim (25 Schutte muscles, wraps
+stripped and its ConditionalPathPoints made fixed in a temporary copy, a muscle-mechanics check: the
+path geometry is test_opensim_library.py's), the same quantities for every muscle at random states.
+
 OpenSim's ``Muscle.getFiberLength`` is a cached ``MuscleLengthInfo`` that ``equilibrateMuscles``
 does not refresh; the state variable is read instead.
 """
@@ -196,3 +200,90 @@ def test_forward_simulation_matches_opensim(reference):
     print(f"0.3 s vs OpenSim RKM 1e-10: angles {err_q:.1e} rad (range {np.ptp(q_os, axis=0)} rad), activations "
           f"{err_a:.1e}, fibre lengths {err_l:.1e} m")
     assert err_q < 1e-7 and err_a < 1e-9 and err_l < 1e-8
+
+
+ROOT = os.environ.get("OPENSIM_MODELS_DIR", "")
+WRIST = os.path.join(ROOT, "Models", "WristModel", "wrist.osim")
+
+
+def _fixed_conditional_points(src, dst):
+    """Copy of ``src`` with each ConditionalPathPoint made a PathPoint (its range dropped)."""
+    import xml.etree.ElementTree as ET
+
+    tree = ET.parse(src)
+    for parent in tree.iter():
+        for k, c in enumerate(list(parent)):
+            if c.tag == "ConditionalPathPoint":
+                c.tag = "PathPoint"
+                for g in list(c):
+                    if g.tag in ("range", "socket_coordinate", "coordinate"):
+                        c.remove(g)
+    tree.write(dst, encoding="UTF-8", xml_declaration=True)
+    return dst
+
+
+@pytest.mark.skipif(not os.path.exists(WRIST), reason="set OPENSIM_MODELS_DIR to a checkout of opensim-org/opensim-models")
+def test_wrist_library_model_matches_opensim(tmp_path):
+    from _osim_models import strip_wrapping
+
+    from mbjax.muscles import activation_derivative, muscle_lengths, state_from_fiber_length
+
+    path = _fixed_conditional_points(strip_wrapping(WRIST, str(tmp_path / "w.osim")), str(tmp_path / "wrist.osim"))
+    model = osim.Model(path)
+    muscles = model.getMuscles()
+    names = [muscles.get(i).getName() for i in range(muscles.getSize())]
+    ctrl = osim.PrescribedController()
+    for k, n in enumerate(names):
+        ctrl.addActuator(muscles.get(n))
+        ctrl.prescribeControlForActuator(n, osim.Sine(0.5, 1.0 + 0.5 * k, 0.2 * k, 0.5))
+    model.addController(ctrl)
+    s = model.initSystem()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mb = load_osim(path)
+    assert set(mb.extras["muscles"].kinds) == {sch.SCHUTTE} and len(names) == 25
+    order = [list(mb.muscle_names).index(n) for n in names]
+    cs = model.getCoordinateSet()
+    free = [c for c in mb.coordinate_names]
+    p = hill_parameters(mb)
+    ofl = np.asarray(p["optimal_fiber_length"])[order]
+    rng = np.random.default_rng(25)
+    rows = []
+    for _ in range(6):
+        q = np.array([rng.uniform(max(cs.get(c).getRangeMin(), -1.0), min(cs.get(c).getRangeMax(), 1.0)) for c in free])
+        for c, v in zip(free, q):
+            cs.get(c).setValue(s, float(v), False)
+            cs.get(c).setSpeedValue(s, float(rng.uniform(-2, 2)))
+        model.assemble(s)
+        q = np.array([cs.get(c).getValue(s) for c in free])
+        a = rng.uniform(0.0, 1.0, len(names))
+        lce = ofl * rng.uniform(0.5, 1.7, len(names))
+        s.setTime(float(rng.uniform(0, 3)))
+        for i, n in enumerate(names):
+            muscles.get(n).setStateVariableValue(s, "activation", float(a[i]))
+            muscles.get(n).setStateVariableValue(s, "fiber_length", float(lce[i]))
+        model.realizeDynamics(s)
+        model.computeStateVariableDerivatives(s)
+        ms = [muscles.get(n) for n in names]
+        rows.append([q, a, lce] + [np.array([f(mu) for mu in ms]) for f in (
+            lambda mu: mu.getControl(s), lambda mu: mu.getLength(s), lambda mu: mu.getLengtheningSpeed(s),
+            lambda mu: mu.getActuation(s), lambda mu: mu.getFiberVelocity(s),
+            lambda mu: mu.getStateVariableDerivativeValue(s, "activation"),
+            lambda mu: mu.getStateVariableDerivativeValue(s, "fiber_length"))])
+    q, a, lce, u, L, V, force, vel, adot, ldot = (np.stack(x) for x in zip(*rows))
+    inv = np.argsort(order)  # OpenSim's order -> mbjax's
+
+    @jax.jit
+    def run(q, a, lce, u, L, V):
+        st = state_from_fiber_length(mb, lce[inv], L[inv], V[inv], a[inv])
+        return (muscle_lengths(mb, q)[jnp.asarray(order)], st.tendon_force[jnp.asarray(order)],
+                st.fiber_velocity[jnp.asarray(order)], activation_derivative(u[inv], a[inv], mb)[jnp.asarray(order)])
+
+    L_mb, force_mb, vel_mb, adot_mb = jax.vmap(run)(*(jnp.asarray(x) for x in (q, a, lce, u, L, V)))
+    fiso = np.asarray(p["max_isometric_force"])[order]
+    vscale = ofl / np.asarray(p["time_scale"])[order]
+    _close("wrist: path length", L_mb, L, 1e-3)
+    _close("wrist: tendon force", force_mb, force, 1e-3 * fiso)
+    _close("wrist: fibre velocity", vel_mb, vel, 1e-3 * vscale)
+    _close("wrist: d(fiber_length)/dt", vel_mb, ldot, 1e-3 * vscale)
+    _close("wrist: d(activation)/dt", adot_mb, adot, 1e-2)
