@@ -318,7 +318,7 @@ def opensim_isometric_fiber_length(p, length, activation):
         keep = lambda x, y: jnp.where(converged, x, y)  # noqa: E731
         return (i + 1, keep(lf, lf_new), keep(old_lf, lf), keep(cos, cos_new), keep(tl, tl_new), err, converged)
 
-    init = (0, lf0, jnp.full_like(L, jnp.nan), cos0, tl0, zero, jnp.zeros((), bool))
+    init = (0, lf0, jnp.full_like(L, jnp.nan), cos0, tl0, zero, L < tsl)
     lf = jax.lax.while_loop(cond, body, init)[1]
     # a path shorter than the tendon's slack length: fibre length = muscle width, no force
     return jnp.where(L < tsl, width, lf)
@@ -355,9 +355,11 @@ def isometric_fiber_length(p, length, activation):
         better = jnp.isfinite(ry) & (jnp.abs(ry) < jnp.abs(r))
         return jnp.where(better, y, x)
 
-    x = jax.lax.stop_gradient(jax.lax.fori_loop(0, POLISH_STEPS, newton, x))
+    # a path shorter than the tendon's slack length: OpenSim's fixed answer (muscle width, no force)
+    short = consts[1] < consts[0]["tendon_slack_length"]
+    x = jax.lax.stop_gradient(jnp.where(short, x, jax.lax.fori_loop(0, POLISH_STEPS, newton, x)))
     # implicit-function derivatives: one Newton step of the live residual at the held point
     dr = jax.lax.stop_gradient(jax.grad(frozen)(x))
     ok = jnp.isfinite(dr) & (dr != 0.0)
     step = res(x) / jnp.where(ok, dr, 1.0)
-    return jnp.where(ok, x - (step - jax.lax.stop_gradient(step)), x)
+    return jnp.where(ok & ~short, x - (step - jax.lax.stop_gradient(step)), x)
