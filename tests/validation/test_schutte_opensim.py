@@ -8,6 +8,9 @@ used) and one with every default, on straight paths over two pin joints.  Excita
 At random states (pose, speeds, time, activation in [0, 1] and fibre length in [0.5, 1.7] ℓ_o, so
 tendons slack and stretched, fibres shortening and lengthening, u ≥ a and u < a all occur):
 
+The last two states give two muscles a fibre shorter than the muscle width (pennation 90°, the
+stiff-tendon velocity branch of ``computeActuation``).
+
 * path length and lengthening speed (``getLength``, ``getLengtheningSpeed``), tendon force
   (``getActuation``), fibre velocity (``getFiberVelocity``) and both state derivatives
   (``computeStateVariableDerivatives``: activation, fiber_length) equal
@@ -68,6 +71,7 @@ def reference():
     coords = [cs.get(i) for i in range(cs.getSize())]
     assert [c.getName() for c in coords] == list(mb.coordinate_names)
     ofl = np.asarray(hill_parameters(mb)["optimal_fiber_length"])
+    width = ofl * np.sin(np.asarray(hill_parameters(mb)["pennation_angle_at_optimal"]))
     rng = np.random.default_rng(1993)
     keys = ("q", "qd", "a", "lce", "u", "L", "V", "force", "fiber_velocity", "adot", "ldot", "lce_eq")
     out = {k: [] for k in keys}
@@ -76,6 +80,8 @@ def reference():
         qd = rng.uniform(-2.0, 2.0, q.size)
         a = rng.uniform(0.0, 1.0, len(names))
         lce = ofl * rng.uniform(0.5, 1.7, len(names))
+        if len(out["q"]) >= N_STATES - 2:  # fibres shorter than the muscle width: pennation 90°
+            lce[:2] = 0.8 * width[:2]
         s.setTime(float(rng.uniform(0.0, 2.0)))
         for c, v, w in zip(coords, q, qd):
             c.setValue(s, float(v), False)
