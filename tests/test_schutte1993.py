@@ -13,7 +13,6 @@ tests/validation/test_schutte_opensim.py).
 from __future__ import annotations
 
 import os
-import warnings
 import xml.etree.ElementTree as ET
 
 import equinox as eqx
