@@ -48,7 +48,8 @@ from .io.signal import NaturalSpline, lowpass_storage
 from .io.storage import Table, _rotational, read_storage, write_storage
 
 #: OpenSim muscle classes (``Muscle`` subclasses, excluded by the ``Muscles`` keyword)
-MUSCLE_CLASSES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle")
+MUSCLE_CLASSES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
+                  "Schutte1993Muscle_Deprecated")
 #: actuator classes among mbjax's paths (excluded by ``Actuators``; zero force without controls)
 ACTUATOR_CLASSES = MUSCLE_CLASSES + ("PathActuator",)
 

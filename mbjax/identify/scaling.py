@@ -36,6 +36,8 @@ _POST_SCALED = {
     "Thelen2003Muscle": ("optimal_fiber_length", "tendon_slack_length"),
     "Millard2012EquilibriumMuscle": ("optimal_fiber_length", "tendon_slack_length"),
     "Millard2012AccelerationMuscle": ("optimal_fiber_length", "tendon_slack_length"),
+    # ActivationFiberLengthMuscle_Deprecated::extendPostScale
+    "Schutte1993Muscle_Deprecated": ("optimal_fiber_length", "tendon_slack_length"),
     "Ligament": ("resting_length",),
     "PathSpring": ("resting_length",),
 }

@@ -44,9 +44,16 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
   ``clamped`` and ``locked`` flags are kept in ``model.extras["osim"]`` (:class:`OsimInfo`).
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
-  ``PathActuator``, ``PathSpring``, ``Ligament``): their ``GeometryPath`` points (``PathPoint``,
-  ``ConditionalPathPoint``, ``MovingPathPoint``) go into ``model.extras["muscles"]``; their scalar
-  properties into ``MusclePaths.parameters``.  A ``ConditionalPathPoint`` is active, in OpenSim's
+  ``Schutte1993Muscle_Deprecated``, ``PathActuator``, ``PathSpring``, ``Ligament``): their
+  ``GeometryPath`` points (``PathPoint``, ``ConditionalPathPoint``, ``MovingPathPoint``) go into
+  ``model.extras["muscles"]``; their scalar properties into ``MusclePaths.parameters``.  A
+  ``Schutte1993Muscle_Deprecated``'s three curve functions (``tendon_force_length_curve``,
+  ``active_force_length_curve``, ``passive_force_length_curve``; 4.x ``<SimmSpline
+  name="...">`` or 3.x ``<tendon_force_length_curve><SimmSpline>``; any 1-D function read here)
+  are stored as padded per-muscle arrays (:mod:`mbjax.muscles.schutte1993`), the class defaults
+  where the file leaves one out (for the passive curve OpenSim then uses its exponential); the
+  ``ignore_tendon_compliance`` / ``ignore_activation_dynamics`` flags, which OpenSim refuses for
+  this class, are refused.  A ``ConditionalPathPoint`` is active, in OpenSim's
   ``ConditionalPathPoint::isActive``, while ``range[0] - 1e-5 <= q <= range[1] + 1e-5`` (an
   absolute tolerance, computed in doubles); the stored range is that widened one (the very doubles
   OpenSim compares with), so ``MusclePaths.cond_range`` is OpenSim's effective range.  A point
@@ -66,9 +73,12 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   straight-line paths (warned, and recorded in ``OsimInfo.wrapping_ignored``).  An unknown
   ``<method>`` falls back to hybrid, as in OpenSim.
 
-* Forces and constraints mbjax does not model (ElasticFoundationForce contact, the
-  deprecated Schutte/Delp muscles, constraints other than couplers and point-on-line) are refused by name unless listed in
-  ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).  The ContactGeometrySet is
+* Forces and constraints mbjax does not model (ElasticFoundationForce contact, the deprecated
+  ``Delp1990Muscle_Deprecated``, constraints other than couplers and point-on-line) are refused by
+  name unless listed in ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).
+  ``Schutte1993Muscle_Deprecated`` is modelled, and ``ignore_forces=("Schutte1993Muscle_Deprecated",)``
+  still leaves it out explicitly (path kept, zero tension, kind ``"Schutte1993Muscle_Deprecated
+  (ignored)"``).  The ContactGeometrySet is
   read only for the geometry a HuntCrossleyForce names.  Sets that change no quantity mbjax
   computes from the model are not read: ControllerSet (mbjax takes excitations as inputs),
   ProbeSet, visual geometry.
@@ -124,15 +134,21 @@ from ..wrapping.objects import METHODS as WRAP_METHODS
 from ..wrapping.objects import PathWrap, WrapObject
 from ..forces.base import with_force_elements
 from .osim_forces import MODELLED_FORCES, read_force_elements
+from ..muscles.schutte1993 import CURVES as SCHUTTE_CURVES
+from ..muscles.schutte1993 import SCHUTTE, curve_parameters
 
 MUSCLE_TYPES = (
     "Thelen2003Muscle",
     "Millard2012EquilibriumMuscle",
     "Millard2012AccelerationMuscle",
+    "Schutte1993Muscle_Deprecated",
     "PathActuator",
     "PathSpring",
     "Ligament",
 )
+#: path forces that are read and modelled but may still be left out (path kept, zero tension) by
+#: ``ignore_forces``: the deprecated Schutte muscle, whose opt-out older scripts use
+OPTIONAL_PATH_FORCES = ("Schutte1993Muscle_Deprecated",)
 RECORDED_FORCES = ("CoordinateActuator",)
 JOINT_TYPES = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint", "GimbalJoint", "BallJoint",
                "FreeJoint", "PlanarJoint", "EllipsoidJoint")
@@ -164,8 +180,6 @@ _REFUSED_JOINTS = {
 #: forces refused by name, with what they would change
 _REFUSED_FORCES = {
     "ElasticFoundationForce": "ElasticFoundationForce (contact, changes dynamics) is not modelled",
-    "Schutte1993Muscle_Deprecated": "Schutte1993Muscle_Deprecated (spline force-length/velocity curves that "
-                                    "the Thelen and Millard models cannot reproduce) is not modelled",
     "Delp1990Muscle_Deprecated": "Delp1990Muscle_Deprecated (spline force-length/velocity curves that the "
                                  "Thelen and Millard models cannot reproduce) is not modelled",
 }
@@ -562,7 +576,11 @@ def _coordinate_elements(joint):
 class _Loader:
     def __init__(self, path, ignore_wrapping: bool, couplings=None, ignore_forces=(), ignore_constraints=()):
         self.couplings = dict(couplings or {})
-        self.ignore_forces = _class_names("ignore_forces", ignore_forces, MUSCLE_TYPES + RECORDED_FORCES)
+        self.ignore_forces = _class_names("ignore_forces", ignore_forces,
+                                          tuple(t for t in MUSCLE_TYPES if t not in OPTIONAL_PATH_FORCES)
+                                          + RECORDED_FORCES)
+        #: muscle name -> {curve property: PPData} of the Schutte1993Muscle_Deprecated muscles
+        self._schutte_curves: dict[str, dict] = {}
         self.ignore_constraints = _class_names("ignore_constraints", ignore_constraints,
                                                ("CoordinateCouplerConstraint",))
         self.ignored: list[tuple[str, str]] = []
@@ -921,8 +939,13 @@ class _Loader:
         if muscles:
             used = sorted({w.wrap_object for ws in path_wraps.values() for w in ws})
             objects = [self._wrap_object(self.wrap_elements[n]) for n in used]
-            model = with_muscles(model, build_paths(model.body_names, model.coordinate_names, muscles, kinds, params,
-                                                    wrap_objects=objects, path_wraps=path_wraps))
+            paths = build_paths(model.body_names, model.coordinate_names, muscles, kinds, params,
+                                wrap_objects=objects, path_wraps=path_wraps)
+            if self._schutte_curves:  # per-muscle curves as padded arrays (mbjax.muscles.schutte1993)
+                curves = curve_parameters([self._schutte_curves.get(n, {}) for n in paths.names],
+                                          paths.location.dtype)
+                paths = eqx.tree_at(lambda p: p.parameters, paths, {**paths.parameters, **curves})
+            model = with_muscles(model, paths)
         stacks, dropped = read_force_elements(self, model, self._force_elements)
         if dropped:
             warnings.warn(f"{doc.path}: {len(dropped)} force element(s) on locked coordinates left out (the lock "
@@ -932,6 +955,25 @@ class _Loader:
         extras = dict(model.extras)
         extras["osim"] = info
         return eqx.tree_at(lambda m: m.extras, model, extras)
+
+    def _schutte_muscle(self, f, props):
+        """The curves of a ``Schutte1993Muscle_Deprecated`` (``{curve: PPData}``, absent = default);
+        the two ``ignore_*`` flags OpenSim refuses for the class are refused here too."""
+        doc = self.doc
+        for flag in _MUSCLE_FLAGS:
+            if props.get(flag, 0.0) > 0.5:
+                raise doc.error(f, f"{SCHUTTE} with {flag}=true: OpenSim refuses the flag for this class "
+                                "(ActivationFiberLengthMuscle_Deprecated::extendAddToSystem)", NotImplementedError)
+        out = {}
+        for c in f:
+            if c.tag in SCHUTTE_CURVES:  # 3.x: <tendon_force_length_curve><SimmSpline>...
+                out[c.tag] = _pp(doc, _function_element(doc, c))
+            elif c.get("name") in SCHUTTE_CURVES and len(c):  # 4.x: <SimmSpline name="tendon_force_length_curve">
+                if c.tag not in FUNCTION_TYPES:
+                    raise doc.error(c, f"unsupported function type for {c.get('name')}; supported: {FUNCTION_TYPES}",
+                                    NotImplementedError)
+                out[c.get("name")] = _pp(doc, c)
+        return out
 
     def _warn_inertias(self):
         bad, massless = [], []
@@ -1035,7 +1077,7 @@ class _Loader:
                 else:
                     self._force_elements.append(f)
                 continue
-            path_only = f.tag not in MUSCLE_TYPES and f.tag in self.ignore_forces and f.find("GeometryPath") is not None
+            path_only = f.tag in self.ignore_forces and f.find("GeometryPath") is not None
             if f.tag not in MUSCLE_TYPES and not path_only:
                 if f.tag in self.ignore_forces:
                     self.ignored.append((f.tag, f.get("name")))
@@ -1068,8 +1110,10 @@ class _Loader:
             if pws and not self.ignore_wrapping:
                 kept = [k for k, (_, pt) in enumerate(points) if pt is not None]
                 path_wraps[name] = [self._path_wrap(w, kept) for w in pws]
-            kinds[name] = f.tag
+            kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
             params[name] = _muscle_properties(f)
+            if f.tag == SCHUTTE and not path_only:
+                self._schutte_curves[name] = self._schutte_muscle(f, params[name])
         if wrapped and self.ignore_wrapping:
             warnings.warn(
                 f"{doc.path}: wrapping ignored (straight lines), as asked by ignore_wrapping=True, for "
@@ -1349,8 +1393,9 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
     ``ignore_forces`` / ``ignore_constraints``: OpenSim class names (e.g. ``("HuntCrossleyForce",
     "BushingForce")``, ``("PointOnLineConstraint",)``) of elements mbjax does not model, loaded
     anyway without them: the explicit opt-out, warned and listed in ``OsimInfo.ignored``.  An ignored
-    force that has a ``GeometryPath`` (``Schutte1993Muscle_Deprecated``) keeps its path (lengths,
-    moment arms), with zero tension like a ``PathActuator``.  Kinematics, path geometry and the
+    force that has a ``GeometryPath`` (``Delp1990Muscle_Deprecated``, or ``Schutte1993Muscle_Deprecated``,
+    which is otherwise modelled) keeps its path (lengths, moment arms), with zero tension like a
+    ``PathActuator``.  Kinematics, path geometry and the
     mass matrix do not depend on the ignored elements; forward dynamics and, for constraints, the
     set of reachable poses do.
 

@@ -27,6 +27,7 @@ from .musculotendon import muscle_state as muscle_state
 from .musculotendon import musculotendon_state as musculotendon_state
 from .musculotendon import state_from_fiber_length as state_from_fiber_length
 from . import millard2012 as millard2012
+from . import schutte1993 as schutte1993
 from . import thelen2003 as thelen2003
 from .opensim_moment_arms import cross_body_lengths as cross_body_lengths
 from .opensim_moment_arms import opensim_moment_arms as opensim_moment_arms

@@ -3,14 +3,16 @@
 ȧ = (u - a) / τ with a clamped to [a_min, 1] first, τ = τ_act (0.5 + 1.5 a) when u > a and
 τ_deact / (0.5 + 1.5 a) otherwise (Thelen 2003 / Winters 1995), as both ``Thelen2003Muscle`` and
 ``Millard2012EquilibriumMuscle`` use it.  A muscle with ``ignore_activation_dynamics`` has
-ȧ = 0 (its activation is the control).
+ȧ = 0 (its activation is the control).  ``Schutte1993Muscle_Deprecated`` has its own rate
+(:func:`mbjax.muscles.schutte1993.activation_rate`: activation1, activation2, time_scale; no clamp).
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .parameters import hill_parameters
+from .parameters import SCHUTTE, hill_parameters, kind_mask
+from .schutte1993 import activation_rate as schutte_activation_rate
 
 
 def clamp_activation(activation, minimum_activation):
@@ -32,6 +34,15 @@ def activation_derivative(excitation, activation, params):
     parameter dict (:func:`mbjax.muscles.hill_parameters`).  Zero where
     ``ignore_activation_dynamics``."""
     p = params if isinstance(params, dict) and "minimum_activation" in params else hill_parameters(params)
-    rate = activation_rate(excitation, activation, p["activation_time_constant"], p["deactivation_time_constant"],
-                           p["minimum_activation"])
+    if isinstance(params, dict):
+        schutte = jnp.isfinite(p["time_scale"]) if "time_scale" in p else jnp.zeros_like(p["minimum_activation"], bool)
+    else:
+        schutte = jnp.asarray(kind_mask(params, SCHUTTE))
+    safe = lambda key, v: jnp.where(schutte, v, p[key])  # noqa: E731  (no NaN in the unused branch)
+    rate = activation_rate(excitation, activation, safe("activation_time_constant", 1.0),
+                           safe("deactivation_time_constant", 1.0), safe("minimum_activation", 0.0))
+    s_rate = schutte_activation_rate(excitation, activation, jnp.where(schutte, p.get("activation1", 1.0), 1.0),
+                                     jnp.where(schutte, p.get("activation2", 1.0), 1.0),
+                                     jnp.where(schutte, p.get("time_scale", 1.0), 1.0))
+    rate = jnp.where(schutte, s_rate, rate)
     return jnp.where(p["ignore_activation_dynamics"] > 0.5, 0.0, rate)

@@ -11,7 +11,8 @@ For a muscle-driven forward simulation every Hill muscle carries the states of O
   (:func:`mbjax.muscles.state_from_fiber_length`: Thelen's ``calcdlceN`` inverse of its
   force-velocity relation with the ``fv_linear_extrap_threshold`` extrapolation and the
   minimum-length clamp ``isFiberStateClamped``; Millard's inverse force-velocity curve or the
-  damped Newton solve ``calcDampedNormFiberVelocity``).  Rigid-tendon muscles
+  damped Newton solve ``calcDampedNormFiberVelocity``; ``Schutte1993Muscle_Deprecated``'s
+  ``computeActuation``, :mod:`mbjax.muscles.schutte1993`).  Rigid-tendon muscles
   (``ignore_tendon_compliance``) have no fibre-length state in OpenSim; here the slot is kept
   (fixed array shapes) with ℓ̇ = 0 and their force is the rigid-tendon force of (L, V, a), the
   slot's value unused.
@@ -29,8 +30,10 @@ import jax.numpy as jnp
 
 from .activation import activation_derivative, clamp_activation
 from .geometry import muscle_lengths
-from .musculotendon import MuscleState, _by_family, _Family, _rigid_state, _state_from_fiber_length, _tendon_kinds
-from .parameters import HILL_KINDS, hill_parameters, kind_mask
+from . import schutte1993 as sch
+from .musculotendon import (MuscleState, _by_family, _Family, _rigid_state, _schutte_rigid_refused,
+                            _state_from_fiber_length, _tendon_kinds)
+from .parameters import HILL_KINDS, SCHUTTE, hill_parameters, kind_mask
 
 
 class MuscleDerivatives(NamedTuple):
@@ -45,7 +48,10 @@ class MuscleDerivatives(NamedTuple):
 
 def _one_muscle_from_states(kind, p, lce, L, V, a, tendons="both"):
     """Rigid-tendon state of (L, V, a) or elastic-tendon state of the fibre-length state ``lce``;
-    ``tendons`` ('rigid', 'elastic', 'both') is static: which branches are traced."""
+    ``tendons`` ('rigid', 'elastic', 'both') is static: which branches are traced.  A
+    ``Schutte1993Muscle_Deprecated`` is ``computeActuation`` at its fibre-length state (no rigid mode)."""
+    if kind == SCHUTTE:
+        return _schutte_rigid_refused(p, sch.muscle_state(p, lce, L, V, a), tendons)
     fam = _Family(kind, p)
     a = clamp_activation(a, p["minimum_activation"])
     if tendons == "elastic":

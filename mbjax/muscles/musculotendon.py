@@ -1,4 +1,10 @@
-"""Musculotendon mechanics of Thelen2003Muscle and Millard2012EquilibriumMuscle; ``muscle_forces``.
+"""Musculotendon mechanics of Thelen2003Muscle, Millard2012EquilibriumMuscle and
+Schutte1993Muscle_Deprecated; ``muscle_forces``.
+
+``Schutte1993Muscle_Deprecated`` (:mod:`mbjax.muscles.schutte1993`) has its own relations: its
+state given the fibre length is ``computeActuation``'s, its equilibrium is ``computeIsometricForce``'s
+static one (polished to machine precision), and it has no rigid-tendon mode (refused by name).
+The rest of this docstring is about the two current classes.
 
 For each muscle (path length L, lengthening speed V = -Rᵀq̇, activation a) the fibre state is
 
@@ -44,10 +50,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import millard2012 as mil
+from . import schutte1993 as sch
 from . import thelen2003 as th
 from .geometry import muscle_lengths
 from .moment_arms import moment_arms
-from .parameters import MILLARD, THELEN, hill_parameters, kind_mask
+from .parameters import MILLARD, SCHUTTE, THELEN, hill_parameters, kind_mask
 from .paths import get_paths
 from .pennation import SIGNIFICANT_REAL, height, minimum_fiber_length, pennation_angle, rigid_fiber_length
 
@@ -86,6 +93,11 @@ class _Family:
     """The curves of one muscle (Thelen closed forms or Millard Bézier splines) with derivatives."""
 
     def __init__(self, kind, p):
+        if kind == SCHUTTE:
+            raise NotImplementedError(
+                f"{SCHUTTE}: this computation (a rigid-tendon state, or the Thelen/Millard curves it needs) "
+                "is not defined for the deprecated Schutte muscle; it has an elastic tendon only "
+                "(mbjax.muscles.schutte1993)")
         self.kind, self.p = kind, p
         if kind == MILLARD:
             self.c = mil.curves(p)
@@ -344,7 +356,20 @@ def _rigid_state(fam: _Family, L, V, a):
                        fal, fpe, fv, fm * cos / fiso)
 
 
+def _schutte_rigid_refused(p, state, tendons):
+    """A Schutte muscle has no rigid-tendon mode: refused by name when that is known at trace time,
+    NaN where a (traced) ``ignore_tendon_compliance`` flag asks for it."""
+    if tendons == "rigid":
+        raise NotImplementedError(f"{SCHUTTE} has no rigid-tendon mode (OpenSim refuses "
+                                  "ignore_tendon_compliance for it)")
+    rigid = p["ignore_tendon_compliance"] > 0.5
+    return jax.tree_util.tree_map(lambda x: jnp.where(rigid, jnp.nan, x), state)
+
+
 def _one_muscle(kind, p, L, V, a, tendons="both"):
+    if kind == SCHUTTE:  # computeIsometricForce's equilibrium, then computeActuation's state there
+        lce = sch.isometric_fiber_length(p, L, a)
+        return _schutte_rigid_refused(p, sch.muscle_state(p, lce, L, V, a), tendons)
     fam = _Family(kind, p)
     a = jnp.clip(a, p["minimum_activation"], 1.0)
     if tendons != "elastic":
@@ -379,6 +404,8 @@ def _tendon_kinds(flags) -> str:
 
 
 def _one_muscle_given_fiber_length(kind, p, lce, L, V, a):
+    if kind == SCHUTTE:
+        return _schutte_rigid_refused(p, sch.muscle_state(p, lce, L, V, a), "elastic")
     fam = _Family(kind, p)
     a = jnp.clip(a, p["minimum_activation"], 1.0)
     return _state_from_fiber_length(fam, lce, L, V, a)
@@ -395,7 +422,7 @@ def _by_family(model, fn, *per_muscle):
     nm = paths.n_muscles
     dtype = per_muscle[0].dtype
     out = None
-    for kind in (THELEN, MILLARD):
+    for kind in (THELEN, MILLARD, SCHUTTE):
         idx = np.nonzero(kind_mask(paths, kind))[0]
         if idx.size == 0:
             continue

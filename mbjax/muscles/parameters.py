@@ -7,8 +7,10 @@
 and ``ignore_activation_dynamics`` as 0/1.  :func:`hill_parameters` replaces each NaN by the
 OpenSim 4.6 default of the muscle's class (``Muscle``, ``Thelen2003Muscle``,
 ``Millard2012EquilibriumMuscle`` and its curve objects; the optional Millard curve properties by
-the formulas of ``FiberForceLengthCurve`` / ``TendonForceLengthCurve::ensureCurveUpToDate``), with
-``jnp.where`` so the given parameters stay differentiable leaves.
+the formulas of ``FiberForceLengthCurve`` / ``TendonForceLengthCurve::ensureCurveUpToDate``;
+``Schutte1993Muscle_Deprecated``'s scalars and, when no muscle's file gave them, its default
+curves as padded arrays, see :mod:`mbjax.muscles.schutte1993`), with ``jnp.where`` so the given
+parameters stay differentiable leaves.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ import math
 
 import jax.numpy as jnp
 import numpy as np
+
+from .schutte1993 import CURVES as SCHUTTE_CURVES
+from .schutte1993 import PASSIVE_GIVEN, SCHUTTE, SCHUTTE_DEFAULTS, curve_parameters
 
 THELEN = "Thelen2003Muscle"
 MILLARD = "Millard2012EquilibriumMuscle"
@@ -82,7 +87,8 @@ _MILLARD_OPTIONAL = (
     "TendonForceLengthCurve.curviness",
 )
 
-HILL_KINDS = (THELEN, MILLARD)
+#: muscle classes with activation and fibre-length states (``muscle_forces``, simulation)
+HILL_KINDS = (THELEN, MILLARD, SCHUTTE)
 
 
 def _paths(obj):
@@ -109,16 +115,19 @@ def hill_parameters(obj) -> dict:
     dtype = paths.location.dtype
     thelen = jnp.asarray(kind_mask(paths, THELEN))
     millard = jnp.asarray(kind_mask(paths, MILLARD))
+    schutte_rows = kind_mask(paths, SCHUTTE)
+    schutte = jnp.asarray(schutte_rows)
 
     def get(key):
         v = given.get(key)
         return jnp.full((nm,), jnp.nan, dtype) if v is None else jnp.asarray(v, dtype)
 
     out = {}
-    keys = set(MUSCLE_DEFAULTS) | set(THELEN_DEFAULTS) | set(MILLARD_DEFAULTS)
+    keys = set(MUSCLE_DEFAULTS) | set(THELEN_DEFAULTS) | set(MILLARD_DEFAULTS) | set(SCHUTTE_DEFAULTS)
     for key in sorted(keys):
         default = jnp.where(thelen, THELEN_DEFAULTS.get(key, jnp.nan),
-                            jnp.where(millard, MILLARD_DEFAULTS.get(key, jnp.nan), jnp.nan))
+                            jnp.where(millard, MILLARD_DEFAULTS.get(key, jnp.nan),
+                                      jnp.where(schutte, SCHUTTE_DEFAULTS.get(key, jnp.nan), jnp.nan)))
         if key in MUSCLE_DEFAULTS:
             default = jnp.full((nm,), MUSCLE_DEFAULTS[key], dtype)
         v = get(key)
@@ -138,6 +147,14 @@ def hill_parameters(obj) -> dict:
     for key in _MILLARD_OPTIONAL:
         v = get(key)
         out[key] = jnp.where(jnp.isnan(v) & millard, computed[key], v)
+    # Schutte curves: the defaults where no muscle's file gave them (build_paths without curves)
+    if schutte_rows.any():
+        missing = [f"{c}.{part}" for c in SCHUTTE_CURVES for part in ("breaks", "anchors", "coef")
+                   if f"{c}.breaks" not in given]
+        if missing or PASSIVE_GIVEN not in given:
+            filled = curve_parameters([{}] * nm, dtype)
+            for key in missing + ([] if PASSIVE_GIVEN in given else [PASSIVE_GIVEN]):
+                out[key] = filled[key]
     # anything else the file gave (e.g. default_activation) passes through
     for key, v in given.items():
         out.setdefault(key, jnp.asarray(v, dtype))

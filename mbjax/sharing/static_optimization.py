@@ -51,6 +51,7 @@ from ..muscles.geometry import muscle_lengths
 from ..muscles.moment_arms import moment_arms
 from ..muscles.musculotendon import _by_family, _Family, _rigid_state
 from ..muscles.parameters import hill_parameters
+from ..muscles.schutte1993 import SCHUTTE
 from ..muscles.paths import get_paths
 from . import qp
 
@@ -103,6 +104,14 @@ def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passi
     """``(f_opt, f_passive)``, ``(nm,)`` each: tendon force = a · f_opt + f_passive (module docstring;
     f_opt is OpenSim's ``calcInextensibleTendonActiveFiberForce(s, 1.0)``).  ``R``/``L``: moment
     arms and path lengths at ``q`` when already known."""
+    paths = get_paths(model)
+    schutte = [n for n, k in zip(paths.names, paths.kinds) if k == SCHUTTE]
+    if schutte:
+        raise NotImplementedError(
+            f"static optimization: the {SCHUTTE} muscles {schutte} are not supported (it needs each muscle's "
+            "rigid-tendon force per unit activation; OpenSim's deprecated class has no rigid-tendon mode and "
+            "substitutes a compliant isometric equilibrium times a generic force-velocity curve, which mbjax "
+            f"does not model).  Load the model with ignore_forces=({SCHUTTE!r},) to leave them out")
     q = jnp.asarray(q)
     if R is None:
         R = moment_arms(model, q)

@@ -1,0 +1,139 @@
+"""``Schutte1993Muscle_Deprecated`` without OpenSim (its comparison with OpenSim 4.6 is
+tests/validation/test_schutte_opensim.py).
+
+* the importer's per-muscle curves (padded piecewise-polynomial arrays) interpolate the file's
+  SimmSpline knots (and the class defaults where the file leaves a curve out);
+* forward-mode derivatives of the tendon force, fibre velocity and isometric equilibrium equal
+  central finite differences (parameters included: the curves are array leaves);
+* the polished equilibrium has a residual at rounding;
+* refusals by name: the two ``ignore_*`` flags, rigid tendons, static optimization; the
+  ``ignore_forces`` opt-out keeps the paths with zero tension; float32 runs.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mbjax
+from mbjax.io import load_osim
+from mbjax.muscles import hill_parameters, state_from_fiber_length
+from mbjax.muscles import schutte1993 as sch
+from mbjax.muscles.fiber_dynamics import state_from_states
+
+PATH = os.path.join(os.path.dirname(__file__), "data", "schutte1993", "schutte_wrist.osim")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_osim(PATH)
+
+
+def _per_muscle(model):
+    return {k: v for k, v in hill_parameters(model).items()}
+
+
+def test_curves_interpolate_the_knots(model):
+    paths = model.extras["muscles"]
+    assert set(paths.kinds) == {sch.SCHUTTE}
+    p = _per_muscle(model)
+    np.testing.assert_array_equal(p[sch.PASSIVE_GIVEN], [1, 1, 0, 1, 0])  # ECRB, DEF: exponential default
+    np.testing.assert_allclose(p["damping"], [0.05, 0.05, 0.05, 0.05, 0.1])  # DEF: class default
+    np.testing.assert_allclose(p["time_scale"], 0.1)
+    root = ET.parse(PATH).getroot()
+    knots = {}
+    for m, name in enumerate(paths.names):
+        el = next(e for e in root.iter(sch.SCHUTTE) if e.get("name") == name)
+        for c in sch.CURVES:
+            f = next((g for g in el if g.get("name") == c), None)
+            xy = ([float(v) for v in f.findtext("x").split()], [float(v) for v in f.findtext("y").split()]) \
+                if f is not None else sch.DEFAULT_CURVES[c]
+            knots[m, c] = xy
+    width = max(len(x) for x, _ in knots.values())
+    xs = np.zeros((len(paths.names), len(sch.CURVES), width))
+    ys = np.full_like(xs, np.nan)
+    for (m, c), (x, y) in knots.items():
+        k = sch.CURVES.index(c)
+        xs[m, k, :len(x)], ys[m, k, :len(y)] = x, y
+
+    @jax.jit
+    def values(p, xs):
+        def one(pm, xm):
+            return jnp.stack([jax.vmap(lambda x: sch.curve(pm, c, x))(xm[k]) for k, c in enumerate(sch.CURVES)])
+        return jax.vmap(one)(p, xs)
+
+    got = np.asarray(values(p, jnp.asarray(xs)))
+    ok = np.isfinite(ys)
+    np.testing.assert_allclose(got[ok], ys[ok], rtol=0, atol=1e-12)
+
+
+def test_derivatives_equilibrium_and_float32(model):
+    p = _per_muscle(model)
+    m = 1  # FCU: pennated, file curves
+    pm = {k: v[m] for k, v in p.items()}
+    ofl = float(pm["optimal_fiber_length"])
+    x0 = jnp.asarray([1.08 * ofl, 0.297, 0.02, 0.6, float(pm["max_isometric_force"]), ofl, float(pm["damping"])])
+
+    def f(x):
+        """tendon force, fibre velocity, isometric fibre length and its residual as functions of
+        (ℓ, L, V, a, F_o, ℓ_o, β)"""
+        q = dict(pm, max_isometric_force=x[4], optimal_fiber_length=x[5], damping=x[6])
+        act = sch.compute_actuation(q, x[0], x[1], x[2], x[3])
+        lce = sch.isometric_fiber_length(q, x[1], x[3])
+        return jnp.stack([act["tendon_force"], act["fiber_velocity"], lce, sch.isometric_residual(q, lce, x[1], x[3])])
+
+    h = 1e-6 * jnp.maximum(jnp.abs(x0), 1e-3)
+
+    @jax.jit
+    def run(x0):
+        jac, val = jax.jacfwd(lambda x: (lambda y: (y, y))(f(x)), has_aux=True)(x0)
+        # gradient with respect to the curves (array leaves): the active curve's coefficients
+        g = jax.grad(lambda c: sch.compute_actuation(dict(pm, **{"active_force_length_curve.coef": c}),
+                                                     x0[0], x0[1], x0[2], x0[3])["fiber_velocity"])(
+            pm["active_force_length_curve.coef"])
+        return val, jac, g
+
+    val, jac, g = (np.asarray(v) for v in run(x0))
+    fj = jax.jit(f)
+    fd = np.stack([(np.asarray(fj(x0.at[k].add(h[k]))) - np.asarray(fj(x0.at[k].add(-h[k])))) / (2 * h[k])
+                   for k in range(x0.size)], axis=1)
+    assert abs(val[3]) < 1e-9 * float(pm["max_isometric_force"])  # polished equilibrium
+    assert val[0] > 0 and val[1] != 0
+    rows = [0, 1, 2]
+    scale = np.maximum(np.abs(jac[rows]), np.abs(jac[rows]).max(axis=1, keepdims=True) * 1e-6)
+    np.testing.assert_array_less(np.abs(jac[rows] - fd[rows]) / scale, 1e-5)
+    assert np.count_nonzero(g) > 0 and np.all(np.isfinite(g))
+
+    # float32: the model's parameters and the inputs in float32 run through state_from_fiber_length
+    m32 = jax.tree_util.tree_map(lambda x: x.astype(jnp.float32) if eqx.is_inexact_array(x) else x, model)
+    args = [jnp.full((len(model.muscle_names),), x0[k], jnp.float32) for k in range(4)]
+    f32 = jax.jit(lambda mm, *a: state_from_fiber_length(mm, *a).tendon_force)(m32, *args)
+    assert f32.dtype == jnp.float32
+    np.testing.assert_allclose(f32[m], val[0], rtol=1e-4)
+
+
+def test_refusals_and_opt_out(model, tmp_path):
+    text = open(PATH).read()
+    bad = tmp_path / "rigid.osim"
+    bad.write_text(text.replace("<time_scale>", "<ignore_tendon_compliance>true</ignore_tendon_compliance><time_scale>", 1))
+    with pytest.raises(NotImplementedError, match="Schutte1993Muscle_Deprecated with ignore_tendon_compliance"):
+        load_osim(bad)
+    nm = len(model.muscle_names)
+    z = jnp.ones(nm)
+    with pytest.raises(NotImplementedError, match="Schutte1993Muscle_Deprecated has no rigid-tendon mode"):
+        eqx.filter_jit(state_from_states)(model, 0.06 * z, 0.3 * z, 0 * z, 0.5 * z, tendons="rigid")
+    with pytest.raises(NotImplementedError, match="static optimization: the Schutte1993Muscle_Deprecated muscles"):
+        mbjax.sharing.muscle_force_coefficients(model, jnp.zeros(2), jnp.zeros(2))
+    with pytest.warns(UserWarning, match="not modelled, as asked by ignore_forces"):
+        ignored = load_osim(PATH, ignore_forces=("Schutte1993Muscle_Deprecated",))
+    assert ignored.muscle_names == model.muscle_names
+    assert all(k == "Schutte1993Muscle_Deprecated (ignored)" for k in ignored.extras["muscles"].kinds)
+    assert len(ignored.extras["osim"].ignored) == nm
+    with pytest.raises(ValueError, match="cannot be ignored"):
+        load_osim(PATH, ignore_forces=("Thelen2003Muscle",))
