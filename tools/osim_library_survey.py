@@ -19,11 +19,10 @@ import glob
 import os
 import warnings
 
-#: The explicit opt-out that loads the rest of the library: the deprecated Schutte muscle (path
-#: kept).  Point-on-line constraints (BouncingBlock) are eliminated by load_osim as written.
-LIBRARY_OPT_OUTS = dict(
-    ignore_forces=("Schutte1993Muscle_Deprecated",),
-)
+#: The explicit opt-outs the library needs: none since every model loads as written (the
+#: deprecated Schutte muscles are modelled, point-on-line constraints eliminated).  Kept for
+#: libraries of other versions: e.g. ``dict(ignore_forces=("ElasticFoundationForce",))``.
+LIBRARY_OPT_OUTS: dict = {}
 
 
 def survey(root: str, **kwargs):

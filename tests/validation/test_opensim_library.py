@@ -1,9 +1,9 @@
 """Every model of OpenSim's model library, loaded by mbjax and compared with OpenSim 4.6 itself.
 
 The library (github.com/opensim-org/opensim-models) is not vendored: point ``OPENSIM_MODELS_DIR``
-at a checkout (the folder holding ``Models/``); the tests skip when it is unset.  Each model is
-loaded with the explicit opt-out of :data:`OPT_OUTS` (the deprecated Schutte muscle's force model,
-which changes neither kinematics, path geometry nor the mass matrix).  Point-on-line constraints
+at a checkout (the folder holding ``Models/``); the tests skip when it is unset.  Every model is
+loaded as written (:data:`OPT_OUTS` is empty; the Schutte muscles of wrist.osim are compared with
+OpenSim's in tests/validation/test_schutte_opensim.py).  Point-on-line constraints
 (BouncingBlock) are eliminated as load_osim does by default: OpenSim is given mbjax's solved
 dependent coordinates too, and its position errors (``State.getQErr``) must vanish there.  Contact, bushing and point-to-point forces load as force elements
 (compared with OpenSim's in tests/validation/test_forces_opensim.py).
@@ -51,9 +51,7 @@ from _osim_models import strip_wrapping  # noqa: E402
 ROOT = os.environ.get("OPENSIM_MODELS_DIR", "")
 FILES = sorted(os.path.relpath(f, ROOT) for f in glob.glob(os.path.join(ROOT, "Models", "**", "*.osim"), recursive=True)) if ROOT else []
 #: the explicit opt-outs (as in tools/osim_library_survey.py)
-OPT_OUTS = dict(
-    ignore_forces=("Schutte1993Muscle_Deprecated",),
-)
+OPT_OUTS: dict = {}
 #: compile-heavy models (many muscles, wrapping): extended group
 HEAVY = ("Gait2392", "Gait2354", "Hamner", "Rajagopal", "Jumper", "ToyLanding", "Leg39", "Leg6Dof9Musc")
 N_POSES = 2
@@ -111,8 +109,9 @@ class _Dynamics:
         for name, c in self.coords.items():
             before, v = _vec(self.state.getQ()), c.getValue(self.state)
             c.setValue(self.state, v + 0.5, False)
-            (k,) = np.nonzero(_vec(self.state.getQ()) != before)[0]
-            self.tree[k] = name
+            moved = np.nonzero(_vec(self.state.getQ()) != before)[0]
+            if len(moved) == 1:  # a locked coordinate does not move (and is not in mbjax's q)
+                self.tree[moved[0]] = name
             c.setValue(self.state, v, False)
 
     def _n_inverse(self):

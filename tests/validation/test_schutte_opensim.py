@@ -20,9 +20,9 @@ stiff-tendon velocity branch of ``computeActuation``).
   relative; its force error is the 0.01 N OpenSim stops at, and mbjax's polished equilibrium
   (:func:`mbjax.equilibrium_fiber_length`) has a residual at rounding.
 
-With ``OPENSIM_MODELS_DIR`` set (2 s): the library's own wrist.osim (25 Schutte muscles, wraps
-stripped and its ConditionalPathPoints made fixed in a temporary copy, a muscle-mechanics check: the
-path geometry is test_opensim_library.py's), the same quantities for every muscle at random states.
+With ``OPENSIM_MODELS_DIR`` set (2 s): the library's own wrist.osim (25 Schutte muscles, as
+written, its ConditionalPathPoints on coupled coordinates included; a muscle-mechanics check: the
+path geometry is also test_opensim_library.py's), the same quantities for every muscle at random states.
 
 OpenSim's ``Muscle.getFiberLength`` is a cached ``MuscleLengthInfo`` that ``equilibrateMuscles``
 does not refresh; the state variable is read instead.
@@ -212,29 +212,13 @@ ROOT = os.environ.get("OPENSIM_MODELS_DIR", "")
 WRIST = os.path.join(ROOT, "Models", "WristModel", "wrist.osim")
 
 
-def _fixed_conditional_points(src, dst):
-    """Copy of ``src`` with each ConditionalPathPoint made a PathPoint (its range dropped)."""
-    import xml.etree.ElementTree as ET
-
-    tree = ET.parse(src)
-    for parent in tree.iter():
-        for k, c in enumerate(list(parent)):
-            if c.tag == "ConditionalPathPoint":
-                c.tag = "PathPoint"
-                for g in list(c):
-                    if g.tag in ("range", "socket_coordinate", "coordinate"):
-                        c.remove(g)
-    tree.write(dst, encoding="UTF-8", xml_declaration=True)
-    return dst
-
-
 @pytest.mark.skipif(not os.path.exists(WRIST), reason="set OPENSIM_MODELS_DIR to a checkout of opensim-org/opensim-models")
 def test_wrist_library_model_matches_opensim(tmp_path):
     from _osim_models import strip_wrapping
 
     from mbjax.muscles import activation_derivative, muscle_lengths, state_from_fiber_length
 
-    path = _fixed_conditional_points(strip_wrapping(WRIST, str(tmp_path / "w.osim")), str(tmp_path / "wrist.osim"))
+    path = strip_wrapping(WRIST, str(tmp_path / "wrist.osim"))  # (it has no wrap objects today)
     model = osim.Model(path)
     muscles = model.getMuscles()
     names = [muscles.get(i).getName() for i in range(muscles.getSize())]
