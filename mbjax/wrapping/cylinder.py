@@ -50,6 +50,7 @@ from ._math import (
     intersect_segment_plane,
     normalize_or_zero,
 )
+from ._lane_loop import lane_while_loop
 from ._result import INSIDE, MANDATORY, NO_WRAP, WRAPPED, WrapLine
 
 #: ``WrapCylinder.cpp`` ``MAX_ITERATIONS`` (restarts of the spiral path for tangency)
@@ -163,12 +164,6 @@ def _adjust_tangent_point(pt1, dn, r1, w1):
     return adjust, _where3(adjust, new, r1)
 
 
-#: restarts every lane of a batch runs together before the lanes still restarting are compacted
-SHARED_RESTARTS = 8
-#: lanes per compacted chunk of the remaining restarts (see :func:`_restarts_batched`)
-COMPACT_LANES = 16
-
-
 def _restart(p1, p2, radius, far_side, single_wrap, r1, r2):
     """One pass of ``_make_spiral_path``'s restart loop: (r1, r2, tangent?) for one lane."""
     p0, dn = _axis_consts(r1.dtype)
@@ -185,64 +180,12 @@ def _restart(p1, p2, radius, far_side, single_wrap, r1, r2):
     return _where3(restart, r1n, r1), _where3(restart, r2n, r2), ~restart
 
 
-def _restart_masked(consts, state):
-    """:func:`_restart` on lanes (leading axis) not yet finished; finished lanes are left as they are.
-
-    ``state = (r1, r2, finished, k)``: a lane finishes when tangent or after ``MAX_ITERATIONS``.
-    """
-    r1, r2, fin, k = state
-    r1n, r2n, tangent = jax.vmap(_restart)(*consts, r1, r2)
-    live = ~fin
-    k = k + live.astype(k.dtype)
-    return (_where3(live, r1n, r1), _where3(live, r2n, r2), fin | tangent | (k >= MAX_ITERATIONS), k)
-
-
-@jax.custom_batching.custom_vmap
-def _restarts(p1, p2, radius, far_side, single_wrap, r1, r2, skip):
-    """The restart loop of one lane: final (r1, r2); a ``skip`` lane is returned unchanged."""
-    def step(state):
-        r1, r2, _, k = state
-        r1, r2, tangent = _restart(p1, p2, radius, far_side, single_wrap, r1, r2)
-        return r1, r2, tangent | (k + 1 >= MAX_ITERATIONS), k + 1
-
-    r1, r2, _, _ = jax.lax.while_loop(lambda s: ~s[2], step, (r1, r2, jnp.asarray(skip, bool), 0))
-    return r1, r2
-
-
-@_restarts.def_vmap
-def _restarts_batched(axis_size, in_batched, *args):
-    """The restart loop of ``n`` lanes, each exactly as :func:`_restarts` alone.
-
-    Batched naively, a ``while_loop`` runs every lane until the slowest is done: one lane that never
-    becomes tangent makes the whole batch pay ``MAX_ITERATIONS`` restarts (MoBL: 85 ms/pose).  Here
-    all lanes share the first ``SHARED_RESTARTS`` restarts (almost every lane is tangent by then);
-    the lanes still restarting are then gathered ``COMPACT_LANES`` at a time and finished apart.
-    The gathers and scatters are linear, so forward-mode derivatives pass through unchanged.
-    """
-    n = axis_size
-    args = [jnp.asarray(a) if b else jnp.broadcast_to(jnp.asarray(a), (n,) + jnp.shape(a)) for a, b in zip(args, in_batched)]
-    *consts, r1, r2, skip = args
-    consts = tuple(consts)
-    state = (r1, r2, skip.astype(bool), jnp.zeros((n,), jnp.int32))
-
-    def shared(c):
-        s, it = c
-        return _restart_masked(consts, s), it + 1
-
-    state, _ = jax.lax.while_loop(lambda c: (c[1] < SHARED_RESTARTS) & jnp.any(~c[0][2]), shared, (state, 0))
-    chunk = min(n, COMPACT_LANES)
-
-    def finish_chunk(state):
-        r1, r2, fin, k = state
-        idx = jnp.nonzero(~fin, size=chunk, fill_value=n)[0]  # the first unfinished lanes
-        safe = jnp.minimum(idx, n - 1)
-        sub = (r1[safe], r2[safe], fin[safe] | (idx >= n), k[safe])
-        sub_consts = tuple(c[safe] for c in consts)
-        sub = jax.lax.while_loop(lambda s: jnp.any(~s[2]), lambda s: _restart_masked(sub_consts, s), sub)
-        return tuple(x.at[idx].set(y, mode="drop") for x, y in zip(state, sub))
-
-    state = jax.lax.while_loop(lambda s: jnp.any(~s[2]), finish_chunk, state)
-    return (state[0], state[1]), (True, True)
+def _restart_step(state, p1, p2, radius, far_side, single_wrap):
+    """The restart loop's body: ``state = (r1, r2, finished, k)``; a lane finishes when tangent or
+    after ``MAX_ITERATIONS`` restarts."""
+    r1, r2, _, k = state
+    r1, r2, tangent = _restart(p1, p2, radius, far_side, single_wrap, r1, r2)
+    return r1, r2, tangent | (k + 1 >= MAX_ITERATIONS), k + 1
 
 
 def _make_spiral_path(p1, p2, r1, r2, radius, far_side, single_wrap, p0, dn, skip=False):
@@ -250,13 +193,14 @@ def _make_spiral_path(p1, p2, r1, r2, radius, far_side, single_wrap, p0, dn, ski
 
     ``skip``: the segment produces no path (OpenSim returns before this call), so no restarts run
     for it (its result is discarded).  The restarts stop as soon as the lane is tangent, under
-    ``vmap`` lane by lane (:func:`_restarts_batched`); the loop is forward-mode differentiable
-    (jvp, jacfwd: what moment arms use), not reverse.
+    ``vmap`` lane by lane (:func:`~mbjax.wrapping._lane_loop.lane_while_loop`: one lane that never
+    becomes tangent no longer makes the batch run OpenSim's 100 restarts); the loop is
+    forward-mode differentiable (jvp, jacfwd: what moment arms use), not reverse.
     """
     if not (isinstance(single_wrap, bool) and single_wrap):  # a static True needs no loop
-        dtype = r1.dtype
-        r1, r2 = _restarts(p1, p2, jnp.asarray(radius, dtype), jnp.asarray(far_side, bool),
-                           jnp.asarray(single_wrap, bool), r1, r2, jnp.asarray(skip, bool))
+        init = (r1, r2, jnp.asarray(skip, bool), jnp.zeros((), jnp.int32))
+        consts = (p1, p2, radius, far_side, single_wrap)
+        r1, r2, _, _ = lane_while_loop(lambda s, *c: ~s[2], _restart_step, init, consts)
     _, _, length = _spiral(r1, r2, radius, far_side, p0, dn)
     return r1, r2, length
 
