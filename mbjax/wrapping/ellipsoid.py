@@ -79,6 +79,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ._lane_loop import lane_while_loop
 from ._math import ROUNDOFF_ERROR, dsign, normalize_or_zero, safe_norm
 from ._result import INSIDE, MANDATORY, NO_WRAP, WrapLine
 
@@ -151,6 +152,46 @@ def _ellipse_special(a, b, u, v):
     return near_x | near_y, x, y
 
 
+def _f2d(t, ea2, eb2, a2u2, b2v2):
+    """Eberly's 2-D polynomial f = P²Q² - a²u²Q² - b²v²P², its derivative, and (P, Q)."""
+    pn, qn = t + ea2, t + eb2
+    pp, qq = pn * pn, qn * qn
+    f = pp * qq - a2u2 * qq - b2v2 * pp
+    fp = 2.0 * (pn * qn * (pn + qn) - a2u2 * qn - b2v2 * pn)
+    return f, fp, jnp.stack([pn, qn])
+
+
+def _f3d(t, a2, kk):
+    """The 3-D one: f = P²Q²R² - a²u²Q²R² - b²v²P²R² - c²w²P²Q², f', and (P, Q, R)."""
+    pn, qn, rn = t + a2[0], t + a2[1], t + a2[2]
+    pp, qq, rr = pn * pn, qn * qn, rn * rn
+    f = pp * qq * rr - kk[0] * qq * rr - kk[1] * pp * rr - kk[2] * pp * qq
+    pq_, pr_, qr_ = pn * qn, pn * rn, qn * rn
+    fp = 2.0 * (pn * qn * rn * (qr_ + pr_ + pq_) - kk[0] * qr_ * (qn + rn)
+                - kk[1] * pr_ * (pn + rn) - kk[2] * pq_ * (pn + qn))
+    return f, fp, jnp.stack([pn, qn, rn])
+
+
+def _newton_step(st, ea2, eb2, a2u2, b2v2, a2, kk, planar):
+    """One Newton step of both (2-D and 3-D) iterations; a converged one is left unchanged."""
+    t2, pq, done2, t3, pqr, done3, n = st
+    f, fp, pqn = _f2d(t2, ea2, eb2, a2u2, b2v2)
+    conv = jnp.abs(f) < NEWTON_TOL
+    pq = jnp.where(done2, pq, pqn)
+    t2 = jnp.where(done2 | conv, t2, t2 - _safe_div(f, fp))
+    done2 = done2 | conv
+    f, fp, pqrn = _f3d(t3, a2, kk)
+    conv = jnp.abs(f) < NEWTON_TOL
+    pqr = jnp.where(done3, pqr, pqrn)
+    t3 = jnp.where(done3 | conv, t3, t3 - _safe_div(f, fp))
+    return t2, pq, done2, t3, pqr, done3 | conv, n + 1
+
+
+def _newton_more(st, ea2, eb2, a2u2, b2v2, a2, kk, planar):
+    """Go on while the iteration ``planar`` selects has not converged, at most ``NEWTON_STEPS``."""
+    return ~jnp.where(planar, st[2], st[5]) & (st[6] < NEWTON_STEPS)
+
+
 def _closest_point(a, dims, uvw, special, previous):
     """``findClosestPoint(a, b, c, u, v, w, &x, &y, &z, specialCaseAxis)`` (Eberly).
 
@@ -177,22 +218,6 @@ def _closest_point(a, dims, uvw, special, previous):
     a2 = a * a
     kk = a2 * (uvw * uvw)
 
-    def f2d(t, ea2, eb2, a2u2, b2v2):
-        pn, qn = t + ea2, t + eb2
-        pp, qq = pn * pn, qn * qn
-        f = pp * qq - a2u2 * qq - b2v2 * pp
-        fp = 2.0 * (pn * qn * (pn + qn) - a2u2 * qn - b2v2 * pn)
-        return f, fp, jnp.stack([pn, qn])
-
-    def f3d(t, a2, kk):
-        pn, qn, rn = t + a2[0], t + a2[1], t + a2[2]
-        pp, qq, rr = pn * pn, qn * qn, rn * rn
-        f = pp * qq * rr - kk[0] * qq * rr - kk[1] * pp * rr - kk[2] * pp * qq
-        pq_, pr_, qr_ = pn * qn, pn * rn, qn * rn
-        fp = 2.0 * (pn * qn * rn * (qr_ + pr_ + pq_) - kk[0] * qr_ * (qn + rn)
-                    - kk[1] * pr_ * (pn + rn) - kk[2] * pq_ * (pn + qn))
-        return f, fp, jnp.stack([pn, qn, rn])
-
     sg = lax.stop_gradient
     c2 = (sg(ea2), sg(eb2), sg(a2u2), sg(b2v2))
     c3 = (sg(a2), sg(kk))
@@ -202,43 +227,27 @@ def _closest_point(a, dims, uvw, special, previous):
     in3 = jnp.sum((uvw_s / a_s) ** 2) < 1.0
     t3 = jnp.where(in3, 0.0, jnp.max(a_s) * safe_norm(uvw_s))
 
-    def body(st):
-        t2, pq, done2, t3, pqr, done3, n = st
-        f, fp, pqn = f2d(t2, *c2)
-        conv = jnp.abs(f) < NEWTON_TOL
-        pq = jnp.where(done2, pq, pqn)
-        t2 = jnp.where(done2 | conv, t2, t2 - _safe_div(f, fp))
-        done2 = done2 | conv
-        f, fp, pqrn = f3d(t3, *c3)
-        conv = jnp.abs(f) < NEWTON_TOL
-        pqr = jnp.where(done3, pqr, pqrn)
-        t3 = jnp.where(done3 | conv, t3, t3 - _safe_div(f, fp))
-        return t2, pq, done2, t3, pqr, done3 | conv, n + 1
-
-    planar_s = sg(planar)
-
-    def more(st):
-        return ~jnp.where(planar_s, st[2], st[5]) & (st[6] < NEWTON_STEPS)
-
     # a converged lane never changes again, and only the iteration that ``planar`` selects is
     # read, so stopping when that one has converged returns exactly what OpenSim's loops return
     false = jnp.zeros((), bool)
-    init = (t2, jnp.ones(2, t2.dtype), false, t3, jnp.ones(3, t3.dtype), false, 0)
+    init = (t2, jnp.ones(2, t2.dtype), false, t3, jnp.ones(3, t3.dtype), false, jnp.zeros((), jnp.int32))
+    consts = c2 + c3 + (sg(planar),)
     st = init
     for _ in range(NEWTON_UNROLLED):  # straight-line steps XLA fuses; most projections stop here
-        st = body(st)
-    _, pq, _, _, pqr, ok3, _ = lax.while_loop(more, body, st)
+        st = _newton_step(st, *consts)
+    # under vmap the few projections still iterating finish apart (lane_while_loop), not all of them
+    _, pq, _, _, pqr, ok3, _ = lane_while_loop(_newton_more, _newton_step, st, consts)
 
     # derivatives by the implicit function theorem (f(t; a, u) = 0): P = P_s + (a² - sg a²) + dt
     # with dt = -(f - sg f) / sg f'; both added terms are exactly 0 in value, so the values stay
     # OpenSim's bit for bit while the loop itself is never differentiated.
     ts = pq[0] - c2[0]
-    f, fp, _ = f2d(ts, ea2, eb2, a2u2, b2v2)
+    f, fp, _ = _f2d(ts, ea2, eb2, a2u2, b2v2)
     dt = -(f - sg(f)) / jnp.where(fp != 0, sg(fp), 1.0)
     sq = jnp.stack([ea2, eb2])
     pq = pq + (sq - sg(sq)) + dt
     ts = pqr[0] - c3[0][0]
-    f, fp, _ = f3d(ts, a2, kk)
+    f, fp, _ = _f3d(ts, a2, kk)
     dt = -(f - sg(f)) / jnp.where(fp != 0, sg(fp), 1.0)
     pqr = pqr + (a2 - sg(a2)) + dt
 
