@@ -60,10 +60,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
+from jax.custom_derivatives import SymbolicZero
 
 from . import _checks
 from .io.storage import MarkerData, Table, coordinates_from_table, read_storage, read_trc
-from .markers import Markers, marker_positions
+from .markers import Markers, _marker_kinematics, marker_positions, marker_positions_and_jacobian
 
 
 class CoordinateTask(NamedTuple):
@@ -148,14 +149,69 @@ def _restart(fx: _Fixed, u):
     return _to_u(fx, _to_q(fx, u))
 
 
-def _residual(u, args):
+def _residual_plain(u, args):
     """Weighted residuals ``[√w_m (⁰r_m(q) - x_m); √w_c (q_c - q_c^ref)]`` of one frame (``w_m``
     normalised to sum 1 over the markers present)."""
     fx, x, w, qref = args
     q = _to_q(fx, u)
-    r_m = (jnp.sqrt(w)[:, None] * (marker_positions(fx.model, fx.markers, q) - x)).reshape(-1)
+    pos = _marker_kinematics(fx.model, fx.markers, q, jacobian=False)  # = marker_positions
+    r_m = (jnp.sqrt(w)[:, None] * (pos - x)).reshape(-1)
     r_c = jnp.sqrt(fx.wc) * (q - qref)
     return jnp.concatenate([r_m, r_c])
+
+
+def _residual_parts(u, args):
+    """The residuals of :func:`_residual_plain` and their Jacobian in ``u``, in closed form
+    (:func:`mbjax.markers.marker_positions_and_jacobian` times ``dq/du``), split as the marker
+    part ``(r_m (3 nm,), J_m (3 nm, nq))`` and the coordinate-task part ``(r_c (nq,), d_c (nq,))``
+    whose Jacobian is ``diag(d_c)`` (kept diagonal: the normal equations never form its zeros)."""
+    fx, x, w, qref = args
+    q = _to_q(fx, u)
+    half = 0.5 * (fx.hi - fx.lo)
+    dq = jnp.where(fx.free > 0, jnp.where(fx.bounded > 0, half * jnp.cos(u), 1.0), 0.0)
+    pos, jac = marker_positions_and_jacobian(fx.model, fx.markers, q)
+    sw, sc = jnp.sqrt(w), jnp.sqrt(fx.wc)
+    r_m = (sw[:, None] * (pos - x)).reshape(-1)
+    j_m = (sw[:, None, None] * jac).reshape(-1, q.shape[0]) * dq[None]
+    return (r_m, sc * (q - qref)), (j_m, sc * dq)
+
+
+def _residual_jacobian(u, args):
+    """:func:`_residual_parts` as one residual vector and one ``(3 nm + nq, nq)`` Jacobian."""
+    (r_m, r_c), (j_m, d_c) = _residual_parts(u, args)
+    return jnp.concatenate([r_m, r_c]), jnp.concatenate([j_m, jnp.diag(d_c)])
+
+
+@jax.custom_jvp
+def _residual(u, args):
+    """:func:`_residual_plain` whose derivative in ``u`` is the closed-form Jacobian (what the
+    solvers materialise: one kinematics pass instead of a forward-mode sweep over ``nq``
+    coordinates); derivatives in ``args`` (marker data, weights, model), when asked for, are
+    forward-mode through :func:`_residual_plain`."""
+    return _residual_plain(u, args)
+
+
+def _residual_jvp(primals, tangents):
+    u, args = primals
+    t_u, t_args = tangents
+    r, jac = _residual_jacobian(u, args)
+    out = jac @ t_u if not isinstance(t_u, SymbolicZero) else jnp.zeros_like(r)
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    t_leaves = jax.tree_util.tree_leaves(t_args, is_leaf=lambda t: isinstance(t, SymbolicZero))
+    moved = [k for k, t in enumerate(t_leaves) if not isinstance(t, SymbolicZero)]
+    if moved:  # only the perturbed leaves: a zero tangent through sqrt(0) weights would give NaN
+
+        def of(*xs):
+            new = list(leaves)
+            for k, v in zip(moved, xs):
+                new[k] = v
+            return _residual_plain(u, jax.tree_util.tree_unflatten(tree, new))
+
+        out = out + jax.jvp(of, tuple(leaves[k] for k in moved), tuple(t_leaves[k] for k in moved))[1]
+    return r, out
+
+
+_residual.defjvp(_residual_jvp, symbolic_zeros=True)
 
 
 def _solve(spec: _Spec, fx: _Fixed, u0, x, w, qref):
@@ -165,14 +221,59 @@ def _solve(spec: _Spec, fx: _Fixed, u0, x, w, qref):
     return sol.value, sol.result == optx.RESULTS.successful, sol.stats["num_steps"]
 
 
+def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
+    """Levenberg-Marquardt written out for a frame started from the previous frame's solution.
+
+    Each step solves the normal equations ``(JᵀJ + λ diag(JᵀJ)) δ = Jᵀr`` (Cholesky, ``nq x nq``)
+    with the closed-form Jacobian (:func:`_residual_parts`), and the trial point's residual and
+    Jacobian come from one evaluation, kept when the cost does not rise (then ``λ /= 10``, else
+    ``λ = max(10 λ, 1e-4)``).  λ starts at 1e-6: near the solution these are Gauss-Newton steps.
+    Converged as optimistix's Cauchy test: ``|δ| <= atol + rtol |u|`` elementwise and
+    ``|Δcost| <= atol + rtol cost`` on an accepted step.  Locked coordinates (zero columns) get a
+    unit diagonal (their step is 0); a 1e-12 relative floor keeps ``JᵀJ`` positive definite.
+    Returns ``(u, converged, steps)``."""
+    args = (fx, x, w, qref)
+    eye_fixed = 1.0 - fx.free
+
+    def cost_of(r):
+        return 0.5 * (r[0] @ r[0] + r[1] @ r[1])
+
+    def cond(st):
+        return (~st[5]) & (st[6] < spec.max_steps)
+
+    def body(st):
+        u, r, jac, cost, lam, _, k = st
+        j_m, d_c = jac
+        a = j_m.T @ j_m + jnp.diag(d_c * d_c)
+        g = j_m.T @ r[0] + d_c * r[1]
+        diag = jnp.diagonal(a)
+        floor = 1e-12 * jnp.max(diag)
+        a = a + jnp.diag(lam * diag + floor + eye_fixed)
+        step = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(a), g)
+        u_t = u - step
+        r_t, jac_t = _residual_parts(u_t, args)
+        cost_t = cost_of(r_t)
+        ok = jnp.isfinite(cost_t) & (cost_t <= cost * (1.0 + 1e-12))
+        small = (jnp.all(jnp.abs(step) <= spec.atol + spec.rtol * jnp.abs(u_t))
+                 & (jnp.abs(cost - cost_t) <= spec.atol + spec.rtol * cost_t)
+                 & (lam <= 1e-5))  # a short step, not one shortened by damping
+        u, r, jac, cost = jax.lax.cond(ok, lambda: (u_t, r_t, jac_t, cost_t), lambda: (u, r, jac, cost))
+        lam = jnp.where(ok, 0.1 * lam, jnp.maximum(10.0 * lam, 1e-4))
+        return u, r, jac, cost, lam, ok & small, k + 1
+
+    r0, jac0 = _residual_parts(u0, args)
+    dtype = u0.dtype
+    st = (u0, r0, jac0, cost_of(r0), jnp.asarray(1e-6, dtype), jnp.asarray(False), jnp.asarray(0))
+    u, _, _, _, _, done, k = jax.lax.while_loop(cond, body, st)
+    return u, done & jnp.all(jnp.isfinite(u)), k
+
+
 def _solve_warm(spec: _Spec, fx: _Fixed, u0, x, w, qref):
-    """A frame warm-started from the previous solution: undamped Gauss-Newton converges in about
-    half the steps of Levenberg-Marquardt there (12 vs 27 on Gait2354, to the same tolerance); a
-    frame it does not solve is solved again by Levenberg-Marquardt from the same start."""
-    solver = optx.GaussNewton(rtol=spec.rtol, atol=spec.atol)
-    sol = optx.least_squares(_residual, solver, u0, args=(fx, x, w, qref), max_steps=spec.max_steps, throw=False)
-    ok = (sol.result == optx.RESULTS.successful) & jnp.all(jnp.isfinite(sol.value))
-    gn = (sol.value, ok, sol.stats["num_steps"])
+    """A frame warm-started from the previous solution: :func:`_solve_tracking` (10 steps per
+    Gait2354 frame, each a fraction of an optimistix step); a frame it does not solve is solved
+    again by optimistix's Levenberg-Marquardt from the same start."""
+    gn = _solve_tracking(spec, fx, u0, x, w, qref)
+    ok = gn[1]
 
     def fallback(_):
         u, ok_lm, steps = _solve(spec, fx, u0, x, w, qref)
