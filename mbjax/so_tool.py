@@ -117,9 +117,16 @@ class SOResult(NamedTuple):
                 Table(self.time, labels, forces, False, {"name": "Static Optimization"}))
 
 
+@eqx.filter_jit
+def _resolved_frames(model, loads, q):
+    """The loads re-expressed at every frame (one compiled program, not an op-by-op ``vmap``)."""
+    return jax.vmap(lambda L, x: L.resolved(model, x))(loads, q)
+
+
 def _external_records(model, external_loads, loads, q):
     """``ExternalForce::getRecordValues`` at every frame: labels and values ``(T, k)``."""
-    resolved = jax.vmap(lambda L, x: L.resolved(model, x))(loads, jnp.asarray(q))
+    kin = eqx.tree_at(lambda m: m.extras, model, {})  # kinematics only: muscles etc. are not traced
+    resolved = _resolved_frames(kin, loads, jnp.asarray(q))
     forces, points, torques = (np.asarray(a) for a in (resolved.forces, resolved.points, resolved.torques))
     labels, cols = [], []
     for k, f in enumerate(external_loads.forces):
