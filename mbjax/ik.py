@@ -4,18 +4,24 @@ Per frame ``k`` the coordinates minimise OpenSim's IK objective (``InverseKinema
 
     Σ_m w_m |⁰r_m(q) - x_m(t_k)|² / Σ_m w_m  +  Σ_c w_c (q_c - q_c^ref(t_k))²
 
-over the model's free coordinates, a weighted nonlinear least-squares problem solved with
-``optimistix.LevenbergMarquardt``.  The marker term is a weighted *mean* (sums over the markers
+over the model's free coordinates, a weighted nonlinear least-squares problem solved by
+Levenberg-Marquardt.  The marker term is a weighted *mean* (sums over the markers
 present in the frame), as Simbody's ``Assembler`` ``Markers`` goal computes it; coordinate-task
 terms are not normalised.  (Measured on OpenSim 4.6's Gait2354 IK setup: the marker gradient at
 its solution balances the coordinate tasks with weight 1000 · Σ w_m = 92100, not 1000.)  With
-marker tasks only, the normalisation does not move the solution.
+marker tasks only, the normalisation does not move the solution.  The Jacobian is closed-form
+(:func:`mbjax.markers.marker_positions_and_jacobian`: one kinematics pass per evaluation, not a
+forward-mode sweep over the coordinates).
 
 ``method="scan"`` (default, ``lax.scan`` over frames): frame 0 is solved from ``q0`` (default: the
-model's default pose, as OpenSim's first ``assemble``) by Levenberg-Marquardt, each later frame
-from the previous frame's solution, as OpenSim's ``track`` does, by Gauss-Newton (Levenberg-Marquardt
-again where Gauss-Newton does not converge).  ``method="vmap"``: every frame in parallel from its own
-start ``q0 (T, nq)`` (a previous or coarser solution: the batched polish on an accelerator).  Each
+model's default pose, as OpenSim's first ``assemble``), each later frame from the previous frame's
+solution, as OpenSim's ``track`` does, by a Levenberg-Marquardt written out on the normal equations
+(:func:`_solve_tracking`: about 9 steps per Gait2354 frame, each a kinematics pass and a 23 x 23
+Cholesky); a frame it does not solve is solved again by ``optimistix.LevenbergMarquardt`` from the
+same start.  (Before 2026-11-24 session 12: optimistix for frame 0 and Gauss-Newton for the others,
+with ``jacfwd`` Jacobians; same solutions to 5e-10 rad on Gait2354, 6x slower.)
+``method="vmap"``: every frame in parallel from its own start ``q0 (T, nq)`` (a previous or coarser
+solution: the batched polish on an accelerator) by ``optimistix.LevenbergMarquardt``.  Each
 frame is solved to the same tolerance either way, and both take one compilation per marker count:
 weights, bounds, locks and tasks are traced arrays.
 
@@ -215,14 +221,15 @@ _residual.defjvp(_residual_jvp, symbolic_zeros=True)
 
 
 def _solve(spec: _Spec, fx: _Fixed, u0, x, w, qref):
-    """Levenberg-Marquardt from ``u0`` (a cold start: the first frame, or every frame of ``vmap``)."""
+    """optimistix's Levenberg-Marquardt from ``u0`` (every frame of ``vmap``; the fallback of ``scan``)."""
     solver = optx.LevenbergMarquardt(rtol=spec.rtol, atol=spec.atol)
     sol = optx.least_squares(_residual, solver, u0, args=(fx, x, w, qref), max_steps=spec.max_steps, throw=False)
     return sol.value, sol.result == optx.RESULTS.successful, sol.stats["num_steps"]
 
 
 def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
-    """Levenberg-Marquardt written out for a frame started from the previous frame's solution.
+    """Levenberg-Marquardt written out for one frame (``method="scan"``: frame 0 from ``q0``, later
+    frames from the previous frame's solution).
 
     Each step solves the normal equations ``(JᵀJ + λ diag(JᵀJ)) δ = Jᵀr`` (Cholesky, ``nq x nq``)
     with the closed-form Jacobian (:func:`_residual_parts`), and the trial point's residual and
@@ -269,9 +276,9 @@ def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
 
 
 def _solve_warm(spec: _Spec, fx: _Fixed, u0, x, w, qref):
-    """A frame warm-started from the previous solution: :func:`_solve_tracking` (10 steps per
-    Gait2354 frame, each a fraction of an optimistix step); a frame it does not solve is solved
-    again by optimistix's Levenberg-Marquardt from the same start."""
+    """One frame of ``method="scan"``: :func:`_solve_tracking` (9 steps per Gait2354 frame, each a
+    fraction of an optimistix step); a frame it does not solve is solved again by optimistix's
+    Levenberg-Marquardt from the same start."""
     gn = _solve_tracking(spec, fx, u0, x, w, qref)
     ok = gn[1]
 
@@ -283,20 +290,17 @@ def _solve_warm(spec: _Spec, fx: _Fixed, u0, x, w, qref):
 
 
 @eqx.filter_jit
-def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start, cold):
-    """One chunk of frames: ``lax.scan`` (each frame from the previous solution, ``u_start (nq,)``;
-    ``cold``: the chunk's first frame starts from no solution, so Levenberg-Marquardt solves it, the
-    later ones :func:`_solve_warm`) or ``vmap`` (every frame from its own ``u_start (C, nq)``, in
-    parallel, Levenberg-Marquardt)."""
+def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
+    """One chunk of frames: ``lax.scan`` (each frame from the previous solution, the first from
+    ``u_start (nq,)``, all by :func:`_solve_warm`) or ``vmap`` (every frame from its own
+    ``u_start (C, nq)``, in parallel, Levenberg-Marquardt)."""
     if spec.method == "scan":
         def step(u, frame):
-            k, xk, wk, rk = frame
-            u0 = _restart(fx, u)
-            out = jax.lax.cond(cold & (k == 0), lambda _: _solve(spec, fx, u0, xk, wk, rk),
-                               lambda _: _solve_warm(spec, fx, u0, xk, wk, rk), None)
+            xk, wk, rk = frame
+            out = _solve_warm(spec, fx, _restart(fx, u), xk, wk, rk)
             return out[0], out
 
-        _, (u, ok, steps) = jax.lax.scan(step, u_start, (jnp.arange(x.shape[0]), x, w, qref))
+        _, (u, ok, steps) = jax.lax.scan(step, u_start, (x, w, qref))
     else:
         u, ok, steps = jax.vmap(lambda u0, xk, wk, rk: _solve(spec, fx, u0, xk, wk, rk))(u_start, x, w, qref)
     q = jax.vmap(lambda uk: _to_q(fx, uk))(u)
@@ -447,8 +451,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
             n = b - a
             pad = np.r_[np.arange(a, b), np.full(C - n, b - 1)].astype(int)
             u_start = u if method == "scan" else u[pad]
-            uc, qc, xmc, okc, stc = _solve_chunk(spec, fx, j(x[pad]), j(w[pad]), j(qref[pad]), u_start,
-                                                 jnp.asarray(c == 0))
+            uc, qc, xmc, okc, stc = _solve_chunk(spec, fx, j(x[pad]), j(w[pad]), j(qref[pad]), u_start)
             q_out[a:b] = np.asarray(qc)[:n]
             xm_out[a:b] = np.asarray(xmc)[:n]
             ok_out[a:b] = np.asarray(okc)[:n]
