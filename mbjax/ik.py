@@ -142,12 +142,13 @@ def _to_q(fx: _Fixed, u):
 _BOUND_NUDGE = 1e-6
 
 
-def _to_u(fx: _Fixed, q):
-    """Inverse of :func:`_to_q`, ``q`` clipped into ``[lo, hi]`` shrunk by ``_BOUND_NUDGE`` half widths."""
+def _to_u(fx: _Fixed, q, xp=jnp):
+    """Inverse of :func:`_to_q`, ``q`` clipped into ``[lo, hi]`` shrunk by ``_BOUND_NUDGE`` half widths
+    (``xp=np``: on the host, for the start, with ``fx``'s arrays as NumPy arrays)."""
     mid, half = 0.5 * (fx.lo + fx.hi), 0.5 * (fx.hi - fx.lo)
     b = fx.bounded > 0
-    s = jnp.clip((q - mid) / jnp.where(b, half, 1.0), -1.0 + _BOUND_NUDGE, 1.0 - _BOUND_NUDGE)
-    return jnp.where(b, jnp.arcsin(s), q)
+    s = xp.clip((q - mid) / xp.where(b, half, 1.0), -1.0 + _BOUND_NUDGE, 1.0 - _BOUND_NUDGE)
+    return xp.where(b, xp.arcsin(s), q)
 
 
 def _restart(fx: _Fixed, u):
@@ -435,7 +436,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     j = lambda a: jnp.asarray(a, dtype=dtype)  # noqa: E731
     kin_model = eqx.tree_at(lambda m: m.extras, model, {})  # kinematics only: muscles etc. are not traced
     fx = _Fixed(kin_model, mk, j(free), j(bounded), j(q_fix), j(lo), j(hi), j(wc))
-    u = _to_u(fx, j(start))
+    u = j(_to_u(_Fixed(None, None, free, bounded, q_fix, lo, hi, wc), start, np))  # on the host: no eager ops
     # ---- chunks ------------------------------------------------------------------------------
     C = min(int(chunk), T)
     n_chunks = -(-T // C)

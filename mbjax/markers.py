@@ -49,7 +49,8 @@ class Markers(eqx.Module):
 
     def select(self, names) -> "Markers":
         """The subset ``names`` in that order."""
-        k = [self.index(n) for n in names]
+        own = self.names  # one attribute read: a method of an eqx.Module is rebuilt at every access
+        k = [own.index(n) if n in own else self.index(n) for n in names]
         return Markers([self.names[i] for i in k], [self.body[i] for i in k], self.offset[np.asarray(k, int)])
 
 
