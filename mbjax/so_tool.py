@@ -209,7 +209,6 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     tau = inverse_dynamics_frames(model, q, qd, qdd, loads, forces=with_forces)
     paths = get_paths(model)
     muscles = tuple(paths.names)
-    lo = np.asarray(hill_parameters(paths)["minimum_activation"], float)
     reserves = tuple(reserves)
     fr, rlo, rhi = _reserve_arrays(model, reserves)
     body = tuple(r for r in reserves if not isinstance(r, Reserve))
@@ -226,7 +225,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     if progress:
         print(f"static optimization: {len(muscles)} muscles, {len(reserves)} reserves: solving (one compilation "
               "per model and frame count, frames warm-started in order) ...", flush=True)
-    res = _solve_frames(model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)), jnp.asarray(lo), kw, body,
+    res = _solve_frames(model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)), kw, body,
                         float(exponent), bool(use_muscle_physiology), moment_arm_rule,
                         tuple(sorted(options.items())))
     bad = np.nonzero(~np.asarray(res.converged))[0]
@@ -260,10 +259,12 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
 
 
 @eqx.filter_jit
-def _solve_frames(model, q, qd, qdd, tau, lo, reserve_kw, body_actuators, exponent, use_muscle_physiology,
+def _solve_frames(model, q, qd, qdd, tau, reserve_kw, body_actuators, exponent, use_muscle_physiology,
                   moment_arm_rule, solver_options):
     """All frames, compiled once per model, frame count and (static) options: a second run of the
-    same setup, or another motion of the same length, does not trace again."""
+    same setup, or another motion of the same length, does not trace again.  The activations'
+    lower bounds are each muscle's ``minimum_activation`` (computed here, not eagerly)."""
+    lo = hill_parameters(get_paths(model))["minimum_activation"]
     R = L = None
     if moment_arm_rule == "opensim":  # one lane-folded wrap pass for all frames, not a vmap of it
         R, L = opensim_moment_arms_and_lengths(model, q)
