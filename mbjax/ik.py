@@ -265,7 +265,8 @@ def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
         small = (jnp.all(jnp.abs(step) <= spec.atol + spec.rtol * jnp.abs(u_t))
                  & (jnp.abs(cost - cost_t) <= spec.atol + spec.rtol * cost_t)
                  & (lam <= 1e-5))  # a short step, not one shortened by damping
-        u, r, jac, cost = jax.lax.cond(ok, lambda: (u_t, r_t, jac_t, cost_t), lambda: (u, r, jac, cost))
+        u, r, jac, cost = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), (u_t, r_t, jac_t, cost_t),
+                                                 (u, r, jac, cost))
         lam = jnp.where(ok, 0.1 * lam, jnp.maximum(10.0 * lam, 1e-4))
         return u, r, jac, cost, lam, ok & small, k + 1
 
