@@ -234,7 +234,7 @@ def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
 
     Each step solves the normal equations ``(JᵀJ + λ diag(JᵀJ)) δ = Jᵀr`` (Cholesky, ``nq x nq``)
     with the closed-form Jacobian (:func:`_residual_parts`), and the trial point's residual and
-    Jacobian come from one evaluation, kept when the cost does not rise (then ``λ /= 10``, else
+    Jacobian come from one evaluation, kept when the cost does not rise beyond rounding (then ``λ /= 10``, else
     ``λ = max(10 λ, 1e-4)``).  λ starts at 1e-6: near the solution these are Gauss-Newton steps.
     Converged as optimistix's Cauchy test: ``|δ| <= atol + rtol |u|`` elementwise and
     ``|Δcost| <= atol + rtol cost`` on an accepted step.  Locked coordinates (zero columns) get a
@@ -242,6 +242,7 @@ def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
     Returns ``(u, converged, steps)``."""
     args = (fx, x, w, qref)
     eye_fixed = 1.0 - fx.free
+    rise = 100.0 * float(jnp.finfo(u0.dtype).eps)  # a cost "rise" at rounding level is no rise
 
     def cost_of(r):
         return 0.5 * (r[0] @ r[0] + r[1] @ r[1])
@@ -261,7 +262,7 @@ def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
         u_t = u - step
         r_t, jac_t = _residual_parts(u_t, args)
         cost_t = cost_of(r_t)
-        ok = jnp.isfinite(cost_t) & (cost_t <= cost * (1.0 + 1e-12))
+        ok = jnp.isfinite(cost_t) & (cost_t <= cost * (1.0 + rise))
         small = (jnp.all(jnp.abs(step) <= spec.atol + spec.rtol * jnp.abs(u_t))
                  & (jnp.abs(cost - cost_t) <= spec.atol + spec.rtol * cost_t)
                  & (lam <= 1e-5))  # a short step, not one shortened by damping
