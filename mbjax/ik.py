@@ -242,7 +242,7 @@ def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
     Returns ``(u, converged, steps)``."""
     args = (fx, x, w, qref)
     eye_fixed = 1.0 - fx.free
-    rise = 100.0 * float(jnp.finfo(u0.dtype).eps)  # a cost "rise" at rounding level is no rise
+    rise = max(1e-12, 100.0 * float(jnp.finfo(u0.dtype).eps))  # a cost "rise" at rounding level is no rise
 
     def cost_of(r):
         return 0.5 * (r[0] @ r[0] + r[1] @ r[1])
@@ -262,9 +262,10 @@ def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
         u_t = u - step
         r_t, jac_t = _residual_parts(u_t, args)
         cost_t = cost_of(r_t)
-        ok = jnp.isfinite(cost_t) & (cost_t <= cost * (1.0 + rise))
-        small = (jnp.all(jnp.abs(step) <= spec.atol + spec.rtol * jnp.abs(u_t))
-                 & (jnp.abs(cost - cost_t) <= spec.atol + spec.rtol * cost_t)
+        short = jnp.all(jnp.abs(step) <= spec.atol + spec.rtol * jnp.abs(u_t))
+        # a step below the tolerance is kept even if rounding raises the cost (near-zero residuals)
+        ok = jnp.isfinite(cost_t) & ((cost_t <= cost * (1.0 + rise)) | short)
+        small = (short & (jnp.abs(cost - cost_t) <= spec.atol + spec.rtol * cost_t)
                  & (lam <= 1e-5))  # a short step, not one shortened by damping
         u, r, jac, cost = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), (u_t, r_t, jac_t, cost_t),
                                                  (u, r, jac, cost))
