@@ -16,10 +16,12 @@ forward-mode sweep over the coordinates).
 ``method="scan"`` (default, ``lax.scan`` over frames): frame 0 is solved from ``q0`` (default: the
 model's default pose, as OpenSim's first ``assemble``), each later frame from the previous frame's
 solution, as OpenSim's ``track`` does, by a Levenberg-Marquardt written out on the normal equations
-(:func:`_solve_tracking`: about 9 steps per Gait2354 frame, each a kinematics pass and a 23 x 23
-Cholesky); a frame it does not solve is solved again by ``optimistix.LevenbergMarquardt`` from the
+(:func:`_solve_tracking`: a kinematics pass and a 23 x 23 Cholesky per step, with a secant
+(Dennis-Gay-Welsch) model of the curvature Gauss-Newton leaves out, carried from frame to frame:
+about 6.5 steps per Gait2354 frame); a frame it does not solve is solved again by ``optimistix.LevenbergMarquardt`` from the
 same start.  (Before 2026-11-24 session 12: optimistix for frame 0 and Gauss-Newton for the others,
-with ``jacfwd`` Jacobians; same solutions to 5e-10 rad on Gait2354, 6x slower.)
+with ``jacfwd`` Jacobians: 877 steps for Gait2354's 73 frames against 472 now, the same solutions to
+5e-10 rad, 6x slower.)
 ``method="vmap"``: every frame in parallel from its own start ``q0 (T, nq)`` (a previous or coarser
 solution: the batched polish on an accelerator) by ``optimistix.LevenbergMarquardt``.  Each
 frame is solved to the same tolerance either way, and both take one compilation per marker count:
@@ -228,18 +230,23 @@ def _solve(spec: _Spec, fx: _Fixed, u0, x, w, qref):
     return sol.value, sol.result == optx.RESULTS.successful, sol.stats["num_steps"]
 
 
-def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
+def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref, curv):
     """Levenberg-Marquardt written out for one frame (``method="scan"``: frame 0 from ``q0``, later
-    frames from the previous frame's solution).
+    frames from the previous frame's solution), with a secant model of the residual curvature.
 
-    Each step solves the normal equations ``(JᵀJ + λ diag(JᵀJ)) δ = Jᵀr`` (Cholesky, ``nq x nq``)
-    with the closed-form Jacobian (:func:`_residual_parts`), and the trial point's residual and
-    Jacobian come from one evaluation, kept when the cost does not rise beyond rounding (then ``λ /= 10``, else
-    ``λ = max(10 λ, 1e-4)``).  λ starts at 1e-6: near the solution these are Gauss-Newton steps.
+    Each step solves ``(JᵀJ + S + λ diag(JᵀJ)) δ = Jᵀr`` (Cholesky, ``nq x nq``) with the
+    closed-form Jacobian (:func:`_residual_parts`); the trial point's residual and Jacobian come from
+    one evaluation, kept when the cost does not rise beyond rounding (then ``λ /= 10``, else
+    ``λ = max(10 λ, 1e-4)``).  λ starts at 1e-6.  ``S ≈ Σ r_i ∇²r_i`` is the curvature term that
+    Gauss-Newton leaves out (it converges only linearly, ~0.17 per step on Gait2354's 2-cm residuals):
+    the Dennis-Gay-Welsch secant update of NL2SOL after every accepted step (``y# = (J₊ - J)ᵀ r₊``,
+    sized by ``min(1, |sᵀy#| / |sᵀ S s|)``), carried from frame to frame (``curv``, zero at the start
+    of a chunk) since the motion is smooth; a step where ``JᵀJ + S`` is not positive definite is a
+    plain Gauss-Newton one.  Gait2354: 473 instead of 781 steps, the same poses (to 4e-10 rad).
     Converged as optimistix's Cauchy test: ``|δ| <= atol + rtol |u|`` elementwise and
     ``|Δcost| <= atol + rtol cost`` on an accepted step.  Locked coordinates (zero columns) get a
     unit diagonal (their step is 0); a 1e-12 relative floor keeps ``JᵀJ`` positive definite.
-    Returns ``(u, converged, steps)``."""
+    Returns ``(u, converged, steps, S)``."""
     args = (fx, x, w, qref)
     eye_fixed = 1.0 - fx.free
     rise = max(1e-12, 100.0 * float(jnp.finfo(u0.dtype).eps))  # a cost "rise" at rounding level is no rise
@@ -247,18 +254,23 @@ def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
     def cost_of(r):
         return 0.5 * (r[0] @ r[0] + r[1] @ r[1])
 
+    def grad_of(r, jac):
+        return jac[0].T @ r[0] + jac[1] * r[1]
+
     def cond(st):
         return (~st[5]) & (st[6] < spec.max_steps)
 
     def body(st):
-        u, r, jac, cost, lam, _, k = st
+        u, r, jac, cost, lam, _, k, curv = st
         j_m, d_c = jac
         a = j_m.T @ j_m + jnp.diag(d_c * d_c)
-        g = j_m.T @ r[0] + d_c * r[1]
+        g = grad_of(r, jac)
         diag = jnp.diagonal(a)
-        floor = 1e-12 * jnp.max(diag)
-        a = a + jnp.diag(lam * diag + floor + eye_fixed)
-        step = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(a), g)
+        reg = jnp.diag(lam * diag + 1e-12 * jnp.max(diag) + eye_fixed)
+        factor = jax.scipy.linalg.cho_factor(a + curv + reg)
+        chol = jax.lax.cond(jnp.all(jnp.isfinite(factor[0])), lambda: factor[0],
+                            lambda: jax.scipy.linalg.cho_factor(a + reg)[0])  # S indefinite here: Gauss-Newton
+        step = jax.scipy.linalg.cho_solve((chol, factor[1]), g)
         u_t = u - step
         r_t, jac_t = _residual_parts(u_t, args)
         cost_t = cost_of(r_t)
@@ -267,28 +279,40 @@ def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref):
         ok = jnp.isfinite(cost_t) & ((cost_t <= cost * (1.0 + rise)) | short)
         small = (short & (jnp.abs(cost - cost_t) <= spec.atol + spec.rtol * cost_t)
                  & (lam <= 1e-5))  # a short step, not one shortened by damping
+        # Dennis-Gay-Welsch update of S along the step s = -step
+        s_ = -step
+        y = grad_of(r_t, jac_t) - g
+        y_sharp = grad_of(r_t, jac_t) - grad_of(r_t, jac)
+        ys = y @ s_
+        sss = s_ @ curv @ s_
+        size = jnp.where(sss > 0, jnp.minimum(1.0, jnp.abs(s_ @ y_sharp) / jnp.where(sss > 0, sss, 1.0)), 1.0)
+        sized = size * curv
+        v = y_sharp - sized @ s_
+        ys_safe = jnp.where(ys > 0, ys, 1.0)
+        new = sized + (jnp.outer(v, y) + jnp.outer(y, v)) / ys_safe - (v @ s_) * jnp.outer(y, y) / ys_safe ** 2
+        curv = jnp.where(ok & (ys > 0) & jnp.all(jnp.isfinite(new)), new, curv)
         u, r, jac, cost = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), (u_t, r_t, jac_t, cost_t),
                                                  (u, r, jac, cost))
         lam = jnp.where(ok, 0.1 * lam, jnp.maximum(10.0 * lam, 1e-4))
-        return u, r, jac, cost, lam, ok & small, k + 1
+        return u, r, jac, cost, lam, ok & small, k + 1, curv
 
     r0, jac0 = _residual_parts(u0, args)
     dtype = u0.dtype
-    st = (u0, r0, jac0, cost_of(r0), jnp.asarray(1e-6, dtype), jnp.asarray(False), jnp.asarray(0))
-    u, _, _, _, _, done, k = jax.lax.while_loop(cond, body, st)
-    return u, done & jnp.all(jnp.isfinite(u)), k
+    st = (u0, r0, jac0, cost_of(r0), jnp.asarray(1e-6, dtype), jnp.asarray(False), jnp.asarray(0), curv)
+    u, _, _, _, _, done, k, curv = jax.lax.while_loop(cond, body, st)
+    return u, done & jnp.all(jnp.isfinite(u)), k, curv
 
 
-def _solve_warm(spec: _Spec, fx: _Fixed, u0, x, w, qref):
-    """One frame of ``method="scan"``: :func:`_solve_tracking` (9 steps per Gait2354 frame, each a
+def _solve_warm(spec: _Spec, fx: _Fixed, u0, x, w, qref, curv):
+    """One frame of ``method="scan"``: :func:`_solve_tracking` (5-7 steps per Gait2354 frame, each a
     fraction of an optimistix step); a frame it does not solve is solved again by optimistix's
-    Levenberg-Marquardt from the same start."""
-    gn = _solve_tracking(spec, fx, u0, x, w, qref)
+    Levenberg-Marquardt from the same start (and the curvature model starts again from zero)."""
+    gn = _solve_tracking(spec, fx, u0, x, w, qref, curv)
     ok = gn[1]
 
     def fallback(_):
         u, ok_lm, steps = _solve(spec, fx, u0, x, w, qref)
-        return u, ok_lm, steps + gn[2]
+        return u, ok_lm, steps + gn[2], jnp.zeros_like(curv)
 
     return jax.lax.cond(ok, lambda _: gn, fallback, None)
 
@@ -299,12 +323,15 @@ def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
     ``u_start (nq,)``, all by :func:`_solve_warm`) or ``vmap`` (every frame from its own
     ``u_start (C, nq)``, in parallel, Levenberg-Marquardt)."""
     if spec.method == "scan":
-        def step(u, frame):
+        def step(carry, frame):
+            u, curv = carry
             xk, wk, rk = frame
-            out = _solve_warm(spec, fx, _restart(fx, u), xk, wk, rk)
-            return out[0], out
+            u, ok, steps, curv = _solve_warm(spec, fx, _restart(fx, u), xk, wk, rk, curv)
+            return (u, curv), (u, ok, steps)
 
-        _, (u, ok, steps) = jax.lax.scan(step, u_start, (x, w, qref))
+        nq = u_start.shape[-1]
+        curv0 = jnp.zeros((nq, nq), u_start.dtype)
+        _, (u, ok, steps) = jax.lax.scan(step, (u_start, curv0), (x, w, qref))
     else:
         u, ok, steps = jax.vmap(lambda u0, xk, wk, rk: _solve(spec, fx, u0, xk, wk, rk))(u_start, x, w, qref)
     q = jax.vmap(lambda uk: _to_q(fx, uk))(u)
