@@ -178,8 +178,8 @@ def inverse_dynamics_frames(model, q, qd, qdd, external=None, *, forces: bool = 
     """``τ (T, nq)`` of every frame: :func:`mbjax.inverse_dynamics` vmapped over ``q, qd, qdd (T, nq)``
     and ``external`` (:class:`mbjax.ExternalLoads` with ``(T, n, 3)`` arrays, generalized forces
     ``(T, nq)``, or None).  ``forces``: also subtract the model's force elements (``extras["forces"]``).
-    Frames run in chunks of ``chunk`` (the last padded, so a shorter trial is one padded chunk): one
-    compilation per model and load structure."""
+    Frames run in chunks of ``chunk`` (the last padded; a trial shorter than ``chunk`` is padded to
+    the next power of two): one compilation per model, load structure and power of two."""
     q, qd, qdd = (np.asarray(a, float) for a in (q, qd, qdd))
     T = q.shape[0]
     if q.ndim != 2 or q.shape[1] != model.n_coordinates or qd.shape != q.shape or qdd.shape != q.shape:
@@ -203,11 +203,13 @@ def inverse_dynamics_frames(model, q, qd, qdd, external=None, *, forces: bool = 
     extras = {"forces": fs} if fs is not None and fs.elements else {}
     dyn = eqx.tree_at(lambda m: m.extras, model, extras)  # muscles etc. are not traced
     C = max(1, int(chunk))
+    C = min(C, 1 << max(T - 1, 0).bit_length())  # a short trial: the next power of two, not a whole chunk
     out = np.empty_like(q)
+    host = None if external is None else jax.tree_util.tree_map(np.asarray, external)
     for a in range(0, T, C):
         b = min(a + C, T)
         pad = np.r_[np.arange(a, b), np.full(C - (b - a), b - 1)].astype(int)
-        ext = None if external is None else jax.tree_util.tree_map(lambda x: jnp.asarray(x)[pad], external)
+        ext = None if host is None else jax.tree_util.tree_map(lambda x: x[pad], host)
         with _checks.checks(False):  # inputs checked above; one program whatever the switch says
             tau = _frames(dyn, jnp.asarray(q[pad]), jnp.asarray(qd[pad]), jnp.asarray(qdd[pad]), ext,
                           jnp.asarray(1.0 if forces else 0.0))

@@ -4,18 +4,26 @@ Per frame ``k`` the coordinates minimise OpenSim's IK objective (``InverseKinema
 
     Σ_m w_m |⁰r_m(q) - x_m(t_k)|² / Σ_m w_m  +  Σ_c w_c (q_c - q_c^ref(t_k))²
 
-over the model's free coordinates, a weighted nonlinear least-squares problem solved with
-``optimistix.LevenbergMarquardt``.  The marker term is a weighted *mean* (sums over the markers
+over the model's free coordinates, a weighted nonlinear least-squares problem solved by
+Levenberg-Marquardt.  The marker term is a weighted *mean* (sums over the markers
 present in the frame), as Simbody's ``Assembler`` ``Markers`` goal computes it; coordinate-task
 terms are not normalised.  (Measured on OpenSim 4.6's Gait2354 IK setup: the marker gradient at
 its solution balances the coordinate tasks with weight 1000 · Σ w_m = 92100, not 1000.)  With
-marker tasks only, the normalisation does not move the solution.
+marker tasks only, the normalisation does not move the solution.  The Jacobian is closed-form
+(:func:`mbjax.markers.marker_positions_and_jacobian`: one kinematics pass per evaluation, not a
+forward-mode sweep over the coordinates).
 
 ``method="scan"`` (default, ``lax.scan`` over frames): frame 0 is solved from ``q0`` (default: the
-model's default pose, as OpenSim's first ``assemble``) by Levenberg-Marquardt, each later frame
-from the previous frame's solution, as OpenSim's ``track`` does, by Gauss-Newton (Levenberg-Marquardt
-again where Gauss-Newton does not converge).  ``method="vmap"``: every frame in parallel from its own
-start ``q0 (T, nq)`` (a previous or coarser solution: the batched polish on an accelerator).  Each
+model's default pose, as OpenSim's first ``assemble``), each later frame from the previous frame's
+solution, as OpenSim's ``track`` does, by a Levenberg-Marquardt written out on the normal equations
+(:func:`_solve_tracking`: a kinematics pass and a 23 x 23 Cholesky per step, with a secant
+(Dennis-Gay-Welsch) model of the curvature Gauss-Newton leaves out, carried from frame to frame:
+about 6.5 steps per Gait2354 frame); a frame it does not solve is solved again by ``optimistix.LevenbergMarquardt`` from the
+same start.  (Before 2026-11-24 session 12: optimistix for frame 0 and Gauss-Newton for the others,
+with ``jacfwd`` Jacobians: 877 steps for Gait2354's 73 frames against 472 now, the same solutions to
+5e-10 rad, 6x slower.)
+``method="vmap"``: every frame in parallel from its own start ``q0 (T, nq)`` (a previous or coarser
+solution: the batched polish on an accelerator) by ``optimistix.LevenbergMarquardt``.  Each
 frame is solved to the same tolerance either way, and both take one compilation per marker count:
 weights, bounds, locks and tasks are traced arrays.
 
@@ -60,10 +68,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
+from jax.custom_derivatives import SymbolicZero
 
 from . import _checks
 from .io.storage import MarkerData, Table, coordinates_from_table, read_storage, read_trc
-from .markers import Markers, marker_positions
+from .markers import Markers, _marker_kinematics, marker_positions, marker_positions_and_jacobian
 
 
 class CoordinateTask(NamedTuple):
@@ -135,12 +144,13 @@ def _to_q(fx: _Fixed, u):
 _BOUND_NUDGE = 1e-6
 
 
-def _to_u(fx: _Fixed, q):
-    """Inverse of :func:`_to_q`, ``q`` clipped into ``[lo, hi]`` shrunk by ``_BOUND_NUDGE`` half widths."""
+def _to_u(fx: _Fixed, q, xp=jnp):
+    """Inverse of :func:`_to_q`, ``q`` clipped into ``[lo, hi]`` shrunk by ``_BOUND_NUDGE`` half widths
+    (``xp=np``: on the host, for the start, with ``fx``'s arrays as NumPy arrays)."""
     mid, half = 0.5 * (fx.lo + fx.hi), 0.5 * (fx.hi - fx.lo)
     b = fx.bounded > 0
-    s = jnp.clip((q - mid) / jnp.where(b, half, 1.0), -1.0 + _BOUND_NUDGE, 1.0 - _BOUND_NUDGE)
-    return jnp.where(b, jnp.arcsin(s), q)
+    s = xp.clip((q - mid) / xp.where(b, half, 1.0), -1.0 + _BOUND_NUDGE, 1.0 - _BOUND_NUDGE)
+    return xp.where(b, xp.arcsin(s), q)
 
 
 def _restart(fx: _Fixed, u):
@@ -148,54 +158,180 @@ def _restart(fx: _Fixed, u):
     return _to_u(fx, _to_q(fx, u))
 
 
-def _residual(u, args):
+def _residual_plain(u, args):
     """Weighted residuals ``[√w_m (⁰r_m(q) - x_m); √w_c (q_c - q_c^ref)]`` of one frame (``w_m``
     normalised to sum 1 over the markers present)."""
     fx, x, w, qref = args
     q = _to_q(fx, u)
-    r_m = (jnp.sqrt(w)[:, None] * (marker_positions(fx.model, fx.markers, q) - x)).reshape(-1)
+    pos = _marker_kinematics(fx.model, fx.markers, q, jacobian=False)  # = marker_positions
+    r_m = (jnp.sqrt(w)[:, None] * (pos - x)).reshape(-1)
     r_c = jnp.sqrt(fx.wc) * (q - qref)
     return jnp.concatenate([r_m, r_c])
 
 
+def _residual_parts(u, args):
+    """The residuals of :func:`_residual_plain` and their Jacobian in ``u``, in closed form
+    (:func:`mbjax.markers.marker_positions_and_jacobian` times ``dq/du``), split as the marker
+    part ``(r_m (3 nm,), J_m (3 nm, nq))`` and the coordinate-task part ``(r_c (nq,), d_c (nq,))``
+    whose Jacobian is ``diag(d_c)`` (kept diagonal: the normal equations never form its zeros)."""
+    fx, x, w, qref = args
+    q = _to_q(fx, u)
+    half = 0.5 * (fx.hi - fx.lo)
+    dq = jnp.where(fx.free > 0, jnp.where(fx.bounded > 0, half * jnp.cos(u), 1.0), 0.0)
+    pos, jac = marker_positions_and_jacobian(fx.model, fx.markers, q)
+    sw, sc = jnp.sqrt(w), jnp.sqrt(fx.wc)
+    r_m = (sw[:, None] * (pos - x)).reshape(-1)
+    j_m = (sw[:, None, None] * jac).reshape(-1, q.shape[0]) * dq[None]
+    return (r_m, sc * (q - qref)), (j_m, sc * dq)
+
+
+def _residual_jacobian(u, args):
+    """:func:`_residual_parts` as one residual vector and one ``(3 nm + nq, nq)`` Jacobian."""
+    (r_m, r_c), (j_m, d_c) = _residual_parts(u, args)
+    return jnp.concatenate([r_m, r_c]), jnp.concatenate([j_m, jnp.diag(d_c)])
+
+
+@jax.custom_jvp
+def _residual(u, args):
+    """:func:`_residual_plain` whose derivative in ``u`` is the closed-form Jacobian (what the
+    solvers materialise: one kinematics pass instead of a forward-mode sweep over ``nq``
+    coordinates); derivatives in ``args`` (marker data, weights, model), when asked for, are
+    forward-mode through :func:`_residual_plain`."""
+    return _residual_plain(u, args)
+
+
+def _residual_jvp(primals, tangents):
+    u, args = primals
+    t_u, t_args = tangents
+    r, jac = _residual_jacobian(u, args)
+    out = jac @ t_u if not isinstance(t_u, SymbolicZero) else jnp.zeros_like(r)
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    t_leaves = jax.tree_util.tree_leaves(t_args, is_leaf=lambda t: isinstance(t, SymbolicZero))
+    moved = [k for k, t in enumerate(t_leaves) if not isinstance(t, SymbolicZero)]
+    if moved:  # only the perturbed leaves: a zero tangent through sqrt(0) weights would give NaN
+
+        def of(*xs):
+            new = list(leaves)
+            for k, v in zip(moved, xs):
+                new[k] = v
+            return _residual_plain(u, jax.tree_util.tree_unflatten(tree, new))
+
+        out = out + jax.jvp(of, tuple(leaves[k] for k in moved), tuple(t_leaves[k] for k in moved))[1]
+    return r, out
+
+
+_residual.defjvp(_residual_jvp, symbolic_zeros=True)
+
+
 def _solve(spec: _Spec, fx: _Fixed, u0, x, w, qref):
-    """Levenberg-Marquardt from ``u0`` (a cold start: the first frame, or every frame of ``vmap``)."""
+    """optimistix's Levenberg-Marquardt from ``u0`` (every frame of ``vmap``; the fallback of ``scan``)."""
     solver = optx.LevenbergMarquardt(rtol=spec.rtol, atol=spec.atol)
     sol = optx.least_squares(_residual, solver, u0, args=(fx, x, w, qref), max_steps=spec.max_steps, throw=False)
     return sol.value, sol.result == optx.RESULTS.successful, sol.stats["num_steps"]
 
 
-def _solve_warm(spec: _Spec, fx: _Fixed, u0, x, w, qref):
-    """A frame warm-started from the previous solution: undamped Gauss-Newton converges in about
-    half the steps of Levenberg-Marquardt there (12 vs 27 on Gait2354, to the same tolerance); a
-    frame it does not solve is solved again by Levenberg-Marquardt from the same start."""
-    solver = optx.GaussNewton(rtol=spec.rtol, atol=spec.atol)
-    sol = optx.least_squares(_residual, solver, u0, args=(fx, x, w, qref), max_steps=spec.max_steps, throw=False)
-    ok = (sol.result == optx.RESULTS.successful) & jnp.all(jnp.isfinite(sol.value))
-    gn = (sol.value, ok, sol.stats["num_steps"])
+def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref, curv):
+    """Levenberg-Marquardt written out for one frame (``method="scan"``: frame 0 from ``q0``, later
+    frames from the previous frame's solution), with a secant model of the residual curvature.
+
+    Each step solves ``(JᵀJ + S + λ diag(JᵀJ)) δ = Jᵀr`` (Cholesky, ``nq x nq``) with the
+    closed-form Jacobian (:func:`_residual_parts`); the trial point's residual and Jacobian come from
+    one evaluation, kept when the cost does not rise beyond rounding (then ``λ /= 10``, else
+    ``λ = max(10 λ, 1e-4)``).  λ starts at 1e-6.  ``S ≈ Σ r_i ∇²r_i`` is the curvature term that
+    Gauss-Newton leaves out (it converges only linearly, ~0.17 per step on Gait2354's 2-cm residuals):
+    the Dennis-Gay-Welsch secant update of NL2SOL after every accepted step (``y# = (J₊ - J)ᵀ r₊``,
+    sized by ``min(1, |sᵀy#| / |sᵀ S s|)``), carried from frame to frame (``curv``, zero at the start
+    of a chunk) since the motion is smooth; a step where ``JᵀJ + S`` is not positive definite is a
+    plain Gauss-Newton one.  Gait2354: 473 instead of 781 steps, the same poses (to 4e-10 rad).
+    Converged as optimistix's Cauchy test: ``|δ| <= atol + rtol |u|`` elementwise and
+    ``|Δcost| <= atol + rtol cost`` on an accepted step.  Locked coordinates (zero columns) get a
+    unit diagonal (their step is 0); a 1e-12 relative floor keeps ``JᵀJ`` positive definite.
+    Returns ``(u, converged, steps, S)``."""
+    args = (fx, x, w, qref)
+    eye_fixed = 1.0 - fx.free
+    rise = max(1e-12, 100.0 * float(jnp.finfo(u0.dtype).eps))  # a cost "rise" at rounding level is no rise
+
+    def cost_of(r):
+        return 0.5 * (r[0] @ r[0] + r[1] @ r[1])
+
+    def grad_of(r, jac):
+        return jac[0].T @ r[0] + jac[1] * r[1]
+
+    def cond(st):
+        return (~st[5]) & (st[6] < spec.max_steps)
+
+    def body(st):
+        u, r, jac, cost, lam, _, k, curv = st
+        j_m, d_c = jac
+        a = j_m.T @ j_m + jnp.diag(d_c * d_c)
+        g = grad_of(r, jac)
+        diag = jnp.diagonal(a)
+        reg = jnp.diag(lam * diag + 1e-12 * jnp.max(diag) + eye_fixed)
+        factor = jax.scipy.linalg.cho_factor(a + curv + reg)
+        chol = jax.lax.cond(jnp.all(jnp.isfinite(factor[0])), lambda: factor[0],
+                            lambda: jax.scipy.linalg.cho_factor(a + reg)[0])  # S indefinite here: Gauss-Newton
+        step = jax.scipy.linalg.cho_solve((chol, factor[1]), g)
+        u_t = u - step
+        r_t, jac_t = _residual_parts(u_t, args)
+        cost_t = cost_of(r_t)
+        short = jnp.all(jnp.abs(step) <= spec.atol + spec.rtol * jnp.abs(u_t))
+        # a step below the tolerance is kept even if rounding raises the cost (near-zero residuals)
+        ok = jnp.isfinite(cost_t) & ((cost_t <= cost * (1.0 + rise)) | short)
+        small = (short & (jnp.abs(cost - cost_t) <= spec.atol + spec.rtol * cost_t)
+                 & (lam <= 1e-5))  # a short step, not one shortened by damping
+        # Dennis-Gay-Welsch update of S along the step s = -step
+        s_ = -step
+        y = grad_of(r_t, jac_t) - g
+        y_sharp = grad_of(r_t, jac_t) - grad_of(r_t, jac)
+        ys = y @ s_
+        sss = s_ @ curv @ s_
+        size = jnp.where(sss > 0, jnp.minimum(1.0, jnp.abs(s_ @ y_sharp) / jnp.where(sss > 0, sss, 1.0)), 1.0)
+        sized = size * curv
+        v = y_sharp - sized @ s_
+        ys_safe = jnp.where(ys > 0, ys, 1.0)
+        new = sized + (jnp.outer(v, y) + jnp.outer(y, v)) / ys_safe - (v @ s_) * jnp.outer(y, y) / ys_safe ** 2
+        curv = jnp.where(ok & (ys > 0) & jnp.all(jnp.isfinite(new)), new, curv)
+        u, r, jac, cost = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), (u_t, r_t, jac_t, cost_t),
+                                                 (u, r, jac, cost))
+        lam = jnp.where(ok, 0.1 * lam, jnp.maximum(10.0 * lam, 1e-4))
+        return u, r, jac, cost, lam, ok & small, k + 1, curv
+
+    r0, jac0 = _residual_parts(u0, args)
+    dtype = u0.dtype
+    st = (u0, r0, jac0, cost_of(r0), jnp.asarray(1e-6, dtype), jnp.asarray(False), jnp.asarray(0), curv)
+    u, _, _, _, _, done, k, curv = jax.lax.while_loop(cond, body, st)
+    return u, done & jnp.all(jnp.isfinite(u)), k, curv
+
+
+def _solve_warm(spec: _Spec, fx: _Fixed, u0, x, w, qref, curv):
+    """One frame of ``method="scan"``: :func:`_solve_tracking` (5-7 steps per Gait2354 frame, each a
+    fraction of an optimistix step); a frame it does not solve is solved again by optimistix's
+    Levenberg-Marquardt from the same start (and the curvature model starts again from zero)."""
+    gn = _solve_tracking(spec, fx, u0, x, w, qref, curv)
+    ok = gn[1]
 
     def fallback(_):
         u, ok_lm, steps = _solve(spec, fx, u0, x, w, qref)
-        return u, ok_lm, steps + gn[2]
+        return u, ok_lm, steps + gn[2], jnp.zeros_like(curv)
 
     return jax.lax.cond(ok, lambda _: gn, fallback, None)
 
 
 @eqx.filter_jit
-def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start, cold):
-    """One chunk of frames: ``lax.scan`` (each frame from the previous solution, ``u_start (nq,)``;
-    ``cold``: the chunk's first frame starts from no solution, so Levenberg-Marquardt solves it, the
-    later ones :func:`_solve_warm`) or ``vmap`` (every frame from its own ``u_start (C, nq)``, in
-    parallel, Levenberg-Marquardt)."""
+def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
+    """One chunk of frames: ``lax.scan`` (each frame from the previous solution, the first from
+    ``u_start (nq,)``, all by :func:`_solve_warm`) or ``vmap`` (every frame from its own
+    ``u_start (C, nq)``, in parallel, Levenberg-Marquardt)."""
     if spec.method == "scan":
-        def step(u, frame):
-            k, xk, wk, rk = frame
-            u0 = _restart(fx, u)
-            out = jax.lax.cond(cold & (k == 0), lambda _: _solve(spec, fx, u0, xk, wk, rk),
-                               lambda _: _solve_warm(spec, fx, u0, xk, wk, rk), None)
-            return out[0], out
+        def step(carry, frame):
+            u, curv = carry
+            xk, wk, rk = frame
+            u, ok, steps, curv = _solve_warm(spec, fx, _restart(fx, u), xk, wk, rk, curv)
+            return (u, curv), (u, ok, steps)
 
-        _, (u, ok, steps) = jax.lax.scan(step, u_start, (jnp.arange(x.shape[0]), x, w, qref))
+        nq = u_start.shape[-1]
+        curv0 = jnp.zeros((nq, nq), u_start.dtype)
+        _, (u, ok, steps) = jax.lax.scan(step, (u_start, curv0), (x, w, qref))
     else:
         u, ok, steps = jax.vmap(lambda u0, xk, wk, rk: _solve(spec, fx, u0, xk, wk, rk))(u_start, x, w, qref)
     q = jax.vmap(lambda uk: _to_q(fx, uk))(u)
@@ -330,7 +466,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     j = lambda a: jnp.asarray(a, dtype=dtype)  # noqa: E731
     kin_model = eqx.tree_at(lambda m: m.extras, model, {})  # kinematics only: muscles etc. are not traced
     fx = _Fixed(kin_model, mk, j(free), j(bounded), j(q_fix), j(lo), j(hi), j(wc))
-    u = _to_u(fx, j(start))
+    u = j(_to_u(_Fixed(None, None, free, bounded, q_fix, lo, hi, wc), start, np))  # on the host: no eager ops
     # ---- chunks ------------------------------------------------------------------------------
     C = min(int(chunk), T)
     n_chunks = -(-T // C)
@@ -346,8 +482,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
             n = b - a
             pad = np.r_[np.arange(a, b), np.full(C - n, b - 1)].astype(int)
             u_start = u if method == "scan" else u[pad]
-            uc, qc, xmc, okc, stc = _solve_chunk(spec, fx, j(x[pad]), j(w[pad]), j(qref[pad]), u_start,
-                                                 jnp.asarray(c == 0))
+            uc, qc, xmc, okc, stc = _solve_chunk(spec, fx, j(x[pad]), j(w[pad]), j(qref[pad]), u_start)
             q_out[a:b] = np.asarray(qc)[:n]
             xm_out[a:b] = np.asarray(xmc)[:n]
             ok_out[a:b] = np.asarray(okc)[:n]

@@ -130,20 +130,34 @@ class _Column:
         return y[k] + (t - x[k])[:, None] * slope
 
 
+class _Slice:
+    """Columns ``k:k+3`` of a shared :class:`_Column` (every triple's spline from one fit)."""
+
+    def __init__(self, column, k):
+        self.column, self.k = column, k
+
+    def __call__(self, t):
+        return self.column(t)[:, self.k:self.k + 3]
+
+
 def _functions(loads: ExternalLoadsFile) -> dict:
-    """One 3-column function per column triple used by the forces."""
+    """One 3-column function per column triple used by the forces (the splines of all triples are
+    fitted together: one banded solve with many right-hand sides, column by column the same)."""
     table = loads.table
-    out = {}
+    triples = []
     for f in loads.forces:
         for cols in (f.force_columns, f.point_columns, f.torque_columns):
-            if cols is None or cols in out:
+            if cols is None or cols in triples:
                 continue
             idx = [table.labels.index(c) for c in cols]
-            y = table.data[:, idx]
-            if not np.all(np.isfinite(y)):
+            if not np.all(np.isfinite(table.data[:, idx])):
                 raise ValueError(f"{loads.datafile}: columns {cols} (used by {loads.where(f)}) hold NaN or inf")
-            out[cols] = _Column(np.asarray(table.time, float), y)
-    return out
+            triples.append(cols)
+    if not triples:
+        return {}
+    idx = [table.labels.index(c) for cols in triples for c in cols]
+    column = _Column(np.asarray(table.time, float), table.data[:, idx])
+    return {cols: _Slice(column, 3 * k) for k, cols in enumerate(triples)}
 
 
 def _flag(doc, el, tag):

@@ -85,6 +85,19 @@ def _number(path, line: int, col: int, label: str, tok: str) -> float:
         raise _err(path, line, f"column {col} ({label!r}): cannot read {tok!r} as a number") from None
 
 
+def _fast_rows(rows: list[str], ncol: int):
+    """``(len(rows), ncol)`` floats of whitespace-separated data rows parsed in one C call
+    (``np.loadtxt``), or None when any row is not exactly ``ncol`` numbers: the careful per-line
+    parser then reads the file again and names the offending line and column."""
+    if not rows:
+        return None
+    try:
+        arr = np.loadtxt(rows, dtype=float, comments=None, ndmin=2)
+    except ValueError:
+        return None
+    return arr if arr.shape == (len(rows), ncol) else None
+
+
 def _read_lines(path) -> list[str]:
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -145,6 +158,22 @@ def read_storage(path) -> Table:
         if n_col != len(labels):
             raise _err(path, label_line, f"{len(labels)} column labels but the header says nColumns={n_col} "
                        f"(line {meta_line['nColumns']})")
+    rows = _fast_rows([s for s in lines[i + 1:] if s.strip()], len(labels))
+    if rows is None:
+        rows = _storage_rows(path, lines, i, labels, label_line)
+    if "nRows" in meta:
+        try:
+            n_row = int(meta["nRows"])
+        except ValueError:
+            raise _err(path, meta_line["nRows"], f"nRows={meta['nRows']!r} is not an integer") from None
+        if n_row != len(rows):
+            raise _err(path, meta_line["nRows"], f"header says nRows={n_row} but the file has {len(rows)} rows")
+    arr = np.asarray(rows, dtype=float).reshape(len(rows), len(labels))
+    return Table(arr[:, 0], tuple(labels[1:]), arr[:, 1:], in_degrees, meta)
+
+
+def _storage_rows(path, lines, i, labels, label_line) -> list[list[float]]:
+    """The data rows after the label line ``i``, one line at a time (errors name line and column)."""
     rows = []
     for j in range(i + 1, len(lines)):
         s = lines[j].strip()
@@ -155,15 +184,7 @@ def read_storage(path) -> Table:
             raise _err(path, j + 1, f"{len(toks)} values, expected {len(labels)} (one per column label on "
                        f"line {label_line})")
         rows.append([_number(path, j + 1, c + 1, labels[c], t) for c, t in enumerate(toks)])
-    if "nRows" in meta:
-        try:
-            n_row = int(meta["nRows"])
-        except ValueError:
-            raise _err(path, meta_line["nRows"], f"nRows={meta['nRows']!r} is not an integer") from None
-        if n_row != len(rows):
-            raise _err(path, meta_line["nRows"], f"header says nRows={n_row} but the file has {len(rows)} rows")
-    arr = np.asarray(rows, dtype=float).reshape(len(rows), len(labels))
-    return Table(arr[:, 0], tuple(labels[1:]), arr[:, 1:], in_degrees, meta)
+    return rows
 
 
 def _fmt(x: float) -> str:
@@ -326,11 +347,34 @@ def read_trc(path) -> MarkerData:
         raise _err(path, 4, f"{len(names)} marker names but the header says NumMarkers={n_declared}")
     nm = len(names)
     width = 2 + 3 * nm
-    frames, times, rows = [], [], []
     i = 5
     body = lines[i:]
     last = max((k for k, s in enumerate(body) if s.strip()), default=-1)
-    for k, s in enumerate(body[: last + 1]):
+    first = next((k for k, s in enumerate(body) if s.strip()), 0)
+    data = body[first: last + 1]
+    # every field present (no missing marker, no empty line inside): one C call; else line by line
+    fast = _fast_rows(data, width) if all(s.strip() for s in data) else None
+    if fast is not None:
+        frames, times, rows = fast[:, 0], fast[:, 1], fast[:, 2:]
+    else:
+        frames, times, rows = _trc_rows(path, body[: last + 1], i, names, width)
+    pos = np.asarray(rows, dtype=float).reshape(len(rows), nm, 3) * scale
+    n_frames = meta.get("NumFrames")
+    if n_frames is not None and n_frames.isdigit() and int(n_frames) != len(rows):
+        raise _err(path, 3, f"header says NumFrames={n_frames} but the file has {len(rows)} data rows")
+    try:
+        rate = float(meta.get("DataRate", "nan"))
+    except ValueError:
+        raise _err(path, 3, f"DataRate={meta['DataRate']!r} is not a number") from None
+    return MarkerData(np.asarray(times), tuple(names), pos, units, rate, np.asarray(frames), meta)
+
+
+def _trc_rows(path, body, i, names, width):
+    """Frame numbers, times and ``(T, 3 nm)`` positions of the data lines ``body`` (starting after
+    line ``i``), one line at a time: empty fields are missing markers (NaN); errors name the line."""
+    nm = len(names)
+    frames, times, rows = [], [], []
+    for k, s in enumerate(body):
         ln = i + k + 1
         if not s.strip():
             if not rows:
@@ -354,15 +398,7 @@ def read_trc(path) -> MarkerData:
                     col = 3 + 3 * m + a
                     row[3 * m + a] = _number(path, ln, col, f"{names[m]} {'XYZ'[a]}", comp[a])
         rows.append(row)
-    pos = np.asarray(rows, dtype=float).reshape(len(rows), nm, 3) * scale
-    n_frames = meta.get("NumFrames")
-    if n_frames is not None and n_frames.isdigit() and int(n_frames) != len(rows):
-        raise _err(path, 3, f"header says NumFrames={n_frames} but the file has {len(rows)} data rows")
-    try:
-        rate = float(meta.get("DataRate", "nan"))
-    except ValueError:
-        raise _err(path, 3, f"DataRate={meta['DataRate']!r} is not a number") from None
-    return MarkerData(np.asarray(times), tuple(names), pos, units, rate, np.asarray(frames), meta)
+    return frames, times, rows
 
 
 def write_trc(path, markers: MarkerData, units: str = "mm") -> None:

@@ -169,9 +169,15 @@ def same_body_lengths(model: Model, q) -> jnp.ndarray:
 def _straight_opensim_moment_arms(model: Model, q):
     """Fast path without wrap objects (module docstring): R_geometric + ∂(same-body lengths)/∂q."""
     R = moment_arms(model, q)
-    if not get_paths(model).moving_maps:
+    paths = get_paths(model)
+    if not paths.moving_maps:
         return R
-    return R + jax.jacfwd(lambda x: same_body_lengths(model, x))(jnp.asarray(q, R.dtype)).T
+    # same-body lengths move only with the moving maps' inputs (conditional points switch, with zero
+    # derivative): differentiate in those coordinates alone (Gait2354: 2 of 23)
+    inputs = np.unique(np.concatenate([np.asarray(i, np.int64).reshape(-1) for i in paths.moving_inputs]))
+    q = jnp.asarray(q, R.dtype)
+    d_sub = jax.jacfwd(lambda z: same_body_lengths(model, q.at[inputs].set(z)))(q[inputs])  # (nm, k)
+    return R.at[inputs].add(d_sub.T)
 
 
 def opensim_moment_arms_and_lengths(model: Model, qs):

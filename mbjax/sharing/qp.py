@@ -275,12 +275,30 @@ def solve(A, b, lo, hi, w, p=2.0, x0=None, lam0=None, *, rho=30.0, inner=20, max
     x_st = jnp.clip(x_st, c[2], c[3])
     err = _natural_residual(x_st, lam_st, *c, p)
     converged = err <= (tol if polish else alm_tol)
-    # implicit derivatives with the final active set
+    # implicit derivatives with the final active set (computed only when differentiated)
     low, up = _active_sets(x_st, lam_st, c[0], c[2], c[3], c[4], p, reg)
-    _, J = _kkt(x_st, lam_st, low, up, *c, p, reg, delta)
-    G, _ = _kkt(x_st, lam_st, low, up, As, bs, lo, hi, w, p, reg, delta)
-    d = jnp.linalg.solve(J, G)
-    d = jnp.where(jnp.all(jnp.isfinite(d)), d, 0.0)
-    d = d - jax.lax.stop_gradient(d)
-    x, lam = x_st - d[:n], lam_st - d[n:]
+    x, lam = _implicit(x_st, lam_st, low, up, (As, bs, lo, hi, w, p), reg, delta)
     return QPSolution(x, lam, objective(x, w, p), err, converged, k_alm, k_pol)
+
+
+@jax.custom_jvp
+def _implicit(x_st, lam_st, low, up, theta, reg, delta):
+    """``(x*, λ*)``: the solution, whose derivative in ``theta = (A, b, lo, hi, w, p)`` is the
+    implicit-function one, ``-J⁻¹ ∂G/∂θ θ̇`` with the KKT residual ``G`` and its Jacobian ``J`` at
+    the solution for the final active set (module docstring, step 3).  Its value costs nothing:
+    the ``(n + m)`` KKT system is factored only under differentiation (JVP, or its transpose for
+    reverse mode); a singular ``J`` gives zero derivatives."""
+    return x_st, lam_st
+
+
+@_implicit.defjvp
+def _implicit_jvp(primals, tangents):
+    x_st, lam_st, low, up, theta, reg, delta = primals
+    t_theta = tangents[4]
+    n = x_st.shape[0]
+    _, J = _kkt(x_st, lam_st, low, up, *jax.lax.stop_gradient(theta), reg, delta)
+    _, dG = jax.jvp(lambda th: _kkt(x_st, lam_st, low, up, *th, reg, delta)[0], (theta,), (t_theta,))
+    lu = jax.scipy.linalg.lu_factor(J)
+    ok = jnp.all(jnp.isfinite(lu[0])) & jnp.all(jnp.abs(jnp.diagonal(lu[0])) > 0)
+    d = jnp.where(ok, jax.scipy.linalg.lu_solve(lu, dG), 0.0)
+    return (x_st, lam_st), (-d[:n], -d[n:])
