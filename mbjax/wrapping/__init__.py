@@ -5,10 +5,15 @@
 * one file per surface, each a single-segment ``wrapLine`` (contract in :mod:`._result`):
   :mod:`.cylinder`, :mod:`.sphere`, :mod:`.ellipsoid`, :mod:`.torus`;
 * :mod:`~mbjax.wrapping.path`: OpenSim's ``applyWrapObjects`` over whole paths, static-shaped,
-  read by :func:`mbjax.muscle_lengths` and :func:`mbjax.moment_arms`.
+  read by :func:`mbjax.muscle_lengths` and :func:`mbjax.moment_arms`;
+* :mod:`~mbjax.wrapping.smooth`: the smooth option beside OpenSim's algorithm, exact geodesic
+  lengths over a sphere and a cylinder (closed form, C¹ across contact, reverse-mode
+  differentiable), for one segment.
 """
 
 from ._result import INSIDE, MANDATORY, NO_WRAP, WRAPPED, WrapLine
 from .objects import KINDS, METHODS, PathWrap, WrapObject
+from .smooth import cylinder_geodesic_length, sphere_geodesic_length
 
-__all__ = ["INSIDE", "KINDS", "MANDATORY", "METHODS", "NO_WRAP", "PathWrap", "WRAPPED", "WrapLine", "WrapObject"]
+__all__ = ["INSIDE", "KINDS", "MANDATORY", "METHODS", "NO_WRAP", "PathWrap", "WRAPPED", "WrapLine", "WrapObject",
+           "cylinder_geodesic_length", "sphere_geodesic_length"]
