@@ -150,26 +150,29 @@ def read_storage(path) -> Table:
     labels = lines[i].strip().split("\t") if "\t" in lines[i] else lines[i].split()
     labels = [s.strip() for s in labels]
     label_line = i + 1
-    if "nColumns" in meta:
-        try:
-            n_col = int(meta["nColumns"])
-        except ValueError:
-            raise _err(path, meta_line["nColumns"], f"nColumns={meta['nColumns']!r} is not an integer") from None
-        if n_col != len(labels):
-            raise _err(path, label_line, f"{len(labels)} column labels but the header says nColumns={n_col} "
-                       f"(line {meta_line['nColumns']})")
+    n_col = _header_count(path, meta, meta_line, "nColumns")
+    if n_col is not None and n_col != len(labels):
+        raise _err(path, label_line, f"{len(labels)} column labels but the header says nColumns={n_col} "
+                   f"(line {meta_line['nColumns']})")
     rows = _fast_rows([s for s in lines[i + 1:] if s.strip()], len(labels))
     if rows is None:
         rows = _storage_rows(path, lines, i, labels, label_line)
-    if "nRows" in meta:
-        try:
-            n_row = int(meta["nRows"])
-        except ValueError:
-            raise _err(path, meta_line["nRows"], f"nRows={meta['nRows']!r} is not an integer") from None
-        if n_row != len(rows):
-            raise _err(path, meta_line["nRows"], f"header says nRows={n_row} but the file has {len(rows)} rows")
+    n_row = _header_count(path, meta, meta_line, "nRows")
+    if n_row is not None and n_row != len(rows):
+        raise _err(path, meta_line["nRows"], f"header says nRows={n_row} but the file has {len(rows)} rows")
     arr = np.asarray(rows, dtype=float).reshape(len(rows), len(labels))
     return Table(arr[:, 0], tuple(labels[1:]), arr[:, 1:], in_degrees, meta)
+
+
+def _header_count(path, meta, meta_line, key):
+    """The header's integer ``key`` (``nRows``/``nColumns``), ``None`` when absent; an error naming
+    the line when it is not an integer."""
+    if key not in meta:
+        return None
+    try:
+        return int(meta[key])
+    except ValueError:
+        raise _err(path, meta_line[key], f"{key}={meta[key]!r} is not an integer") from None
 
 
 def _storage_rows(path, lines, i, labels, label_line) -> list[list[float]]:
