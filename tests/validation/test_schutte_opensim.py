@@ -51,18 +51,37 @@ N_STATES = 12
 TOL = 1e-9
 
 
-@pytest.fixture(scope="module")
-def reference():
-    """OpenSim's values at random states, and mbjax's model."""
-    model = osim.Model(PATH)
+def _sine_controlled(path, frequency, phase):
+    """OpenSim's model at ``path`` with a Sine excitation per muscle (frequency(k), phase(k)):
+    (model, muscle set, muscle names, initialised state)."""
+    model = osim.Model(path)
     muscles = model.getMuscles()
     names = [muscles.get(i).getName() for i in range(muscles.getSize())]
     ctrl = osim.PrescribedController()
     for k, n in enumerate(names):
         ctrl.addActuator(muscles.get(n))
-        ctrl.prescribeControlForActuator(n, osim.Sine(0.5, 3.0 + k, 0.3 * k, 0.5))
+        ctrl.prescribeControlForActuator(n, osim.Sine(0.5, frequency(k), phase(k), 0.5))
     model.addController(ctrl)
-    s = model.initSystem()
+    return model, muscles, names, model.initSystem()
+
+
+def _muscle_outputs(model, s, muscles, names):
+    """Every muscle's control, length, lengthening speed, actuation, fibre velocity and both state
+    derivatives at state ``s`` (realized to dynamics here)."""
+    model.realizeDynamics(s)
+    model.computeStateVariableDerivatives(s)
+    ms = [muscles.get(n) for n in names]
+    return dict(u=[mu.getControl(s) for mu in ms], L=[mu.getLength(s) for mu in ms],
+                V=[mu.getLengtheningSpeed(s) for mu in ms], force=[mu.getActuation(s) for mu in ms],
+                fiber_velocity=[mu.getFiberVelocity(s) for mu in ms],
+                adot=[mu.getStateVariableDerivativeValue(s, "activation") for mu in ms],
+                ldot=[mu.getStateVariableDerivativeValue(s, "fiber_length") for mu in ms])
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """OpenSim's values at random states, and mbjax's model."""
+    model, muscles, names, s = _sine_controlled(PATH, lambda k: 3.0 + k, lambda k: 0.3 * k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mb = load_osim(PATH)
@@ -90,16 +109,9 @@ def reference():
             mu = muscles.get(n)
             mu.setStateVariableValue(s, "activation", float(a[i]))
             mu.setStateVariableValue(s, "fiber_length", float(lce[i]))
-        model.realizeDynamics(s)
-        model.computeStateVariableDerivatives(s)
-        ms = [muscles.get(n) for n in names]
-        row = dict(q=q, qd=qd, a=a, lce=lce, u=[mu.getControl(s) for mu in ms], L=[mu.getLength(s) for mu in ms],
-                   V=[mu.getLengtheningSpeed(s) for mu in ms], force=[mu.getActuation(s) for mu in ms],
-                   fiber_velocity=[mu.getFiberVelocity(s) for mu in ms],
-                   adot=[mu.getStateVariableDerivativeValue(s, "activation") for mu in ms],
-                   ldot=[mu.getStateVariableDerivativeValue(s, "fiber_length") for mu in ms])
+        row = dict(q=q, qd=qd, a=a, lce=lce, **_muscle_outputs(model, s, muscles, names))
         model.equilibrateMuscles(s)
-        row["lce_eq"] = [mu.getStateVariableValue(s, "fiber_length") for mu in ms]
+        row["lce_eq"] = [muscles.get(n).getStateVariableValue(s, "fiber_length") for n in names]
         for k in keys:
             out[k].append(np.asarray(row[k], float))
     return mb, {k: np.stack(v) for k, v in out.items()}, (model, names)
@@ -219,15 +231,7 @@ def test_wrist_library_model_matches_opensim(tmp_path):
     from mbjax.muscles import activation_derivative, muscle_lengths, state_from_fiber_length
 
     path = strip_wrapping(WRIST, str(tmp_path / "wrist.osim"))  # (it has no wrap objects today)
-    model = osim.Model(path)
-    muscles = model.getMuscles()
-    names = [muscles.get(i).getName() for i in range(muscles.getSize())]
-    ctrl = osim.PrescribedController()
-    for k, n in enumerate(names):
-        ctrl.addActuator(muscles.get(n))
-        ctrl.prescribeControlForActuator(n, osim.Sine(0.5, 1.0 + 0.5 * k, 0.2 * k, 0.5))
-    model.addController(ctrl)
-    s = model.initSystem()
+    model, muscles, names, s = _sine_controlled(path, lambda k: 1.0 + 0.5 * k, lambda k: 0.2 * k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mb = load_osim(path)
@@ -252,14 +256,8 @@ def test_wrist_library_model_matches_opensim(tmp_path):
         for i, n in enumerate(names):
             muscles.get(n).setStateVariableValue(s, "activation", float(a[i]))
             muscles.get(n).setStateVariableValue(s, "fiber_length", float(lce[i]))
-        model.realizeDynamics(s)
-        model.computeStateVariableDerivatives(s)
-        ms = [muscles.get(n) for n in names]
-        rows.append([q, a, lce] + [np.array([f(mu) for mu in ms]) for f in (
-            lambda mu: mu.getControl(s), lambda mu: mu.getLength(s), lambda mu: mu.getLengtheningSpeed(s),
-            lambda mu: mu.getActuation(s), lambda mu: mu.getFiberVelocity(s),
-            lambda mu: mu.getStateVariableDerivativeValue(s, "activation"),
-            lambda mu: mu.getStateVariableDerivativeValue(s, "fiber_length"))])
+        out = _muscle_outputs(model, s, muscles, names)
+        rows.append([q, a, lce] + [np.array(out[k]) for k in ("u", "L", "V", "force", "fiber_velocity", "adot", "ldot")])
     q, a, lce, u, L, V, force, vel, adot, ldot = (np.stack(x) for x in zip(*rows))
     inv = np.argsort(order)  # OpenSim's order -> mbjax's
 
