@@ -21,8 +21,11 @@ ratio is OpenSim's time over mbjax's.  Writes nothing into the repository (a tem
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import pathlib
+import subprocess
 import shutil
 import sys
 import tempfile
@@ -38,6 +41,9 @@ def _extra(ap):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--case", choices=("arm26", "gait", "all"), default="all",
                     help="the arm26 tutorial (IK + SO), the Gait2354 gait cycle (IK + ID + SO), or both")
+    ap.add_argument("--no-cached-cold", action="store_true",
+                    help="skip the gait case's cold run with the persistent compilation cache (two child processes)")
+    ap.add_argument("--cache-child", metavar="DIR", help=argparse.SUPPRESS)
 
 
 args = device_setup(__doc__.splitlines()[0], _extra)
@@ -145,12 +151,48 @@ def arm26(tmp):
                               ("IK + SO", ik_cold + so_cold, ik_warm + so_warm, os_ik + os_so)])
 
 
-def gait(tmp):
-    """OpenSim's Gait2354 walking pipeline (shipped): IK, ID and SO of one gait cycle, 0.4-1.6 s."""
+def _gait_setups(tmp):
     folder = tmp / "gait2354_walk"
     shutil.copytree(mbjax.models.pipeline_path("gait2354_walk"), folder)
-    ik_setup, id_setup, so_setup = (folder / f"subject01_Setup_{n}.xml"
-                                    for n in ("IK", "InverseDynamics", "StaticOptimization"))
+    return folder, tuple(folder / f"subject01_Setup_{n}.xml" for n in ("IK", "InverseDynamics", "StaticOptimization"))
+
+
+def _cache_child(tmp, cache):
+    """A fresh process with the persistent compilation cache at ``cache``: the three cold calls."""
+    mbjax.enable_compilation_cache(cache)
+    folder, (ik_setup, id_setup, so_setup) = _gait_setups(tmp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.io.load_osim(folder / "subject01_simbody.osim")
+        markers = load_markers(folder / "subject01_simbody.osim", model)
+    out = {}
+    for name, fn in (("IK", lambda: mbjax.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False)),
+                     ("ID", lambda: mbjax.inverse_dynamics_from_setup(id_setup, model, write=False)),
+                     ("SO", lambda: mbjax.static_optimization_from_setup(so_setup, model, write=False, progress=False))):
+        t0 = time.perf_counter()
+        fn()
+        out[name] = time.perf_counter() - t0
+    print("CACHED_COLD " + json.dumps(out), flush=True)
+
+
+def _cached_cold(tmp):
+    """Cold times (s) of IK, ID, SO in a new process whose compiled programs come from the
+    persistent cache a first child process wrote (:func:`mbjax.enable_compilation_cache`)."""
+    cache = tmp / "xla_cache"
+    times = None
+    for _ in range(2):  # the first child compiles and writes, the second reads back
+        proc = subprocess.run([sys.executable, __file__, "--cache-child", str(cache)], capture_output=True,
+                              text=True, timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"cached-cold child failed:\n{proc.stderr[-2000:]}")
+        line = [x for x in proc.stdout.splitlines() if x.startswith("CACHED_COLD ")][-1]
+        times = json.loads(line[len("CACHED_COLD "):])
+    return times
+
+
+def gait(tmp):
+    """OpenSim's Gait2354 walking pipeline (shipped): IK, ID and SO of one gait cycle, 0.4-1.6 s."""
+    folder, (ik_setup, id_setup, so_setup) = _gait_setups(tmp)
     # OpenSim's IK would overwrite the coordinates file that both ID runs read: write it aside
     text = ik_setup.read_text()
     assert "<output_motion_file>subject01_walk1_ik.mot</output_motion_file>" in text
@@ -199,10 +241,21 @@ def gait(tmp):
     _table("Gait2354 gait cycle", [
         ("IK", ik_cold, ik_warm, os_ik), ("ID", id_cold, id_warm, os_id), ("SO", so_cold, so_warm, os_so),
         ("total", ik_cold + id_cold + so_cold, ik_warm + id_warm + so_warm, os_ik + os_id + os_so)])
+    if not args.no_cached_cold:
+        c = _cached_cold(tmp)
+        c["total"] = c["IK"] + c["ID"] + c["SO"]
+        refs = {"IK": os_ik, "ID": os_id, "SO": os_so, "total": os_ik + os_id + os_so}
+        print("\ncold in a new process with the persistent compilation cache (mbjax.enable_compilation_cache; "
+              "tracing still runs, XLA compilation is read back)")
+        for k in ("IK", "ID", "SO", "total"):
+            print(f"{k:8s} {c[k]:15.3f} s   OpenSim {refs[k]:8.3f} s   ratio {refs[k] / c[k]:6.2f}x")
 
 
 def main():
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="mbjax_pipeline_"))
+    if args.cache_child:
+        _cache_child(tmp, args.cache_child)
+        return
     if args.case in ("arm26", "all"):
         arm26(tmp)
     if args.case in ("gait", "all"):

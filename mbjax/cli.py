@@ -625,6 +625,13 @@ def _setup_model(args, tool):
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    if not args.no_compile_cache:
+        from .compilation_cache import enable_compilation_cache
+
+        try:
+            enable_compilation_cache()
+        except ValueError as e:  # an unwritable cache folder costs speed, not the run
+            print(f"mbjax: warning: {e}; compiling without the cache", file=sys.stderr)
     if args.model is not None:
         return load_model(args.model), _osim_path(args.model)
     if not os.path.exists(args.setup):
@@ -805,6 +812,9 @@ def build_parser():
         tool.add_argument("--out", help=out_help)
         tool.add_argument("--plot", metavar="FILE.png", help="plot the result over time")
         tool.add_argument("--quiet", action="store_true", help="no progress output")
+        tool.add_argument("--no-compile-cache", action="store_true",
+                          help="do not keep compiled programs on disk between runs (default: kept in "
+                               "$MBJAX_CACHE_DIR or ~/.cache/mbjax/xla, so a second run skips XLA compilation)")
         tool.set_defaults(func=fn)
     return p
 

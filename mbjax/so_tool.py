@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _checks
 from .forces.body_actuators import PointActuator, TorqueActuator, actuator_matrix
 from .id_tool import _force_elements_applied, coordinate_trajectory, inverse_dynamics_frames
 from .io.storage import Table, read_storage, write_storage
@@ -225,9 +226,17 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     if progress:
         print(f"static optimization: {len(muscles)} muscles, {len(reserves)} reserves: solving (one compilation "
               "per model and frame count, frames warm-started in order) ...", flush=True)
-    res = _solve_frames(model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)), kw, body,
-                        float(exponent), bool(use_muscle_physiology), moment_arm_rule,
-                        tuple(sorted(options.items())))
+    with _checks.checks(False):  # q, qd, qdd, tau checked finite above: no host callbacks in the solver
+        res = _solve_frames(model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)), kw, body,
+                            float(exponent), bool(use_muscle_physiology), moment_arm_rule,
+                            tuple(sorted(options.items())))
+    finite = np.all(np.isfinite(np.asarray(res.activations)), axis=1)
+    if not finite.all():  # the solver runs without run-time checks: a NaN is reported here
+        nan = np.nonzero(~finite)[0]
+        raise ValueError(f"static optimization: activations are NaN or inf at {nan.size} of {t.shape[0]} frames "
+                         f"(first at t = {t[nan[0]]:.6g} s): the model's muscle lengths, moment arms or force "
+                         "curves are not finite there (check them at that pose, e.g. mbjax.moment_arms under "
+                         "mbjax.checks(True))")
     bad = np.nonzero(~np.asarray(res.converged))[0]
     if bad.size:
         warnings.warn(f"static optimization did not converge at {bad.size} of {t.shape[0]} frames (first at "

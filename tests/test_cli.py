@@ -36,9 +36,14 @@ def _run(args, devices=None, cwd=None, env_extra=None):
 
 
 def _main(capsys, *args):
-    """``mbjax ARGS`` in-process: (exit status, stdout, stderr); argparse's own exits included."""
+    """``mbjax ARGS`` in-process: (exit status, stdout, stderr); argparse's own exits included.
+    The OpenSim tools run without the persistent compilation cache here (it would switch JAX's
+    global cache on for the rest of the test process); ``test_tool_compile_cache`` runs it."""
+    args = list(args)
+    if args and args[0] in ("ik", "id", "so"):
+        args.append("--no-compile-cache")
     try:
-        rc = cli.main(list(args))
+        rc = cli.main(args)
     except SystemExit as e:
         rc = e.code
     out, err = capsys.readouterr()
@@ -437,6 +442,52 @@ def test_id_and_ik_setups(tmp_path, capsys):
     ref = read_storage(os.path.join(OPENSIM_DATA, "arm26_ik", "arm26_InverseKinematics.mot"))
     assert ik.in_degrees and ik.labels == ref.labels and ik.data.shape == ref.data.shape
     assert np.abs(ik.data - ref.data).max() < 0.5  # degrees; the close comparison is test_ik.py's
+
+
+def test_tool_compile_cache(tmp_path):
+    """``mbjax ik`` in two fresh processes sharing $MBJAX_CACHE_DIR: the first writes compiled
+    programs, the second reads them back (writes none) and writes the same motion as a run without
+    the cache in this process."""
+    from mbjax.io import read_storage
+
+    setup = os.path.join(OPENSIM_DATA, "arm26_ik", "arm26_Setup_InverseKinematics.xml")
+    cache = tmp_path / "xla"
+    env = {**os.environ, "MBJAX_CACHE_DIR": str(cache), "JAX_PLATFORMS": "cpu"}
+
+    def run(out):
+        proc = subprocess.run([sys.executable, "-m", "mbjax.cli", "ik", setup, "--model", "arm26", "--out",
+                               str(tmp_path / out), "--quiet"], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return read_storage(tmp_path / out).data, sorted(os.listdir(cache))
+
+    first, entries = run("a.mot")
+    assert entries, "the first run wrote no compiled program"
+    second, entries2 = run("b.mot")
+    assert entries2 == entries  # every program read back, none compiled and written again
+    np.testing.assert_array_equal(second, first)
+    code = cli.main(["ik", setup, "--model", "arm26", "--out", str(tmp_path / "c.mot"), "--quiet",
+                     "--no-compile-cache"])
+    assert code == 0
+    np.testing.assert_allclose(first, read_storage(tmp_path / "c.mot").data, rtol=0, atol=1e-12)
+
+
+def test_compilation_cache_refuses_bad_folders(tmp_path, monkeypatch):
+    from mbjax.compilation_cache import default_cache_dir, enable_compilation_cache
+
+    monkeypatch.setenv("MBJAX_CACHE_DIR", str(tmp_path / "here"))
+    assert default_cache_dir() == str(tmp_path / "here")
+    monkeypatch.delenv("MBJAX_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == os.path.join(str(tmp_path / "xdg"), "mbjax", "xla")
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    with pytest.raises(ValueError, match="not a folder"):
+        enable_compilation_cache(afile)
+    with pytest.raises(ValueError, match="cannot create"):
+        enable_compilation_cache(afile / "sub")
+    with pytest.raises(ValueError, match="min_compile_time"):
+        enable_compilation_cache(tmp_path / "ok", min_compile_time=-1.0)
+    assert jax.config.jax_compilation_cache_dir in (None, "")  # refused calls leave JAX's config alone
 
 
 def test_tool_setup_errors(tmp_path, capsys):

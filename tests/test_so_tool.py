@@ -153,3 +153,20 @@ def test_second_motion_of_the_same_length_does_not_trace_again(monkeypatch):
                                         progress=False)
     assert len(traces) == 1
     assert not np.allclose(first.activations, second.activations)
+
+
+def test_nan_in_the_model_is_reported_not_returned():
+    """The solver is traced without run-time checks (so it can be cached on disk): a path point
+    made NaN must still stop the run with a message naming the frames, not return NaN activations."""
+    import equinox as eqx
+
+    from mbjax.so_tool import static_optimization_motion
+
+    model = mbjax.models.load("arm26", ignore_wrapping=True)
+    paths = model.extras["muscles"]
+    bad = eqx.tree_at(lambda p: p.location, paths, paths.location.at[2, 0, 0].set(np.nan))
+    model = eqx.tree_at(lambda m: m.extras, model, {**model.extras, "muscles": bad})
+    t = np.linspace(0.0, 0.5, 11)
+    table = Table(t, tuple(model.coordinate_names), np.stack([0.1 + 0 * t, 0.5 + t], 1), False, {})
+    with pytest.raises(ValueError, match=r"NaN or inf at 11 of 11 frames \(first at t = 0 s\)"):
+        static_optimization_motion(model, table, progress=False)

@@ -1,0 +1,77 @@
+"""Compiled programs kept on disk between Python sessions (JAX's persistent compilation cache).
+
+mbjax compiles once per model structure and argument shapes, but a fresh Python process (a new
+notebook kernel, each ``mbjax ik|id|so`` command) compiles again: 4-9 s per OpenSim tool on the
+Gait2354 pipeline.  :func:`enable_compilation_cache` points JAX's persistent cache at a folder, so
+a later process with the same model structure, shapes, JAX version and machine reads the compiled
+executables back instead of running XLA again (measured in ``benchmarks/pipeline.py``'s
+``cold, cached`` column).  Tracing (Python) still runs; results are identical, because the cache
+key is a hash of the lowered program, the compile options, the JAX/jaxlib versions and the device.
+
+The command line enables it by default (``--no-compile-cache`` to switch off); in Python it is an
+explicit call, since it changes JAX's global configuration::
+
+    import mbjax
+    mbjax.enable_compilation_cache()            # ~/.cache/mbjax/xla, or $MBJAX_CACHE_DIR
+
+It takes effect from the next compilation on, also when called late.  A program whose compilation took less than
+``min_compile_time`` seconds is not written (reading it back would gain nothing).  Programs with
+host callbacks (``eqx.error_if`` run-time checks, ``mbjax.checks(True)``) are never cached by JAX;
+the OpenSim tools trace their solvers with checks off after validating inputs, so they are.
+"""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_MAX_BYTES = 2 * 1024 ** 3
+
+
+def default_cache_dir() -> str:
+    """``$MBJAX_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/mbjax/xla`` (``~/.cache/mbjax/xla``)."""
+    env = os.environ.get("MBJAX_CACHE_DIR")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "mbjax", "xla")
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compile_time: float = 0.2,
+                             max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """Keep compiled programs in ``path`` (default :func:`default_cache_dir`) across sessions.
+
+    ``min_compile_time``: seconds a compilation must take to be written; ``max_bytes``: the folder's
+    size cap (JAX evicts the least recently used entries beyond it; ``-1``: no cap).  Returns the
+    folder.  Raises ``ValueError`` for a path that exists and is not a folder, or that cannot be
+    created or written.
+    """
+    import jax
+
+    folder = os.path.abspath(os.path.expanduser(os.fspath(path))) if path is not None else default_cache_dir()
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ValueError(f"compilation cache {folder}: exists and is not a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"compilation cache {folder}: cannot create the folder ({e.strerror})") from None
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"compilation cache {folder}: the folder is not writable")
+    if not min_compile_time >= 0:
+        raise ValueError(f"min_compile_time must be >= 0 seconds, got {min_compile_time}")
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time))
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    jax.config.update("jax_compilation_cache_max_size", int(max_bytes))
+    # JAX decides whether to use the cache at the first compilation of the process; a call after
+    # that one would otherwise be ignored without a word
+    from jax.experimental.compilation_cache import compilation_cache as _cc
+
+    _cc.reset_cache()
+    return folder
+
+
+def compilation_cache_dir() -> str | None:
+    """The folder JAX's persistent cache writes to now, or None when it is off."""
+    import jax
+
+    return jax.config.jax_compilation_cache_dir or None
