@@ -38,6 +38,7 @@ from .._batching import materialize as _materialize
 from .._kinematics import check_vector, forward_pass, joint_values
 from .._model import Model
 from .geometry import muscle_lengths, path_geometry, wrapped_paths
+from ..wrapping._jacobian_rule import raw_forward_mode
 from .paths import PathState, empty_result, get_paths, path_state, require_path
 
 
@@ -148,7 +149,8 @@ def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
         return wrapped_paths(model, x, kin, path_geometry(model, x, kin)).length
 
     basis = jnp.broadcast_to(jnp.eye(nq, dtype=q.dtype).reshape((nq, nq) + (1,) * len(batch)), (nq, nq) + batch)
-    return -jax.vmap(lambda t: jax.jvp(wrapped_lengths, (q,), (t,))[1])(basis)
+    with raw_forward_mode():  # one JVP per coordinate through the surfaces' loops, not their reverse rule
+        return -jax.vmap(lambda t: jax.jvp(wrapped_lengths, (q,), (t,))[1])(basis)
 
 
 def moment_arms(model: Model, q) -> jnp.ndarray:

@@ -11,7 +11,8 @@ Here, under ``vmap`` (a ``custom_vmap`` rule), all lanes share the first ``share
 time and run apart to their end.  Each lane goes through exactly the iterations the unbatched
 loop would, so its values are those of ``lax.while_loop``.  Gathers and scatters are linear, so
 forward-mode derivatives (``jvp``, ``jacfwd``: what moment arms use) pass through; like any
-``while_loop`` it is not reverse-mode differentiable.
+``while_loop`` it is not reverse-mode differentiable by itself: the surfaces that use it get a
+transposable JVP rule in :mod:`~mbjax.wrapping._jacobian_rule`.
 """
 
 from __future__ import annotations

@@ -195,7 +195,8 @@ def _make_spiral_path(p1, p2, r1, r2, radius, far_side, single_wrap, p0, dn, ski
     for it (its result is discarded).  The restarts stop as soon as the lane is tangent, under
     ``vmap`` lane by lane (:func:`~mbjax.wrapping._lane_loop.lane_while_loop`: one lane that never
     becomes tangent no longer makes the batch run OpenSim's 100 restarts); the loop is
-    forward-mode differentiable (jvp, jacfwd: what moment arms use), not reverse.
+    forward-mode differentiable (jvp, jacfwd: what moment arms use); reverse mode goes through the
+    transposable rule :func:`~mbjax.wrapping.surfaces.evaluate_surface` attaches.
     """
     if not (isinstance(single_wrap, bool) and single_wrap):  # a static True needs no loop
         init = (r1, r2, jnp.asarray(skip, bool), jnp.zeros((), jnp.int32))

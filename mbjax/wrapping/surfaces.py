@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._jacobian_rule import with_jacobian_rule
 from ._math import seeded
 from ._result import MANDATORY, WrapLine
 from .objects import KINDS
@@ -51,6 +52,10 @@ SURFACES = {
     KINDS.index("WrapTorus"): _torus,
 }
 
+
+#: kinds that reverse mode differentiates as they are: the sphere is closed form, the torus runs its
+#: ``lmdif`` loop on ``stop_gradient`` inputs and attaches the derivative after it
+NATIVE_REVERSE = {KINDS.index("WrapSphere"), KINDS.index("WrapTorus")}
 
 #: kinds whose ``WrapAction`` is known before the surface path: only the first ``MANDATORY``
 #: candidate segment of a path can be chosen, so only that one runs the full (iterative) wrap
@@ -146,6 +151,12 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
             return lambda x, y, d_, a_, s_, m_, _g=None: SURFACES[k](x, y, d_, a_, s_, m_, single)
         return SURFACES[k]
 
+    def lanes(k, in_axes):
+        """The surface vmapped over lanes; an iterative one (while loops) gets a JVP rule that reverse
+        mode can transpose (:mod:`~mbjax.wrapping._jacobian_rule`)."""
+        fn = jax.vmap(surface(k), in_axes=in_axes)
+        return fn if k in NATIVE_REVERSE else with_jacobian_rule(fn)
+
     def gather(idx, *xs):
         safe = jnp.minimum(idx, M - 1)
         return tuple(x[safe] for x in xs)
@@ -168,7 +179,7 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
                 a, b, d_, ax, sg, me, f1, f2, *si = gather(idx, w1, w2, dims, axis, sign, method, far1, far2, *sg_in)
                 a = jnp.where(valid[:, None], a, f1)
                 b = jnp.where(valid[:, None], b, f2)
-                fn = jax.vmap(surface(_k), in_axes=(0, 0, 0, 0, 0, 0) + ((0,) if si else ()))
+                fn = lanes(_k, (0, 0, 0, 0, 0, 0) + ((0,) if si else ()))
                 out = fn(a, b, d_, ax, sg, me, *si)
                 u = mine[:, None] & use & (jnp.arange(N)[None] == win[:, None])  # (M, N)
                 hp = jnp.where(u, out.has_path[back][:, None], hp)
@@ -188,7 +199,7 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
             q2 = jnp.where(u[..., None], b, f2[:, None])
             # one vmap over the (lane, segment) pairs: nested vmaps batch every loop body twice
             rep = lambda x: jnp.repeat(x, N, axis=0)  # noqa: E731
-            out = jax.vmap(surface(_k))(q1.reshape(-1, 3), q2.reshape(-1, 3), rep(d_), rep(ax), rep(sg), rep(me),
+            out = lanes(_k, 0)(q1.reshape(-1, 3), q2.reshape(-1, 3), rep(d_), rep(ax), rep(sg), rep(me),
                                         *(rep(x) for x in si))
             out = jax.tree.map(lambda x: x.reshape((-1, N) + x.shape[1:]), out)
             u = mine[:, None] & use
