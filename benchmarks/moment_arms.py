@@ -1,7 +1,8 @@
 """Moment-arm throughput: ``jax.vmap(mbjax.moment_arms)`` vs OpenSim's ``computeMomentArm`` loop.
 
 Run: ``.venv/bin/python benchmarks/moment_arms.py [--quick] [--device gpu] [--float32] [--poses N] [--compile]``
-(``--compile``: trace / lower / XLA-compile seconds of the wrapped models only, :func:`compile_times`).
+(``--compile``: trace / lower / XLA-compile seconds of the wrapped models only, :func:`compile_times`;
+``--compile-cache DIR`` with it: the persistent compilation cache, run twice to time a cache read).
 
 Models: the full MoBL-ARMS file (54 paths × 7 coordinates) with its 87 wrap objects (issue 14:
 ≥ 1000× OpenSim, load + compile ≤ 10 s), the same file with its wrap objects removed (issue 13:
@@ -28,7 +29,11 @@ from _timing import device_setup, timed  # sets the platform before jax starts
 ARGS = device_setup(extra=lambda ap: (ap.add_argument("--poses", type=int, default=None),
                                       ap.add_argument("--osim-poses", type=int, default=None),
                                       ap.add_argument("--compile", action="store_true",
-                                                      help="only time trace, lowering and XLA compile of the wrapped models")))
+                                                      help="only time trace, lowering and XLA compile of the wrapped models"),
+                                      ap.add_argument("--compile-cache", metavar="DIR",
+                                                      help="with --compile: JAX's persistent compilation cache in DIR "
+                                                           "(mbjax.enable_compilation_cache); run twice, the second "
+                                                           "run's compile column is the time to read the program back")))
 
 import equinox as eqx  # noqa: E402
 import jax  # noqa: E402
@@ -85,8 +90,10 @@ def compile_times():
     (arm26 with its 4 wrap objects, the full MoBL), f = ``muscle_lengths`` and ``moment_arms``,
     then µs/pose of the compiled program (best of 3).  Process CPU seconds in brackets (the machine
     is shared: wall time is noisy, CPU time much less so)."""
-    from mbjax import models, muscle_lengths
+    from mbjax import enable_compilation_cache, models, muscle_lengths
 
+    if ARGS.compile_cache:
+        print(f"persistent compilation cache: {enable_compilation_cache(ARGS.compile_cache, min_compile_time=0.0)}")
     n = ARGS.poses or 64
     print(f"compile times on {jax.devices()[0].platform}, jit(vmap(f)) over {n} poses, float64")
     print(f"{'model':<12}{'function':<16}{'load s':>8}{'trace s':>16}{'lower s':>9}{'compile s':>18}{'µs/pose':>11}")
