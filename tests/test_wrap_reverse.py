@@ -112,3 +112,28 @@ def test_surface_rule_gives_the_raw_forward_jacobian_in_reverse(kind):
         assert np.all(np.isfinite(np.asarray(r))) and np.abs(np.asarray(f)).max() > 0.1
         np.testing.assert_allclose(np.asarray(r), np.asarray(f), rtol=0, atol=1e-12)
     np.testing.assert_array_equal(np.asarray(length(ruled, p1, p2, dims)), np.asarray(length(raw, p1, p2, dims)))
+
+
+@pytest.mark.extended  # ~20 s idle, 60 s on a loaded machine: two compilations of L-BFGS's step
+def test_fit_recovers_a_wrap_radius_by_reverse_mode_gradients():
+    """mbjax.identify.fit with optax's L-BFGS (jax.value_and_grad of a scalar loss through the wrap
+    pass) recovers the cylinder radius from lengths measured at wrapped and unwrapped poses."""
+    from mbjax import identify as idf
+
+    truth = _hinge_model("link")
+    thetas = jnp.asarray(np.linspace(2.0, 3.1, 12)[:, None])
+    measured = jax.vmap(muscle_lengths, in_axes=(None, 0))(truth, thetas)[:, 0]
+
+    def dims(m):
+        return m.extras["muscles"].wraps.dimensions
+
+    start = eqx.tree_at(dims, truth, dims(truth).at[0, 0].set(0.8 * R))
+
+    def loss(m):
+        lengths = jax.vmap(muscle_lengths, in_axes=(None, 0))(m, thetas)[:, 0]
+        return 0.5 * jnp.sum((lengths - measured) ** 2)
+
+    fitted, report = idf.fit(start, loss, dims, method="lbfgs", max_steps=100, tol=1e-14,
+                             progress=False)
+    assert abs(float(dims(fitted)[0, 0]) / R - 1.0) < 1e-6, report
+    np.testing.assert_array_equal(np.asarray(dims(fitted))[0, 1:], np.asarray(dims(truth))[0, 1:])  # no say in L
