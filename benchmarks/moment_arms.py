@@ -93,7 +93,11 @@ def compile_times():
     from mbjax import enable_compilation_cache, models, muscle_lengths
 
     if ARGS.compile_cache:
-        print(f"persistent compilation cache: {enable_compilation_cache(ARGS.compile_cache, min_compile_time=0.0)}")
+        import mbjax
+
+        print(f"persistent compilation cache: {enable_compilation_cache(ARGS.compile_cache, min_compile_time=0.0)}; "
+              "run-time checks off (JAX does not cache programs with host callbacks)")
+        mbjax.set_checks(False)
     n = ARGS.poses or 64
     print(f"compile times on {jax.devices()[0].platform}, jit(vmap(f)) over {n} poses, float64")
     print(f"{'model':<12}{'function':<16}{'load s':>8}{'trace s':>16}{'lower s':>9}{'compile s':>18}{'µs/pose':>11}")
