@@ -28,10 +28,11 @@ from jax.test_util import check_grads
 import mbjax
 from mbjax.io import load_osim
 from mbjax.muscles import PathPoint, with_muscles
+from mbjax.muscles.geometry import path_points
 from mbjax.muscles.paths import build_paths, get_paths
 from mbjax.wrapping import PathWrap, WrapObject, smooth_wrapping, with_wrapping
 from mbjax.wrapping.objects import xyz_body_fixed
-from mbjax.wrapping.smooth import cylinder_geodesic_length, sphere_geodesic_length
+from mbjax.wrapping.smooth import cylinder_geodesic, cylinder_geodesic_length, sphere_geodesic, sphere_geodesic_length
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _osim_models import ARM26, needs_arm26  # noqa: E402
@@ -80,23 +81,36 @@ def _lengths(model, qs):
     return np.asarray(jax.jit(jax.vmap(mbjax.muscle_lengths, in_axes=(None, 0)))(model, jnp.asarray(qs)))
 
 
+def _hinge_three():
+    """The hinge with three muscles, each over its own surface on the hinge: cylinder (quadrant all),
+    cylinder (+y: the long way round), sphere (ends at different heights)."""
+    b = mbjax.ModelBuilder(["theta"])
+    b.add_body("link", joint="revolute", axis=[0, 0, 1], map="theta", mass=1.0, inertia=np.eye(3) * 0.01)
+    model = b.build()
+    objects = [WrapObject("c_all", "WrapCylinder", "link", (R, 0.5, 0.0)),
+               WrapObject("c_py", "WrapCylinder", "link", (R, 0.5, 0.0), quadrant="+y"),
+               WrapObject("s", "WrapSphere", "link", (R, 0.0, 0.0))]
+    flat = [PathPoint("ground", [A, 0.0, 0.0]), PathPoint("link", [C, 0.0, 0.0])]
+    paths = build_paths(model.body_names, model.coordinate_names,
+                        {"c_all": flat, "c_py": flat,
+                         "s": [PathPoint("ground", [A, 0.0, -0.02]), PathPoint("link", [C, 0.0, 0.03])]},
+                        wrap_objects=objects, path_wraps={n: [PathWrap(n)] for n in ("c_all", "c_py", "s")})
+    return with_muscles(model, paths)
+
+
 def test_single_wraps_equal_opensim_where_its_path_is_the_shortest():
-    """One cylinder (ends at one axial height: OpenSim's tangent points are exact there) and one sphere
-    (OpenSim's great circle): ≤ 1e-9 m over clear and wrapped poses, quadrants on their side."""
+    """One cylinder (ends at one axial height: OpenSim's tangent points are exact there; quadrant all
+    and +y, the long way round) and one sphere (OpenSim's great circle): ≤ 1e-9 m over clear and
+    wrapped poses."""
     thetas = np.linspace(1.65, 3.1, 12)[:, None]  # from clear (onset 2.72) to wrapped
-    worst = 0.0
-    for kind, quadrant, h, z1, grid in [("WrapCylinder", "all", 0.0, 0.0, thetas),
-                                        ("WrapCylinder", "+y", 0.0, 0.0, thetas),  # +y: the long way round
-                                        ("WrapSphere", "all", 0.03, -0.02, thetas)]:
-        opensim = _hinge(kind, h, quadrant, z1)
-        smooth = smooth_wrapping(opensim)
-        assert get_paths(smooth).wraps.wrapping == "smooth" and get_paths(opensim).wraps.wrapping == "opensim"
-        got, ref = _lengths(smooth, grid), _lengths(opensim, grid)
-        straight = np.sqrt(A**2 + C**2 - 2 * A * C * np.cos(grid[:, 0]) + (h - z1) ** 2)
-        assert np.sum(got[:, 0] > straight + 1e-6) >= 3  # some poses wrap
-        worst = max(worst, np.abs(got - ref).max())
-        assert np.abs(got - ref).max() <= 1e-9, (kind, quadrant, np.abs(got - ref).max())
-    print(f"smooth vs OpenSim-exact where both are the shortest path: {worst:.1e} m")
+    opensim = _hinge_three()
+    smooth = smooth_wrapping(opensim)
+    assert get_paths(smooth).wraps.wrapping == "smooth" and get_paths(opensim).wraps.wrapping == "opensim"
+    got, ref = _lengths(smooth, thetas), _lengths(opensim, thetas)
+    straight = np.sqrt(A**2 + C**2 - 2 * A * C * np.cos(thetas) + np.array([0.0, 0.0, 0.05]) ** 2)
+    assert np.all(np.sum(got > straight + 1e-6, axis=0) >= 3)  # every muscle wraps at some poses
+    assert np.abs(got - ref).max() <= 1e-9, np.abs(got - ref).max(axis=0)
+    print(f"smooth vs OpenSim-exact where both are the shortest path: {np.abs(got - ref).max():.1e} m")
 
 
 def test_disjoint_ranges_are_sums_of_segment_geodesics():
@@ -125,7 +139,7 @@ def test_moment_arms_are_minus_the_gradient_in_both_modes():
     lengths = jax.jit(lambda x: mbjax.muscle_lengths(model, x))
     arms_of = jax.jit(lambda x: mbjax.moment_arms(model, x))
     rev_of = jax.jit(jax.jacrev(lambda x: mbjax.muscle_lengths(model, x)))  # moment_arms is forward mode
-    for q in ([0.55, 0.3], [1.05, 0.27]):  # both muscles over both surfaces, away from contact
+    for q in ([0.55, 0.3], [1.05, 0.27], [0.7, 0.3]):  # both muscles over both surfaces, away from contact
         q = jnp.asarray(q)
         arms = np.asarray(arms_of(q))
         rev = -np.asarray(rev_of(q)).T
@@ -134,7 +148,32 @@ def test_moment_arms_are_minus_the_gradient_in_both_modes():
         np.testing.assert_allclose(arms, rev, atol=1e-13)
         np.testing.assert_allclose(arms, fd, atol=1e-8)
         assert np.all(np.abs(arms) > 1e-3)  # both muscles cross both joints
-    check_grads(lengths, (q,), order=1, modes=("fwd", "rev"), eps=1e-6, atol=1e-6, rtol=1e-6)
+
+
+def test_tangent_points_pass_check_grads_in_both_modes():
+    """The chaining reads the tangent points and arcs, not only lengths: their derivatives at random
+    wrapped segments (both ends outside, away from contact), forward and reverse."""
+    rng = np.random.default_rng(3)
+    done = 0
+    while done < 1:
+        p1, p2 = rng.normal(size=3) * 0.15, rng.normal(size=3) * 0.15
+        if min(np.hypot(*p1[:2]), np.hypot(*p2[:2]), np.linalg.norm(p1), np.linalg.norm(p2)) < 1.3 * R:
+            continue
+        cyl = cylinder_geodesic(p1, p2, R, jnp.asarray([0.0, -1.0]))
+        sph = sphere_geodesic(p1, p2, R)
+        if not (bool(cyl.wraps) and bool(sph.wraps)) or float(cyl.arc) < 1e-3 or float(sph.arc) < 1e-3:
+            continue
+        for fn in (cylinder_geodesic, sphere_geodesic):
+            extra = (jnp.asarray([0.0, -1.0]),) if fn is cylinder_geodesic else ()
+
+            @jax.jit
+            def outputs(a, b, fn=fn, extra=extra):
+                g = fn(a, b, R, *extra)
+                return jnp.concatenate([g.t1, g.t2, g.arc[None], g.length[None]])
+
+            check_grads(outputs, (jnp.asarray(p1), jnp.asarray(p2)), order=1, modes=("fwd", "rev"), eps=1e-6,
+                        atol=1e-6, rtol=1e-6)
+        done += 1
 
 
 @pytest.mark.parametrize("kind", ["WrapCylinder", "WrapSphere"])
@@ -164,28 +203,26 @@ def test_c1_across_the_start_of_contact(kind):
     assert abs(float(grad(t0 - 1e-9)) - float(grad(t0 + 1e-9))) < 1e-7
 
 
-def test_two_surfaces_on_one_piece_chain_under_grad():
-    """'chain': the cylinder's tangent points end the pieces the sphere then wraps; reverse mode
-    through both equals central differences, and the path is longer than either wrap alone."""
-    model = smooth_wrapping(_finger())
+def test_two_surfaces_on_one_piece_chain():
+    """'chain': the cylinder's tangent points end the pieces the sphere then wraps (its gradient is
+    checked in the moment-arm test above)."""
     q = jnp.asarray([0.7, 0.3])
+    model = _finger()
     chain = model.muscle_names.index("chain")
-    fn = jax.jit(lambda x: mbjax.muscle_lengths(model, x)[chain])
-    g = np.asarray(jax.grad(fn)(q))
-    h = 1e-6
-    fd = np.array([(float(fn(q + h * e)) - float(fn(q - h * e))) / (2 * h) for e in np.eye(2)])
-    np.testing.assert_allclose(g, fd, atol=1e-8)
-    # each surface alone (the other's wrap dropped) gives a shorter path: both act
+    both = float(mbjax.muscle_lengths(smooth_wrapping(model), q)[chain])
+    paths = get_paths(model)
+    ws = paths.wraps
     singles = []
-    for keep in ("cyl", "sph"):
-        one = _finger()
-        paths = get_paths(one)
-        ws = paths.wraps
+    for keep in ("cyl", "sph"):  # the other wrap's slot switched off
         used = tuple(tuple(u and ws.names[o] == keep for o, u in zip(row, u_row)) for row, u_row in zip(ws.obj, ws.used))
-        one = with_muscles(one, dataclasses.replace(paths, wraps=dataclasses.replace(ws, used=used)))
+        one = with_muscles(model, dataclasses.replace(paths, wraps=dataclasses.replace(ws, used=used)))
         singles.append(float(mbjax.muscle_lengths(smooth_wrapping(one), q)[chain]))
-    both = float(fn(q))
-    assert both > max(singles) + 1e-3, (both, singles)
+    world, _ = path_points(model, q)
+    straight = float(jnp.linalg.norm(world[chain, 1] - world[chain, 0]))  # its two points
+    # the cylinder alone wraps the chord; the sphere misses the chord but obstructs the piece from
+    # the cylinder's tangent point to the insertion, which it wraps only in the chain
+    assert singles[0] > straight + 1e-2 and abs(singles[1] - straight) < 1e-12, (singles, straight)
+    assert both > singles[0] + 1e-3, (both, singles)
 
 
 def test_switching_back_is_the_opensim_default_bit_for_bit():
