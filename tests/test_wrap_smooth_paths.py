@@ -27,7 +27,7 @@ from jax.test_util import check_grads
 
 import mbjax
 from mbjax.io import load_osim
-from mbjax.muscles import PathPoint, with_muscles
+from mbjax.muscles import PathPoint, opensim_moment_arms, with_muscles
 from mbjax.muscles.geometry import path_points
 from mbjax.muscles.paths import build_paths, get_paths
 from mbjax.wrapping import PathWrap, WrapObject, smooth_wrapping, with_wrapping
@@ -148,6 +148,8 @@ def test_moment_arms_are_minus_the_gradient_in_both_modes():
         np.testing.assert_allclose(arms, rev, atol=1e-13)
         np.testing.assert_allclose(arms, fd, atol=1e-8)
         assert np.all(np.abs(arms) > 1e-3)  # both muscles cross both joints
+    # OpenSim's unit-force rule (static optimization, "opensim" moment arms) is the geometric one here
+    np.testing.assert_allclose(np.asarray(opensim_moment_arms(model, q)), arms, atol=1e-13)
 
 
 def test_tangent_points_pass_check_grads_in_both_modes():
