@@ -22,7 +22,19 @@ file indices, ``-1`` = ends, as OpenSim), in the surface frame ``A' = R_wᵀ(A �
   ``(A, T1)``, the geodesic arc ``T1 → T2`` of length ``s_w``, ``(T2, B)``; the tangent points are
   the ends of the straight pieces that the following wraps see;
 
-and the length is ``L = Σ_pieces |B − A| + Σ_arcs s``.  Cylinders are infinite (OpenSim's
+and the length is ``L = Σ_pieces |B − A| + Σ_arcs s``.
+
+Refinement (paths with two or more wraps).  After the sequential pass each segment is a chain
+``x_p → c₁ → c₂ → … → x_{p'}`` of *contacts* (one per wrap and piece, in path order; a contact that
+does not wrap is transparent, its two tangent points at its far neighbour).  A later surface wraps
+a piece that starts at an earlier one's tangent point T2, which was placed for the old far end, so
+the path has a kink at T2.  :data:`REFINE_PASSES` Gauss-Seidel passes recompute every contact, in
+wrap order, between its neighbours' current tangent points (the previous contact's T2, the next
+one's T1), which straightens those kinks; static index maps find the neighbours (contact ``k`` of
+wrap ``w`` owns the end of piece ``k + Σ_{v>w} P·2^v`` and the start of piece ``k + P·2^w``).  The
+chain stays a valid path at every pass.  Measured on Rajagopal2016's gastrocnemii (two cylinders
+on one segment) at 4 poses: the sequential pass is 0.0001–0.09 mm longer than the converged chain
+(32 passes), two passes leave ≤ 3e-7 m.  Cylinders are infinite (OpenSim's
 ``length`` only switches wrapping off when both of its tangent points lie beyond the ends: a jump
 left out here) and take their side from the quadrant (``cylinder_geodesic``'s ``allowed``: the
 path passes the quadrant's side; ``all``: the shorter way); spheres take the shorter great circle
@@ -42,13 +54,14 @@ sequence of wraps acts on the same pieces, except:
   cylinder instead jumps where an end point crosses the ray opposite its quadrant;
 * two surfaces on one piece: when an earlier wrap starts to touch a piece that a later one also
   obstructs, the later one now wraps the two halves through the contact point instead of the
-  whole piece, so the length jumps by the difference.  Sequential application (OpenSim's order)
-  is not the joint shortest path over both obstacles (CableSpan's); with one obstacle per piece
-  (wraps in disjoint ranges, or a later obstacle that only meets a tangent line of an earlier one),
-  the length is C¹.
+  whole piece (the chain's order of contacts changes), so the length can jump.  Sequential
+  application (OpenSim's order) fixes that order; CableSpan solves for the joint shortest path
+  instead.  With one obstacle per piece (wraps in disjoint ranges, or a later obstacle that only
+  meets a tangent line of an earlier one, the refinement below included) the length is C¹.
 
-Shapes are static (``P`` point slots → ``P·2^W`` pieces) and every step is a closed form, so the
-whole path is one straight-line program under ``jit``/``vmap``; :func:`smooth_wrap_lengths` is read
+Shapes are static (``P`` point slots → ``P·2^W`` pieces, ``P(2^W − 1)`` contacts) and every step
+is a closed form, with a fixed count of refinement passes, so the whole path is one straight-line
+program under ``jit``/``vmap``; :func:`smooth_wrap_lengths` is read
 by :func:`mbjax.muscle_lengths` and :func:`mbjax.moment_arms` (and everything built on them) when
 ``MuscleWraps.wrapping == "smooth"``.
 """
@@ -69,21 +82,24 @@ from .smooth import cylinder_geodesic, sphere_geodesic
 WRAPPINGS = ("opensim", "smooth")
 #: surfaces with a closed-form geodesic (the smooth option's)
 SMOOTH_KINDS = ("WrapCylinder", "WrapSphere")
+#: refinement passes after the sequential one, on paths with two or more wraps (module docstring)
+REFINE_PASSES = 2
 
 
 class SmoothPath(NamedTuple):
     """The smoothly wrapped paths of the wrapped muscles at one pose.
 
-    ``length (M,)``; ``start``/``end (M, K, 3)`` the world ends of the ``K = P·2^W`` straight pieces
-    (zero-length where unused), ``live (M, K)`` the pieces on a path, ``arcs (M, W)`` the summed
-    surface length per wrap slot.
+    ``length (M,)``; ``arcs (M, W)`` the surface length per wrap slot; the ``C = P(2^W − 1)``
+    contacts (contact ``k`` of wrap slot ``w`` at flat index ``P(2^w − 1) + k``, on piece ``k`` of
+    that wrap's pass): ``wraps (M, C)`` whether it touches its surface, ``t1``, ``t2 (M, C, 3)``
+    its world tangent points (meaningful where it wraps), after the refinement passes.
     """
 
     length: jnp.ndarray
-    start: jnp.ndarray
-    end: jnp.ndarray
-    live: jnp.ndarray
     arcs: jnp.ndarray
+    wraps: jnp.ndarray
+    t1: jnp.ndarray
+    t2: jnp.ndarray
 
 
 def _norm(v):
@@ -99,17 +115,60 @@ def _allowed(axis: int, sign: int) -> tuple[float, float]:
     return (float(sign), 0.0) if axis == 0 else (0.0, float(sign))
 
 
-def _one_pose(wraps, world, active, obj_rot, obj_pos) -> SmoothPath:
+def _contact(wraps, w, a, b, in_range, obj_rot, obj_pos):
+    """Wrap slot ``w`` of every row on the pieces ``(a, b)`` (``(M, K, 3)``, world): where it wraps
+    (``in_range`` and obstructed), its world tangent points and arcs."""
+    dtype = a.dtype
+    M = a.shape[0]
+    o = np.asarray(wraps.obj, dtype=np.int64)[:, w]
+    rows_on = np.asarray(wraps.used, dtype=bool)[:, w] & np.asarray(wraps.active, dtype=bool)[o]
+    kind_w = np.asarray(wraps.kinds)[o]
+    if not rows_on.any():  # a padding slot (or inactive objects) everywhere: nothing wraps
+        return jnp.zeros(a.shape[:2], bool), b, b, jnp.zeros(a.shape[:2], dtype)
+    rot, org = obj_rot[o], obj_pos[o]  # (M, 3, 3), (M, 3)
+    a_loc = jnp.einsum("mji,mkj->mki", rot, a - org[:, None])
+    b_loc = jnp.einsum("mji,mkj->mki", rot, b - org[:, None])
+    radius = wraps.dimensions.astype(dtype)[o, 0][:, None]  # (M, 1)
+    geo = None
+    if np.any(rows_on & (kind_w == "WrapCylinder")):
+        allowed = np.array([_allowed(wraps.axis[k], wraps.sign[k]) for k in o])[:, None, :]
+        geo = cylinder_geodesic(a_loc, b_loc, radius, jnp.asarray(allowed, dtype))
+    if np.any(rows_on & (kind_w == "WrapSphere")):
+        sph = sphere_geodesic(a_loc, b_loc, radius)
+        if geo is None:
+            geo = sph
+        else:
+            is_sph = jnp.asarray(kind_w == "WrapSphere")
+            geo = type(geo)(*(jnp.where(is_sph.reshape((M,) + (1,) * (x.ndim - 1)), y, x) for x, y in zip(geo, sph)))
+    wrap = in_range & jnp.asarray(rows_on)[:, None] & geo.wraps
+    t1 = jnp.einsum("mij,mkj->mki", rot, geo.t1) + org[:, None]
+    t2 = jnp.einsum("mij,mkj->mki", rot, geo.t2) + org[:, None]
+    return wrap, t1, t2, jnp.where(wrap, geo.arc, 0.0)
+
+
+def _chain(P: int, W: int):
+    """Static chain tables: ``order (P, 2^W − 1)`` the flat contact indices of each segment in path order
+    (contact ``k`` of wrap ``w`` is flat ``P(2^w − 1) + k``) and ``level (2^W − 1,)`` their wraps."""
+
+    def inorder(w, k):
+        if w == W:
+            return []
+        return inorder(w + 1, k) + [(w, k)] + inorder(w + 1, k + P * 2**w)
+
+    rows = [inorder(0, p) for p in range(P)]
+    order = np.array([[P * (2**w - 1) + k for w, k in row] for row in rows], dtype=np.int64)
+    level = np.array([w for w, _ in rows[0]], dtype=np.int64)
+    return order, level
+
+
+def _one_pose(wraps, world, active, obj_rot, obj_pos, passes: int) -> SmoothPath:
     """The smooth pass at one pose: ``world (M, P, 3)``, ``active (M, P)``, frames ``(O, 3, 3)``, ``(O, 3)``."""
     dtype = world.dtype
     M, P, _ = world.shape
     used = np.asarray(wraps.used, dtype=bool)
     W = used.shape[1] if used.size else 0
-    obj = np.asarray(wraps.obj, dtype=np.int64)
     start = np.asarray(wraps.start, dtype=np.int64)
     end = np.asarray(wraps.end, dtype=np.int64)
-    kinds = np.asarray(wraps.kinds)
-    obj_active = np.asarray(wraps.active, dtype=bool)
     later = np.triu(np.ones((P, P), dtype=bool), k=1)
     cand = jnp.asarray(later)[None] & active[:, None, :]
     has = jnp.any(cand, axis=-1)
@@ -117,59 +176,85 @@ def _one_pose(wraps, world, active, obj_rot, obj_pos) -> SmoothPath:
     live = active & has
     a = world
     b = jnp.where(live[..., None], jnp.take_along_axis(world, nxt[..., None], axis=1), world)
+    seg_start, seg_end = a, b
     lo = jnp.broadcast_to(jnp.arange(P), (M, P))  # the segment each piece belongs to: lo -> hi
     hi = nxt
-    arcs = []
-    dims = wraps.dimensions.astype(dtype)
+    arcs, ranges, contacts = [], [], []
     for w in range(W):
-        o = obj[:, w]
-        rows_on = used[:, w] & obj_active[o]
-        if not rows_on.any():
-            arcs.append(jnp.zeros(M, dtype))
-            continue
-        in_range = (live & jnp.asarray(rows_on)[:, None] & (lo >= jnp.asarray(start[:, w])[:, None])
-                    & (hi <= jnp.asarray(end[:, w])[:, None]))
-        rot, org = obj_rot[o], obj_pos[o]  # (M, 3, 3), (M, 3)
-        a_loc = jnp.einsum("mji,mkj->mki", rot, a - org[:, None])
-        b_loc = jnp.einsum("mji,mkj->mki", rot, b - org[:, None])
-        radius = dims[o, 0][:, None]  # (M, 1)
-        kind_w = kinds[o]
-        geo = None
-        if np.any(rows_on & (kind_w == "WrapCylinder")):
-            allowed = np.array([_allowed(wraps.axis[k], wraps.sign[k]) for k in o])[:, None, :]
-            geo = cylinder_geodesic(a_loc, b_loc, radius, jnp.asarray(allowed, dtype))
-        if np.any(rows_on & (kind_w == "WrapSphere")):
-            sph = sphere_geodesic(a_loc, b_loc, radius)
-            if geo is None:
-                geo = sph
-            else:
-                is_sph = jnp.asarray(kind_w == "WrapSphere")
-                geo = type(geo)(*(jnp.where(is_sph.reshape((M,) + (1,) * (x.ndim - 1)), y, x)
-                                  for x, y in zip(geo, sph)))
-        wrap = in_range & geo.wraps
-        t1 = jnp.einsum("mij,mkj->mki", rot, geo.t1) + org[:, None]
-        t2 = jnp.einsum("mij,mkj->mki", rot, geo.t2) + org[:, None]
+        in_range = live & (lo >= jnp.asarray(start[:, w])[:, None]) & (hi <= jnp.asarray(end[:, w])[:, None])
+        wrap, t1, t2, arc = _contact(wraps, w, a, b, in_range, obj_rot, obj_pos)
         w3 = wrap[..., None]
-        arcs.append(jnp.sum(jnp.where(wrap, geo.arc, 0.0), axis=-1))
+        arcs.append(arc)
+        ranges.append(in_range)
+        contacts.append((wrap, t1, t2, arc))
         a, b = jnp.concatenate([a, jnp.where(w3, t2, b)], axis=1), jnp.concatenate([jnp.where(w3, t1, b), b], axis=1)
         live = jnp.concatenate([live, live], axis=1)
         lo = jnp.concatenate([lo, lo], axis=1)
         hi = jnp.concatenate([hi, hi], axis=1)
-    arcs = jnp.stack(arcs, axis=1) if arcs else jnp.zeros((M, 0), dtype)
-    length = jnp.sum(jnp.where(live, _norm(b - a), 0.0), axis=-1) + jnp.sum(arcs, axis=-1)
-    return SmoothPath(length, a, b, live, arcs)
+    if not contacts:
+        z = jnp.zeros((M, 0), dtype)
+        return SmoothPath(jnp.sum(jnp.where(live, _norm(b - a), 0.0), axis=-1), z, z.astype(bool),
+                          jnp.zeros((M, 0, 3), dtype), jnp.zeros((M, 0, 3), dtype))
+    wrap = jnp.concatenate([c[0] for c in contacts], axis=1)  # (M, C) flat contacts
+    t1 = jnp.concatenate([c[1] for c in contacts], axis=1)
+    t2 = jnp.concatenate([c[2] for c in contacts], axis=1)
+    arc = jnp.concatenate([c[3] for c in contacts], axis=1)
+    if W < 2 or passes == 0:
+        arcs = jnp.stack([jnp.sum(x, axis=-1) for x in arcs], axis=1)
+        length = jnp.sum(jnp.where(live, _norm(b - a), 0.0), axis=-1) + jnp.sum(arcs, axis=-1)
+        return SmoothPath(length, arcs, wrap, t1, t2)
+    # refinement on the chains (module docstring): every contact again, between its neighbours
+    order, level = _chain(P, W)
+    n = order.shape[1]
+
+    def neighbours(wrap, t1, t2):
+        """For each chain position: the previous wrapping contact's T2 (else the segment's start) and
+        the next one's T1 (else its end), ``(M, P, n, 3)``; and the departure after the last."""
+        wc, a1, a2 = wrap[:, order], t1[:, order], t2[:, order]
+        prev, nxt_ = [], []
+        for i in range(n + 1):
+            x = seg_start
+            for j in range(i):
+                x = jnp.where(wc[:, :, j, None], a2[:, :, j], x)
+            prev.append(x)
+        for i in range(n):
+            x = seg_end
+            for j in reversed(range(i + 1, n)):
+                x = jnp.where(wc[:, :, j, None], a1[:, :, j], x)
+            nxt_.append(x)
+        return jnp.stack(prev[:n], axis=2), jnp.stack(nxt_, axis=2), prev[n]
+
+    for _ in range(passes):
+        for w in range(W):
+            prev, nxt_, _ = neighbours(wrap, t1, t2)
+            pos = np.nonzero(level == w)[0]  # chain positions of wrap w, each segment
+            flat = order[:, pos]  # (P, 2^w) flat contacts there
+            k = (flat - P * (2**w - 1)).reshape(-1)
+            sort = np.argsort(k)  # to contact order k
+            a_w = prev[:, :, pos].reshape(M, -1, 3)[:, sort]
+            b_w = nxt_[:, :, pos].reshape(M, -1, 3)[:, sort]
+            ww, tt1, tt2, aa = _contact(wraps, w, a_w, b_w, ranges[w], obj_rot, obj_pos)
+            sl = slice(P * (2**w - 1), P * (2**(w + 1) - 1))
+            wrap, t1, t2, arc = wrap.at[:, sl].set(ww), t1.at[:, sl].set(tt1), t2.at[:, sl].set(tt2), arc.at[:, sl].set(aa)
+    prev, _, last = neighbours(wrap, t1, t2)
+    wc, a1, ar = wrap[:, order], t1[:, order], arc[:, order]
+    into = jnp.where(wc, _norm(a1 - prev) + ar, 0.0)  # straight piece into each wrapping contact, its arc
+    length = jnp.sum(into, axis=(1, 2)) + jnp.sum(jnp.where(live[:, :P], _norm(seg_end - last), 0.0), axis=-1)
+    arcs = jnp.stack([jnp.sum(arc[:, P * (2**w - 1): P * (2**(w + 1) - 1)], axis=-1) for w in range(W)], axis=1)
+    return SmoothPath(length, arcs, wrap, t1, t2)
 
 
-def smooth_wrap_paths(wraps, world, active, obj_rot, obj_pos) -> SmoothPath:
+def smooth_wrap_paths(wraps, world, active, obj_rot, obj_pos, passes: int = REFINE_PASSES) -> SmoothPath:
     """Every wrapped muscle's smooth path (module docstring), at one pose or a batch.
 
     ``world (..., M, P, 3)`` / ``active (..., M, P)``: the path points of the wrapped muscles (rows
     of ``wraps.muscles``); ``obj_rot (..., O, 3, 3)``, ``obj_pos (..., O, 3)``: world frames of the
     wrap objects; ``...`` is at most one batch axis of poses (``vmap``-ed: no loop to stop early).
+    ``passes``: refinement passes after the sequential one (a static count; none with one wrap).
     """
     if world.ndim == 4:
-        return jax.vmap(lambda *x: _one_pose(wraps, *x))(world, active, obj_rot, obj_pos)
-    return _one_pose(wraps, world, active, obj_rot, obj_pos)
+        return jax.vmap(lambda *x: _one_pose(wraps, *x, passes))(world, active, obj_rot, obj_pos)
+    return _one_pose(wraps, world, active, obj_rot, obj_pos, passes)
 
 
 def check_smooth(wraps, muscle_names, source: str = "") -> None:
