@@ -22,19 +22,7 @@ file indices, ``-1`` = ends, as OpenSim), in the surface frame ``A' = R_wᵀ(A �
   ``(A, T1)``, the geodesic arc ``T1 → T2`` of length ``s_w``, ``(T2, B)``; the tangent points are
   the ends of the straight pieces that the following wraps see;
 
-and the length is ``L = Σ_pieces |B − A| + Σ_arcs s``.
-
-Refinement (paths with two or more wraps).  After the sequential pass each segment is a chain
-``x_p → c₁ → c₂ → … → x_{p'}`` of *contacts* (one per wrap and piece, in path order; a contact that
-does not wrap is transparent, its two tangent points at its far neighbour).  A later surface wraps
-a piece that starts at an earlier one's tangent point T2, which was placed for the old far end, so
-the path has a kink at T2.  :data:`REFINE_PASSES` Gauss-Seidel passes recompute every contact, in
-wrap order, between its neighbours' current tangent points (the previous contact's T2, the next
-one's T1), which straightens those kinks; static index maps find the neighbours (contact ``k`` of
-wrap ``w`` owns the end of piece ``k + Σ_{v>w} P·2^v`` and the start of piece ``k + P·2^w``).  The
-chain stays a valid path at every pass.  Measured on Rajagopal2016's gastrocnemii (two cylinders
-on one segment) at 4 poses: the sequential pass is 0.0001–0.09 mm longer than the converged chain
-(32 passes), two passes leave ≤ 3e-7 m.  Cylinders are infinite (OpenSim's
+and the length is ``L = Σ_pieces |B − A| + Σ_arcs s``.  Cylinders are infinite (OpenSim's
 ``length`` only switches wrapping off when both of its tangent points lie beyond the ends: a jump
 left out here) and take their side from the quadrant (``cylinder_geodesic``'s ``allowed``: the
 path passes the quadrant's side; ``all``: the shorter way); spheres take the shorter great circle
@@ -42,6 +30,18 @@ path passes the quadrant's side; ``all``: the shorter way); spheres take the sho
 have no closed-form geodesic and are refused by name.  Every wrap acts on every obstructed piece
 of its range, so there is no discrete choice of segment: with ``W`` wraps a segment holds at most
 ``2^W`` pieces, a static count (a piece that did not wrap leaves a zero-length twin).
+
+Refinement (paths with two or more wraps).  After the sequential pass each segment is a chain
+``x_p → c₁ → c₂ → … → x_{p'}`` of *contacts* (one per wrap and piece; their path order is static,
+the in-order walk of the tree of splits, :func:`_chain`).  A later surface wraps a piece that
+starts at an earlier one's tangent point T2, which was placed for the old far end, so the path has
+a kink at T2.  :data:`REFINE_PASSES` Gauss-Seidel passes recompute every contact, in wrap order,
+between its neighbours: the T2 of the nearest wrapping contact before it (else the segment's
+start) and the T1 of the nearest one after it (else the segment's end); a contact that does not
+wrap is skipped by its neighbours.  The chain stays a valid path at every pass, and its length is
+the straight pieces between consecutive wrapping contacts plus their arcs.  Measured on
+Rajagopal2016's gastrocnemii (two cylinders on one segment) at 4 poses: the sequential pass is
+0.0001–0.09 mm longer than the converged chain (32 passes), two passes leave ≤ 3e-7 m.
 
 Smoothness.  Each piece's replacement is C¹ across the start and end of contact (the arc grows
 from zero with the same slope as the chord it replaces) and C^∞ elsewhere, so L(q) is C¹ where the
@@ -57,12 +57,12 @@ sequence of wraps acts on the same pieces, except:
   whole piece (the chain's order of contacts changes), so the length can jump.  Sequential
   application (OpenSim's order) fixes that order; CableSpan solves for the joint shortest path
   instead.  With one obstacle per piece (wraps in disjoint ranges, or a later obstacle that only
-  meets a tangent line of an earlier one, the refinement below included) the length is C¹.
+  meets a tangent line of an earlier one, before or after refinement) the length is C¹.
 
 Shapes are static (``P`` point slots → ``P·2^W`` pieces, ``P(2^W − 1)`` contacts) and every step
 is a closed form, with a fixed count of refinement passes, so the whole path is one straight-line
-program under ``jit``/``vmap``; :func:`smooth_wrap_lengths` is read
-by :func:`mbjax.muscle_lengths` and :func:`mbjax.moment_arms` (and everything built on them) when
+program under ``jit``/``vmap``; :func:`smooth_wrap_paths` is read by
+:func:`mbjax.muscle_lengths` and :func:`mbjax.moment_arms` (and everything built on them) when
 ``MuscleWraps.wrapping == "smooth"``.
 """
 
