@@ -6,7 +6,9 @@ cannot cross, so ``jax.grad`` (reverse mode) works and the length is C¹ across 
 of contact (a segment touching the surface tangentially) and C^∞ elsewhere.  They are not
 OpenSim's numbers where OpenSim's heuristics depart from the shortest path (the cylinder's
 tangent-point slide and restarts, quadrants, far-side wraps): use :mod:`mbjax.wrapping.path` for
-those.  Frames as in the OpenSim surfaces: centred at the origin, the cylinder's axis is z.
+those.  Frames as in the OpenSim surfaces: centred at the origin, the cylinder's axis is z.  This
+module is one segment over one surface; whole paths and models (``load_osim(path,
+wrapping="smooth")``) are :mod:`mbjax.wrapping.smooth_path`.
 
 With end points at distances ``a, b > R`` from the centre (sphere) or the axis (cylinder, in the
 cross-section), the angle ``γ`` between them about the centre/axis and the tangency angles
@@ -141,7 +143,7 @@ def _unit(v, n):
 
 
 def _any_normal(e):
-    """A unit vector normal to the unit vector ``e`` (smooth where it is used: never, generically)."""
+    """A unit vector normal to the unit vector ``e`` (for antipodal sphere ends, where the plane is free)."""
     k = jnp.argmin(jnp.abs(e), axis=-1)
     axis = (jnp.arange(3) == k[..., None]).astype(e.dtype)
     n = jnp.cross(e, axis)
