@@ -235,7 +235,8 @@ def _one_pose(wraps, world, active, obj_rot, obj_pos, passes: int) -> SmoothPath
             b_w = nxt_[:, :, pos].reshape(M, -1, 3)[:, sort]
             ww, tt1, tt2, aa = _contact(wraps, w, a_w, b_w, ranges[w], obj_rot, obj_pos)
             sl = slice(P * (2**w - 1), P * (2**(w + 1) - 1))
-            wrap, t1, t2, arc = wrap.at[:, sl].set(ww), t1.at[:, sl].set(tt1), t2.at[:, sl].set(tt2), arc.at[:, sl].set(aa)
+            wrap, arc = wrap.at[:, sl].set(ww), arc.at[:, sl].set(aa)
+            t1, t2 = t1.at[:, sl].set(tt1), t2.at[:, sl].set(tt2)
     prev, _, last = neighbours(wrap, t1, t2)
     wc, a1, ar = wrap[:, order], t1[:, order], arc[:, order]
     into = jnp.where(wc, _norm(a1 - prev) + ar, 0.0)  # straight piece into each wrapping contact, its arc
