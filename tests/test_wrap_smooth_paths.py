@@ -268,3 +268,23 @@ def test_refusals_name_the_wrap_and_the_choices():
         smooth_wrapping(with_muscles(model, paths))
     with pytest.warns(UserWarning, match="quadrant of 'w' is not applied"):
         smooth_wrapping(_hinge("WrapSphere", quadrant="-z"))
+
+
+def test_gradients_are_finite_at_degenerate_end_points():
+    """An end point at the sphere's centre or on the cylinder's axis (inside: the straight piece) must
+    not put NaN into reverse-mode gradients (it would reach every muscle of a batched model)."""
+    p1 = jnp.asarray([0.3, 0.02, 0.01])
+    fns = [lambda a, b: sphere_geodesic(a, b, R).length, lambda a, b: cylinder_geodesic(a, b, R).length,
+           lambda a, b: cylinder_geodesic(a, b, R, jnp.asarray([1.0, 0.0])).length,
+           lambda a, b: sphere_geodesic_length(a, b, R)[0], lambda a, b: cylinder_geodesic_length(a, b, R)[0],
+           lambda a, b: cylinder_geodesic_length(a, b, R, 1)[0]]
+
+    def total(a, b):  # everything at once: a NaN anywhere shows in the sum's gradient
+        return (sum(fn(a, b) for fn in fns) + jnp.sum(sphere_geodesic(a, b, R).t1)
+                + jnp.sum(cylinder_geodesic(a, b, R).t2))
+
+    grads = jax.jit(jax.grad(total, argnums=(0, 1)))
+    for p2 in ([0.0, 0.0, 0.0], [0.0, 0.0, 0.05]):
+        for args in ((p1, jnp.asarray(p2)), (jnp.asarray(p2), p1)):
+            g = grads(*args)
+            assert all(np.all(np.isfinite(np.asarray(x))) for x in g), (p2, g)

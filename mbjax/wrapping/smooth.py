@@ -94,8 +94,15 @@ def sphere_geodesic_length(p1, p2, radius):
     """
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
     a, b = _norm(p1), _norm(p2)
-    gamma = jnp.arctan2(_norm(jnp.cross(p1, p2)), jnp.sum(p1 * p2, axis=-1))  # in [0, π]
-    return _circle_wrap(a, b, gamma, radius, _norm(p1 - p2))
+    return _circle_wrap(a, b, _sphere_angle(p1, p2, a, b), radius, _norm(p1 - p2))
+
+
+def _sphere_angle(p1, p2, a, b):
+    """The angle between p1 and p2 about the centre, in [0, π]; 0 (grad-safe) where an end point is
+    at the centre (inside the sphere, where it is not used)."""
+    centre = (a == 0) | (b == 0)
+    cross = jnp.where(centre, 0.0, _norm(jnp.cross(p1, p2)))
+    return jnp.arctan2(cross, jnp.where(centre, 1.0, jnp.sum(p1 * p2, axis=-1)))
 
 
 def cylinder_geodesic_length(p1, p2, radius, side: int = 0):
@@ -108,7 +115,7 @@ def cylinder_geodesic_length(p1, p2, radius, side: int = 0):
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
     u, v = p1[..., :2], p2[..., :2]
     a, b = _norm(u), _norm(v)
-    phi = jnp.arctan2(u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0], jnp.sum(u * v, axis=-1))  # (-π, π]
+    phi = _angle(u, v)  # (-π, π]
     if side == 0:
         gamma = jnp.abs(phi)
     elif side in (1, -1):
@@ -156,8 +163,7 @@ def sphere_geodesic(p1, p2, radius) -> Geodesic:
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
     radius = jnp.asarray(radius, p1.dtype)
     a, b = _norm(p1), _norm(p2)
-    cross = _norm(jnp.cross(p1, p2))
-    gamma = jnp.arctan2(cross, jnp.sum(p1 * p2, axis=-1))  # in [0, π]
+    gamma = _sphere_angle(p1, p2, a, b)
     alpha, beta, wrap = _circle_angles(a, b, gamma, radius)
     e1 = _unit(p1, a)
     w = p2 - jnp.sum(p2 * e1, axis=-1, keepdims=True) * e1
@@ -179,9 +185,11 @@ def _cross2(u, v):
 
 
 def _angle(d, u):
-    """Signed angle from the 2-vector ``d`` to ``u`` in (−π, π] (grad-safe at u = 0)."""
-    zero = jnp.all(u == 0, axis=-1)
+    """Signed angle from the 2-vector ``d`` to ``u`` in (−π, π] (0, grad-safe, where either is 0: an
+    end point on the axis, inside the cylinder, where the angle is not used)."""
+    zero = jnp.all(u == 0, axis=-1) | jnp.all(d == 0, axis=-1)
     u = jnp.where(zero[..., None], jnp.ones_like(u), u)
+    d = jnp.where(zero[..., None], jnp.ones_like(d), d)
     return jnp.arctan2(_cross2(d, u), jnp.sum(d * u, axis=-1))
 
 
