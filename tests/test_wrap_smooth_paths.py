@@ -144,19 +144,19 @@ def test_disjoint_ranges_are_sums_of_segment_geodesics():
 def test_moment_arms_are_minus_the_gradient_in_both_modes():
     model = smooth_wrapping(_finger())
     lengths = jax.jit(lambda x: mbjax.muscle_lengths(model, x))
-    arms_of = jax.jit(lambda x: mbjax.moment_arms(model, x))
+    arms_of = jax.jit(lambda x: (mbjax.moment_arms(model, x), opensim_moment_arms(model, x)))
     rev_of = jax.jit(jax.jacrev(lambda x: mbjax.muscle_lengths(model, x)))  # moment_arms is forward mode
     for q in ([0.55, 0.3], [1.05, 0.27], [0.7, 0.3]):  # both muscles over both surfaces, away from contact
         q = jnp.asarray(q)
-        arms = np.asarray(arms_of(q))
+        arms, unit_force = (np.asarray(r) for r in arms_of(q))
         rev = -np.asarray(rev_of(q)).T
         h = 1e-6
         fd = -np.stack([(np.asarray(lengths(q + h * e)) - np.asarray(lengths(q - h * e))) / (2 * h) for e in np.eye(2)])
         np.testing.assert_allclose(arms, rev, atol=1e-13)
         np.testing.assert_allclose(arms, fd, atol=1e-8)
         assert np.all(np.abs(arms) > 1e-3)  # both muscles cross both joints
-    # OpenSim's unit-force rule (static optimization, "opensim" moment arms) is the geometric one here
-    np.testing.assert_allclose(np.asarray(opensim_moment_arms(model, q)), arms, atol=1e-13)
+        # OpenSim's unit-force rule (static optimization, "opensim" moment arms) is the geometric one here
+        np.testing.assert_allclose(unit_force, arms, atol=1e-13)
 
 
 def test_tangent_points_pass_check_grads_in_both_modes():
