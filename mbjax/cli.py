@@ -2,7 +2,7 @@
 
 ``mbjax moment-arms MODEL --vary COORD=START:STOP:STEP [--vary ...] [--set COORD=VALUE ...]
 [--random N] [--wrt COORD ...] [--muscles NAME ...] [--degrees] [--ignore-wrapping]
-[--allow-out-of-range] [--max-poses N] [--chunk-size N]
+[--wrapping opensim|smooth] [--allow-out-of-range] [--max-poses N] [--chunk-size N]
 [--distributed [--coordinator HOST:PORT --num-processes P --process-id I]] --out FILE.csv [--plot FILE.png]``
 
 ``mbjax ik|id|so SETUP.xml [--model MODEL] [--out PATH] [--plot FILE.png] [--quiet]`` runs an OpenSim
@@ -61,7 +61,7 @@ import numpy as np
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 #: library keyword -> the flag that sets it (error messages raised through the CLI name the flag)
-_KEYWORD_FLAGS = {"ignore_wrapping=True": "--ignore-wrapping"}
+_KEYWORD_FLAGS = {"ignore_wrapping=True": "--ignore-wrapping", "wrapping='opensim'": "--wrapping opensim"}
 
 
 class UsageError(Exception):
@@ -191,8 +191,9 @@ def _osim_path(spec: str) -> str | None:
     raise UsageError(f"unknown model {spec!r} (an .osim file, or one of {', '.join(BUILTIN)})")
 
 
-def load_model(spec: str, ignore_wrapping: bool = False):
-    """A model from an ``.osim`` path or a built-in name; library errors name the CLI flags."""
+def load_model(spec: str, ignore_wrapping: bool = False, wrapping: str = "opensim"):
+    """A model from an ``.osim`` path or a built-in name; library errors name the CLI flags.
+    ``wrapping``: OpenSim's algorithm or the smooth option (:func:`mbjax.io.load_osim`)."""
     path = _osim_path(spec)
     try:
         if path is None:
@@ -204,7 +205,7 @@ def load_model(spec: str, ignore_wrapping: bool = False):
             return shoulder_model(rhythm)
         from .io.osim import load_osim
 
-        return load_osim(path, ignore_wrapping=ignore_wrapping)
+        return load_osim(path, ignore_wrapping=ignore_wrapping, wrapping=wrapping)
     except (ValueError, NotImplementedError) as e:
         text, usage = _library_message(e)
         raise (UsageError if usage else Failure)(text) from None
@@ -363,7 +364,7 @@ def moment_arms_command(args):
     lead = jax.process_index() == 0  # only process 0 reports and writes files
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = load_model(args.model, args.ignore_wrapping)
+        model = load_model(args.model, args.ignore_wrapping, args.wrapping)
     for w in caught if lead else ():
         print(f"mbjax: warning: {w.message}", file=sys.stderr)
 
@@ -773,6 +774,9 @@ def build_parser():
     ma.add_argument("--degrees", action="store_true",
                     help="values of rotational coordinates are degrees (in --vary/--set and in the CSV)")
     ma.add_argument("--ignore-wrapping", action="store_true", help="load wrapping paths as straight lines")
+    ma.add_argument("--wrapping", choices=("opensim", "smooth"), default="opensim",
+                    help="wrap paths by OpenSim's algorithm (default) or the smooth geodesic option "
+                         "(cylinders and spheres only)")
     ma.add_argument("--allow-out-of-range", action="store_true",
                     help="sweep beyond a coordinate's range by more than its width (otherwise refused)")
     ma.add_argument("--max-poses", type=_positive_int, metavar="N",

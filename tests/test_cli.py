@@ -145,6 +145,15 @@ def test_wrapping_error_names_the_flag(tmp_path, capsys, monkeypatch):
     assert usage and text == "x.osim: wraps. Pass --ignore-wrapping to load"
 
 
+def test_smooth_wrapping_refusal_names_the_flags(tmp_path, capsys, monkeypatch):
+    """``--wrapping smooth`` on arm26 (ellipsoids): exit 2, the wrap named, the flags to use instead."""
+    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
+    rc, _, err = _main(capsys, "moment-arms", "arm26", "--wrapping", "smooth", "--vary", "r_elbow_flex=0:1:0.5",
+                       "--out", str(tmp_path / "x.csv"))
+    assert rc == 2 and "WrapEllipsoid 'TRIlonghh'" in err, err
+    assert "--wrapping opensim" in err and "--ignore-wrapping" in err and err.count("\n") == 1, err
+
+
 @pytest.mark.parametrize(
     "args, named",
     [

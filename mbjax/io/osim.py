@@ -71,7 +71,8 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   ``MusclePaths.wraps`` (:mod:`mbjax.wrapping`) and applied as OpenSim applies them; only wrap
   objects some path uses are kept.  ``ignore_wrapping=True`` is the explicit choice of
   straight-line paths (warned, and recorded in ``OsimInfo.wrapping_ignored``).  An unknown
-  ``<method>`` falls back to hybrid, as in OpenSim.
+  ``<method>`` falls back to hybrid, as in OpenSim.  ``wrapping="smooth"`` reads the same objects
+  into the smooth option instead (:mod:`mbjax.wrapping.smooth_path`).
 
 * Forces and constraints mbjax does not model (ElasticFoundationForce contact, the deprecated
   ``Delp1990Muscle_Deprecated``, constraints other than couplers and point-on-line) are refused by
@@ -1382,7 +1383,7 @@ def _is_float(s: str) -> bool:
 
 
 def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces=(), ignore_constraints=(),
-              independent_coordinates=None):
+              independent_coordinates=None, wrapping: str = "opensim"):
     """Load an OpenSim ``.osim`` model (3.x or 4.x XML) as an mbjax :class:`~mbjax.Model`.
 
     Muscle paths go to ``model.extras["muscles"]``, coordinate metadata to ``model.extras["osim"]``.
@@ -1408,7 +1409,17 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
     :class:`~mbjax.constraints.ImplicitMap` joint maps.  ``OsimInfo.eliminated`` says which and why,
     ``OsimInfo.assembled`` their assembled defaults.  ``ignore_constraints=("PointOnLineConstraint",)``
     still leaves them out instead.
+
+    ``wrapping``: how muscle paths wrap over the wrap surfaces, ``"opensim"`` (default: OpenSim 4.6's
+    algorithm, lengths equal to OpenSim's) or ``"smooth"`` (a taut cable of exact geodesics over
+    cylinders and spheres, differentiable in reverse mode and C¹ across contact, for
+    gradient-based optimal control; ellipsoids and tori are refused by name,
+    :mod:`mbjax.wrapping.smooth_path`).  With ``ignore_wrapping=True`` paths are straight either way.
     """
+    from ..wrapping.smooth_path import WRAPPINGS, with_wrapping
+
+    if wrapping not in WRAPPINGS:
+        raise ValueError(f"load_osim: wrapping must be one of {WRAPPINGS}, got {wrapping!r}")
     kwargs = dict(ignore_wrapping=ignore_wrapping, couplings=couplings, ignore_forces=ignore_forces,
                   ignore_constraints=ignore_constraints)
     loader = _Loader(path, **kwargs)
@@ -1417,10 +1428,10 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
         if independent_coordinates is not None:
             raise ValueError(f"{loader.doc.path}: independent_coordinates is for PointOnLineConstraint "
                              "elimination, and the file has no enforced PointOnLineConstraint")
-        return model
+        return with_wrapping(model, wrapping, loader.doc.path)
     from .osim_point_on_line import eliminate
 
-    return eliminate(path, loader, model, kwargs, independent_coordinates)
+    return with_wrapping(eliminate(path, loader, model, kwargs, independent_coordinates), wrapping, loader.doc.path)
 
 
 def _class_names(arg: str, names, supported) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from .._batching import Small, batch_last, materialize
 from .._kinematics import Kinematics, _local_eval, _scatter_gradient, check_vector, forward_pass
 from .._model import Model
 from ..wrapping.path import WrappedPath, wrap_paths
+from ..wrapping.smooth_path import smooth_wrap_paths
 from .paths import condition_values, empty_result, get_paths, require_path, segment_exists
 
 
@@ -159,6 +160,9 @@ def wrapped_paths(model: Model, q, kin: Kinematics, geo: PathGeometry) -> Wrappe
     and the result is returned batch-last like the rest of the path geometry.
     """
     wraps = get_paths(model).wraps
+    if wraps.wrapping != "opensim":
+        raise ValueError(f"wrapped_paths is OpenSim's wrap pass; this model's paths use {wraps.wrapping!r} wrapping "
+                         "(read their lengths with wrapped_lengths)")
     batch = q.shape[1:]
     rows = np.asarray(wraps.muscles)
     rot, org = wrap_frames(model, kin)
@@ -177,14 +181,37 @@ def wrapped_paths(model: Model, q, kin: Kinematics, geo: PathGeometry) -> Wrappe
     return WrappedPath(*(back(a) for a in out))
 
 
+def wrapped_lengths(model: Model, q, kin: Kinematics, geo: PathGeometry) -> jnp.ndarray:
+    """Path lengths ``(M, *batch)`` of the wrapped muscles (``wraps.muscles``) at ``q (nq, *batch)``, by
+    the model's wrapping algorithm: OpenSim's (:func:`wrapped_paths`) or the smooth taut cable
+    (:func:`mbjax.wrapping.smooth_path.smooth_wrap_paths`)."""
+    wraps = get_paths(model).wraps
+    if wraps.wrapping == "opensim":
+        return wrapped_paths(model, q, kin, geo).length
+    batch = q.shape[1:]
+    rows = np.asarray(wraps.muscles)
+    rot, org = wrap_frames(model, kin)
+
+    def front(a, k):  # move the batch axes (after the first k) to the front, flattened
+        a = jnp.moveaxis(a, tuple(range(k, a.ndim)), tuple(range(a.ndim - k)))
+        return a.reshape((-1,) + a.shape[len(batch):])
+
+    if not batch:
+        return smooth_wrap_paths(wraps, geo.world[rows], geo.active[rows], rot, org).length
+    out = smooth_wrap_paths(wraps, front(geo.world[rows], 3), front(geo.active[rows], 2), front(rot, 3),
+                            front(org, 2)).length  # (B, M)
+    return jnp.moveaxis(out.reshape(batch + out.shape[1:]), tuple(range(len(batch))),
+                        tuple(range(1, 1 + len(batch))))
+
+
 def _lengths_kernel(model: Model, q):
     kin = forward_pass(model, q)
     geo = path_geometry(model, q, kin)
     lengths = jnp.sum(geo.length, axis=1)
     wraps = get_paths(model).wraps
     if wraps is not None:
-        wrapped = wrapped_paths(model, q.astype(lengths.dtype), kin, geo)
-        lengths = lengths.at[np.asarray(wraps.muscles)].set(wrapped.length)
+        wrapped = wrapped_lengths(model, q.astype(lengths.dtype), kin, geo)
+        lengths = lengths.at[np.asarray(wraps.muscles)].set(wrapped)
     # fewer than 2 active points (conditional points out of range): no path, NaN (see muscle_lengths)
     return jnp.where(jnp.sum(geo.active, axis=1) >= 2, lengths, jnp.nan)
 
@@ -196,7 +223,8 @@ def _points_kernel(model: Model, q):
 
 def muscle_lengths(model: Model, q) -> jnp.ndarray:
     """Musculotendon path lengths L(q) ``(nm,)``: straight segments between active points, and
-    over wrap surfaces where the model has wrap objects (OpenSim's algorithm, :mod:`mbjax.wrapping.path`).
+    over wrap surfaces where the model has wrap objects (OpenSim's algorithm, :mod:`mbjax.wrapping.path`,
+    or the smooth option, :mod:`mbjax.wrapping.smooth_path`, as the model was loaded).
 
     A path left with fewer than 2 active points (its conditional points out of range) has no
     length: NaN, and a run-time error (``eqx.error_if``) while checks are on.  Coincident

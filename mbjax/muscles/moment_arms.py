@@ -37,8 +37,9 @@ from .._batching import batch_last
 from .._batching import materialize as _materialize
 from .._kinematics import check_vector, forward_pass, joint_values
 from .._model import Model
-from .geometry import muscle_lengths, path_geometry, wrapped_paths
 from ..wrapping._jacobian_rule import raw_forward_mode
+from .geometry import muscle_lengths, path_geometry
+from .geometry import wrapped_lengths as _wrapped_lengths
 from .paths import PathState, empty_result, get_paths, path_state, require_path
 
 
@@ -135,7 +136,8 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
 
 
 def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
-    """-∂L/∂q ``(nq, M, *batch)`` of the wrapped muscles: forward-mode through OpenSim's wrap pass.
+    """-∂L/∂q ``(nq, M, *batch)`` of the wrapped muscles: forward-mode through the wrap pass (OpenSim's,
+    or the smooth one, whose closed forms also run in reverse mode).
 
     The tangent points of OpenSim's surfaces are not exact geodesic tangencies (its cylinder and
     ellipsoid use heuristics), so the envelope theorem does not apply: the moment arm is the
@@ -146,7 +148,7 @@ def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
 
     def wrapped_lengths(x):
         kin = forward_pass(model, x)
-        return wrapped_paths(model, x, kin, path_geometry(model, x, kin)).length
+        return _wrapped_lengths(model, x, kin, path_geometry(model, x, kin))
 
     basis = jnp.broadcast_to(jnp.eye(nq, dtype=q.dtype).reshape((nq, nq) + (1,) * len(batch)), (nq, nq) + batch)
     with raw_forward_mode():  # one JVP per coordinate through the surfaces' loops, not their reverse rule

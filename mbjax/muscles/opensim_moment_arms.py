@@ -39,6 +39,12 @@ without ``MovingPathPoint`` s), instead of forward-differentiating the cross-bod
 the whole kinematics (29× slower on Gait2354).  The reference :func:`cross_body_lengths` route
 stays for wrapped paths and in the tests.
 
+**Smooth wrapping** (``load_osim(..., wrapping="smooth")``, :mod:`mbjax.wrapping.smooth_path`) has
+no OpenSim counterpart; its surface paths are exact shortest paths between their tangent points,
+so the unit tension's moment arm over them is −∂L/∂q and :func:`opensim_moment_arms` returns the
+straight-line rule for every muscle: the geometric R plus the same-body correction of the straight
+segments between a ``MovingPathPoint`` and a point of its own body.
+
 Tested against OpenSim 4.6's ``computeMomentArm`` in ``tests/validation/test_opensim_moment_arms.py``.
 Use the geometric R for dynamics (it is the generalized force a tension produces through the
 model's true kinematics: M q̈ + N q̇ = G + R F); use this function to reproduce numbers from
@@ -55,9 +61,15 @@ from typing import NamedTuple
 
 from .._kinematics import check_vector, forward_pass
 from .._model import Model
-from .geometry import path_geometry, wrap_frames, wrapped_paths
+from .geometry import path_geometry, wrap_frames, wrapped_lengths, wrapped_paths
 from .moment_arms import moment_arms
 from .paths import _active, _locations, _safe_norm, get_paths, path_state
+
+
+def _smooth(paths) -> bool:
+    """Whether the paths use smooth wrapping: a taut cable through exact tangent points, so the unit
+    tension's virtual work is −∂L/∂q over its surfaces (module docstring, "Smooth wrapping")."""
+    return paths.wraps is not None and paths.wraps.wrapping == "smooth"
 
 
 def cross_body_lengths(model: Model, q, frozen=None) -> jnp.ndarray:
@@ -194,7 +206,9 @@ def opensim_moment_arms_and_lengths(model: Model, qs):
     geo = path_geometry(model, q, kin)
     lengths = jnp.sum(geo.length, axis=1)  # (nm, T)
     frozen = None
-    if paths.wraps is not None:
+    if _smooth(paths):
+        lengths = lengths.at[np.asarray(paths.wraps.muscles)].set(wrapped_lengths(model, q, kin, geo))
+    elif paths.wraps is not None:
         wp = wrapped_paths(model, q, kin, geo)
         lengths = lengths.at[np.asarray(paths.wraps.muscles)].set(wp.length)
         rot, org = wrap_frames(model, kin)
@@ -218,7 +232,8 @@ def opensim_moment_arms(model: Model, q) -> jnp.ndarray:
     """Moment arms ``(nq, nm)`` as OpenSim's ``Muscle.computeMomentArm`` reports them (see module doc),
     over wrap surfaces too."""
     q = check_vector(model, q)
-    if get_paths(model).wraps is None:
+    paths = get_paths(model)
+    if paths.wraps is None or _smooth(paths):
         return _straight_opensim_moment_arms(model, q)
     frozen = frozen_wrap_paths(model, q)
     return -jax.jacfwd(lambda x: cross_body_lengths(model, x, frozen))(q).T

@@ -79,7 +79,9 @@ class MuscleWraps(eqx.Module):
     object in its body, ``dimensions (O, 3)`` (see :mod:`mbjax.wrapping.objects`).  Static:
     object names, kinds, bodies (``-1`` = ground), quadrant ``axis``/``sign`` and ``active``; per
     wrapped muscle (``muscles``, indices into the model's muscles) its wrap slots: ``obj``,
-    ``method``, 0-based point ``start``/``end``, ``used`` (padding mask).
+    ``method``, 0-based point ``start``/``end``, ``used`` (padding mask); ``wrapping``, the
+    algorithm the paths use (``"opensim"``, the default, or ``"smooth"``:
+    :func:`mbjax.wrapping.smooth_path.with_wrapping`).
     """
 
     rotation: jnp.ndarray
@@ -97,6 +99,8 @@ class MuscleWraps(eqx.Module):
     start: tuple[tuple[int, ...], ...] = eqx.field(static=True)
     end: tuple[tuple[int, ...], ...] = eqx.field(static=True)
     used: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
+    #: ``"opensim"`` (this module's pass) or ``"smooth"`` (:mod:`mbjax.wrapping.smooth_path`)
+    wrapping: str = eqx.field(static=True, default="opensim")
 
     @property
     def n_slots(self) -> int:
