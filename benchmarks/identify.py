@@ -116,7 +116,8 @@ def gradient_routes(case, ts, repeat, only):
     theta = sel.theta(tree)
     routes = (("grad, RecursiveCheckpointAdjoint", diffrax.RecursiveCheckpointAdjoint()),
               ("grad, RecursiveCheckpoint(checkpoints=512)", diffrax.RecursiveCheckpointAdjoint(checkpoints=512)),
-              ("grad, BacksolveAdjoint", diffrax.BacksolveAdjoint()))
+              ("grad, BacksolveAdjoint", diffrax.BacksolveAdjoint()),
+              ("grad, mbjax.DiscreteAdjoint()", mbjax.DiscreteAdjoint()))
     for name, adjoint in routes:
         if only and only not in name:
             continue

@@ -37,6 +37,8 @@ import numpy as np
 
 from ._dynamics import _forward_dynamics
 from ._model import Model
+from .discrete_adjoint import DiscreteAdjoint
+from .discrete_adjoint import solve as _discrete_adjoint_solve
 
 
 class DynamicsField(eqx.Module):
@@ -132,6 +134,9 @@ def _integrate(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controlle
         eqx.error_if(qd0, ~jnp.all(jnp.isfinite(qd0)), "simulate: qd0 is not finite"),
     )
     saveat = _checked_saveat(saveat, t0, t1)
+    if isinstance(adjoint, DiscreteAdjoint):
+        return _discrete_adjoint_solve(adjoint, field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller,
+                                       max_steps, throw)
     return diffrax.diffeqsolve(
         diffrax.ODETerm(field),
         solver,
