@@ -116,9 +116,10 @@ def _solution(vjp_arg, cfg, t0, t1, dt0, saveat, controller):
 def _solution_fwd(perturbed, vjp_arg, cfg, t0, t1, dt0, saveat, controller):
     del perturbed
     field, y0, model = vjp_arg
-    both = diffrax.SaveAt(subs=(saveat.subs, diffrax.SubSaveAt(t0=True, steps=True)))
-    sol = _diffeqsolve(field, cfg, t0, t1, dt0, y0, model, both, controller, cfg.buffer, False)
-    steps_t, steps_y = sol.ts[1], sol.ys[1]
+    # the same solve, also keeping each accepted step's dense info (y_n, y_{n+1}, stages k_i)
+    dense = diffrax.SaveAt(subs=saveat.subs, dense=True)
+    sol = _diffeqsolve(field, cfg, t0, t1, dt0, y0, model, dense, controller, cfg.buffer, False)
+    steps_t, infos = sol.interpolation.ts, sol.interpolation.infos
     if cfg.max_steps is None or cfg.buffer < cfg.max_steps:
         # the buffer, not simulate's max_steps, stopped the solve: refuse rather than truncate
         full = sol.result == diffrax.RESULTS.max_steps_reached
@@ -127,12 +128,12 @@ def _solution_fwd(perturbed, vjp_arg, cfg, t0, t1, dt0, saveat, controller):
             f"DiscreteAdjoint: the differentiated solve needs more than max_steps={cfg.buffer} steps (the "
             "discrete adjoint's step buffer); pass mbjax.DiscreteAdjoint(max_steps=...) larger",
         )
-    # the primal's structure: its outputs, and its max_steps in the (static) stats
-    out = eqx.tree_at(lambda s: (s.ts, s.ys, s.stats), sol,
-                      (sol.ts[0], sol.ys[0], {**sol.stats, "max_steps": cfg.max_steps}))
+    # the primal's structure: no interpolation, and its max_steps in the (static) stats
+    out = eqx.tree_at(lambda s: (s.interpolation, s.stats), sol, (None, {**sol.stats, "max_steps": cfg.max_steps}),
+                      is_leaf=lambda x: x is None)
     if cfg.throw:
         out = out.result.error_if(out, out.result != diffrax.RESULTS.successful)
-    return out, (steps_t, steps_y, sol.stats["num_accepted_steps"])
+    return out, (steps_t, infos, sol.stats["num_accepted_steps"])
 
 
 def _zeros_if_none(ct, like):
@@ -152,7 +153,7 @@ def _tableau_arrays(tableau, dtype):
 @_solution.def_bwd
 def _solution_bwd(residuals, grad_obj, perturbed, vjp_arg, cfg, t0, t1, dt0, saveat, controller):
     del t0, t1, dt0, controller
-    steps_t, steps_y, n_acc = residuals
+    steps_t, infos, n_acc = residuals
     field, y0, model = vjp_arg
     field_pert, _, model_pert = perturbed
     sub = saveat.subs
@@ -182,28 +183,36 @@ def _solution_bwd(residuals, grad_obj, perturbed, vjp_arg, cfg, t0, t1, dt0, sav
         return f(t, z, m)
 
     def vf_vjp(t, z, p, ct, g):
-        """``(z̄, ḡ + p̄)`` of the vector field at ``(t, z)`` for the cotangent ``ct``; skipped when ct == 0."""
-        def do(_):
-            _, pull = jax.vjp(lambda zz, pp: vf(t, zz, pp), z, p)
-            z_ct, p_ct = pull(ct)
-            return z_ct, jax.tree.map(jnp.add, g, p_ct)
+        """``(z̄, ḡ + p̄)``: the vector field's VJP at ``(t, z)`` for the cotangent ``ct``."""
+        _, pull = jax.vjp(lambda zz, pp: vf(t, zz, pp), z, p)
+        z_ct, p_ct = pull(ct)
+        return z_ct, jax.tree.map(jnp.add, g, p_ct)
 
-        nonzero = jnp.any(jnp.stack([jnp.any(c != 0) for c in jax.tree.leaves(ct)]))
-        return lax.cond(nonzero, do, lambda _: (jax.tree.map(jnp.zeros_like, z), g), None)
+    def bcast(v, like):  # (s,) coefficients against a leaf of shape (...): (s, 1, ...)
+        return v.reshape((-1,) + (1,) * like.ndim)
 
+    n_buf = steps_t.shape[0] - 1
     # cotangent of y_N: the t1 output, plus (only when no step was taken, t0 == t1) the ts outputs
     lam = jax.tree.map(lambda c: c[-1] if sub.t1 else jnp.zeros_like(c[0]), ys_ct)
+    dense_ct = jax.tree.map(lambda a: jnp.zeros((n_buf,) + a.shape[1:], a.dtype), infos)
     if n_ts:
         ts = sub.ts
         # the step that saved ts[k]: the first accepted step with t_{n+1} >= ts[k] (diffrax's rule)
         which = jnp.searchsorted(steps_t[1:], ts, side="left")
         taken = which < n_acc
-        lam = jax.tree.map(
-            lambda l, c: l + jnp.sum(jnp.where(taken.reshape((-1,) + (1,) * (c.ndim - 1)), 0, c[off:off + n_ts]), 0),
-            lam, ys_ct)
-        k0 = jnp.sum(taken)
-    else:
-        k0 = jnp.zeros((), jnp.int32)
+        ts_ct = jax.tree.map(lambda c: c[off:off + n_ts], ys_ct)
+        lam = jax.tree.map(lambda l, c: l + jnp.sum(jnp.where(bcast(taken, c[0]), 0, c), 0), lam, ts_ct)
+        ts_ct = jax.tree.map(lambda c: jnp.where(bcast(taken, c[0]), c, 0), ts_ct)
+        idx = jnp.minimum(which, n_buf - 1)
+
+        def evaluate_vjp(info, ta, tb, t, ct):
+            _, pull = jax.vjp(lambda d: solver.interpolation_cls(t0=ta, t1=tb, **d).evaluate(t), info)
+            return pull(ct)[0]
+
+        # every saved time's cotangent on its step's dense info, summed per step
+        per_ts = jax.vmap(evaluate_vjp)(jax.tree.map(lambda a: a[idx], infos), steps_t[idx], steps_t[idx + 1], ts,
+                                        ts_ct)
+        dense_ct = jax.tree.map(lambda d, c: d.at[idx].add(c), dense_ct, per_ts)
     g0 = jax.tree.map(jnp.zeros_like, p_diff)
     pend0 = jax.tree.map(jnp.zeros_like, y0)  # FSAL: cotangent of f(t_{n+1}, y_{n+1}) from step n+1
 
@@ -211,34 +220,18 @@ def _solution_bwd(residuals, grad_obj, perturbed, vjp_arg, cfg, t0, t1, dt0, sav
         return c[0] >= 0
 
     def body(c):
-        n, lam, g, k, pend = c
+        n, lam, g, pend = c
         ta, tb = steps_t[n], steps_t[n + 1]
         dt = tb - ta
-        yn = jax.tree.map(lambda a: a[n], steps_y)
-        f, m = eqx.combine(p_diff, p_static)
-        terms = diffrax.ODETerm(f)
-        # the solver's own step from (t_n, y_n), fresh state: stages k_i = f(t_i, z_i)·dt, dense info
-        _, _, dense, _, _ = solver.step(terms, ta, tb, yn, m, solver.init(terms, ta, tb, yn, m), False)
-        ks = dense["k"]
-        zs = jax.tree.map(lambda y, kk: y[None] + jnp.tensordot(a_mat, kk, axes=1), yn, ks)
+        info = jax.tree.map(lambda a: a[n], infos)
+        d_ct = jax.tree.map(lambda a: a[n], dense_ct)
+        # the forward's own stages k_i = f(t_i, z_i)·dt; z_i = y_n + Σ_j a_ij k_j
+        zs = jax.tree.map(lambda y, kk: y[None] + jnp.tensordot(a_mat, kk, axes=1), info["y0"], info["k"])
         t_stage = jnp.where(c_vec == 1, tb, ta + c_vec * dt)
-        # cotangent of the dense info from the saved outputs in this step
-        dense_ct = jax.tree.map(jnp.zeros_like, dense)
-        if n_ts:
-            def icond(ic):
-                return (ic[0] > 0) & (which[jnp.maximum(ic[0] - 1, 0)] == n)
-
-            def ibody(ic):
-                j = ic[0] - 1
-                _, ev_vjp = jax.vjp(lambda d: solver.interpolation_cls(t0=ta, t1=tb, **d).evaluate(ts[j]), dense)
-                (d_ct,) = ev_vjp(jax.tree.map(lambda c: c[off + j], ys_ct))
-                return j, jax.tree.map(jnp.add, ic[1], d_ct)
-
-            k, dense_ct = lax.while_loop(icond, ibody, (k, dense_ct))
-        # y1 = y0 + Σ b_i k_i (for SSAL tableaus the last stage input, the same sum)
-        y1_ct = jax.tree.map(jnp.add, lam, dense_ct["y1"])
-        kbar = jax.tree.map(lambda kc, yc: kc + b_sol.reshape((-1,) + (1,) * yc.ndim) * yc[None], dense_ct["k"], y1_ct)
-        y0_ct = jax.tree.map(jnp.add, y1_ct, dense_ct["y0"])
+        # y_{n+1} = y_n + Σ b_i k_i (for SSAL tableaus the last stage input, the same sum)
+        y1_ct = jax.tree.map(jnp.add, lam, d_ct["y1"])
+        kbar = jax.tree.map(lambda kc, yc: kc + bcast(b_sol, yc) * yc[None], d_ct["k"], y1_ct)
+        y0_ct = jax.tree.map(jnp.add, y1_ct, d_ct["y0"])
 
         def stage(sc, l):
             kbar, y0_ct, g = sc
@@ -246,18 +239,17 @@ def _solution_bwd(residuals, grad_obj, perturbed, vjp_arg, cfg, t0, t1, dt0, sav
             if fsal:
                 ct = jax.tree.map(lambda a, p: jnp.where(l == n_stages - 1, a + p, a), ct, pend)
             z_ct, g = vf_vjp(t_stage[l], jax.tree.map(lambda z: z[l], zs), p_diff, ct, g)
-            # z_l = y0 + Σ_{i<l} a_li k_i
-            kbar = jax.tree.map(lambda kb, zc: kb + a_mat[l].reshape((-1,) + (1,) * zc.ndim) * zc[None], kbar, z_ct)
+            kbar = jax.tree.map(lambda kb, zc: kb + bcast(a_mat[l], zc) * zc[None], kbar, z_ct)
             return (kbar, jax.tree.map(jnp.add, y0_ct, z_ct), g), None
 
         first = 1 if fsal else 0
         (kbar, y0_ct, g), _ = lax.scan(stage, (kbar, y0_ct, g), jnp.arange(n_stages - 1, first - 1, -1))
         pend = jax.tree.map(lambda kb: kb[0] * dt, kbar) if fsal else pend
-        return n - 1, y0_ct, g, k, pend
+        return n - 1, y0_ct, g, pend
 
-    _, lam, g, _, pend = lax.while_loop(cond, body, (n_acc - 1, lam, g0, k0, pend0))
+    _, lam, g, pend = lax.while_loop(cond, body, (n_acc - 1, lam, g0, pend0))
     if fsal:  # the first stage of step 0: f(t_0, y_0)
-        lam_f, g = vf_vjp(steps_t[0], jax.tree.map(lambda a: a[0], steps_y), p_diff, pend, g)
+        lam_f, g = vf_vjp(steps_t[0], y0, p_diff, pend, g)
         lam = jax.tree.map(jnp.add, lam, lam_f)
     if sub.t0:
         lam = jax.tree.map(lambda l, c: l + c[0], lam, ys_ct)
