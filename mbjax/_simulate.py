@@ -186,7 +186,11 @@ def simulate(
     ``stepsize_controller`` to ``diffrax.PIDController(rtol, atol)``.
     Returns the ``diffrax.Solution``; ``sol.ys`` is the tuple ``(q, q̇)`` with a leading time axis.
     ``adjoint`` defaults to ``diffrax.RecursiveCheckpointAdjoint()`` (reverse-mode through the
-    solver); ``diffrax.BacksolveAdjoint()`` and ``diffrax.ForwardMode()`` also work.
+    solver); ``diffrax.BacksolveAdjoint()`` and ``diffrax.ForwardMode()`` also work, and so does
+    :class:`mbjax.DiscreteAdjoint` (reverse mode by a hand-written discrete adjoint over the accepted
+    steps: the same forward solve and outputs, a cheaper gradient; explicit Runge-Kutta solvers,
+    step sizes held constant, a step buffer of ``DiscreteAdjoint.max_steps``; see
+    :mod:`mbjax.discrete_adjoint`).
     ``vector_field`` replaces the default :class:`DynamicsField` (for reduced models): a callable
     ``(t, (q, q̇), model) -> (q̇, q̈)``, best an ``eqx.Module`` built once (see the module notes on
     what re-traces).  The model is passed to the vector field as ``args``, so ``jax.grad`` with
