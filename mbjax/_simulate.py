@@ -188,7 +188,7 @@ def simulate(
     ``adjoint`` defaults to ``diffrax.RecursiveCheckpointAdjoint()`` (reverse-mode through the
     solver); ``diffrax.BacksolveAdjoint()`` and ``diffrax.ForwardMode()`` also work, and so does
     :class:`mbjax.DiscreteAdjoint` (reverse mode by a hand-written discrete adjoint over the accepted
-    steps: the same forward solve and outputs, a cheaper gradient; explicit Runge-Kutta solvers,
+    steps: the same forward solve and outputs, the same gradient to rounding; explicit Runge-Kutta solvers,
     step sizes held constant, a step buffer of ``DiscreteAdjoint.max_steps``; see
     :mod:`mbjax.discrete_adjoint`).
     ``vector_field`` replaces the default :class:`DynamicsField` (for reduced models): a callable

@@ -18,8 +18,9 @@ diffrax's forward computes.
 
 Why not the VJP of diffrax's own ``solver.step``: it runs the stages in a checkpointed
 ``while_loop`` whose reverse pass, measured on the 7-dof chain, took 606 µs per step against
-7 × 22 µs for the seven vector-field VJPs it contains: more than diffrax's whole reverse pass.  The
-tableau adjoint is checked against ``RecursiveCheckpointAdjoint`` to 1e-12 with fixed steps
+7 × 22 µs for the seven vector-field VJPs it contains (8.3× one forward solve in
+``benchmarks/identify.py``, more than diffrax's reverse pass).  The tableau adjoint is checked
+against ``RecursiveCheckpointAdjoint`` to 1e-12 with fixed steps
 (``tests/test_discrete_adjoint.py``).
 
 Convention (discretize-then-optimize): the accepted times ``t_n`` and step sizes are constants;
@@ -42,8 +43,13 @@ Buffer: the differentiated solve runs with ``max_steps`` = ``DiscreteAdjoint.max
 ``simulate``'s ``max_steps`` when smaller), counting accepted and rejected steps as diffrax does;
 a solve that needs more raises an error naming the buffer (also with ``throw=False``): never a
 silently truncated gradient.  The undifferentiated call does not use the buffer.  The backward
-loop runs over the accepted steps only, so the buffer size costs memory (``max_steps × (s + 2) ×
-2 nq`` numbers, ~4 MB for Tsit5 on 7 coordinates at the default 4096) rather than time.
+loop runs over the accepted steps only, so the buffer size costs mostly memory (``max_steps × (s +
+2) × 2 nq`` numbers, ~4 MB for Tsit5 on 7 coordinates at the default 4096, filled once per solve).
+
+Cost (``benchmarks/RESULTS.md``, session 13): the backward pass is s − 1 vector-field VJPs per
+accepted step plus a little loop overhead; on a loaded 2-core machine the gradient took 6-9× one
+forward solve, not measurably different from ``RecursiveCheckpointAdjoint``, with half its compile
+time.  The vector-field VJP (5-7× a forward evaluation) sets the cost.
 """
 
 from __future__ import annotations
@@ -63,8 +69,9 @@ class DiscreteAdjoint(eqx.Module):
     """Reverse-mode gradients of :func:`mbjax.simulate` by a discrete adjoint over the accepted steps.
 
     ``max_steps``: size of the step buffer kept for the backward pass (steps of the differentiated
-    solve, accepted + rejected, as diffrax counts them); a solve that needs more raises an error.  See the module
-    notes for the convention (no gradient through the step-size controller) and the scope.
+    solve, accepted + rejected, as diffrax counts them); a solve that needs more raises an error.
+    See the module notes for the convention (no gradient through the step-size controller) and the
+    scope.
     """
 
     max_steps: int = eqx.field(static=True, default=4096)
@@ -82,7 +89,9 @@ def _check_scope(solver, saveat, controller):
         )
     tab = solver.tableau
     if not isinstance(tab, diffrax.ButcherTableau) or tab.implicit or tab.c1 != 0:
-        raise NotImplementedError(f"DiscreteAdjoint supports solvers with one explicit Butcher tableau, not {type(solver).__name__}")
+        raise NotImplementedError(
+            f"DiscreteAdjoint supports solvers with one explicit Butcher tableau, not {type(solver).__name__}"
+        )
     if not isinstance(controller, _CONTROLLERS):
         raise NotImplementedError(
             f"DiscreteAdjoint supports the step-size controllers PIDController, ConstantStepSize and StepTo, "
@@ -257,7 +266,7 @@ def _solution_bwd(residuals, grad_obj, perturbed, vjp_arg, cfg, t0, t1, dt0, sav
 
         first = 1 if fsal else 0
         # a rolled loop over the stages, one vector-field VJP per iteration: measured (XLA:CPU, 7-dof
-        # chain, process CPU time) 1.4x cheaper than the same stages unrolled into straight-line code
+        # chain) 1.3-1.4x cheaper than the same stages unrolled into straight-line code
         (kbar, y0_ct, g), _ = lax.scan(stage, (kbar, y0_ct, g), jnp.arange(n_stages - 1, first - 1, -1))
         pend = jax.tree.map(lambda kb: kb[0] * dt, kbar) if fsal else pend
         return n - 1, y0_ct, g, pend
