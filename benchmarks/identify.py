@@ -3,7 +3,8 @@ Gauss-Newton step of the inertial fit (issue 16, item 7).
 
 Run: ``.venv/bin/python benchmarks/identify.py [--quick] [--device gpu] [--float32]``
 (``MBJAX_BENCH_PARTS``: a comma list of ``chain``, ``shoulder``, ``gn``, ``floor``, default
-``chain,shoulder,gn``; ``MBJAX_BENCH_ONLY=<route>``: one gradient route).
+``chain,shoulder,gn``; ``MBJAX_BENCH_ONLY=<route>``: one gradient route; ``MBJAX_BENCH_SKIP=<route>``:
+leave one out).
 
 (i) Two models swing for 1 s (Tsit5, rtol 1e-8, 101 saved samples); the loss is
 ½‖q(t_k) − q_meas(t_k)‖² over masses and joint damping coefficients: the 7-dof URDF chain of
@@ -17,8 +18,11 @@ solve best of 10 × repeats, the rest best of repeats): one forward simulation; 
 with ``diffrax.RecursiveCheckpointAdjoint`` (reverse mode through the stored steps; by default
 binomial checkpointing sized for ``max_steps``, which recomputes forward steps; with
 ``checkpoints=512`` ≥ the number of steps every step is stored once) and with
-``diffrax.BacksolveAdjoint`` (continuous adjoint, a backward solve); ``jax.jacfwd`` of the
-residuals with ``diffrax.ForwardMode`` (what Gauss-Newton uses).  Target: gradient ≤ 5× forward.
+``diffrax.BacksolveAdjoint`` (continuous adjoint, a backward solve) and with
+``mbjax.DiscreteAdjoint`` (the same diffrax forward solve keeping its dense output, then a
+hand-written reverse loop over the accepted steps: s − 1 vector-field VJPs per Tsit5 step);
+``jax.jacfwd`` of the residuals with ``diffrax.ForwardMode`` (what Gauss-Newton uses).  Target:
+gradient ≤ 5× forward.
 (ii) One Gauss-Newton step of experiment (b) (7000 torque residuals × 70 standard parameters):
 forward-mode Jacobian of the torque residuals plus the SVD solve, and the per-step wall time
 inside :func:`mbjax.identify.fit`.
@@ -93,7 +97,7 @@ def shoulder_swing(dtype):
     return "shoulder (de Groot & Brand rhythm)", (model, forces), q0, qd0, params
 
 
-def gradient_routes(case, ts, repeat, only):
+def gradient_routes(case, ts, repeat, only, skip=None):
     """Part (i) for one model: forward solve vs the gradient routes, one table."""
     label, tree, q0, qd0, params = case
     model, forces = tree
@@ -116,9 +120,10 @@ def gradient_routes(case, ts, repeat, only):
     theta = sel.theta(tree)
     routes = (("grad, RecursiveCheckpointAdjoint", diffrax.RecursiveCheckpointAdjoint()),
               ("grad, RecursiveCheckpoint(checkpoints=512)", diffrax.RecursiveCheckpointAdjoint(checkpoints=512)),
-              ("grad, BacksolveAdjoint", diffrax.BacksolveAdjoint()))
+              ("grad, BacksolveAdjoint", diffrax.BacksolveAdjoint()),
+              ("grad, mbjax.DiscreteAdjoint()", mbjax.DiscreteAdjoint()))
     for name, adjoint in routes:
-        if only and only not in name:
+        if (only and only not in name) or (skip and skip in name):
             continue
         term = idf.trajectory_residuals(ts, q_meas, q0, qd0, rtol=1e-8, atol=1e-10, adjoint=adjoint)
         vg = jax.jit(jax.value_and_grad(lambda th: 0.5 * jnp.sum(term(sel.apply(th, tree)) ** 2)))
@@ -180,7 +185,7 @@ def main():
         else:
             cases.append(case)
     for case in cases:
-        gradient_routes(case, ts, repeat, only)
+        gradient_routes(case, ts, repeat, only, os.environ.get("MBJAX_BENCH_SKIP"))
         diffrax_floor(case[2].shape[0], ts, repeat)
     if which == ["floor"]:
         diffrax_floor(7, ts, repeat)

@@ -41,6 +41,7 @@ from ._dynamics import kinetic_energy as kinetic_energy
 from ._dynamics import potential_energy as potential_energy
 from ._dynamics import total_energy as total_energy
 from ._simulate import simulate as simulate
+from .discrete_adjoint import DiscreteAdjoint as DiscreteAdjoint
 from ._kinematics import joint_variables as joint_variables
 from . import constraints as constraints
 from ._loads import ExternalLoads as ExternalLoads

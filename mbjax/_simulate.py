@@ -37,6 +37,8 @@ import numpy as np
 
 from ._dynamics import _forward_dynamics
 from ._model import Model
+from .discrete_adjoint import DiscreteAdjoint
+from .discrete_adjoint import solve as _discrete_adjoint_solve
 
 
 class DynamicsField(eqx.Module):
@@ -132,6 +134,9 @@ def _integrate(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controlle
         eqx.error_if(qd0, ~jnp.all(jnp.isfinite(qd0)), "simulate: qd0 is not finite"),
     )
     saveat = _checked_saveat(saveat, t0, t1)
+    if isinstance(adjoint, DiscreteAdjoint):
+        return _discrete_adjoint_solve(adjoint, field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller,
+                                       max_steps, throw)
     return diffrax.diffeqsolve(
         diffrax.ODETerm(field),
         solver,
@@ -181,7 +186,11 @@ def simulate(
     ``stepsize_controller`` to ``diffrax.PIDController(rtol, atol)``.
     Returns the ``diffrax.Solution``; ``sol.ys`` is the tuple ``(q, q̇)`` with a leading time axis.
     ``adjoint`` defaults to ``diffrax.RecursiveCheckpointAdjoint()`` (reverse-mode through the
-    solver); ``diffrax.BacksolveAdjoint()`` and ``diffrax.ForwardMode()`` also work.
+    solver); ``diffrax.BacksolveAdjoint()`` and ``diffrax.ForwardMode()`` also work, and so does
+    :class:`mbjax.DiscreteAdjoint` (reverse mode by a hand-written discrete adjoint over the accepted
+    steps: the same forward solve and outputs, the same gradient to rounding; explicit Runge-Kutta solvers,
+    step sizes held constant, a step buffer of ``DiscreteAdjoint.max_steps``; see
+    :mod:`mbjax.discrete_adjoint`).
     ``vector_field`` replaces the default :class:`DynamicsField` (for reduced models): a callable
     ``(t, (q, q̇), model) -> (q̇, q̈)``, best an ``eqx.Module`` built once (see the module notes on
     what re-traces).  The model is passed to the vector field as ``args``, so ``jax.grad`` with
