@@ -49,6 +49,7 @@ def _grads(tree, adjoint, saveat=TS, **kw):
 KW = dict(rtol=1e-11, atol=1e-11)  # the adaptive configuration most tests share (one compile)
 
 
+@pytest.mark.extended  # 40 s of compilation; the adaptive test checks the same agreement in CI
 def test_constant_steps_equal_recursive_checkpoint():
     """Fixed steps: both differentiate the identical discrete map (Tsit5, FSAL), so the gradients
     (all model arrays, damping, q0, q̇0) agree to rounding; t0, ts and t1 outputs carry cotangents."""
@@ -122,6 +123,7 @@ def test_compiles_once_for_new_parameters(monkeypatch):
     assert eqx.debug.get_num_traces(counted) <= 1
 
 
+@pytest.mark.extended  # ~50 s of compilation
 def test_vmapped_over_initial_states_and_multiple_shooting():
     """jax.vmap of the gradient over initial states equals the single gradients; multiple shooting
     (a vmapped solve over segments) takes the adjoint: its gradient vs central differences."""
@@ -182,6 +184,7 @@ def test_unsupported_uses_raise():
                                                    adjoint=mbjax.DiscreteAdjoint()).ys[0]))(0.3)
 
 
+@pytest.mark.extended  # ~20 s of compilation
 def test_float32_runs():
     """float32 runs; its gradient is the float64 one to float32's tolerance."""
     model, damper, q0, qd0 = _case()
