@@ -164,21 +164,8 @@ def wrapped_paths(model: Model, q, kin: Kinematics, geo: PathGeometry) -> Wrappe
         raise ValueError(f"wrapped_paths is OpenSim's wrap pass; this model's paths use {wraps.wrapping!r} wrapping "
                          "(read their lengths with wrapped_lengths)")
     batch = q.shape[1:]
-    rows = np.asarray(wraps.muscles)
-    rot, org = wrap_frames(model, kin)
-
-    def front(a, k):  # move the batch axes (after the first k) to the front, flattened
-        a = jnp.moveaxis(a, tuple(range(k, a.ndim)), tuple(range(a.ndim - k)))
-        return a.reshape((-1,) + a.shape[len(batch):])
-
-    args = (front(geo.world[rows], 3), front(geo.active[rows], 2), front(rot, 3), front(org, 2))
-    out = wrap_paths(wraps, *args)  # poses folded into lanes: no vmap over poses
-
-    def back(a):
-        a = a.reshape(batch + a.shape[1:])
-        return jnp.moveaxis(a, tuple(range(len(batch))), tuple(range(a.ndim - len(batch), a.ndim)))
-
-    return WrappedPath(*(back(a) for a in out))
+    out = wrap_paths(wraps, *_wrap_lanes(wraps, kin, geo, model, len(batch)))  # poses folded into lanes
+    return WrappedPath(*(_lanes_last(a, batch) for a in out))
 
 
 def wrapped_lengths(model: Model, q, kin: Kinematics, geo: PathGeometry) -> jnp.ndarray:
@@ -189,19 +176,32 @@ def wrapped_lengths(model: Model, q, kin: Kinematics, geo: PathGeometry) -> jnp.
     if wraps.wrapping == "opensim":
         return wrapped_paths(model, q, kin, geo).length
     batch = q.shape[1:]
+    if not batch:
+        rows = np.asarray(wraps.muscles)
+        rot, org = wrap_frames(model, kin)
+        return smooth_wrap_paths(wraps, geo.world[rows], geo.active[rows], rot, org).length
+    out = smooth_wrap_paths(wraps, *_wrap_lanes(wraps, kin, geo, model, len(batch))).length  # (B, M)
+    return _lanes_last(out, batch)
+
+
+def _lanes_first(a, k: int, n_batch: int):
+    """``a (d_1..d_k, *batch)`` -> ``(B, d_1..d_k)``: the trailing batch axes flattened in front."""
+    a = jnp.moveaxis(a, tuple(range(k, a.ndim)), tuple(range(a.ndim - k)))
+    return a.reshape((-1,) + a.shape[n_batch:])
+
+
+def _lanes_last(a, batch: tuple):
+    """Inverse of :func:`_lanes_first`: ``(B, ...)`` -> ``(..., *batch)``."""
+    a = a.reshape(batch + a.shape[1:])
+    return jnp.moveaxis(a, tuple(range(len(batch))), tuple(range(a.ndim - len(batch), a.ndim)))
+
+
+def _wrap_lanes(wraps, kin: Kinematics, geo: PathGeometry, model: Model, n_batch: int):
+    """The wrapped muscles' points, activity and wrap-object frames with the poses as leading lanes."""
     rows = np.asarray(wraps.muscles)
     rot, org = wrap_frames(model, kin)
-
-    def front(a, k):  # move the batch axes (after the first k) to the front, flattened
-        a = jnp.moveaxis(a, tuple(range(k, a.ndim)), tuple(range(a.ndim - k)))
-        return a.reshape((-1,) + a.shape[len(batch):])
-
-    if not batch:
-        return smooth_wrap_paths(wraps, geo.world[rows], geo.active[rows], rot, org).length
-    out = smooth_wrap_paths(wraps, front(geo.world[rows], 3), front(geo.active[rows], 2), front(rot, 3),
-                            front(org, 2)).length  # (B, M)
-    return jnp.moveaxis(out.reshape(batch + out.shape[1:]), tuple(range(len(batch))),
-                        tuple(range(1, 1 + len(batch))))
+    return (_lanes_first(geo.world[rows], 3, n_batch), _lanes_first(geo.active[rows], 2, n_batch),
+            _lanes_first(rot, 3, n_batch), _lanes_first(org, 2, n_batch))
 
 
 def _lengths_kernel(model: Model, q):
