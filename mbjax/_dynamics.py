@@ -24,6 +24,7 @@ Sign convention (Eq. 198): ``inverse_dynamics`` returns τ with M q̈ + N q̇ - 
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
@@ -270,11 +271,66 @@ def forward_dynamics(model: Model, q, qd, tau=None):
 
 def _forward_dynamics(model: Model, q, qd, tau=None):
     """:func:`forward_dynamics` without the argument checks (the simulator's vector field: diffrax
-    must be free to try a non-finite trial state and reject the step); the singular-M check stays."""
+    must be free to try a non-finite trial state and reject the step); the singular-M check stays.
+
+    Differentiated through :func:`_forward_dynamics_rule`: the tangent of q̈ from inverse dynamics.
+    """
+    return _forward_dynamics_rule(model, q, qd, tau)
+
+
+def _solve_qdd(model: Model, q, qd, tau):
+    """``(q̈, Cholesky factor of M)`` with M q̈ = τ - (N q̇ - G): composite rigid body + Newton-Euler."""
     m = batch_last(_mass_matrix_kernel)(model, q)
     c = batch_last(_bias_gravity_kernel)(model, q, qd)  # N q̇ - G
     rhs = -c if tau is None else tau - c
-    return jsl.cho_solve(_cholesky_checked(m), rhs)
+    chol = _cholesky_checked(m)
+    return jsl.cho_solve(chol, rhs), chol
+
+
+@eqx.filter_custom_jvp
+def _forward_dynamics_rule(model: Model, q, qd, tau):
+    return _solve_qdd(model, q, qd, tau)[0]
+
+
+@_forward_dynamics_rule.def_jvp
+def _forward_dynamics_jvp(primals, tangents):
+    """Tangent of q̈ = FD(x, τ), x = (model, q, q̇), from ID(x, FD(x, τ)) = τ and ∂ID/∂q̈ = M:
+
+        q̈' = M⁻¹ (τ' - ∂ID/∂x · x'),
+
+    one forward-mode Newton-Euler pass at the solved q̈ plus a solve with the factor already made.
+    Reverse mode transposes exactly this: a Cholesky solve of the cotangent, then the VJP of
+    Newton-Euler (no VJP through the composite-rigid-body mass matrix nor through the Cholesky
+    factorization, which autodiff of the solve would differentiate).  Only the perturbed leaves
+    of the model enter the inverse-dynamics tangent.
+    """
+    model, q, qd, tau = primals
+    t_model, t_q, t_qd, t_tau = tangents
+    qdd, chol = _solve_qdd(model, q, qd, tau)
+
+    is_none = lambda x: x is None  # noqa: E731
+    mask = jax.tree.map(lambda t: t is not None, t_model, is_leaf=is_none)
+    m_diff, m_rest = eqx.partition(model, mask)
+    t_diff = jax.tree.map(lambda t, keep: t if keep else None, t_model, mask, is_leaf=is_none)
+    live = [(x, t) for x, t in ((q, t_q), (qd, t_qd))]
+    use = tuple(t is not None for _, t in live)
+
+    def inverse(md, *xs):
+        it = iter(xs)
+        qq, qqd = (next(it) if u else x for (x, _), u in zip(live, use))
+        return batch_last(_inverse_dynamics_kernel)(eqx.combine(md, m_rest), qq, qqd, qdd)
+
+    any_model = bool(jax.tree.leaves(t_diff))
+    if any_model or any(use):
+        xs = tuple(x for (x, _), u in zip(live, use) if u)
+        ts = tuple(t for (_, t), u in zip(live, use) if u)
+        _, d_id = jax.jvp(inverse, (m_diff,) + xs, (t_diff,) + ts)
+        rhs = -d_id if t_tau is None else t_tau - d_id
+    elif t_tau is not None:
+        rhs = t_tau
+    else:
+        return qdd, None
+    return qdd, jsl.cho_solve(chol, rhs)
 
 
 def generalized_forces(model: Model, q, bodies, points, forces, torques=None):
