@@ -41,3 +41,31 @@ def timed(fn, *args, repeat: int = 3):
         jax.block_until_ready(fn(*args))
         best = min(best, time.perf_counter() - t0)
     return first, best
+
+
+def interleaved(fns: dict, rounds: int = 15):
+    """``{name: (first_call_s, best_s, median_s)}`` for ``fns = {name: (fn, arg)}``, each compiled by
+    its first call, then timed in ``rounds`` rounds that call every function once in turn, so a
+    change of machine load between functions shows in all of them alike (ratios taken this way
+    are the fair ones on a shared machine).  A function whose first call raises is reported and
+    removed from ``fns``."""
+    import jax
+    import numpy as np
+
+    first = {}
+    for name, (fn, arg) in list(fns.items()):
+        t0 = time.perf_counter()
+        try:
+            jax.block_until_ready(fn(arg))
+        except Exception as err:  # a route that fails is reported and left out, the others still run
+            print(f"    {name}: failed ({type(err).__name__}: {str(err).splitlines()[0][:160]}); left out")
+            del fns[name]
+            continue
+        first[name] = time.perf_counter() - t0
+    runs = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, (fn, arg) in fns.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(arg))
+            runs[name].append(time.perf_counter() - t0)
+    return {name: (first[name], min(r), float(np.median(r))) for name, r in runs.items()}

@@ -13,8 +13,10 @@ de Groot & Brand rhythm (clavicle and scapula angles as two-coordinate joint map
 coordinates) swinging about a held posture (3 masses + 3 dampings; see :func:`shoulder_swing`).
 Each model's table is followed by the agreement of the routes' gradients and by diffrax's floor:
 the same solve of a cheap pendulum ODE with as many states, whose gradient / forward ratio is the
-cost of diffrax's own machinery that any vector field adds to.  Timed (compiled once; the forward
-solve best of 10 × repeats, the rest best of repeats): one forward simulation; ``jax.value_and_grad``
+cost of diffrax's own machinery that any vector field adds to.  Timed interleaved (each route
+compiled by a first call, then 3 × repeats rounds calling every route once in turn; best and median,
+so a change of load hits all routes alike; a route that fails is reported and left out): one
+forward simulation; ``jax.value_and_grad``
 with ``diffrax.RecursiveCheckpointAdjoint`` (reverse mode through the stored steps; by default
 binomial checkpointing sized for ``max_steps``, which recomputes forward steps; with
 ``checkpoints=512`` ≥ the number of steps every step is stored once) and with
@@ -34,7 +36,7 @@ import time
 
 import numpy as np
 
-from _timing import device_setup, timed  # noqa: E402
+from _timing import device_setup, interleaved, timed  # noqa: E402
 
 ARGS = device_setup()
 
@@ -114,10 +116,9 @@ def gradient_routes(case, ts, repeat, only, skip=None):
         m, d = tree
         return mbjax.simulate(m, q0, qd0, 0.0, 1.0, saveat=ts, forces=d).ys[0]
 
-    # the forward solve is cheap and is the ratios' denominator: its best of many runs
-    results["forward simulate"] = timed(jax.jit(forward), tree, repeat=10 * repeat)
     sel = idf.Selection(tree, where, params)
     theta = sel.theta(tree)
+    fns = {"forward simulate": (jax.jit(lambda th: forward(sel.apply(th, tree))), theta)}
     routes = (("grad, RecursiveCheckpointAdjoint", diffrax.RecursiveCheckpointAdjoint()),
               ("grad, RecursiveCheckpoint(checkpoints=512)", diffrax.RecursiveCheckpointAdjoint(checkpoints=512)),
               ("grad, BacksolveAdjoint", diffrax.BacksolveAdjoint()),
@@ -126,18 +127,23 @@ def gradient_routes(case, ts, repeat, only, skip=None):
         if (only and only not in name) or (skip and skip in name):
             continue
         term = idf.trajectory_residuals(ts, q_meas, q0, qd0, rtol=1e-8, atol=1e-10, adjoint=adjoint)
-        vg = jax.jit(jax.value_and_grad(lambda th: 0.5 * jnp.sum(term(sel.apply(th, tree)) ** 2)))
-        results[name] = timed(vg, theta, repeat=repeat)
-        grads[name] = np.asarray(vg(theta)[1])
+        fns[name] = (jax.jit(jax.value_and_grad(lambda th, term=term: 0.5 * jnp.sum(term(sel.apply(th, tree)) ** 2))),
+                     theta)
     if not only:
         term = idf.trajectory_residuals(ts, q_meas, q0, qd0, rtol=1e-8, atol=1e-10, adjoint=diffrax.ForwardMode())
         jf = jax.jit(jax.jacfwd(lambda th: term(sel.apply(th, tree))))
-        results[f"jacfwd ({theta.size} params), ForwardMode"] = timed(jf, theta, repeat=repeat)
-        grads["Jᵀr (forward mode)"] = np.asarray(jf(theta).T @ term(sel.apply(theta, tree)))
+        fns[f"jacfwd ({theta.size} params), ForwardMode"] = (jf, theta)
+    results = interleaved(fns, rounds=3 * repeat)
+    for name, (fn, th) in fns.items():
+        if name.startswith("grad"):
+            grads[name] = np.asarray(fn(th)[1])
+        elif name.startswith("jacfwd"):
+            grads["Jᵀr (forward mode)"] = np.asarray(fn(th).T @ term(sel.apply(th, tree)))
     base = results["forward simulate"][1]
-    print(f"    {'route':<42}{'ms':>10}{'× forward':>11}{'compile s':>11}")
-    for k, (first, best) in results.items():
-        print(f"    {k:<42}{best * 1e3:10.2f}{best / base:11.2f}{first - best:11.1f}")
+    print(f"    {'route':<42}{'best ms':>10}{'× forward':>11}{'median ×':>10}{'compile s':>11}")
+    for k, (first, best, median) in results.items():
+        print(f"    {k:<42}{best * 1e3:10.2f}{best / base:11.2f}{median / results['forward simulate'][2]:10.2f}"
+              f"{first - best:11.1f}")
     # the routes compute one gradient: their spread is the solver tolerance's, not a bug's
     ref = np.asarray(grads.pop(next(iter(grads))))
     for k, g in grads.items():

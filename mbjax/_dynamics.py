@@ -263,6 +263,12 @@ def forward_dynamics(model: Model, q, qd, tau=None):
     aligned through zero-inertia bodies) raises at run time (``eqx.error_if``, see
     :func:`_cholesky_checked`) while checks are on; with ``mbjax.checks(False)`` it gives
     non-finite or meaningless q̈.
+
+    Derivatives (``jvp``/``grad``/``jacfwd``/``jacrev``, any order) come from inverse dynamics,
+    q̈' = M⁻¹(τ' − ∂ID/∂(model, q, q̇)·(model, q, q̇)'), so reverse mode costs a Cholesky solve and
+    one Newton-Euler VJP (about 2.6× a forward evaluation on a 7-dof chain, against 4-5× for
+    autodiff through the mass matrix and its factorization).  For a raw 3x3 inertia leaf the
+    derivative is defined along symmetric perturbations (any physical one).
     """
     q, qd = _vector(model, q, "q"), _vector(model, qd, "qd")
     tau = None if tau is None else _vector(model, tau, "tau")
