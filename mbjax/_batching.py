@@ -161,17 +161,22 @@ def _run_chunked(fn, xs, axis_size: int):
     return jax.tree.map(lambda o: jnp.moveaxis(o, 0, -2).reshape(o.shape[1:-1] + (-1,))[..., :axis_size], out)
 
 
-def _jvp_of_perturbed(fn, primals, tangents):
+def _is_symbolic_zero(t) -> bool:
+    return isinstance(t, SymbolicZero)
+
+
+def jvp_of_perturbed(fn, primals, tangents, is_zero=_is_symbolic_zero):
     """``jax.jvp(fn, primals, tangents)`` over the perturbed leaves only.
 
-    ``tangents`` carries ``SymbolicZero`` for every leaf that is not differentiated (a custom JVP
-    with ``symbolic_zeros=True``): those leaves are closed over as constants instead of being given
-    instantiated zero tangents, so a derivative in q does not push zeros through every model
-    parameter (axes, offsets, map coefficients, inertias) of the kernel.
+    A leaf whose tangent ``is_zero`` (``SymbolicZero`` in a custom JVP with ``symbolic_zeros=True``;
+    ``None`` in :func:`equinox.filter_custom_jvp`) is closed over as a constant instead of being
+    given an instantiated zero tangent, so a derivative in q does not push zeros through every
+    model parameter (axes, offsets, map coefficients, inertias) of a kernel.  ``(out, None)`` when
+    nothing is perturbed.
     """
     flat_p, tree = jax.tree.flatten(primals)
     flat_t = tree.flatten_up_to(tangents)
-    live = [i for i, t in enumerate(flat_t) if not isinstance(t, SymbolicZero)]
+    live = [i for i, t in enumerate(flat_t) if not is_zero(t)]
 
     def of_live(*xs):
         full = list(flat_p)
@@ -179,9 +184,8 @@ def _jvp_of_perturbed(fn, primals, tangents):
             full[i] = x
         return fn(*jax.tree.unflatten(tree, full))
 
-    if not live:  # nothing perturbed (custom_jvp does not call the rule then, kept for clarity)
-        out = fn(*primals)
-        return out, jax.tree.map(jnp.zeros_like, out)
+    if not live:
+        return fn(*primals), None
     return jax.jvp(of_live, tuple(flat_p[i] for i in live), tuple(flat_t[i] for i in live))
 
 
@@ -227,7 +231,8 @@ def batch_last(kernel):
 
         @functools.partial(fn.defjvp, symbolic_zeros=True)
         def _jvp(primals, tangents):
-            return _jvp_of_perturbed(plain, primals, tangents)
+            out, t_out = jvp_of_perturbed(plain, primals, tangents)
+            return out, jax.tree.map(jnp.zeros_like, out) if t_out is None else t_out
 
         return fn(dyn, *xs)
 

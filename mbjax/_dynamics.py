@@ -31,7 +31,7 @@ import jax.scipy.linalg as jsl
 import numpy as np
 
 from . import _kron
-from ._batching import Small, batch_last
+from ._batching import Small, batch_last, jvp_of_perturbed
 from . import _checks
 from ._kinematics import Kinematics, _motion_subspace, body_poses, check_vector, forward_pass, pose_derivatives_kron
 from ._loads import ExternalLoads
@@ -313,29 +313,12 @@ def _forward_dynamics_jvp(primals, tangents):
     model, q, qd, tau = primals
     t_model, t_q, t_qd, t_tau = tangents
     qdd, chol = _solve_qdd(model, q, qd, tau)
-
-    is_none = lambda x: x is None  # noqa: E731
-    mask = jax.tree.map(lambda t: t is not None, t_model, is_leaf=is_none)
-    m_diff, m_rest = eqx.partition(model, mask)
-    t_diff = jax.tree.map(lambda t, keep: t if keep else None, t_model, mask, is_leaf=is_none)
-    live = [(x, t) for x, t in ((q, t_q), (qd, t_qd))]
-    use = tuple(t is not None for _, t in live)
-
-    def inverse(md, *xs):
-        it = iter(xs)
-        qq, qqd = (next(it) if u else x for (x, _), u in zip(live, use))
-        return batch_last(_inverse_dynamics_kernel)(eqx.combine(md, m_rest), qq, qqd, qdd)
-
-    any_model = bool(jax.tree.leaves(t_diff))
-    if any_model or any(use):
-        xs = tuple(x for (x, _), u in zip(live, use) if u)
-        ts = tuple(t for (_, t), u in zip(live, use) if u)
-        _, d_id = jax.jvp(inverse, (m_diff,) + xs, (t_diff,) + ts)
-        rhs = -d_id if t_tau is None else t_tau - d_id
-    elif t_tau is not None:
-        rhs = t_tau
-    else:
+    # equinox passes None for every leaf that is not differentiated: those stay constants
+    _, d_id = jvp_of_perturbed(lambda m, a, b: batch_last(_inverse_dynamics_kernel)(m, a, b, qdd),
+                               (model, q, qd), (t_model, t_q, t_qd), is_zero=lambda t: t is None)
+    if d_id is None and t_tau is None:
         return qdd, None
+    rhs = t_tau if d_id is None else (-d_id if t_tau is None else t_tau - d_id)
     return qdd, jsl.cho_solve(chol, rhs)
 
 
