@@ -110,7 +110,7 @@ def gradient_routes(case, ts, repeat, only, skip=None):
     print(f"(i) {label}, 1 s swing, {len(ts)} samples, {jax.devices()[0].platform}, {ts.dtype.name}: "
           f"accepted steps {int(sol.stats['num_accepted_steps'])}, rejected {int(sol.stats['num_rejected_steps'])}; "
           f"q ranges over [{', '.join(f'{a:.2f}..{b:.2f}' for a, b in zip(q_all.min(0), q_all.max(0)))}] rad")
-    results, grads = {}, {}
+    grads = {}
 
     def forward(tree):
         m, d = tree
