@@ -702,7 +702,8 @@ def ik_command(args):
     if out is None:
         raise UsageError(f"{args.setup}: no <output_motion_file>; give --out")
     t0 = time.time()
-    res = inverse_kinematics_from_setup(args.setup, model, load_markers(model_file, model), progress=not args.quiet)
+    res = inverse_kinematics_from_setup(args.setup, model, load_markers(model_file, model), progress=not args.quiet,
+                                        accuracy=args.accuracy)
     write_storage(out, table_from_coordinates(model, res.time, res.q, in_degrees=True), format="storage")
     if not args.quiet:
         print(f"mbjax ik: {res.time.size} frames in {time.time() - t0:.1f} s; marker RMS max {np.nanmax(res.rms) * 1e3:.2f} mm, "
@@ -819,6 +820,9 @@ def build_parser():
         tool.add_argument("--no-compile-cache", action="store_true",
                           help="do not keep compiled programs on disk between runs (default: kept in "
                                "$MBJAX_CACHE_DIR or ~/.cache/mbjax/xla, so a second run skips XLA compilation)")
+        if name == "ik":
+            tool.add_argument("--accuracy", type=float, default=None,
+                              help="solver tolerance (default: the setup's <accuracy>, not below 1e-9)")
         tool.set_defaults(func=fn)
     return p
 

@@ -9,6 +9,7 @@ tests/validation/test_ik_opensim.py.
 """
 
 import os
+import re
 
 import jax
 import jax.numpy as jnp
@@ -207,6 +208,36 @@ def test_ik_setup_reader(tmp_path):
     assert s.marker_weights == {"a": 20.0} and s.time_range == (0.1, 0.2)
     assert s.coordinate_tasks == {"c": CoordinateTask(3.0, "manual_value", 0.5), "d": CoordinateTask(1.0)}
     assert s.marker_file == str(tmp_path / "m.trc")
+
+
+def test_setup_accuracy_is_the_solver_tolerance(arm, tmp_path):
+    """``inverse_kinematics_from_setup`` solves to the file's ``<accuracy>`` (1e-5 in the tutorial):
+    fewer steps than at 1e-9, coordinates within that accuracy of the tight solution, whose own
+    optimality is checked by a Newton step with autodiff's Hessian; explicit rtol/atol win."""
+    model, markers = arm[:2]
+    text = open(SETUP).read().replace("arm26_elbow_flex.trc", os.path.join(os.path.dirname(SETUP),
+                                                                           "arm26_elbow_flex.trc"))
+    text = re.sub(r"<time_range>.*?</time_range>", "<time_range> 0 0.19 </time_range>", text)  # 24 frames
+    setup = tmp_path / "setup.xml"
+    setup.write_text(text)
+    assert read_ik_setup(setup).accuracy == 1e-5
+    loose = mbjax.inverse_kinematics_from_setup(setup, model, markers, progress=False)
+    tight = mbjax.inverse_kinematics_from_setup(setup, model, markers, progress=False, accuracy=1e-12)  # -> 1e-9
+    same = mbjax.inverse_kinematics_from_setup(setup, model, markers, progress=False, rtol=1e-9, atol=1e-9)
+    assert loose.q.shape == (T, 2) and loose.converged.all() and tight.converged.all()
+    np.testing.assert_array_equal(same.q, tight.q)
+    assert loose.steps.sum() < tight.steps.sum()
+    assert 0 < np.abs(loose.q - tight.q).max() < 1e-5
+    x = read_trc(read_ik_setup(setup).marker_file).positions[:T]
+
+    def obj(q, xk):
+        return 0.5 * jnp.sum((mbjax.marker_positions(model, markers, q) - xk) ** 2)
+
+    g = np.asarray(jax.vmap(jax.grad(obj))(tight.q, x))
+    h = np.asarray(jax.vmap(jax.hessian(obj))(tight.q, x))
+    assert np.abs(np.linalg.solve(h, g[..., None])).max() < 1e-8
+    with pytest.raises(ValueError, match="accuracy must be a positive"):
+        mbjax.inverse_kinematics_from_setup(setup, model, markers, accuracy=0.0)
 
 
 def test_bad_inputs(arm):

@@ -89,7 +89,7 @@ def _opensim_solver(marker_file, names, accuracy=ACCURACY):
 
 def test_ik_matches_opensim_on_tutorial(arm, tmp_path):
     model, markers = arm
-    r = mbjax.ik.inverse_kinematics_from_setup(SETUP, model=model, markers=markers)
+    r = mbjax.ik.inverse_kinematics_from_setup(SETUP, model=model, markers=markers, accuracy=ACCURACY)
     assert r.q.shape == (121, 2) and r.converged.all()
     # 1. OpenSim's solver in full precision
     t_os, q_os, e_os = _opensim_solver(os.path.join(DATA, "arm26_elbow_flex.trc"), r.marker_names)
