@@ -16,6 +16,8 @@ coordinates.  Multi-dof joints are chains through zero-inertia bodies (Ehsani §
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 import equinox as eqx
@@ -46,6 +48,11 @@ class Model(eqx.Module):
     maps: tuple[AbstractJointMap, ...]
     extras: dict[str, Any]
     topology: Topology = eqx.field(static=True)
+
+    def with_extras(self, extras: dict) -> "Model":
+        """This model with ``extras`` replaced (the arrays shared): ``eqx.tree_at(lambda m: m.extras,
+        model, extras)`` without its tree walk (~0.3 ms on a 23-coordinate model, per tool call)."""
+        return dataclasses.replace(self, extras=extras)
 
     @property
     def body_names(self) -> tuple[str, ...]:

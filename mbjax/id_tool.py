@@ -201,7 +201,7 @@ def inverse_dynamics_frames(model, q, qd, qdd, external=None, *, forces: bool = 
         raise ValueError(f"inverse_dynamics_frames: {bad} contain NaN or inf")
     fs = model.extras.get("forces")
     extras = {"forces": fs} if fs is not None and fs.elements else {}
-    dyn = eqx.tree_at(lambda m: m.extras, model, extras)  # muscles etc. are not traced
+    dyn = model.with_extras(extras)  # muscles etc. are not traced
     C = max(1, int(chunk))
     C = min(C, 1 << max(T - 1, 0).bit_length())  # a short trial: the next power of two, not a whole chunk
     out = np.empty_like(q)

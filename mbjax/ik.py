@@ -473,9 +473,10 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     start = np.where(free, start, q_fix)
     spec = _Spec(method, rtol, atol, int(max_steps))
     dtype = jnp.result_type(float)
-    j = lambda a: jnp.asarray(a, dtype=dtype)  # noqa: E731
-    kin_model = eqx.tree_at(lambda m: m.extras, model, {})  # kinematics only: muscles etc. are not traced
-    fx = _Fixed(kin_model, mk, j(free), j(bounded), j(q_fix), j(lo), j(hi), j(wc))
+    np_dtype = np.dtype(dtype)
+    j = lambda a: np.asarray(a, dtype=np_dtype)  # noqa: E731  (host arrays: one transfer per call below)
+    kin_model = model.with_extras({})  # kinematics only: muscles etc. are not traced
+    fx = _Fixed(kin_model, mk, *jax.device_put(tuple(j(a) for a in (free, bounded, q_fix, lo, hi, wc))))
     u = j(_to_u(_Fixed(None, None, free, bounded, q_fix, lo, hi, wc), start, np))  # on the host: no eager ops
     # ---- chunks ------------------------------------------------------------------------------
     C = min(int(chunk), T)
@@ -492,13 +493,13 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
             n = b - a
             pad = np.r_[np.arange(a, b), np.full(C - n, b - 1)].astype(int)
             u_start = u if method == "scan" else u[pad]
-            uc, qc, xmc, okc, stc = _solve_chunk(spec, fx, j(x[pad]), j(w[pad]), j(qref[pad]), u_start)
+            uc, qc, xmc, okc, stc = _solve_chunk(spec, fx, *jax.device_put((j(x[pad]), j(w[pad]), j(qref[pad]), u_start)))
             q_out[a:b] = np.asarray(qc)[:n]
             xm_out[a:b] = np.asarray(xmc)[:n]
             ok_out[a:b] = np.asarray(okc)[:n]
             steps_out[a:b] = np.asarray(stc)[:n]
             if method == "scan":
-                u = uc[n - 1]
+                u = np.asarray(uc)[n - 1]
             if progress:
                 err = np.where(present[a:b], np.linalg.norm(xm_out[a:b] - x[a:b], axis=-1), np.nan)
                 worst = np.nanmax(err) if np.any(present[a:b]) else float("nan")

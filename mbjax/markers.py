@@ -9,6 +9,7 @@ array leaf (marker placement can be optimised), names and bodies are static.
 from __future__ import annotations
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -51,7 +52,11 @@ class Markers(eqx.Module):
         """The subset ``names`` in that order."""
         own = self.names  # one attribute read: a method of an eqx.Module is rebuilt at every access
         k = [own.index(n) if n in own else self.index(n) for n in names]
-        return Markers([self.names[i] for i in k], [self.body[i] for i in k], self.offset[np.asarray(k, int)])
+        offset = self.offset
+        # concrete offsets are gathered on the host (an eager jnp gather costs ~1 ms); traced ones
+        # (marker placement being fitted) by jnp, so the selection stays differentiable
+        offset = offset[np.asarray(k, int)] if isinstance(offset, jax.core.Tracer) else np.asarray(offset)[k]
+        return Markers([own[i] for i in k], [self.body[i] for i in k], offset)
 
 
 def marker_positions(model, markers: Markers, q) -> jnp.ndarray:

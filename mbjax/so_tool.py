@@ -129,7 +129,7 @@ def _resolved_frames(model, loads, q):
 
 def _external_records(model, external_loads, loads, q):
     """``ExternalForce::getRecordValues`` at every frame: labels and values ``(T, k)``."""
-    kin = eqx.tree_at(lambda m: m.extras, model, {})  # kinematics only: muscles etc. are not traced
+    kin = model.with_extras({})  # kinematics only: muscles etc. are not traced
     resolved = _resolved_frames(kin, loads, jnp.asarray(q))
     forces, points, torques = (np.asarray(a) for a in (resolved.forces, resolved.points, resolved.torques))
     labels, cols = [], []

@@ -77,3 +77,42 @@ def test_bad_actuators_are_named():
         actuator_matrix(model, (PointActuator("FX", "pelvis"),), q)
     with pytest.raises(ValueError, match="TorqueActuator 'MZ' axis: needs a finite non-zero"):
         actuator_matrix(model, (TorqueActuator("MZ", "r_humerus", axis=(0.0, 0.0, 0.0)),), q)
+
+
+def test_gait2354_residuals_equal_the_body_wrench_route():
+    """The pipeline's six pelvis residuals on Gait2354 (prismatic pelvis translations, spline-coupled
+    knees): the closed form equals the unit loads through the body-wrench recursion
+    (:meth:`mbjax.ExternalLoads.generalized_forces`, a second algorithm) and the loads' power."""
+    import os
+    import warnings
+
+    from mbjax.forces.body_actuators import _loads
+    from mbjax.so_tool import read_reserves
+
+    folder = mbjax.models.pipeline_path("gait2354_walk")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.io.load_osim(os.path.join(folder, "subject01_simbody.osim"))
+    body = tuple(r for r in read_reserves(os.path.join(folder, "gait2354_CMC_Actuators.xml"))
+                 if isinstance(r, (PointActuator, TorqueActuator)))
+    assert len(body) == 6
+    loads, owner = _loads(model, body)
+    rng = np.random.default_rng(5)
+    lo, hi = (np.asarray(x) for x in (model.extras["osim"].lower, model.extras["osim"].upper))
+    qs = jnp.asarray(rng.uniform(np.maximum(lo, -1.0), np.minimum(hi, 1.0), (3, model.n_coordinates)))
+    B = jax.jit(jax.vmap(lambda x: actuator_matrix(model, body, x)))(qs)
+
+    def by_wrenches(q):
+        cols = []
+        for k in range(len(body)):
+            m = jnp.asarray(owner == k, q.dtype)[:, None]
+            one = mbjax.ExternalLoads(loads.bodies, loads.points, loads.forces * m, loads.torques * m,
+                                      point_frames=loads.point_frames, force_frames=loads.force_frames)
+            cols.append(one.generalized_forces(model, q))
+        return jnp.stack(cols, 1)
+
+    ref = jax.jit(jax.vmap(by_wrenches))(qs)
+    np.testing.assert_allclose(B, ref, rtol=1e-12, atol=1e-12 * float(jnp.abs(ref).max()))
+    qd = jnp.asarray(rng.normal(size=model.n_coordinates))
+    np.testing.assert_allclose(B[0].T @ qd, [float(_power(model, a, qs[0], qd)) for a in body],
+                               rtol=1e-11, atol=1e-11)

@@ -124,7 +124,7 @@ def with_force_elements(model: Model, *elements: ForceElement) -> Model:
     old = model.extras.get("forces", ForceSet())
     extras = dict(model.extras)
     extras["forces"] = ForceSet(tuple(old.elements) + tuple(e for e in elements if e is not None))
-    return eqx.tree_at(lambda m: m.extras, model, extras)
+    return model.with_extras(extras)
 
 
 @eqx.filter_jit

@@ -141,7 +141,7 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     paths = extras.get("muscles")
     if paths is not None:
         extras["muscles"] = _scale_paths(model, paths, s, ext)
-    out = eqx.tree_at(lambda m: m.extras, out, extras)
+    out = out.with_extras(extras)
     if paths is not None and paths.n_muscles:
         q0 = info.default
         ratio = muscle_lengths(out, q0) / muscle_lengths(model, q0)

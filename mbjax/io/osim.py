@@ -955,7 +955,7 @@ class _Loader:
             model = with_force_elements(model, *stacks)
         extras = dict(model.extras)
         extras["osim"] = info
-        return eqx.tree_at(lambda m: m.extras, model, extras)
+        return model.with_extras(extras)
 
     def _schutte_muscle(self, f, props):
         """The curves of a ``Schutte1993Muscle_Deprecated`` (``{curve: PPData}``, absent = default);

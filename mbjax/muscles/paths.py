@@ -282,7 +282,7 @@ def with_muscles(model: Model, paths: MusclePaths | Mapping[str, Sequence[PathPo
             raise ValueError(f"muscle {name!r}: body index out of range for this model ({nb} bodies)")
     extras = dict(model.extras)
     extras["muscles"] = paths
-    return eqx.tree_at(lambda m: m.extras, model, extras)
+    return model.with_extras(extras)
 
 
 def empty_paths() -> MusclePaths:
