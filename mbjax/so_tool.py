@@ -121,16 +121,9 @@ class SOResult(NamedTuple):
                 Table(self.time, labels, forces, False, {"name": "Static Optimization"}))
 
 
-@eqx.filter_jit
-def _resolved_frames(model, loads, q):
-    """The loads re-expressed at every frame (one compiled program, not an op-by-op ``vmap``)."""
-    return jax.vmap(lambda L, x: L.resolved(model, x))(loads, q)
-
-
-def _external_records(model, external_loads, loads, q):
-    """``ExternalForce::getRecordValues`` at every frame: labels and values ``(T, k)``."""
-    kin = model.with_extras({})  # kinematics only: muscles etc. are not traced
-    resolved = _resolved_frames(kin, loads, jnp.asarray(q))
+def _external_records(external_loads, resolved, q):
+    """``ExternalForce::getRecordValues`` at every frame: labels and values ``(T, k)``, from the
+    loads ``resolved`` at every frame (in :func:`_solve_frames`' program)."""
     forces, points, torques = (np.asarray(a) for a in (resolved.forces, resolved.points, resolved.torques))
     labels, cols = [], []
     for k, f in enumerate(external_loads.forces):
@@ -227,9 +220,9 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
         print(f"static optimization: {len(muscles)} muscles, {len(reserves)} reserves: solving (one compilation "
               "per model and frame count, frames warm-started in order) ...", flush=True)
     with _checks.checks(False):  # q, qd, qdd, tau checked finite above: no host callbacks in the solver
-        res = _solve_frames(model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)), kw, body,
-                            float(exponent), bool(use_muscle_physiology), moment_arm_rule,
-                            tuple(sorted(options.items())))
+        res, resolved = _solve_frames(model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)), kw, body,
+                                      float(exponent), bool(use_muscle_physiology), moment_arm_rule,
+                                      tuple(sorted(options.items())), loads)
     finite = np.all(np.isfinite(np.asarray(res.activations)), axis=1)
     if not finite.all():  # the solver runs without run-time checks: a NaN is reported here
         nan = np.nonzero(~finite)[0]
@@ -263,16 +256,18 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     if progress:
         print(f"static optimization: done, max |R F + τ_r - τ| = {np.max(np.abs(np.asarray(res.residual))):.2e}",
               flush=True)
-    external = None if loads is None else _external_records(model, external_loads, loads, q)
+    external = None if loads is None else _external_records(external_loads, resolved, q)
     return SOResult(t, act, force, labels, muscles, reserves, res, q, qd, qdd, tau, external)
 
 
 @eqx.filter_jit
 def _solve_frames(model, q, qd, qdd, tau, reserve_kw, body_actuators, exponent, use_muscle_physiology,
-                  moment_arm_rule, solver_options):
+                  moment_arm_rule, solver_options, loads=None):
     """All frames, compiled once per model, frame count and (static) options: a second run of the
     same setup, or another motion of the same length, does not trace again.  The activations'
-    lower bounds are each muscle's ``minimum_activation`` (computed here, not eagerly)."""
+    lower bounds are each muscle's ``minimum_activation`` (computed here, not eagerly).  Returns
+    the result and the external ``loads (T, ...)`` resolved at every frame (None without)."""
+    resolved = None if loads is None else jax.vmap(lambda L, x: L.resolved(model, x))(loads, q)
     lo = hill_parameters(get_paths(model))["minimum_activation"]
     R = L = None
     if moment_arm_rule == "opensim":  # one lane-folded wrap pass for all frames, not a vmap of it
@@ -283,7 +278,7 @@ def _solve_frames(model, q, qd, qdd, tau, reserve_kw, body_actuators, exponent, 
     return static_optimization_trajectory(
         model, q, qd, qdd, taus=tau, exponent=exponent, activation_bounds=(lo, 1.0),
         use_muscle_physiology=use_muscle_physiology, solver_options=dict(solver_options) or None,
-        moment_arm_rule=moment_arm_rule, moment_arms=R, lengths=L, actuators=B, **reserve_kw)
+        moment_arm_rule=moment_arm_rule, moment_arms=R, lengths=L, actuators=B, **reserve_kw), resolved
 
 
 # --------------------------------------------------------------------------------------------
