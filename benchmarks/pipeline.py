@@ -231,6 +231,13 @@ def gait(tmp):
             os_so = time.perf_counter() - t0
         finally:
             os.chdir(cwd)
+        # both IK tools stop at the setup's <accuracy> (1e-5): their distance to the optimum solved tight
+        tight = mbjax.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False, rtol=1e-12, atol=1e-12)
+        q_os = mbjax.io.coordinates_from_table(model, mbjax.io.read_storage(folder / "ik_opensim.mot"))
+        print(f"IK at the setup's accuracy {mbjax.ik.read_ik_setup(ik_setup).accuracy:g}: max |q - q_optimum| "
+              f"mbjax {np.abs(ik.q - tight.q).max():.1e}, OpenSim {np.abs(q_os - tight.q).max():.1e} "
+              f"(median {np.median(np.abs(q_os - tight.q)):.1e}) rad or m; mbjax {int(ik.steps.sum())} LM steps "
+              f"({int(tight.steps.sum())} to 1e-12)")
         ref = mbjax.io.read_storage(folder / "ResultsInverseDynamics" / "inverse_dynamics.sto")
         d_id = max(np.abs(idr.tau[:, idr.labels.index(c)] - ref.column(c)).max() for c in ref.labels)
         ref = mbjax.io.read_storage(folder / "ResultsStaticOptimization"
