@@ -110,7 +110,10 @@ def _optax_optimizer(method, learning_rate):
 
 @eqx.filter_jit
 def _optax_init(method, learning_rate, theta):
-    return _optax_optimizer(method, learning_rate).init(theta)
+    """The optimizer's state with no weakly typed leaves: optax's lbfgs starts its line-search
+    info weakly typed and returns it strongly typed, which made the step compile twice."""
+    state = _optax_optimizer(method, learning_rate).init(theta)
+    return jax.tree.map(lambda x: jnp.asarray(x, dtype=x.dtype), state)
 
 
 @eqx.filter_jit
