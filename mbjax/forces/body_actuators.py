@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -115,8 +114,9 @@ def actuator_matrix(model, actuators, q):
     point ``x`` and torque ``T`` on body ``b`` loads each joint ``j`` of ``b``'s chain (world axis
     ``ω_j`` through ``p_j``) with ``ω_j·(T + (x - p_j) × F)`` if revolute, ``ω_j·F`` if prismatic,
     and ``Q = Fᵀ τ`` with ``F = ∂f/∂q``.  Equal to :meth:`mbjax.ExternalLoads.generalized_forces`
-    of the unit loads (body-wrench recursion) and to the loads' power (``tests/test_body_actuators.py``);
-    Gait2354's six pelvis residuals over a 73-frame trial: 1.6 of static optimization's 11 ms before."""
+    of the unit loads (body-wrench recursion) and to the loads' power (``tests/test_body_actuators.py``).
+    It replaced a ``vmap`` of that recursion over the actuators: in Gait2354's 73-frame static
+    optimization program, the six pelvis residuals took 1.6 of its 11 ms that way."""
     from .._kinematics import forward_pass
 
     actuators = tuple(actuators)
