@@ -1,5 +1,7 @@
 """simulate (diffrax): energy conservation, pendulum period vs the elliptic integral, gradients vs FD."""
 
+import os
+
 import diffrax
 import equinox as eqx
 import jax
@@ -10,6 +12,7 @@ from scipy.special import ellipk
 
 import mbjax
 from _trees import random_tree
+from mbjax.models.shoulder import shoulder_model
 
 MASS, LENGTH, G = 1.7, 0.8, 9.81
 
@@ -91,6 +94,54 @@ def test_backsolve_adjoint_on_a_model_with_muscles():
     e = jnp.zeros_like(model.mass).at[k].set(1e-6)
     fd = (loss(model.mass + e, None) - loss(model.mass - e, None)) / 2e-6
     np.testing.assert_allclose(back[k], fd, rtol=1e-5)
+
+
+def _empty_tuple_nodes(tree):
+    is_empty = lambda x: isinstance(x, tuple) and not hasattr(x, "_fields") and x == ()
+    leaves, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_empty)
+    return [jax.tree_util.keystr(p) for p, leaf in leaves if is_empty(leaf)]
+
+
+BOUNCING_BLOCK = os.path.join(os.path.dirname(__file__), "data", "opensim_models", "bouncing_block", "bouncing_block.osim")
+
+
+@pytest.mark.parametrize("name", ["arm26", "gait2354", "shoulder", "bouncing_block"])
+def test_models_hold_no_empty_tuple_node(name):
+    """Muscle paths without moving/conditional maps and force elements without coupled coordinates
+    store ``None``: an empty-tuple node anywhere in ``args`` breaks diffrax's ``BacksolveAdjoint``
+    (next test).  Models with muscles, wrap objects, force elements and a constraint."""
+    if name == "shoulder":
+        model = shoulder_model()
+    elif name == "bouncing_block":
+        model = mbjax.io.load_osim(BOUNCING_BLOCK)
+    else:
+        model = mbjax.models.load(name)
+    assert _empty_tuple_nodes(model) == []
+
+
+def test_users_vector_field_with_the_model_in_args_under_backsolve():
+    """A vector field of the user's own receiving the whole arm26 model (muscles, wrap objects) as
+    diffrax ``args``: ``BacksolveAdjoint`` runs (it failed inside diffrax on the empty-tuple map
+    fields) and its gradient in the masses equals the checkpointed one."""
+    model = mbjax.models.arm26()
+    assert model.muscle_names and _empty_tuple_nodes(model) == []
+    y0 = (jnp.array([0.3, 0.8]), jnp.array([0.2, -0.1]))
+
+    def field(t, y, m):
+        q, qd = y
+        return qd, mbjax.forward_dynamics(m, q, qd)
+
+    def loss(mass, adjoint):
+        m = eqx.tree_at(lambda x: x.mass, model, mass)
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(field), diffrax.Tsit5(), 0.0, 0.2, 0.01, y0, args=m,
+                                  stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-10),
+                                  adjoint=adjoint)
+        return jnp.sum(sol.ys[0][-1] ** 2)
+
+    back = jax.jit(jax.grad(lambda m: loss(m, diffrax.BacksolveAdjoint())))(model.mass)
+    check = jax.jit(jax.grad(lambda m: loss(m, diffrax.RecursiveCheckpointAdjoint())))(model.mass)
+    assert np.max(np.abs(np.asarray(check))) > 1e-3
+    np.testing.assert_allclose(back, check, rtol=1e-6, atol=1e-9)
 
 
 def test_controls_and_forces_enter_with_the_right_sign():

@@ -67,16 +67,18 @@ class CoordinateValues(eqx.Module):
     An independent coordinate is ``q[index]``; an eliminated (coupled) one is its joint map
     (``maps[k]`` reading ``q[inputs[k]]``, for the entries ``dependent[k]``).  Locked coordinates
     are not represented (an element on one is dropped by the importer: the lock absorbs its force).
+    ``maps`` is ``None`` when no coordinate is coupled (an empty tuple breaks diffrax's
+    ``BacksolveAdjoint``; see :class:`mbjax.muscles.paths.MusclePaths`).
     """
 
     index: tuple[int, ...] = eqx.field(static=True)
     dependent: tuple[int, ...] = eqx.field(static=True)
     inputs: tuple[tuple[int, ...], ...] = eqx.field(static=True)
-    maps: tuple = ()
+    maps: tuple | None = None
 
     def __call__(self, q):
         out = q[np.asarray(self.index, dtype=np.int32)]
-        for k, inp, m in zip(self.dependent, self.inputs, self.maps):
+        for k, inp, m in zip(self.dependent, self.inputs, self.maps or ()):
             out = out.at[k].set(m.value(q[np.asarray(inp, dtype=np.int32)][None])[0].astype(q.dtype))
         return out
 
@@ -92,7 +94,7 @@ class CoordinateValues(eqx.Module):
             dependent.append(k)
             inputs.append(tuple(model.coordinate_index(n) for n in c.coordinates[0]))
             maps.append(c)
-        return cls(tuple(index), tuple(dependent), tuple(inputs), tuple(maps))
+        return cls(tuple(index), tuple(dependent), tuple(inputs), tuple(maps) or None)
 
 
 def frame_poses(model: Model, q, bodies, x_body_frame):

@@ -186,7 +186,7 @@ def _scale_paths(model, paths, s, ext):
     body = np.asarray(paths.body, int)
     loc = paths.location * _body_factor(model, ext, body)[..., None]
     maps = []
-    for family, slots in zip(paths.moving_maps, paths.moving_slots):
+    for family, slots in zip(paths.moving_maps or (), paths.moving_slots):
         f = _body_factor(model, ext, np.asarray([body[m, p] for m, p, _ in slots], int))
         maps.append(_scale_map(family, f))
     out = eqx.tree_at(lambda p: p.location, paths, loc)

@@ -71,7 +71,7 @@ def _body_locations(paths, q, ops: Small):
     if not paths.moving_maps:
         return loc, np.zeros((0, 3), dtype=np.int64), None
     vals, grads, slot_list = [], [], []
-    for family, fam_slots, inputs in zip(paths.moving_maps, paths.moving_slots, paths.moving_inputs):
+    for family, fam_slots, inputs in zip(paths.moving_maps or (), paths.moving_slots, paths.moving_inputs):
         inputs = np.asarray(inputs, dtype=np.int32)
         fv, gv, _ = _local_eval(family, q[inputs], ops.nbt)
         vals.append(fv.astype(ops.dtype))

@@ -77,11 +77,16 @@ class MusclePaths(eqx.Module):
     the stacked ``moving_maps`` and per-muscle ``parameters`` (dict of ``(nm,)`` arrays, e.g. the
     OpenSim muscle properties).  Static: names, kinds, body indices (``-1`` = ground), validity,
     conditional-coordinate indices and the slots that moving maps fill.
+
+    ``moving_maps`` and ``cond_maps`` are ``None``, not ``()``, when a model has no such maps: an
+    empty-tuple node makes diffrax's ``BacksolveAdjoint`` fail on any vector field whose ``args``
+    carry the model (``equinox.tree_at`` swaps it for a marker type that ``lax.stop_gradient``
+    rejects: diffrax 0.7, equinox 0.13).
     """
 
     location: jnp.ndarray
     cond_range: jnp.ndarray
-    moving_maps: tuple[AbstractJointMap, ...]
+    moving_maps: tuple[AbstractJointMap, ...] | None
     parameters: dict[str, jnp.ndarray]
     names: tuple[str, ...] = eqx.field(static=True)
     kinds: tuple[str, ...] = eqx.field(static=True)
@@ -97,7 +102,7 @@ class MusclePaths(eqx.Module):
     wraps: Any = None
     #: stacked joint maps giving the coordinates conditional points read that are not in ``q``;
     #: ``cond_coord`` indexes ``[q; their values]`` (see :func:`condition_values`)
-    cond_maps: tuple[AbstractJointMap, ...] = ()
+    cond_maps: tuple[AbstractJointMap, ...] | None = None
     #: per condition-map family: positions of each map's local inputs in q (padded)
     cond_inputs: tuple[tuple[tuple[int, ...], ...], ...] = eqx.field(static=True, default=())
 
@@ -256,7 +261,7 @@ def build_paths(
     return MusclePaths(
         location=jnp.asarray(location),
         cond_range=jnp.asarray(cond_range),
-        moving_maps=tuple(maps),
+        moving_maps=tuple(maps) or None,
         parameters=params,
         names=names,
         kinds=tuple(kinds.get(n, "path") for n in names),
@@ -267,7 +272,7 @@ def build_paths(
         moving_inputs=tuple(inputs),
         point_names=tuple(tuple(r) for r in point_names),
         wraps=wraps,
-        cond_maps=tuple(cond_maps),
+        cond_maps=tuple(cond_maps) or None,
         cond_inputs=tuple(cond_inputs),
     )
 
@@ -290,7 +295,7 @@ def empty_paths() -> MusclePaths:
     return MusclePaths(
         location=jnp.zeros((0, 0, 3)),
         cond_range=jnp.zeros((0, 0, 2)),
-        moving_maps=(),
+        moving_maps=None,
         parameters={},
         names=(),
         kinds=(),
@@ -374,7 +379,7 @@ def _locations(paths: MusclePaths, q, derivatives: bool):
     nm, npt, _ = loc.shape
     nq = q.shape[0]
     d_loc = jnp.zeros((nm, npt, 3, nq), q.dtype) if derivatives else None
-    for family, slots, inputs in zip(paths.moving_maps, paths.moving_slots, paths.moving_inputs):
+    for family, slots, inputs in zip(paths.moving_maps or (), paths.moving_slots, paths.moving_inputs):
         idx = np.asarray(slots, dtype=np.int64)
         inp = np.asarray(inputs, dtype=np.int64)
         n = idx.shape[0]
