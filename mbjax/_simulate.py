@@ -222,8 +222,9 @@ def simulate(
     if vector_field is None:
         field = DynamicsField(controls, forces)
         # the default field reads the body tree only: muscles and file metadata stay out of the
-        # solve's args (a smaller adjoint state for BacksolveAdjoint, whose state then holds no
-        # empty-tuple nodes either: diffrax 0.7 cannot stop_gradient through those)
+        # solve's args (a smaller adjoint state for BacksolveAdjoint; a user's vector_field may
+        # carry the whole model: models hold no empty-tuple nodes, which diffrax 0.7 cannot
+        # stop_gradient through, see mbjax.muscles.paths.MusclePaths)
         model = model.with_extras({})
     elif controls is not None or forces is not None:
         raise ValueError("simulate: controls and forces apply to the default vector field; put them in vector_field")

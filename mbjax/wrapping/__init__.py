@@ -9,6 +9,9 @@
 * :mod:`~mbjax.wrapping.smooth`: the smooth option beside OpenSim's algorithm, exact geodesic
   lengths over a sphere and a cylinder (closed form, C¹ across contact, reverse-mode
   differentiable), for one segment, with closed-form tangent points;
+* :mod:`~mbjax.wrapping.smooth_ellipsoid`: the same over an ellipsoid, a geodesic found by
+  shooting (Runge-Kutta, Newton from the affine image of the sphere's path, continuation in the
+  semi-axes; implicit derivatives);
 * :mod:`~mbjax.wrapping.smooth_path`: the smooth option for whole paths and models (a taut cable
   over cylinders and spheres, wraps applied in file order): :func:`smooth_wrapping`,
   :func:`with_wrapping`, ``mbjax.io.load_osim(path, wrapping="smooth")``.
@@ -17,8 +20,10 @@
 from ._result import INSIDE, MANDATORY, NO_WRAP, WRAPPED, WrapLine
 from .objects import KINDS, METHODS, PathWrap, WrapObject
 from .smooth import Geodesic, cylinder_geodesic, cylinder_geodesic_length, sphere_geodesic, sphere_geodesic_length
+from .smooth_ellipsoid import ellipsoid_geodesic, ellipsoid_geodesic_length
 from .smooth_path import WRAPPINGS, smooth_wrapping, with_wrapping
 
 __all__ = ["INSIDE", "KINDS", "MANDATORY", "METHODS", "NO_WRAP", "PathWrap", "WRAPPED", "WrapLine", "WrapObject",
-           "Geodesic", "WRAPPINGS", "cylinder_geodesic", "cylinder_geodesic_length", "smooth_wrapping",
+           "Geodesic", "WRAPPINGS", "cylinder_geodesic", "cylinder_geodesic_length", "ellipsoid_geodesic",
+           "ellipsoid_geodesic_length", "smooth_wrapping",
            "sphere_geodesic", "sphere_geodesic_length", "with_wrapping"]
