@@ -3,7 +3,8 @@
 arm26's TRIlat wraps over the ``TRI`` cylinder at the elbow (quadrant ``all``), swept over
 ``r_elbow_flex`` with the shoulder at 0: the path is straight at small flexion and starts touching
 the cylinder part-way.  The model is the shipped arm26 with its two ellipsoid path wraps removed
-(the smooth option refuses ellipsoids; TRIlat never used them), loaded twice: OpenSim's algorithm
+(TRIlat never used them; without them the smooth model compiles in seconds, where its ellipsoid
+shooting takes about a minute), loaded twice: OpenSim's algorithm
 (mbjax's exact port, equal to OpenSim 4.6 to 1e-15 m, see the README) and ``wrapping="smooth"``.
 Lengths by ``muscle_lengths``, moment arms ``-∂L/∂q`` by ``moment_arms`` (forward mode), and the
 smooth moment arm also by reverse mode (``jax.grad``), which OpenSim's wrap pass does not allow

@@ -777,7 +777,7 @@ def build_parser():
     ma.add_argument("--ignore-wrapping", action="store_true", help="load wrapping paths as straight lines")
     ma.add_argument("--wrapping", choices=("opensim", "smooth"), default="opensim",
                     help="wrap paths by OpenSim's algorithm (default) or the smooth geodesic option "
-                         "(cylinders and spheres only)")
+                         "(cylinders, spheres, ellipsoids; tori refused)")
     ma.add_argument("--allow-out-of-range", action="store_true",
                     help="sweep beyond a coordinate's range by more than its width (otherwise refused)")
     ma.add_argument("--max-poses", type=_positive_int, metavar="N",

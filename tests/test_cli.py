@@ -146,11 +146,19 @@ def test_wrapping_error_names_the_flag(tmp_path, capsys, monkeypatch):
 
 
 def test_smooth_wrapping_refusal_names_the_flags(tmp_path, capsys, monkeypatch):
-    """``--wrapping smooth`` on arm26 (ellipsoids): exit 2, the wrap named, the flags to use instead."""
+    """``--wrapping smooth`` on arm26 with its TRIlonghh ellipsoid made a torus (the one surface the
+    smooth option refuses): exit 2, the wrap named, the flags to use instead."""
+    text = open(ARM26).read()
+    text, n = re.subn(r'<WrapEllipsoid name="TRIlonghh">(.*?)<dimensions>[^<]*</dimensions>(.*?)</WrapEllipsoid>',
+                      r'<WrapTorus name="TRIlonghh">\1<inner_radius>0.01</inner_radius>'
+                      r'<outer_radius>0.04</outer_radius>\2</WrapTorus>', text, flags=re.S)
+    assert n == 1
+    path = tmp_path / "arm26_torus.osim"
+    path.write_text(text)
     monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
-    rc, _, err = _main(capsys, "moment-arms", "arm26", "--wrapping", "smooth", "--vary", "r_elbow_flex=0:1:0.5",
+    rc, _, err = _main(capsys, "moment-arms", str(path), "--wrapping", "smooth", "--vary", "r_elbow_flex=0:1:0.5",
                        "--out", str(tmp_path / "x.csv"))
-    assert rc == 2 and "WrapEllipsoid 'TRIlonghh'" in err, err
+    assert rc == 2 and "WrapTorus 'TRIlonghh'" in err, err
     assert "--wrapping opensim" in err and "--ignore-wrapping" in err and err.count("\n") == 1, err
 
 

@@ -8,7 +8,9 @@ smooth_wrapping(model), checked against independent references.
 * moment arms equal −jacrev = −jacfwd = central differences of the lengths, check_grads in both modes;
 * one-sided slopes meet across the start of contact (C¹);
 * two surfaces on one piece chain through the first one's tangent points, under jax.grad;
-* ellipsoids (arm26) and tori are refused by name, an unknown ``wrapping=`` lists the choices.
+* ellipsoids: equal semi-axes equal the sphere's closed form, moment arms equal −jacrev and central
+  differences; arm26 (two ellipsoids, two cylinders) loads smooth, its ellipsoid quadrants named in a warning;
+* tori are refused by name, an unknown ``wrapping=`` lists the choices.
 OpenSim 4.6 itself and Rajagopal2016: tests/validation/test_wrap_smooth_opensim.py.
 """
 
@@ -244,11 +246,59 @@ def test_two_surfaces_on_one_piece_chain():
     assert sequential > converged + 1e-7 and abs(both - converged) < 1e-7, (sequential, both, converged)
 
 
+def _hinge_ellipsoid(radii):
+    """The hinge with an ellipsoid (turned) on the link instead of the cylinder."""
+    b = mbjax.ModelBuilder(["theta"])
+    b.add_body("link", joint="revolute", axis=[0, 0, 1], map="theta", mass=1.0, inertia=np.eye(3) * 0.01)
+    model = b.build()
+    obj = WrapObject("w", "WrapEllipsoid", "link", radii, xyz_body_fixed((0.3, -0.2, 0.1)), (0.0, 0.0, 0.0))
+    paths = build_paths(model.body_names, model.coordinate_names,
+                        {"m": [PathPoint("ground", [A, 0.0, -0.01]), PathPoint("link", [C, 0.0, 0.02])]},
+                        wrap_objects=[obj], path_wraps={"m": [PathWrap("w")]})
+    return with_muscles(model, paths)
+
+
+def test_ellipsoid_with_equal_semi_axes_is_the_sphere():
+    thetas = np.linspace(2.3, 3.1, 9)[:, None]
+    ell = _lengths(smooth_wrapping(_hinge_ellipsoid((R, R, R))), thetas)
+    sph = _lengths(smooth_wrapping(_hinge("WrapSphere", h=0.02, z1=-0.01)), thetas)
+    assert np.sum(ell[:, 0] > np.sqrt(A**2 + C**2 - 2 * A * C * np.cos(thetas[:, 0]) + 0.03**2) + 1e-4) >= 4
+    np.testing.assert_allclose(ell, sph, rtol=0, atol=1e-9)
+
+
+def test_ellipsoid_moment_arms_are_minus_the_gradient():
+    model = smooth_wrapping(_hinge_ellipsoid((0.06, 0.035, 0.045)))
+    length = jax.jit(lambda t: mbjax.muscle_lengths(model, t)[0])
+    arms = jax.jit(lambda t: mbjax.moment_arms(model, t)[:, 0])
+    wrapped = 0
+    for t in (2.6, 2.95, 3.1):
+        q = jnp.asarray([t])
+        straight = np.sqrt(A**2 + C**2 - 2 * A * C * np.cos(t) + 0.03**2)
+        wrapped += float(length(q)) > straight + 1e-4
+        fd = (float(length(q + 1e-6)) - float(length(q - 1e-6))) / 2e-6
+        np.testing.assert_allclose(float(arms(q)[0]), -float(jax.jacrev(length)(q)[0]), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(float(arms(q)[0]), -fd, rtol=1e-6, atol=1e-9)
+    assert wrapped >= 2
+
+
+@needs_arm26
+def test_arm26_loads_smooth_with_its_ellipsoids():
+    with pytest.warns(UserWarning, match=r"arm26\.osim.*quadrant of 'TRIlonghh', 'BIClonghh' is not applied"):
+        smooth = load_osim(ARM26, wrapping="smooth")
+    exact = load_osim(ARM26)
+    qs = np.array([[0.3, 0.4], [-0.2, 1.8]])
+    ls, le = _lengths(smooth, qs), _lengths(exact, qs)
+    assert np.isfinite(ls).all()
+    # the muscles without an ellipsoid equal OpenSim's (one cylinder, on its quadrant's side, or
+    # none) to OpenSim's apex-plane tangent points (a few micrometres; README, smooth wrapping)
+    k = [smooth.muscle_names.index(n) for n in ("TRIlat", "TRImed", "BICshort", "BRA")]
+    np.testing.assert_allclose(ls[:, k], le[:, k], atol=1e-5)
+    # over the ellipsoids a taut cable without OpenSim's quadrants: millimetres from OpenSim
+    assert np.abs(ls - le).max() < 0.02
+
+
 @needs_arm26
 def test_refusals_name_the_wrap_and_the_choices():
-    with pytest.raises(NotImplementedError, match=r"arm26\.osim.*'TRIlong' over WrapEllipsoid 'TRIlonghh'.*"
-                                                  r"wrapping='opensim'.*ignore_wrapping=True"):
-        load_osim(ARM26, wrapping="smooth")
     with pytest.raises(ValueError, match=r"wrapping must be one of \('opensim', 'smooth'\), got 'geodesic'"):
         load_osim(ARM26, wrapping="geodesic")
     with pytest.raises(ValueError, match=r"one of \('opensim', 'smooth'\)"):
@@ -264,7 +314,8 @@ def test_refusals_name_the_wrap_and_the_choices():
     paths = build_paths(model.body_names, model.coordinate_names,
                         {"m": [PathPoint("ground", [A, 0.0, 0.0]), PathPoint("link", [C, 0.0, 0.0])]},
                         wrap_objects=[torus], path_wraps={"m": [PathWrap("ring")]})
-    with pytest.raises(NotImplementedError, match="muscle 'm' over WrapTorus 'ring'"):
+    with pytest.raises(NotImplementedError, match=r"muscle 'm' over WrapTorus 'ring'.*"
+                                                  r"wrapping='opensim'.*ignore_wrapping=True"):
         smooth_wrapping(with_muscles(model, paths))
     with pytest.warns(UserWarning, match="quadrant of 'w' is not applied"):
         smooth_wrapping(_hinge("WrapSphere", quadrant="-z"))

@@ -1411,9 +1411,9 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
     still leaves them out instead.
 
     ``wrapping``: how muscle paths wrap over the wrap surfaces, ``"opensim"`` (default: OpenSim 4.6's
-    algorithm, lengths equal to OpenSim's) or ``"smooth"`` (a taut cable of exact geodesics over
-    cylinders and spheres, differentiable in reverse mode and C¹ across contact, for
-    gradient-based optimal control; ellipsoids and tori are refused by name,
+    algorithm, lengths equal to OpenSim's) or ``"smooth"`` (a taut cable of geodesics over
+    cylinders, spheres and ellipsoids, differentiable in reverse mode and C¹ across contact, for
+    gradient-based optimal control; tori are refused by name,
     :mod:`mbjax.wrapping.smooth_path`).  With ``ignore_wrapping=True`` paths are straight either way.
     """
     from ..wrapping.smooth_path import WRAPPINGS, with_wrapping

@@ -25,10 +25,16 @@ and the geodesic's length.  The geodesic leaves ``T1`` in the direction of the i
     g3 = d̂2 · (n(T2) × v2)       (and leaves along the geodesic, not sideways)
 
 with ``d̂1 = unit(T1 − P)``, ``d̂2 = unit(S − T2)``, ``n`` the unit normal and ``(T2, v2)`` the
-geodesic's end.  Newton's method (``optimistix.Newton``, Jacobian by forward-mode autodiff) from the
-*affine guess*: the ellipsoid is the unit sphere scaled by ``r``, so the great-circle path of
-``P/r → S/r`` around the unit sphere (:func:`~mbjax.wrapping.smooth.sphere_geodesic`) mapped back
-by ``r`` gives ``u0`` and ``ℓ0`` (the mapped arc's length); it is exact for a sphere.  Derivatives
+geodesic's end.  Solved by Levenberg-Marquardt (``optimistix``, Jacobian by forward-mode autodiff)
+from the *affine guess*: the ellipsoid is the unit sphere scaled by ``r``, so the great-circle path
+of ``P/r → S/r`` around the unit sphere (:func:`~mbjax.wrapping.smooth.sphere_geodesic`) gives the
+chart's centre ``u0`` on the scaled sphere; that guess is exact for a sphere, and a full step to a
+strongly triaxial ellipsoid can leave Newton's basin, so the solve *continues* from the sphere:
+semi-axes ``c (r/c)^τ`` (``c`` their geometric mean) with the scaled end points fixed, τ from 0 to
+1 in steps that start at :data:`FIRST_STAGE`, halve after a failed solve and grow by half after a
+good one (16-step geodesics, loose tolerance), then one solve at τ = 1 with the full geodesic.
+Measured: no failure in 3464 wrapped random segments over semi-axis ratios up to 5:1 (three fixed
+stages failed on 0.1-0.3%).  Derivatives
 in ``P``, ``S`` and ``r`` are the implicit-function ones (``optimistix.ImplicitAdjoint``), so the
 length is differentiable in forward and reverse mode; at the solution ``∂L/∂P = unit(P − T1)`` and
 ``∂L/∂S = unit(S − T2)`` (the envelope theorem: tested).

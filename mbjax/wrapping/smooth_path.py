@@ -26,8 +26,9 @@ and the length is ``L = Σ_pieces |B − A| + Σ_arcs s``.  Cylinders are infini
 ``length`` only switches wrapping off when both of its tangent points lie beyond the ends: a jump
 left out here) and take their side from the quadrant (``cylinder_geodesic``'s ``allowed``: the
 path passes the quadrant's side; ``all``: the shorter way); spheres take the shorter great circle
-(a sphere's quadrant is not applied: :func:`smooth_wrapping` warns by name).  Ellipsoids and tori
-have no closed-form geodesic and are refused by name.  Every wrap acts on every obstructed piece
+(a sphere's quadrant is not applied: :func:`smooth_wrapping` warns by name); ellipsoids take the
+geodesic homotopic to the affine image of the sphere's shorter great circle (their quadrant and
+``method`` are not applied either, with the same warning).  Tori are refused by name.  Every wrap acts on every obstructed piece
 of its range, so there is no discrete choice of segment: with ``W`` wraps a segment holds at most
 ``2^W`` pieces, a static count (a piece that did not wrap leaves a zero-length twin).
 
@@ -60,8 +61,8 @@ sequence of wraps acts on the same pieces, except:
   meets a tangent line of an earlier one, before or after refinement) the length is C¹.
 
 Shapes are static (``P`` point slots → ``P·2^W`` pieces, ``P(2^W − 1)`` contacts) and every step
-is a closed form, with a fixed count of refinement passes, so the whole path is one straight-line
-program under ``jit``/``vmap``; :func:`smooth_wrap_paths` is read by
+is a closed form (an ellipsoid's a converged Newton solve), with a fixed count of refinement passes,
+so the whole path is one program under ``jit``/``vmap``; :func:`smooth_wrap_paths` is read by
 :func:`mbjax.muscle_lengths` and :func:`mbjax.moment_arms` (and everything built on them) when
 ``MuscleWraps.wrapping == "smooth"``.
 """
@@ -76,12 +77,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .smooth import cylinder_geodesic, sphere_geodesic
+from .smooth import Geodesic, cylinder_geodesic, sphere_geodesic
+from .smooth_ellipsoid import ellipsoid_geodesic
 
 #: the ``wrapping=`` choices of :func:`mbjax.io.load_osim` and :func:`with_wrapping`
 WRAPPINGS = ("opensim", "smooth")
-#: surfaces with a closed-form geodesic (the smooth option's)
-SMOOTH_KINDS = ("WrapCylinder", "WrapSphere")
+#: surfaces the smooth option wraps (closed form over cylinders and spheres, shooting over ellipsoids)
+SMOOTH_KINDS = ("WrapCylinder", "WrapSphere", "WrapEllipsoid")
 #: refinement passes after the sequential one, on paths with two or more wraps (module docstring)
 REFINE_PASSES = 2
 
@@ -130,16 +132,24 @@ def _contact(wraps, w, a, b, in_range, obj_rot, obj_pos):
     b_loc = jnp.einsum("mji,mkj->mki", rot, b - org[:, None])
     radius = wraps.dimensions.astype(dtype)[o, 0][:, None]  # (M, 1)
     geo = None
+
+    def merge(geo, new, rows):  # rows (M,) static: where ``new`` applies
+        if geo is None:
+            return new
+        sel = jnp.asarray(rows)
+        return Geodesic(*(jnp.where(sel.reshape((M,) + (1,) * (x.ndim - 1)), y, x) for x, y in zip(geo, new)))
+
     if np.any(rows_on & (kind_w == "WrapCylinder")):
         allowed = np.array([_allowed(wraps.axis[k], wraps.sign[k]) for k in o])[:, None, :]
         geo = cylinder_geodesic(a_loc, b_loc, radius, jnp.asarray(allowed, dtype))
     if np.any(rows_on & (kind_w == "WrapSphere")):
-        sph = sphere_geodesic(a_loc, b_loc, radius)
-        if geo is None:
-            geo = sph
-        else:
-            is_sph = jnp.asarray(kind_w == "WrapSphere")
-            geo = type(geo)(*(jnp.where(is_sph.reshape((M,) + (1,) * (x.ndim - 1)), y, x) for x, y in zip(geo, sph)))
+        geo = merge(geo, sphere_geodesic(a_loc, b_loc, radius), kind_w == "WrapSphere")
+    ell = rows_on & (kind_w == "WrapEllipsoid")
+    if np.any(ell):  # shooting (not closed form): only the ellipsoid rows are solved
+        idx = np.nonzero(ell)[0]
+        eg = ellipsoid_geodesic(a_loc[idx], b_loc[idx], wraps.dimensions.astype(dtype)[o[idx]][:, None, :])
+        full = Geodesic(*(jnp.zeros((M,) + x.shape[1:], x.dtype).at[idx].set(x) for x in eg))
+        geo = merge(geo, full, ell)
     wrap = in_range & jnp.asarray(rows_on)[:, None] & geo.wraps
     t1 = jnp.einsum("mij,mkj->mki", rot, geo.t1) + org[:, None]
     t2 = jnp.einsum("mij,mkj->mki", rot, geo.t2) + org[:, None]
@@ -272,11 +282,11 @@ def check_smooth(wraps, muscle_names, source: str = "") -> None:
                 refused.append(f"muscle {muscle_names[m]!r} over {kind} {name!r}")
             elif kind == "WrapCylinder" and wraps.sign[o] != 0 and wraps.axis[o] == 2:
                 z_cyl.append(f"muscle {muscle_names[m]!r} over WrapCylinder {name!r}")
-            elif kind == "WrapSphere" and wraps.sign[o] != 0 and name not in sphere_quadrant:
+            elif kind in ("WrapSphere", "WrapEllipsoid") and wraps.sign[o] != 0 and name not in sphere_quadrant:
                 sphere_quadrant.append(name)
     if refused:
         raise NotImplementedError(
-            f"{where}smooth wrapping has closed-form geodesics over {' and '.join(SMOOTH_KINDS)} only, not: "
+            f"{where}smooth wrapping covers {', '.join(SMOOTH_KINDS)} only, not: "
             + "; ".join(refused)
             + ". Load with wrapping='opensim' (the default, OpenSim's algorithm) or ignore_wrapping=True "
             "(straight lines)")
@@ -285,7 +295,7 @@ def check_smooth(wraps, muscle_names, source: str = "") -> None:
             f"{where}smooth wrapping: a cylinder quadrant along its own axis (z) has no side to pass: "
             + "; ".join(z_cyl) + ". Load with wrapping='opensim' (the default) or ignore_wrapping=True")
     if sphere_quadrant:
-        warnings.warn(f"{where}smooth wrapping takes the shorter great circle over a sphere; the quadrant of "
+        warnings.warn(f"{where}smooth wrapping takes the shorter way over a sphere or an ellipsoid; the quadrant of "
                       f"{', '.join(repr(n) for n in sphere_quadrant)} is not applied", stacklevel=3)
 
 
@@ -293,7 +303,7 @@ def with_wrapping(model, wrapping: str, source: str = ""):
     """A copy of ``model`` whose muscle paths wrap by ``wrapping`` (one of :data:`WRAPPINGS`).
 
     ``"opensim"``: OpenSim 4.6's algorithm (:mod:`mbjax.wrapping.path`, the default of every
-    loaded model); ``"smooth"``: this module's taut cable (refuses ellipsoids and tori by name).  A
+    loaded model); ``"smooth"``: this module's taut cable (refuses tori by name).  A
     model without wrapping is returned unchanged (straight lines are smooth already).  Only a static
     flag of ``MusclePaths.wraps`` changes: parameters, gradients and names stay.
     """
