@@ -140,3 +140,38 @@ def test_length_is_c1_where_contact_starts():
     slopes = [float((L(hc) - L(hc - d)) / d) for d in (1e-4, 1e-6)]
     assert all(s < 0 for s in slopes) and abs(slopes[1]) < 0.02 * abs(slopes[0]) and abs(slopes[1]) < 1e-4, slopes
     assert float(L(hc - 1e-6)) > chord
+
+
+_FLOAT32_SCRIPT = """
+import json, sys
+import jax, numpy as np
+assert not jax.config.jax_enable_x64
+from mbjax.wrapping.smooth_ellipsoid import ellipsoid_geodesic
+p1, p2, r = (np.asarray(x, np.float32) for x in json.loads(sys.stdin.read()))
+g = jax.jit(ellipsoid_geodesic)(p1, p2, r)
+assert g.length.dtype == np.float32, g.length.dtype
+print(json.dumps([np.asarray(g.length, float).tolist(), np.asarray(g.wraps).tolist()]))
+"""
+
+
+def test_float32_runs_and_agrees(triaxial):
+    """float32 (JAX's default, x64 off, in a child process): the tolerances follow the dtype, so the
+    solve converges (the float64 tolerance is below float32 rounding) and agrees with float64 to
+    float32's precision."""
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    p1, p2, geo = triaxial
+    env = dict(os.environ, JAX_ENABLE_X64="0", JAX_PLATFORMS="cpu")
+    env["PYTHONPATH"] = str(pathlib.Path(__file__).parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+    data = json.dumps([p1[:20].tolist(), p2[:20].tolist(), RADII.tolist()])
+    proc = subprocess.run([sys.executable, "-c", _FLOAT32_SCRIPT], input=data, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    length, wraps = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sum(wraps) > 10
+    np.testing.assert_array_equal(wraps, np.asarray(geo.wraps[:20]))
+    np.testing.assert_allclose(length, np.asarray(geo.length[:20]), rtol=2e-6)

@@ -317,12 +317,14 @@ def empty_result(model: Model, q, shape: tuple[int, ...]):
 
 def require_path(out, where: str):
     """``out`` unchanged; a run-time error (checks on) if it holds NaN, which the kernels give for
-    a path with fewer than 2 active points (all but one conditional point out of range)."""
+    a path with fewer than 2 active points (all but one conditional point out of range), and the
+    smooth option for an ellipsoid wrap whose shooting solve failed."""
     return _checks.require(
         out,
         jnp.any(jnp.isnan(out)),
         f"{where}: a muscle path has fewer than 2 active points at this q (conditional points out of "
-        "range) or a NaN path point: its length is undefined",
+        "range), a NaN path point, or (smooth wrapping) an ellipsoid geodesic that did not converge: "
+        "its length is undefined",
     )
 
 

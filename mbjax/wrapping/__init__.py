@@ -10,10 +10,10 @@
   lengths over a sphere and a cylinder (closed form, C¹ across contact, reverse-mode
   differentiable), for one segment, with closed-form tangent points;
 * :mod:`~mbjax.wrapping.smooth_ellipsoid`: the same over an ellipsoid, a geodesic found by
-  shooting (Runge-Kutta, Newton from the affine image of the sphere's path, continuation in the
-  semi-axes; implicit derivatives);
+  shooting (Runge-Kutta, Levenberg-Marquardt from the affine image of the sphere's path with
+  continuation in the semi-axes; implicit derivatives);
 * :mod:`~mbjax.wrapping.smooth_path`: the smooth option for whole paths and models (a taut cable
-  over cylinders and spheres, wraps applied in file order): :func:`smooth_wrapping`,
+  over cylinders, spheres and ellipsoids, wraps applied in file order): :func:`smooth_wrapping`,
   :func:`with_wrapping`, ``mbjax.io.load_osim(path, wrapping="smooth")``.
 """
 

@@ -43,9 +43,12 @@ length is differentiable in forward and reverse mode; at the solution ``∂L/∂
 segment ``P/r → S/r`` meets the unit sphere: affine maps keep incidence), else ``|S − P|``.  At the
 start and end of contact ``ℓ → 0`` with the chord's slope, so ``L`` is C¹ there.  An end point
 inside the ellipsoid gives the straight segment (OpenSim's ``INSIDE``).  The path found is the
-geodesic homotopic to the affine guess, the shorter way round in the scaled frame: for a very
-eccentric ellipsoid the other way round can be shorter (not searched).  A shooting solve that
-does not converge returns NaN (reported by mbjax's checks), never a silently wrong length.
+geodesic homotopic to the affine guess, the shorter way round in the scaled frame; where the end
+points are nearly opposite in the scaled frame another way round can be shorter (not searched:
+against OpenSim's ellipsoid algorithm on 364 random wrapped segments, 1.4% were longer than
+OpenSim's by more than 10 µm, up to 2.3 mm; 23% shorter by more than 10 µm, OpenSim's path not
+being a geodesic).  A solve that does not converge returns a NaN length (a run-time error from
+:func:`mbjax.muscle_lengths` while checks are on), never a silently wrong one.
 """
 
 from __future__ import annotations
@@ -58,8 +61,8 @@ from .smooth import Geodesic, _any_normal, sphere_geodesic
 
 #: classical Runge-Kutta steps along one geodesic
 GEODESIC_STEPS = 64
-#: Newton's tolerance on the (dimensionless) shooting residual, and its step cap
-NEWTON_TOL, NEWTON_MAX_STEPS = 1e-13, 40
+#: the solver's tolerance on the (dimensionless) shooting residual (at least 64 eps of the dtype), and its step cap
+SOLVE_TOL, SOLVE_MAX_STEPS = 1e-13, 40
 #: continuation (module docstring): first step in τ, most stage solves, and the Runge-Kutta steps,
 #: tolerance and step cap of a stage's solve (it only seeds the next one)
 FIRST_STAGE, STAGE_TRIES = 0.25, 40
@@ -137,11 +140,12 @@ def _segment_meets_unit_sphere(s1, s2):
     return jnp.dot(c, c) < 1.0
 
 
-def _solve(y0, p1, p2, radii, chart, steps, max_steps=NEWTON_MAX_STEPS, tol=NEWTON_TOL):
+def _solve(y0, p1, p2, radii, chart, steps, max_steps=SOLVE_MAX_STEPS, tol=SOLVE_TOL):
     def residual(y, args):
         a, b, r = args
         return _path(y, a, b, r, chart, steps)[2]
 
+    tol = max(tol, 64 * float(jnp.finfo(y0.dtype).eps))  # float32: 7.6e-6 (the float64 tolerances are below its rounding)
     solver = optx.LevenbergMarquardt(rtol=tol, atol=tol)
     return optx.root_find(residual, solver, y0, args=(p1, p2, radii), max_steps=max_steps, throw=False)
 
