@@ -163,15 +163,15 @@ def _one(p1, p2, radii, steps):
     # points fixed, from τ = 0 (the great circle, exact) to 1, the step in τ halved after a failed
     # solve and grown by half after a good one; the chart lives on the scaled sphere
     r0 = jax.lax.stop_gradient(radii)
-    t1s, t2s = jax.lax.stop_gradient((q1 / radii, q2 / radii))
-    chart, theta = _sphere_chart(t1s, t2s)
+    s1q, s2q = jax.lax.stop_gradient((q1 / radii, q2 / radii))  # scaled end points (stand-ins where no wrap)
+    chart, theta = _sphere_chart(s1q, s2q)
     c = jnp.exp(jnp.mean(jnp.log(r0)))
 
     def stage(state):
         tau, dtau, y, k = state
         t_next = jnp.minimum(tau + dtau, 1.0)
         r_t = c * (r0 / c) ** t_next
-        sol = _solve(y, r_t * t1s, r_t * t2s, r_t, chart, STAGE_STEPS, STAGE_MAX_STEPS, STAGE_TOL)
+        sol = _solve(y, r_t * s1q, r_t * s2q, r_t, chart, STAGE_STEPS, STAGE_MAX_STEPS, STAGE_TOL)
         ok = (sol.result == optx.RESULTS.successful) & jnp.all(jnp.isfinite(sol.value)) & (sol.value[2] >= 0.0)
         return (jnp.where(ok, t_next, tau), jnp.where(ok, 1.5 * dtau, 0.5 * dtau), jnp.where(ok, sol.value, y), k + 1)
 
