@@ -71,9 +71,9 @@ def _kernel_vmap(model, q, qd, qdd):
     return jax.vmap(lambda a, b, c: dyn._inverse_dynamics_kernel(model, a, b, c))(q, qd, qdd)
 
 
-@pytest.mark.parametrize("n", [1, 5, 64, 150])
+@pytest.mark.parametrize("n", [1, 5, 64, 151])
 def test_vmap_dispatch_equals_plain_vmap(tree, n):
-    # 150 > CPU_CHUNK: exercises chunking with a padded last chunk
+    # 151 > CPU_CHUNK: three equal chunks of 51 on CPU, the last padded by two poses
     q, qd, qdd = (random_poses(s, n, tree.n_coordinates) for s in (8, 9, 10))
     fast = jax.jit(jax.vmap(mbjax.inverse_dynamics, (None, 0, 0, 0)))(tree, q, qd, qdd)
     np.testing.assert_allclose(fast, jax.jit(_kernel_vmap)(tree, q, qd, qdd), rtol=0, atol=1e-12)
@@ -157,8 +157,18 @@ def test_compiles_once_over_poses(tree):
 
 def test_chunk_size_policy():
     assert _batching.chunk_size(10) is None
-    expected = _batching.CPU_CHUNK if jax.default_backend() == "cpu" else None
-    assert _batching.chunk_size(10 * _batching.CPU_CHUNK) == expected
+    cpu = jax.default_backend() == "cpu"
+    assert _batching.chunk_size(10 * _batching.CPU_CHUNK) == (_batching.CPU_CHUNK if cpu else None)
+    # equal chunks, never above CPU_CHUNK, padding below one pose per chunk: 73 -> 2 x 37, not 2 x 64
+    for n in (_batching.CPU_CHUNK + 1, 73, 151, 1000):
+        size = _batching.chunk_size(n)
+        if not cpu:
+            assert size is None
+            continue
+        chunks = -(-n // size)
+        assert size <= _batching.CPU_CHUNK and chunks == -(-n // _batching.CPU_CHUNK) and chunks * size - n < chunks
+    if cpu:
+        assert _batching.chunk_size(73) == 37
 
 
 def test_float32_runs(tree):

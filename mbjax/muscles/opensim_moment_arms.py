@@ -158,14 +158,17 @@ def _wrapped_cross_body_lengths(model: Model, q, frozen: FrozenWrap):
     return jnp.sum(jnp.where(seg, proj, 0.0), axis=1)
 
 
-def same_body_lengths(model: Model, q) -> jnp.ndarray:
+def same_body_lengths(model: Model, q, muscles=None) -> jnp.ndarray:
     """Σ of the path segments whose ends lie on one body, ``(nm,)``, from body-frame locations
-    (no kinematics): L = cross-body + same-body lengths for straight-line paths."""
+    (no kinematics): L = cross-body + same-body lengths for straight-line paths.  ``muscles``: a
+    static index array, to compute those rows only."""
     paths = get_paths(model)
     q = jnp.asarray(q)
     loc, _ = _locations(paths, q, False)
     active = _active(paths, q)
     body = np.asarray(paths.body)
+    if muscles is not None:
+        loc, active, body = loc[muscles], active[muscles], body[muscles]
     npt = body.shape[1]
     later = np.triu(np.ones((npt, npt), dtype=bool), k=1)
     cand = jnp.asarray(later)[None] & active[:, None, :]
@@ -187,9 +190,11 @@ def _straight_opensim_moment_arms(model: Model, q):
     # same-body lengths move only with the moving maps' inputs (conditional points switch, with zero
     # derivative): differentiate in those coordinates alone (Gait2354: 2 of 23)
     inputs = np.unique(np.concatenate([np.asarray(i, np.int64).reshape(-1) for i in paths.moving_inputs]))
+    # ... and only the paths that hold a moving point (Gait2354: 4 of 54)
+    mine = np.unique(np.concatenate([np.asarray(s, np.int64)[:, 0] for s in paths.moving_slots]))
     q = jnp.asarray(q, R.dtype)
-    d_sub = jax.jacfwd(lambda z: same_body_lengths(model, q.at[inputs].set(z)))(q[inputs])  # (nm, k)
-    return R.at[inputs].add(d_sub.T)
+    d_sub = jax.jacfwd(lambda z: same_body_lengths(model, q.at[inputs].set(z), mine))(q[inputs])  # (n, k)
+    return R.at[inputs[:, None], mine[None, :]].add(d_sub.T)
 
 
 def opensim_moment_arms_and_lengths(model: Model, qs):
