@@ -208,11 +208,14 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     body = tuple(r for r in reserves if not isinstance(r, Reserve))
     kw = {}
     if fr.any():
-        kw = dict(reserves=jnp.asarray(fr), reserve_bounds=(jnp.asarray(np.where(fr > 0, rlo, 0.0)),
-                                                            jnp.asarray(np.where(fr > 0, rhi, 0.0))))
+        kw = dict(reserves=fr, reserve_bounds=(np.where(fr > 0, rlo, 0.0), np.where(fr > 0, rhi, 0.0)))
     if body:
-        kw["actuator_bounds"] = (jnp.asarray([r.min_control for r in body]),
-                                 jnp.asarray([r.max_control for r in body]))
+        kw["actuator_bounds"] = (np.array([r.min_control for r in body], float),
+                                 np.array([r.max_control for r in body], float))
+    dtype = np.dtype(jnp.result_type(float))
+    # every host array to the device in one transfer (one device_put per array costs ~40 µs each)
+    (q_d, qd_d, qdd_d, tau_d), kw, loads_d = jax.device_put(
+        jax.tree_util.tree_map(lambda a: np.asarray(a, dtype), ((q, qd, qdd, tau), kw, loads)))
     # frames are warm-started in order (multipliers included): the dual Newton polish converges from
     # any multipliers of a feasible problem, so it starts at once (the ALM runs only where it fails)
     options = {"first_outer": 0, **dict(solver_options or {})}
@@ -220,9 +223,9 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
         print(f"static optimization: {len(muscles)} muscles, {len(reserves)} reserves: solving (one compilation "
               "per model and frame count, frames warm-started in order) ...", flush=True)
     with _checks.checks(False):  # q, qd, qdd, tau checked finite above: no host callbacks in the solver
-        res, resolved = _solve_frames(model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)), kw, body,
+        res, resolved = _solve_frames(model, q_d, qd_d, qdd_d, tau_d, kw, body,
                                       float(exponent), bool(use_muscle_physiology), moment_arm_rule,
-                                      tuple(sorted(options.items())), loads)
+                                      tuple(sorted(options.items())), loads_d)
     finite = np.all(np.isfinite(np.asarray(res.activations)), axis=1)
     if not finite.all():  # the solver runs without run-time checks: a NaN is reported here
         nan = np.nonzero(~finite)[0]

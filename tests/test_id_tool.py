@@ -319,6 +319,24 @@ def test_external_loads_file_reads_and_interpolates(tmp_path, walker):
     assert loads.point_frames == ("ground", "trunk") and loads.force_frames == ("ground", "foot")
 
 
+@pytest.mark.parametrize("span", [(0.4, 1.6), (0.0, 0.05), (2.45, 2.5), (-0.01, 2.51)])
+def test_external_loads_windowed_spline_equals_whole_file(span):
+    """``at`` fits the ground reactions only near the times asked for; the oracle is the natural
+    cubic spline through all 1501 rows of the shipped Gait2354 file (ends and outside included)."""
+    folder = mbjax.models.pipeline_path("gait2354_walk")
+    lf = read_external_loads(f"{folder}/subject01_walk1_grf.xml")
+    t = np.linspace(*span, 73)
+    loads = lf.at(t)
+    table = lf.table
+    whole = NaturalSpline(np.asarray(table.time, float), table.data, 3)(t)
+    for j, f in enumerate(lf.forces):
+        for cols, got in ((f.force_columns, loads.forces), (f.point_columns, loads.points),
+                          (f.torque_columns, loads.torques)):
+            ref = whole[:, [table.labels.index(c) for c in cols]]
+            scale = np.abs(table.data[:, [table.labels.index(c) for c in cols]]).max()
+            np.testing.assert_allclose(np.asarray(got[:, j]), ref, rtol=0, atol=1e-13 * scale)
+
+
 def test_external_loads_resolved_and_generalized_forces(tmp_path, walker):
     """Frames converted by hand; Q by finite differences of the virtual work on the body poses."""
     _write_case(tmp_path)

@@ -71,7 +71,8 @@ class ExternalLoadsFile(NamedTuple):
         from .._loads import ExternalLoads
 
         times = np.atleast_1d(np.asarray(times, float))
-        fns = _functions(self)
+        fns = _functions(self, times)
+        values = {}  # the shared spline evaluated once at ``times``
         bodies, pframes, fframes, names = [], [], [], []
         pts, frc, trq = [], [], []
         zero = np.zeros((times.shape[0], 3))
@@ -84,9 +85,9 @@ class ExternalLoadsFile(NamedTuple):
                 pframes.append(body)  # the body origin
             else:
                 pframes.append(_body(self, f, f.point_expressed_in_body, "point_expressed_in_body", model))
-            frc.append(zero if f.force_columns is None else fns[f.force_columns](times))
-            pts.append(zero if f.point_columns is None else fns[f.point_columns](times))
-            trq.append(zero if f.torque_columns is None else fns[f.torque_columns](times))
+            frc.append(zero if f.force_columns is None else fns[f.force_columns].at_once(times, values))
+            pts.append(zero if f.point_columns is None else fns[f.point_columns].at_once(times, values))
+            trq.append(zero if f.torque_columns is None else fns[f.torque_columns].at_once(times, values))
         stack = lambda a: np.stack(a, axis=1) if a else np.zeros((times.shape[0], 0, 3))  # noqa: E731
         return ExternalLoads(tuple(bodies), stack(pts), stack(frc), stack(trq), point_frames=tuple(pframes),
                              force_frames=tuple(fframes), names=tuple(names))
@@ -139,10 +140,27 @@ class _Slice:
     def __call__(self, t):
         return self.column(t)[:, self.k:self.k + 3]
 
+    def at_once(self, t, cache: dict):
+        """:meth:`__call__` with the shared columns evaluated once per ``cache`` (one spline
+        evaluation for all the triples of :meth:`ExternalLoadsFile.at`)."""
+        key = id(self.column)
+        if key not in cache:
+            cache[key] = self.column(t)
+        return cache[key][:, self.k:self.k + 3]
 
-def _functions(loads: ExternalLoadsFile) -> dict:
+
+#: rows of the data kept on each side of the times asked for: the natural cubic spline's response
+#: to a sample decays by 2 - √3 ≈ 0.27 per knot on uniform knots (at worst 1/2), so 64 rows
+#: further the windowed spline equals the whole file's to far below rounding (2^-64)
+WINDOW_MARGIN = 64
+
+
+def _functions(loads: ExternalLoadsFile, times=None) -> dict:
     """One 3-column function per column triple used by the forces (the splines of all triples are
-    fitted together: one banded solve with many right-hand sides, column by column the same)."""
+    fitted together: one banded solve with many right-hand sides, column by column the same).
+    With ``times``, the spline is fitted to the rows from ``WINDOW_MARGIN`` before the first to
+    ``WINDOW_MARGIN`` after the last (a 1501-row ground-reaction file evaluated over 1.2 s of it:
+    849 rows); equal to the whole file's spline to rounding (``tests/test_external_loads.py``)."""
     table = loads.table
     triples = []
     for f in loads.forces:
@@ -156,7 +174,13 @@ def _functions(loads: ExternalLoadsFile) -> dict:
     if not triples:
         return {}
     idx = [table.labels.index(c) for cols in triples for c in cols]
-    column = _Column(np.asarray(table.time, float), table.data[:, idx])
+    time = np.asarray(table.time, float)
+    rows = slice(None)
+    if times is not None and times.size:
+        lo = max(int(np.searchsorted(time, np.min(times), side="right")) - 1 - WINDOW_MARGIN, 0)
+        hi = min(int(np.searchsorted(time, np.max(times), side="left")) + 1 + WINDOW_MARGIN, time.shape[0])
+        rows = slice(lo, hi)
+    column = _Column(time[rows], table.data[rows][:, idx])
     return {cols: _Slice(column, 3 * k) for k, cols in enumerate(triples)}
 
 

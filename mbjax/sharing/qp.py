@@ -155,13 +155,15 @@ def _polish(x, lam, A, b, lo, hi, w, p, tol, max_polish, reg, delta):
     """Damped Newton ascent on the concave dual φ(λ) (module docstring, step 2); ``x`` only
     seeds the returned point when no step is taken."""
     m = lam.shape[0]
+    # the ridge δ (1 + max_i |A_i|²) (max of diag(A Aᵀ), read from the rows: no product per step)
+    ridge = delta * (1.0 + jnp.max(jnp.sum(A * A, axis=1), initial=0.0)) * jnp.eye(m, dtype=lam.dtype)
 
     def step(lam, phi, x):
         r = A @ x - b  # ∇φ
         _, h = _grad_hess(x, w, p, reg)
         free = (x > lo) & (x < hi)
         S = jnp.where(free, 1.0 / h, 0.0)
-        H = (A * S[None, :]) @ A.T + delta * (1.0 + jnp.max(jnp.abs(jnp.diag(A @ A.T)))) * jnp.eye(m, dtype=lam.dtype)
+        H = (A * S[None, :]) @ A.T + ridge
         d = jnp.linalg.solve(H, r)
         slope = r @ d
         r_inf = jnp.max(jnp.abs(r))
