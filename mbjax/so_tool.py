@@ -54,7 +54,8 @@ import numpy as np
 
 from . import _checks
 from .forces.body_actuators import PointActuator, TorqueActuator, actuator_matrix
-from .id_tool import _force_elements_applied, coordinate_trajectory, inverse_dynamics_frames
+from .id_tool import (_force_elements_applied, check_frames, coordinate_trajectory, dynamics_model,
+                      torques_of_frames)
 from .io.storage import Table, read_storage, write_storage
 from .muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from .muscles.parameters import hill_parameters
@@ -198,9 +199,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     t, q, qd, qdd = states_trajectory(model, coordinates, lowpass_cutoff, time_range)
     loads = None if external_loads is None else external_loads.at(t, model)
     with_forces = _force_elements_applied(model, ("Muscles",))
-    if progress:
-        print(f"static optimization: {t.shape[0]} frames, {t[0]:.4g}-{t[-1]:.4g} s: inverse dynamics ...", flush=True)
-    tau = inverse_dynamics_frames(model, q, qd, qdd, loads, forces=with_forces)
+    q, qd, qdd, loads = check_frames(model, q, qd, qdd, loads)  # τ is computed in the solver's program
     paths = get_paths(model)
     muscles = tuple(paths.names)
     reserves = tuple(reserves)
@@ -214,18 +213,20 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
                                  np.array([r.max_control for r in body], float))
     dtype = np.dtype(jnp.result_type(float))
     # every host array to the device in one transfer (one device_put per array costs ~40 µs each)
-    (q_d, qd_d, qdd_d, tau_d), kw, loads_d = jax.device_put(
-        jax.tree_util.tree_map(lambda a: np.asarray(a, dtype), ((q, qd, qdd, tau), kw, loads)))
+    (q_d, qd_d, qdd_d, forces_on), kw, loads_d = jax.device_put(jax.tree_util.tree_map(
+        lambda a: np.asarray(a, dtype), ((q, qd, qdd, np.asarray(1.0 if with_forces else 0.0)), kw, loads)))
     # frames are warm-started in order (multipliers included): the dual Newton polish converges from
     # any multipliers of a feasible problem, so it starts at once (the ALM runs only where it fails)
     options = {"first_outer": 0, **dict(solver_options or {})}
     if progress:
-        print(f"static optimization: {len(muscles)} muscles, {len(reserves)} reserves: solving (one compilation "
-              "per model and frame count, frames warm-started in order) ...", flush=True)
-    with _checks.checks(False):  # q, qd, qdd, tau checked finite above: no host callbacks in the solver
-        res, resolved = _solve_frames(model, q_d, qd_d, qdd_d, tau_d, kw, body,
-                                      float(exponent), bool(use_muscle_physiology), moment_arm_rule,
-                                      tuple(sorted(options.items())), loads_d)
+        print(f"static optimization: {t.shape[0]} frames, {t[0]:.4g}-{t[-1]:.4g} s, {len(muscles)} muscles, "
+              f"{len(reserves)} reserves: inverse dynamics and solve (one compilation per model and frame count, "
+              "frames warm-started in order) ...", flush=True)
+    with _checks.checks(False):  # q, qd, qdd and the loads checked finite above: no host callbacks in the solver
+        res, resolved, tau = _solve_frames(model, q_d, qd_d, qdd_d, forces_on, kw, body,
+                                           float(exponent), bool(use_muscle_physiology), moment_arm_rule,
+                                           tuple(sorted(options.items())), loads_d)
+    tau = np.asarray(tau)
     finite = np.all(np.isfinite(np.asarray(res.activations)), axis=1)
     if not finite.all():  # the solver runs without run-time checks: a NaN is reported here
         nan = np.nonzero(~finite)[0]
@@ -264,12 +265,15 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
 
 
 @eqx.filter_jit
-def _solve_frames(model, q, qd, qdd, tau, reserve_kw, body_actuators, exponent, use_muscle_physiology,
+def _solve_frames(model, q, qd, qdd, forces_on, reserve_kw, body_actuators, exponent, use_muscle_physiology,
                   moment_arm_rule, solver_options, loads=None):
     """All frames, compiled once per model, frame count and (static) options: a second run of the
-    same setup, or another motion of the same length, does not trace again.  The activations'
-    lower bounds are each muscle's ``minimum_activation`` (computed here, not eagerly).  Returns
-    the result and the external ``loads (T, ...)`` resolved at every frame (None without)."""
+    same setup, or another motion of the same length, does not trace again.  The inverse dynamics
+    τ of the frames (:func:`mbjax.id_tool.torques_of_frames`, ``forces_on`` weighing the model's
+    force elements) and the activations' lower bounds (each muscle's ``minimum_activation``) are
+    computed here too, not in programs of their own.  Returns the result, the external ``loads
+    (T, ...)`` resolved at every frame (None without) and τ ``(T, nq)``."""
+    tau = torques_of_frames(dynamics_model(model), q, qd, qdd, loads, forces_on)
     resolved = None if loads is None else jax.vmap(lambda L, x: L.resolved(model, x))(loads, q)
     lo = hill_parameters(get_paths(model))["minimum_activation"]
     R = L = None
@@ -281,7 +285,7 @@ def _solve_frames(model, q, qd, qdd, tau, reserve_kw, body_actuators, exponent, 
     return static_optimization_trajectory(
         model, q, qd, qdd, taus=tau, exponent=exponent, activation_bounds=(lo, 1.0),
         use_muscle_physiology=use_muscle_physiology, solver_options=dict(solver_options) or None,
-        moment_arm_rule=moment_arm_rule, moment_arms=R, lengths=L, actuators=B, **reserve_kw), resolved
+        moment_arm_rule=moment_arm_rule, moment_arms=R, lengths=L, actuators=B, **reserve_kw), resolved, tau
 
 
 # --------------------------------------------------------------------------------------------

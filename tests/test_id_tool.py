@@ -319,6 +319,16 @@ def test_external_loads_file_reads_and_interpolates(tmp_path, walker):
     assert loads.point_frames == ("ground", "trunk") and loads.force_frames == ("ground", "foot")
 
 
+def test_padded_length_is_a_quarter_octave():
+    from mbjax.id_tool import padded_length
+
+    lengths = [padded_length(n) for n in range(1, 2049)]
+    for n, p in zip(range(1, 2049), lengths):
+        assert p >= n and (n <= 8 or p < 1.25 * n)  # under 25 % padding past 8 frames
+    for k in range(3, 11):  # four programs per octave (2^k, 2^(k+1)]
+        assert len({p for n, p in zip(range(1, 2049), lengths) if 2 ** k < n <= 2 ** (k + 1)}) == 4
+
+
 @pytest.mark.parametrize("span", [(0.4, 1.6), (0.0, 0.05), (2.45, 2.5), (-0.01, 2.51)])
 def test_external_loads_windowed_spline_equals_whole_file(span):
     """``at`` fits the ground reactions only near the times asked for; the oracle is the natural
