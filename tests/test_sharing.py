@@ -244,3 +244,21 @@ def test_gradient_wrt_max_isometric_force(arm):
         fd = (loss_fd(fo + d) - loss_fd(fo - d)) / (2 * e)
         np.testing.assert_allclose(g[i], fd, rtol=1e-5, atol=1e-9)
 
+
+
+def test_rank_deficient_constraints_reach_the_least_norm_point():
+    """Repeated rows (a consistent rank-one A): the dual Newton matrix A S Aᵀ is singular but for its
+    ridge.  Oracles: min |x|² s.t. a·x = 1 is a / |a|²; with a bound active, the free entries stay
+    proportional to a (stationarity) and a·x = 1 holds."""
+    from mbjax.sharing import qp
+
+    a = np.array([1.0, 2.0, 3.0, 0.5])
+    A, b = np.stack([a, a, 2 * a]), np.array([1.0, 1.0, 2.0])
+    free = qp.solve(A, b, np.full(4, -np.inf), np.full(4, np.inf), np.ones(4), 2.0)
+    assert bool(free.converged)
+    np.testing.assert_allclose(free.x, a / (a @ a), rtol=1e-12)
+    boxed = qp.solve(A, b, np.zeros(4), np.array([0.05, 1.0, 1.0, 1.0]), np.ones(4), 2.0)
+    x = np.asarray(boxed.x)
+    assert bool(boxed.converged) and x[0] == 0.05
+    np.testing.assert_allclose(A @ x, b, atol=1e-12)
+    np.testing.assert_allclose(x[1:] / a[1:], x[1] / a[1], rtol=1e-12)

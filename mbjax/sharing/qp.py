@@ -17,7 +17,8 @@ time, every loop a ``lax.while_loop`` with a tolerance and an iteration cap, so 
    x(λ) = clip(-sign(g) (|g| / (w p))^{1/(p-1)}, lo, hi) with g = Aᵀλ, and the dual function
    φ(λ) = Σ w|x(λ)|^p + λᵀ(A x(λ) - b) is concave and C¹ with ∇φ = A x(λ) - b (primal feasibility;
    stationarity and complementarity hold by construction).  Newton steps Δλ = (A S Aᵀ + δ)⁻¹ ∇φ
-   (S = 1/f'' on the free entries, 0 on the clipped ones) with Armijo backtracking on φ converge
+   (S = 1/f'' on the free entries, 0 on the clipped ones; solved by Cholesky, the ridge δ keeping
+   the matrix positive definite, with LU where rounding breaks it down) with Armijo backtracking on φ converge
    from any start for a feasible problem, and in finitely many steps for p = 2 (φ is piecewise
    quadratic), with no active-set cycling.  (Before: a primal-dual active-set Newton step on the
    KKT system, which cycled on the Gait2354 residual-actuator frames and left them unconverged.)
@@ -164,7 +165,10 @@ def _polish(x, lam, A, b, lo, hi, w, p, tol, max_polish, reg, delta):
         free = (x > lo) & (x < hi)
         S = jnp.where(free, 1.0 / h, 0.0)
         H = (A * S[None, :]) @ A.T + ridge
-        d = jnp.linalg.solve(H, r)
+        # H is symmetric positive definite (ridge): Cholesky, LU only where it breaks down in rounding
+        chol = jax.scipy.linalg.cho_factor(H)
+        d = jax.lax.cond(jnp.all(jnp.isfinite(chol[0])), lambda: jax.scipy.linalg.cho_solve(chol, r),
+                         lambda: jnp.linalg.solve(H, r))
         slope = r @ d
         r_inf = jnp.max(jnp.abs(r))
 
