@@ -12,11 +12,14 @@ OpenSim 4.6's tools on the same setup files, in one run.
   and the static-optimization setup with the pipeline's 6 pelvis residuals and 17 reserves
   (76 frames, 54 muscles), each vs the OpenSim tool on the same file.
 
+JAX runs with :func:`mbjax.single_threaded_matmuls` (Eigen's products on the calling thread:
+faster for these loops of small products on few cores); ``--eigen-threads`` keeps XLA's default.
 For mbjax, *cold* is the first call in a fresh process (tracing and XLA compilation included) and
 *warm* the best of ``--repeat`` further calls on the same files (compiled programs reused).  The
 ratio is OpenSim's time over mbjax's.  Writes nothing into the repository (a temporary folder).
 
     .venv/bin/python benchmarks/pipeline.py [--case arm26|gait|all] [--straight] [--repeat N] [--device cpu|gpu]
+        [--eigen-threads]
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ def _extra(ap):
     ap.add_argument("--no-cached-cold", action="store_true",
                     help="skip the gait case's cold run with the persistent compilation cache (two child processes)")
     ap.add_argument("--cache-child", metavar="DIR", help=argparse.SUPPRESS)
+    ap.add_argument("--eigen-threads", action="store_true",
+                    help="keep XLA:CPU's multi-threaded Eigen products (default here: "
+                         "mbjax.single_threaded_matmuls(), faster for these per-frame loops)")
 
 
 args = device_setup(__doc__.splitlines()[0], _extra)
@@ -52,6 +58,9 @@ import numpy as np  # noqa: E402
 
 import mbjax  # noqa: E402
 from mbjax.io.osim_markers import load_markers  # noqa: E402
+
+if not args.eigen_threads:
+    mbjax.single_threaded_matmuls()  # before any JAX computation (module docstring of mbjax.cpu_threads)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "opensim_models"
@@ -263,6 +272,8 @@ def main():
     if args.cache_child:
         _cache_child(tmp, args.cache_child)
         return
+    print(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r} "
+          f"({'XLA default Eigen threads' if args.eigen_threads else 'mbjax.single_threaded_matmuls(); --eigen-threads: XLA default'})")
     if args.case in ("arm26", "all"):
         arm26(tmp)
     if args.case in ("gait", "all"):

@@ -8,6 +8,7 @@ from ._checks import checks as checks
 from ._checks import checks_enabled as checks_enabled
 from ._checks import set_checks as set_checks
 from .compilation_cache import enable_compilation_cache as enable_compilation_cache
+from .cpu_threads import single_threaded_matmuls as single_threaded_matmuls
 from ._kinematics import JointValues as JointValues
 from ._kinematics import PoseDerivatives as PoseDerivatives
 from ._kinematics import BodyKinematics as BodyKinematics
