@@ -71,8 +71,12 @@ class ExternalLoadsFile(NamedTuple):
         from .._loads import ExternalLoads
 
         times = np.atleast_1d(np.asarray(times, float))
-        fns = _functions(self, times)
-        values = {}  # the shared spline evaluated once at ``times``
+        column, offset = _functions(self, times)
+        values = None if column is None else column(times)  # every triple from one spline evaluation
+
+        def triple(cols):
+            return zero if cols is None else values[:, offset[cols]:offset[cols] + 3]
+
         bodies, pframes, fframes, names = [], [], [], []
         pts, frc, trq = [], [], []
         zero = np.zeros((times.shape[0], 3))
@@ -85,9 +89,9 @@ class ExternalLoadsFile(NamedTuple):
                 pframes.append(body)  # the body origin
             else:
                 pframes.append(_body(self, f, f.point_expressed_in_body, "point_expressed_in_body", model))
-            frc.append(zero if f.force_columns is None else fns[f.force_columns].at_once(times, values))
-            pts.append(zero if f.point_columns is None else fns[f.point_columns].at_once(times, values))
-            trq.append(zero if f.torque_columns is None else fns[f.torque_columns].at_once(times, values))
+            frc.append(triple(f.force_columns))
+            pts.append(triple(f.point_columns))
+            trq.append(triple(f.torque_columns))
         stack = lambda a: np.stack(a, axis=1) if a else np.zeros((times.shape[0], 0, 3))  # noqa: E731
         return ExternalLoads(tuple(bodies), stack(pts), stack(frc), stack(trq), point_frames=tuple(pframes),
                              force_frames=tuple(fframes), names=tuple(names))
@@ -131,36 +135,19 @@ class _Column:
         return y[k] + (t - x[k])[:, None] * slope
 
 
-class _Slice:
-    """Columns ``k:k+3`` of a shared :class:`_Column` (every triple's spline from one fit)."""
-
-    def __init__(self, column, k):
-        self.column, self.k = column, k
-
-    def __call__(self, t):
-        return self.column(t)[:, self.k:self.k + 3]
-
-    def at_once(self, t, cache: dict):
-        """:meth:`__call__` with the shared columns evaluated once per ``cache`` (one spline
-        evaluation for all the triples of :meth:`ExternalLoadsFile.at`)."""
-        key = id(self.column)
-        if key not in cache:
-            cache[key] = self.column(t)
-        return cache[key][:, self.k:self.k + 3]
-
-
 #: rows of the data kept on each side of the times asked for: the natural cubic spline's response
 #: to a sample decays by 2 - √3 ≈ 0.27 per knot on uniform knots (at worst 1/2), so 64 rows
 #: further the windowed spline equals the whole file's to far below rounding (2^-64)
 WINDOW_MARGIN = 64
 
 
-def _functions(loads: ExternalLoadsFile, times=None) -> dict:
-    """One 3-column function per column triple used by the forces (the splines of all triples are
-    fitted together: one banded solve with many right-hand sides, column by column the same).
-    With ``times``, the spline is fitted to the rows from ``WINDOW_MARGIN`` before the first to
-    ``WINDOW_MARGIN`` after the last (a 1501-row ground-reaction file evaluated over 1.2 s of it:
-    849 rows); equal to the whole file's spline to rounding (``tests/test_external_loads.py``)."""
+def _functions(loads: ExternalLoadsFile, times=None):
+    """The column triples used by the forces as one :class:`_Column` (their splines fitted together:
+    one banded solve with many right-hand sides, column by column the same) and each triple's first
+    column in it, ``(column, {triple: offset})``; ``(None, {})`` without triples.  With ``times``,
+    the spline is fitted to the rows from ``WINDOW_MARGIN`` before the first to ``WINDOW_MARGIN``
+    after the last (a 1501-row ground-reaction file evaluated over 1.2 s of it: 849 rows); equal to
+    the whole file's spline to rounding (``tests/test_id_tool.py``)."""
     table = loads.table
     triples = []
     for f in loads.forces:
@@ -172,7 +159,7 @@ def _functions(loads: ExternalLoadsFile, times=None) -> dict:
                 raise ValueError(f"{loads.datafile}: columns {cols} (used by {loads.where(f)}) hold NaN or inf")
             triples.append(cols)
     if not triples:
-        return {}
+        return None, {}
     idx = [table.labels.index(c) for cols in triples for c in cols]
     time = np.asarray(table.time, float)
     rows = slice(None)
@@ -180,8 +167,7 @@ def _functions(loads: ExternalLoadsFile, times=None) -> dict:
         lo = max(int(np.searchsorted(time, np.min(times), side="right")) - 1 - WINDOW_MARGIN, 0)
         hi = min(int(np.searchsorted(time, np.max(times), side="left")) + 1 + WINDOW_MARGIN, time.shape[0])
         rows = slice(lo, hi)
-    column = _Column(time[rows], table.data[rows][:, idx])
-    return {cols: _Slice(column, 3 * k) for k, cols in enumerate(triples)}
+    return _Column(time[rows], table.data[rows][:, idx]), {cols: 3 * k for k, cols in enumerate(triples)}
 
 
 def _flag(doc, el, tag):
