@@ -45,7 +45,7 @@ from . import _checks
 from ._dynamics import inverse_dynamics
 from ._loads import ExternalLoads
 from .io.signal import NaturalSpline, lowpass_storage
-from .io.storage import Table, _rotational, read_storage, write_storage
+from .io.storage import Table, _rotational, prepare_output, read_storage, write_storage
 
 #: OpenSim muscle classes (``Muscle`` subclasses, excluded by the ``Muscles`` keyword)
 MUSCLE_CLASSES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
@@ -100,12 +100,15 @@ def _find_index(time: np.ndarray, t: float) -> int:
 
 
 def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, time_range=None,
-                          accelerations: str = "coordinates", tool: str = "InverseDynamicsTool"):
+                          accelerations: str = "coordinates", tool: str = "InverseDynamicsTool",
+                          step_interval: int = 1):
     """OpenSim ID's ``q``, ``q̇``, ``q̈`` ``(T, nq)`` and their ``time (T,)`` from a coordinates table
     (steps 1-3 of the module docstring).  ``lowpass_cutoff < 0``: no filtering.
     ``accelerations="speeds"``: q̈ is the derivative of a second degree-5 spline through the speeds
     at the rows (OpenSim's StaticOptimization) instead of the coordinate spline's second derivative.
-    ``tool`` names the OpenSim tool in the warning about missing columns."""
+    ``tool`` names the OpenSim tool in the warning about missing columns.  ``step_interval`` k: the
+    rows an OpenSim analysis records (``Analysis::proceed``: the first and last rows of the range,
+    and between them the rows whose index in the (padded) table is a multiple of k)."""
     if accelerations not in ("coordinates", "speeds"):
         raise ValueError(f"accelerations must be 'coordinates' or 'speeds', got {accelerations!r}")
     names = model.coordinate_names
@@ -142,7 +145,12 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     if final < start:
         raise ValueError(f"time range {time_range} does not overlap the coordinates [{time[0]}, {time[-1]}]")
     a, b = _find_index(time, start), _find_index(time, final)
-    t = time[a:b + 1]
+    k = int(step_interval)
+    if k < 1 or k != step_interval:
+        raise ValueError(f"step_interval must be a positive integer, got {step_interval!r}")
+    rows = np.arange(a, b + 1)
+    rows = rows[(rows == a) | (rows == b) | (rows % k == 0)]
+    t = time[rows]
     default = np.asarray(info.default, float) if info is not None else np.zeros(len(names))
     q = np.tile(default, (t.shape[0], 1))
     qd = np.zeros_like(q)
@@ -365,6 +373,10 @@ def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bo
     from .io.osim import load_osim
 
     setup = read_id_setup(path)
+    out = None
+    if write:  # the results folder is made and checked before computing (OpenSim makes it too)
+        out = prepare_output(output_file if output_file is not None else setup.output_file, path,
+                             "generalized-force output file")
     if model is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
@@ -384,8 +396,6 @@ def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bo
     result = inverse_dynamics_motion(model, coords, loads, lowpass_cutoff=setup.lowpass_cutoff,
                                      time_range=setup.time_range, forces_to_exclude=setup.forces_to_exclude,
                                      **kwargs)
-    if write:
-        out = os.fspath(output_file) if output_file is not None else setup.output_file
-        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    if out is not None:
         write_storage(out, result.table(), format="storage")
     return result

@@ -53,7 +53,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _checks
-from .forces.body_actuators import PointActuator, TorqueActuator, actuator_matrix
+from .forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator, actuator_matrix
+from .io.osim_coordinates import coordinate_jacobian, coordinate_names
 from .id_tool import (_force_elements_applied, check_frames, coordinate_trajectory, dynamics_model,
                       torques_of_frames)
 from .io.storage import Table, read_storage, write_storage
@@ -63,14 +64,9 @@ from .muscles.paths import get_paths
 from .sharing.static_optimization import static_optimization_trajectory
 
 
-class Reserve(NamedTuple):
-    """An OpenSim ``CoordinateActuator``: torque = ``optimal_force`` · x, ``min_control <= x <= max_control``."""
-
-    name: str
-    coordinate: str
-    optimal_force: float
-    min_control: float = -np.inf
-    max_control: float = np.inf
+#: OpenSim's ``CoordinateActuator`` (the reserve actuator of static optimization):
+#: torque = ``optimal_force`` · x, ``min_control <= x <= max_control``
+Reserve = CoordinateActuator
 
 
 class SOSetup(NamedTuple):
@@ -90,6 +86,7 @@ class SOSetup(NamedTuple):
     use_model_force_set: bool
     convergence_criterion: float
     results_directory: str
+    step_interval: int = 1
 
 
 class SOResult(NamedTuple):
@@ -104,7 +101,7 @@ class SOResult(NamedTuple):
     forces: np.ndarray
     labels: tuple[str, ...]
     muscle_names: tuple[str, ...]
-    reserves: tuple[Reserve, ...]
+    reserves: tuple
     result: object
     q: np.ndarray
     qd: np.ndarray
@@ -147,11 +144,13 @@ def _external_records(external_loads, resolved, q):
 # --------------------------------------------------------------------------------------------
 
 
-def states_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, time_range=None):
+def states_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, time_range=None,
+                      step_interval: int = 1):
     """``time (T,)`` and ``q, q̇, q̈ (T, nq)`` as OpenSim's AnalyzeTool gives them to its analyses
-    (module docstring, steps 1-4): the ID tool's steps with q̈ from the speeds' spline."""
+    (module docstring, steps 1-4): the ID tool's steps with q̈ from the speeds' spline, at the rows
+    an analysis with ``step_interval`` records (:func:`mbjax.id_tool.coordinate_trajectory`)."""
     return coordinate_trajectory(model, coordinates, lowpass_cutoff, time_range, accelerations="speeds",
-                                 tool="AnalyzeTool")
+                                 tool="AnalyzeTool", step_interval=step_interval)
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,58 +158,124 @@ def states_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, t
 # --------------------------------------------------------------------------------------------
 
 
-def _reserve_arrays(model, reserves):
-    """Per-coordinate optimal force and control bounds ``(nq,)`` from the :class:`Reserve` s among ``reserves``."""
-    names = list(model.coordinate_names)
-    fr = np.zeros(len(names))
-    lo = np.full(len(names), -np.inf)
-    hi = np.full(len(names), np.inf)
-    seen = {}
-    for r in reserves:
-        if not isinstance(r, Reserve):
-            continue
-        if r.coordinate not in names:
-            raise ValueError(f"reserve actuator {r.name!r}: coordinate {r.coordinate!r} is not an independent "
-                             f"coordinate of the model ({names})")
-        if r.coordinate in seen:
-            raise NotImplementedError(f"reserve actuators {seen[r.coordinate]!r} and {r.name!r} both act on "
-                                      f"{r.coordinate!r}; mbjax takes one reserve per coordinate")
-        if not r.optimal_force > 0:
-            raise ValueError(f"reserve actuator {r.name!r}: optimal_force must be positive, got {r.optimal_force}")
-        seen[r.coordinate] = r.name
-        k = names.index(r.coordinate)
-        fr[k], lo[k], hi[k] = r.optimal_force, r.min_control, r.max_control
-    return fr, lo, hi
+def check_actuators(model, actuators) -> tuple:
+    """The scalar actuators checked against ``model``: names unique, each ``CoordinateActuator`` on
+    one of the model's OpenSim coordinates (independent, coupled or locked), each body actuator on
+    its bodies, optimal forces positive.  Actuators on locked coordinates are named in a warning:
+    their force goes into the lock (OpenSim's static optimization constrains no locked coordinate's
+    acceleration), so their controls come out 0 (or the bound nearest 0)."""
+    actuators = tuple(actuators)
+    seen = set()
+    q_names = tuple(model.coordinate_names)
+    info = model.extras.get("osim")
+    roles = dict(info.roles) if info is not None else {n: "independent" for n in q_names}
+    bodies = set(model.body_names) | {"ground"}
+    locked = []
+    for a in actuators:
+        kind = type(a).__name__
+        if not isinstance(a, (CoordinateActuator, PointActuator, TorqueActuator)):
+            raise TypeError(f"static optimization actuators are CoordinateActuator, PointActuator or TorqueActuator "
+                            f"records, got {a!r}")
+        if a.name in seen:
+            raise ValueError(f"two actuators are named {a.name!r} (OpenSim's force set needs unique names)")
+        seen.add(a.name)
+        if not (np.isfinite(a.optimal_force) and a.optimal_force > 0):
+            raise ValueError(f"{kind} {a.name!r}: optimal_force must be positive and finite, got {a.optimal_force}")
+        if not a.min_control <= a.max_control:
+            raise ValueError(f"{kind} {a.name!r}: min_control {a.min_control} > max_control {a.max_control}")
+        if isinstance(a, CoordinateActuator):
+            if a.coordinate not in roles:
+                raise ValueError(f"CoordinateActuator {a.name!r}: coordinate {a.coordinate!r} is not a coordinate of "
+                                 f"the model (coordinates: {tuple(roles)})")
+            if roles[a.coordinate] != "independent" and info is None:
+                raise ValueError(f"CoordinateActuator {a.name!r}: coordinate {a.coordinate!r} is not in q")
+            if roles[a.coordinate] == "locked":
+                locked.append(f"{a.name!r} ({a.coordinate})")
+        else:
+            for body in ((a.body,) if isinstance(a, PointActuator) else (a.body_a, a.body_b)):
+                if body is not None and body not in bodies:
+                    raise ValueError(f"{kind} {a.name!r}: body {body!r} is not a body of the model")
+    if locked:
+        warnings.warn(f"actuators on locked coordinates: {', '.join(locked)}: the lock takes their force (OpenSim "
+                      "constrains no locked coordinate's acceleration), so their controls are 0", stacklevel=3)
+    return actuators
+
+
+def actuator_columns(model, actuators, q):
+    """``B (nq, na)``: column k is the generalized force of ``actuators[k]`` at control 1 and pose
+    ``q`` (traced, one pose; ``jax.vmap`` over frames).  A ``CoordinateActuator`` on coordinate c
+    gives F_opt ∂c/∂q (:func:`mbjax.io.osim_coordinates.coordinate_jacobian`: a unit column on a
+    coordinate of ``q``, the coupler's gradient on a coupled one, zero on a locked one); body
+    actuators give :func:`mbjax.forces.body_actuators.actuator_matrix`."""
+    q = jnp.asarray(q)
+    dtype = jnp.result_type(q, float)
+    q_names = list(model.coordinate_names)
+    B = jnp.zeros((len(q_names), len(actuators)), dtype)
+    body = [k for k, a in enumerate(actuators) if not isinstance(a, CoordinateActuator)]
+    coord = [k for k, a in enumerate(actuators) if isinstance(a, CoordinateActuator)]
+    if body:
+        B = B.at[:, np.asarray(body)].set(actuator_matrix(model, [actuators[k] for k in body], q).astype(dtype))
+    if coord:
+        targets = [actuators[k].coordinate for k in coord]
+        force = jnp.asarray([actuators[k].optimal_force for k in coord], dtype)
+        if all(c in q_names for c in targets):
+            J = np.zeros((len(q_names), len(coord)))
+            J[[q_names.index(c) for c in targets], np.arange(len(coord))] = 1.0
+            J = jnp.asarray(J, dtype)
+        else:
+            names = coordinate_names(model)[0]
+            J = coordinate_jacobian(model, q.astype(dtype))[np.asarray([names.index(c) for c in targets])].T
+        B = B.at[:, np.asarray(coord)].set(J * force[None, :])
+    return B
+
+
+def model_actuators(model) -> tuple:
+    """The model's own enabled scalar actuators (``OsimInfo.actuators``: its ``CoordinateActuator``,
+    ``PointActuator`` and ``TorqueActuator`` elements), which OpenSim's static optimization uses
+    beside the muscles; ``()`` for a model not read from an OpenSim file."""
+    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    return tuple(getattr(info, "actuators", ())) if info is not None else ()
+
+
+def _refuse_path_actuators(model):
+    paths = get_paths(model)
+    names = [n for n, k in zip(paths.names, paths.kinds) if k == "PathActuator"]
+    if names:
+        raise NotImplementedError(f"static optimization: the PathActuator(s) {names} are actuators OpenSim's static "
+                                  "optimization uses, which mbjax does not solve for yet; load the model with "
+                                  "ignore_forces=('PathActuator',) to leave them out")
 
 
 def static_optimization_motion(model, coordinates: Table, external_loads=None, *, reserves=(),
-                               lowpass_cutoff: float = -1.0, time_range=None, exponent: float = 2.0,
-                               use_muscle_physiology: bool = True, progress: bool = True,
-                               solver_options=None, moment_arm_rule: str = "opensim") -> SOResult:
+                               use_model_actuators: bool = True, lowpass_cutoff: float = -1.0, time_range=None,
+                               step_interval: int = 1, exponent: float = 2.0, use_muscle_physiology: bool = True,
+                               pennation_rule: str = "opensim", progress: bool = True, solver_options=None,
+                               moment_arm_rule: str = "opensim") -> SOResult:
     """OpenSim's static optimization of a coordinates table (the module docstring's steps).
 
     ``external_loads``: an :class:`~mbjax.io.external_loads.ExternalLoadsFile` or None;
-    ``reserves``: :class:`Reserve` s (``CoordinateActuator``) and
-    :class:`~mbjax.forces.PointActuator` / :class:`~mbjax.forces.TorqueActuator` residuals, in the
-    order of their output columns; ``progress`` prints what runs;
+    ``reserves``: more actuators (``CoordinateActuator`` / :class:`Reserve`, ``PointActuator``,
+    ``TorqueActuator`` records, e.g. from :func:`read_reserves`), after the model's own
+    (``use_model_actuators``: :func:`model_actuators`, as OpenSim uses them); ``step_interval``:
+    OpenSim's analysis ``step_interval`` (every k-th row, first and last always);
+    ``pennation_rule``: ``"opensim"`` (OpenSim 4.6's force per unit activation) or ``"rigid"``
+    (the physical one; they differ for pennated Millard2012 muscles,
+    :mod:`mbjax.sharing.static_optimization`); ``progress`` prints what runs;
     ``moment_arm_rule``: ``"opensim"`` (its unit-force moment arms, what its tool uses; they differ
     from −∂L/∂q over ellipsoids and multi-pass wraps) or ``"geometric"``.
     """
-    t, q, qd, qdd = states_trajectory(model, coordinates, lowpass_cutoff, time_range)
+    t, q, qd, qdd = states_trajectory(model, coordinates, lowpass_cutoff, time_range, step_interval)
     loads = None if external_loads is None else external_loads.at(t, model)
     with_forces = _force_elements_applied(model, ("Muscles",))
+    _refuse_path_actuators(model)
     q, qd, qdd, loads = check_frames(model, q, qd, qdd, loads)  # τ is computed in the solver's program
     paths = get_paths(model)
     muscles = tuple(paths.names)
-    reserves = tuple(reserves)
-    fr, rlo, rhi = _reserve_arrays(model, reserves)
-    body = tuple(r for r in reserves if not isinstance(r, Reserve))
+    actuators = check_actuators(model, (model_actuators(model) if use_model_actuators else ()) + tuple(reserves))
     kw = {}
-    if fr.any():
-        kw = dict(reserves=fr, reserve_bounds=(np.where(fr > 0, rlo, 0.0), np.where(fr > 0, rhi, 0.0)))
-    if body:
-        kw["actuator_bounds"] = (np.array([r.min_control for r in body], float),
-                                 np.array([r.max_control for r in body], float))
+    if actuators:
+        kw["actuator_bounds"] = (np.array([r.min_control for r in actuators], float),
+                                 np.array([r.max_control for r in actuators], float))
     dtype = np.dtype(jnp.result_type(float))
     # every host array to the device in one transfer (one device_put per array costs ~40 µs each)
     (q_d, qd_d, qdd_d, forces_on), kw, loads_d = jax.device_put(jax.tree_util.tree_map(
@@ -220,12 +285,12 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     options = {"first_outer": 0, **dict(solver_options or {})}
     if progress:
         print(f"static optimization: {t.shape[0]} frames, {t[0]:.4g}-{t[-1]:.4g} s, {len(muscles)} muscles, "
-              f"{len(reserves)} reserves: inverse dynamics and solve (one compilation per model and frame count, "
-              "frames warm-started in order) ...", flush=True)
+              f"{len(actuators)} other actuators: inverse dynamics and solve (one compilation per model and frame "
+              "count, frames warm-started in order) ...", flush=True)
     with _checks.checks(False):  # q, qd, qdd and the loads checked finite above: no host callbacks in the solver
-        res, resolved, tau = _solve_frames(model, q_d, qd_d, qdd_d, forces_on, kw, body,
-                                           float(exponent), bool(use_muscle_physiology), moment_arm_rule,
-                                           tuple(sorted(options.items())), loads_d)
+        res, resolved, tau = _solve_frames(model, q_d, qd_d, qdd_d, forces_on, kw, actuators,
+                                           float(exponent), bool(use_muscle_physiology), str(pennation_rule),
+                                           moment_arm_rule, tuple(sorted(options.items())), loads_d)
     tau = np.asarray(tau)
     finite = np.all(np.isfinite(np.asarray(res.activations)), axis=1)
     if not finite.all():  # the solver runs without run-time checks: a NaN is reported here
@@ -234,45 +299,49 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
                          f"(first at t = {t[nan[0]]:.6g} s): the model's muscle lengths, moment arms or force "
                          "curves are not finite there (check them at that pose, e.g. mbjax.moment_arms under "
                          "mbjax.checks(True))")
-    bad = np.nonzero(~np.asarray(res.converged))[0]
-    if bad.size:
-        warnings.warn(f"static optimization did not converge at {bad.size} of {t.shape[0]} frames (first at "
-                      f"t = {t[bad[0]]:.6g} s); see mbjax.sharing.infeasibility_report", stacklevel=2)
+    _report_failures(model, t, res)
     act = np.asarray(res.activations)
     force = np.asarray(res.forces)
     labels = muscles
-    if reserves:
-        names = list(model.coordinate_names)
-        tau_r = np.asarray(res.reserve_torques)
+    if actuators:
         x_a = np.asarray(res.actuator_controls)
-        xs, fs = [], []
-        for r in reserves:
-            if isinstance(r, Reserve):
-                k = names.index(r.coordinate)
-                xs.append(tau_r[:, k] / fr[k])
-                fs.append(tau_r[:, k])
-            else:
-                xs.append(x_a[:, body.index(r)])
-                fs.append(xs[-1] * r.optimal_force)
-        act = np.concatenate([act, np.stack(xs, 1)], axis=1)
-        force = np.concatenate([force, np.stack(fs, 1)], axis=1)
-        labels = muscles + tuple(r.name for r in reserves)
+        act = np.concatenate([act, x_a], axis=1)
+        force = np.concatenate([force, x_a * np.array([r.optimal_force for r in actuators])[None, :]], axis=1)
+        labels = muscles + tuple(r.name for r in actuators)
     if progress:
-        print(f"static optimization: done, max |R F + τ_r - τ| = {np.max(np.abs(np.asarray(res.residual))):.2e}",
+        print(f"static optimization: done, max |R F + B x - τ| = {np.max(np.abs(np.asarray(res.residual))):.2e}",
               flush=True)
     external = None if loads is None else _external_records(external_loads, resolved, q)
-    return SOResult(t, act, force, labels, muscles, reserves, res, q, qd, qdd, tau, external)
+    return SOResult(t, act, force, labels, muscles, actuators, res, q, qd, qdd, tau, external)
+
+
+def _report_failures(model, t, res):
+    """OpenSim's report of a frame without a solution (``StaticOptimization::record``: "The model
+    appears unsuitable ... acceleration constraint violation(s)"), as one warning naming the frames
+    and, at the first, the coordinates whose equation is not met."""
+    bad = np.nonzero(~np.asarray(res.converged))[0]
+    if not bad.size:
+        return
+    residual = np.asarray(res.residual)[bad[0]]
+    names = tuple(model.coordinate_names)
+    worst = np.argsort(-np.abs(residual))[:5]
+    unmet = ", ".join(f"{names[k]}: {residual[k]:.3g}" for k in worst if abs(residual[k]) > 1e-6)
+    warnings.warn(f"static optimization did not converge at {bad.size} of {t.shape[0]} frames (first at "
+                  f"t = {t[bad[0]]:.6g} s" + (f"; unmet generalized forces there (N·m or N) {unmet}" if unmet else "")
+                  + "): the muscles and actuators cannot produce the inverse-dynamics forces; add reserve "
+                  "actuators or see mbjax.sharing.infeasibility_report", stacklevel=3)
 
 
 @eqx.filter_jit
-def _solve_frames(model, q, qd, qdd, forces_on, reserve_kw, body_actuators, exponent, use_muscle_physiology,
-                  moment_arm_rule, solver_options, loads=None):
+def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent, use_muscle_physiology,
+                  pennation_rule, moment_arm_rule, solver_options, loads=None):
     """All frames, compiled once per model, frame count and (static) options: a second run of the
     same setup, or another motion of the same length, does not trace again.  The inverse dynamics
     τ of the frames (:func:`mbjax.id_tool.torques_of_frames`, ``forces_on`` weighing the model's
-    force elements) and the activations' lower bounds (each muscle's ``minimum_activation``) are
-    computed here too, not in programs of their own.  Returns the result, the external ``loads
-    (T, ...)`` resolved at every frame (None without) and τ ``(T, nq)``."""
+    force elements), the actuators' generalized forces (:func:`actuator_columns`) and the
+    activations' lower bounds (each muscle's ``minimum_activation``) are computed here too, not in
+    programs of their own.  Returns the result, the external ``loads (T, ...)`` resolved at every
+    frame (None without) and τ ``(T, nq)``."""
     tau = torques_of_frames(dynamics_model(model), q, qd, qdd, loads, forces_on)
     resolved = None if loads is None else jax.vmap(lambda L, x: L.resolved(model, x))(loads, q)
     lo = hill_parameters(get_paths(model))["minimum_activation"]
@@ -280,12 +349,13 @@ def _solve_frames(model, q, qd, qdd, forces_on, reserve_kw, body_actuators, expo
     if moment_arm_rule == "opensim":  # one lane-folded wrap pass for all frames, not a vmap of it
         R, L = opensim_moment_arms_and_lengths(model, q)
     B = None
-    if body_actuators:
-        B = jax.vmap(lambda qi: actuator_matrix(model, body_actuators, qi))(q)
+    if actuators:
+        B = jax.vmap(lambda qi: actuator_columns(model, actuators, qi))(q)
     return static_optimization_trajectory(
         model, q, qd, qdd, taus=tau, exponent=exponent, activation_bounds=(lo, 1.0),
         use_muscle_physiology=use_muscle_physiology, solver_options=dict(solver_options) or None,
-        moment_arm_rule=moment_arm_rule, moment_arms=R, lengths=L, actuators=B, **reserve_kw), resolved, tau
+        moment_arm_rule=moment_arm_rule, moment_arms=R, lengths=L, actuators=B, pennation_rule=pennation_rule,
+        **actuator_kw), resolved, tau
 
 
 # --------------------------------------------------------------------------------------------
@@ -293,63 +363,92 @@ def _solve_frames(model, q, qd, qdd, forces_on, reserve_kw, body_actuators, expo
 # --------------------------------------------------------------------------------------------
 
 
-def read_reserves(path) -> tuple:
-    """The actuators of an OpenSim force-set XML file, in file order: ``CoordinateActuator`` as
-    :class:`Reserve`, ``PointActuator`` / ``TorqueActuator`` as :mod:`mbjax.forces.body_actuators`
-    ones.  A property an element leaves out takes the value of the file's ``<defaults>`` object of
-    the same type, else OpenSim's default; a disabled actuator is left out; any other actuator is
-    refused, naming the file and element."""
+def read_reserves(path, inherited=()) -> tuple:
+    """The enabled actuators of an OpenSim force-set XML file, in file order, read as OpenSim 4.6
+    reads them (:mod:`mbjax.io.osim_actuators`: ``ForceSet`` or legacy ``ActuatorSet`` roots,
+    ``GeneralizedForce``/``Force``/``Torque`` converted, ``<defaults>``, after the ``inherited``
+    defaults of the documents read before it): ``CoordinateActuator`` (:class:`Reserve`),
+    ``PointActuator`` and ``TorqueActuator`` records.  Any other element is refused naming the
+    file and element."""
+    return _read_force_set(path, inherited)[0]
+
+
+def _read_force_set(path, inherited=()):
+    """``(actuators, defaults)``: :func:`read_reserves` and the file's ``<defaults>`` elements."""
+    from .io.osim_actuators import document_version, read_actuators
     from .io.setup_xml import SetupFile
 
     setup = SetupFile(path)
-    doc = setup.doc
-    defaults = {el.tag: el for d in doc.root.iter("defaults") for el in d}
+    doc, root = setup.doc, setup.root
+    sets = [root] if root.tag in ("ForceSet", "ActuatorSet") else [el for el in root if el.tag in ("ForceSet", "ActuatorSet")]
+    if not sets:
+        raise doc.error(root, "no <ForceSet> (or legacy <ActuatorSet>) in a force-set file")
+    out, defaults = [], []
+    for fs in sets:
+        objects = fs.find("objects")
+        defaults += fs.findall("defaults")
+        if objects is None:
+            continue
+        found, _ = read_actuators(doc, objects, version=document_version(root), defaults=fs.findall("defaults"),
+                                  inherited=tuple(inherited))
+        out.extend(found)
+    return tuple(out), defaults
 
-    def get(kind, el, tag, default):
-        dflt = defaults.get(el.tag)
-        if dflt is not None and setup.text(el, tag) is None:
-            return kind(dflt, tag, default)
-        return kind(el, tag, default)
 
-    def text(el, tag):
-        return get(lambda e, t, d: setup.text(e, t) or d, el, tag, None)
+def setup_force_sets(setup_path, model, files) -> tuple:
+    """The actuators of a tool's ``force_set_files``, each read with the defaults OpenSim has seen
+    by then: the setup file's, the model's, the earlier files' (:mod:`mbjax.io.osim_actuators`)."""
+    from .io.setup_xml import SetupFile
 
+    tool = SetupFile(setup_path).root
+    inherited = [d for el in ([tool] + list(tool)) for d in el.findall("defaults")]
+    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    inherited += list(getattr(info, "actuator_defaults", ()) or ())
     out = []
-    for objs in doc.root.iter("objects"):
-        for el in objs:
-            if not (el.tag.endswith("Actuator") or el.tag.endswith("Muscle")):
-                continue
-            if get(setup.flag, el, "isDisabled", False) or not get(setup.flag, el, "appliesForce", True):
-                continue
-            name = el.get("name")
-            common = dict(optimal_force=get(setup.number, el, "optimal_force", 1.0),
-                          min_control=get(setup.number, el, "min_control", -np.inf),
-                          max_control=get(setup.number, el, "max_control", np.inf))
-            if el.tag == "CoordinateActuator":
-                coord = text(el, "coordinate")
-                if coord is None:
-                    raise doc.error(el, "CoordinateActuator without <coordinate>")
-                out.append(Reserve(name, coord, **common))
-            elif el.tag == "PointActuator":
-                body = text(el, "body")
-                if body is None:
-                    raise doc.error(el, "PointActuator without <body>")
-                out.append(PointActuator(name, body, get(setup.vector, el, "point", (0.0, 0.0, 0.0)),
-                                         get(setup.vector, el, "direction", (1.0, 0.0, 0.0)),
-                                         get(setup.flag, el, "point_is_global", False),
-                                         get(setup.flag, el, "force_is_global", False), **common))
-            elif el.tag == "TorqueActuator":
-                body_a = text(el, "bodyA")
-                if body_a is None:
-                    raise doc.error(el, "TorqueActuator without <bodyA>")
-                out.append(TorqueActuator(name, body_a, text(el, "bodyB"),
-                                          get(setup.vector, el, "axis", (0.0, 0.0, 1.0)),
-                                          get(setup.flag, el, "torque_is_global", True), **common))
-            else:
-                raise NotImplementedError(f"{doc.where(el)}: <{el.tag} name={name!r}> is not supported as a "
-                                          "static-optimization actuator (CoordinateActuator, PointActuator and "
-                                          "TorqueActuator are)")
+    for f in files:
+        found, defaults = _read_force_set(f, inherited)
+        out.extend(found)
+        inherited += defaults
     return tuple(out)
+
+
+#: AnalyzeTool properties that only a forward simulation or another analysis reads (OpenSim's
+#: AnalyzeTool ignores them when it replays a coordinates file)
+_ANALYZE_IGNORED = ("solve_for_equilibrium_for_auxiliary_states", "maximum_number_of_integrator_steps",
+                    "maximum_integrator_step_size", "minimum_integrator_step_size", "integrator_error_tolerance",
+                    "output_precision", "defaults")
+_ANALYZE_READ = ("model_file", "replace_force_set", "force_set_files", "results_directory", "initial_time",
+                 "final_time", "AnalysisSet", "ControllerSet", "external_loads_file", "states_file",
+                 "coordinates_file", "speeds_file", "lowpass_cutoff_frequency_for_coordinates",
+                 "external_loads_model_kinematics_file", "external_loads_model_kinematics_file_lowpass_cutoff_frequency")
+_SO_READ = ("on", "start_time", "end_time", "step_interval", "in_degrees", "use_model_force_set",
+            "activation_exponent", "use_muscle_physiology", "optimizer_convergence_criterion",
+            "optimizer_max_iterations")
+
+
+def unused_setup_elements(doc, tool, analysis, known_analysis) -> list[str]:
+    """What an AnalyzeTool setup holds that the tool does not use, as ``file:line: <element>``
+    strings: unknown tool properties, other analyses of its ``AnalysisSet`` (not run), controllers,
+    and unknown properties of the ``analysis`` run (``known_analysis``: its property names)."""
+    out = []
+    for el in tool:
+        if isinstance(el.tag, str) and el.tag not in _ANALYZE_READ + _ANALYZE_IGNORED:
+            out.append(f"{doc.where(el)}: <{el.tag}> (not an AnalyzeTool property)")
+    for objs in tool.iter("AnalysisSet"):
+        for o in objs.iter("objects"):
+            for el in o:
+                if isinstance(el.tag, str) and el is not analysis:
+                    out.append(f"{doc.where(el)}: <{el.tag} name={el.get('name')!r}> (another analysis, not run)")
+    for cs in tool.iter("ControllerSet"):
+        for o in cs.iter("objects"):
+            for el in o:
+                if isinstance(el.tag, str):
+                    out.append(f"{doc.where(el)}: <{el.tag} name={el.get('name')!r}> (controllers do not act when "
+                               "an analysis replays a coordinates file)")
+    for el in analysis:
+        if isinstance(el.tag, str) and el.tag not in known_analysis:
+            out.append(f"{doc.where(el)}: <{el.tag}> (not a <{analysis.tag}> property)")
+    return out
 
 
 def read_so_setup(path) -> SOSetup:
@@ -367,6 +466,12 @@ def read_so_setup(path) -> SOSetup:
         raise doc.error(tool, "no <StaticOptimization> in its <AnalysisSet>")
     text, file_of, number, flag = setup.text, setup.resolve, setup.number, setup.flag
 
+    unused = unused_setup_elements(doc, tool, so, _SO_READ)
+    if unused:
+        warnings.warn(f"{path}: not used by mbjax's static optimization: " + "; ".join(unused), stacklevel=2)
+    if text(tool, "external_loads_model_kinematics_file"):
+        raise NotImplementedError(f"{doc.where(tool.find('external_loads_model_kinematics_file'))}: a separate "
+                                  "kinematics file for the external loads is not supported")
     if text(tool, "states_file"):
         raise NotImplementedError(f"{doc.where(tool.find('states_file'))}: a states file is not supported; give "
                                   "<coordinates_file> (as the OpenSim tutorials do)")
@@ -376,6 +481,9 @@ def read_so_setup(path) -> SOSetup:
     on = flag(so, "on", True)
     if not on:
         raise ValueError(f"{doc.where(so)}: the StaticOptimization analysis is switched off (<on> false)")
+    step = number(so, "step_interval", 1)
+    if not (step >= 1 and step == int(step)):
+        raise doc.error(so.find("step_interval"), f"<step_interval> must be a positive integer, got {step:g}")
     t0 = max(number(tool, "initial_time", -np.inf), number(so, "start_time", -np.inf))
     t1 = min(number(tool, "final_time", np.inf), number(so, "end_time", np.inf))
     results = file_of(text(tool, "results_directory")) or base
@@ -386,7 +494,7 @@ def read_so_setup(path) -> SOSetup:
                    number(tool, "lowpass_cutoff_frequency_for_coordinates", -1.0),
                    number(so, "activation_exponent", 2.0), flag(so, "use_muscle_physiology", True),
                    flag(so, "use_model_force_set", True), number(so, "optimizer_convergence_criterion", 1e-4),
-                   results)
+                   results, int(step))
 
 
 def static_optimization_from_setup(path, model=None, *, write: bool = True, results_directory=None,
@@ -411,18 +519,25 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
         model = load_osim(setup.model_file)
     if setup.coordinates_file is None:
         raise ValueError(f"{path}: no <coordinates_file>")
-    reserves = tuple(r for f in setup.force_set_files for r in read_reserves(f))
+    reserves = setup_force_sets(path, model, setup.force_set_files)
+    out = None
+    if write:  # the results folder is made (as OpenSim makes it) and checked before the solve
+        out = os.fspath(results_directory) if results_directory is not None else setup.results_directory
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as e:
+            raise OSError(f"{path}: cannot create the results directory {out!r}: {e}") from None
+        if not os.access(out, os.W_OK):
+            raise PermissionError(f"{path}: the results directory {out!r} is not writable")
     loads = None
     if setup.external_loads_file is not None:
         loads = read_external_loads(setup.external_loads_file, base_dirs=(os.path.dirname(os.path.abspath(path)),))
     result = static_optimization_motion(model, read_storage(setup.coordinates_file), loads, reserves=reserves,
                                         lowpass_cutoff=setup.lowpass_cutoff, time_range=setup.time_range,
-                                        exponent=setup.activation_exponent,
+                                        exponent=setup.activation_exponent, step_interval=setup.step_interval,
                                         use_muscle_physiology=setup.use_muscle_physiology, progress=progress,
                                         **kwargs)
     if write:
-        out = os.fspath(results_directory) if results_directory is not None else setup.results_directory
-        os.makedirs(out, exist_ok=True)
         act, force = result.tables()
         stem = os.path.join(out, f"{setup.name}_StaticOptimization_")
         write_storage(stem + "activation.sto", act, format="storage")

@@ -528,9 +528,12 @@ def test_static_optimization_setup_and_data_refused_by_name(tmp_path):
     table = Table(t, tuple(model.coordinate_names), q, False, {})
     with pytest.raises(ValueError, match=r"'wrist'.*'r_wrist'"):
         static_optimization_motion(model, table, reserves=(Reserve("wrist", "r_wrist", 1.0),), progress=False)
-    with pytest.raises(NotImplementedError, match=r"'a' and 'b'.*r_elbow_flex"):
+    with pytest.raises(ValueError, match=r"two actuators are named 'a'"):
         static_optimization_motion(model, table, reserves=(Reserve("a", "r_elbow_flex", 1.0),
-                                                           Reserve("b", "r_elbow_flex", 2.0)), progress=False)
+                                                           Reserve("a", "r_shoulder_elev", 2.0)), progress=False)
+    with pytest.raises(ValueError, match=r"'a'.*min_control 2.0 > max_control 1.0"):
+        static_optimization_motion(model, table, reserves=(Reserve("a", "r_elbow_flex", 1.0, 2.0, 1.0),),
+                                   progress=False)
     q[4, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         static_optimization_motion(model, Table(t, tuple(model.coordinate_names), q, False, {}), progress=False)

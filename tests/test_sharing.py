@@ -102,17 +102,30 @@ def test_gait_residual_frame_matches_slsqp():
     A, b, lo, hi, w = (d[k] for k in ("A", "b", "lo", "hi", "w"))
     sol = qp.solve(A, b, lo, hi, w, 2.0)
     assert bool(sol.converged)
-    ref = _slsqp(A, b, lo, hi, w, 2.0)
-    assert ref.success
     x = np.asarray(sol.x)
-    assert float(sol.objective) <= ref.fun + 1e-9 * ref.fun
-    np.testing.assert_allclose(x, ref.x, atol=1e-5)
     np.testing.assert_allclose(A @ x, b, atol=1e-9 * np.abs(A).max())
     assert np.all(x >= lo) and np.all(x <= hi)
+    # optimality certified by the KKT conditions of min Σ w x² (gradient 2 w x), whatever a peer
+    # optimizer does on this CPU: multipliers λ from the free entries, stationarity there, and the
+    # reduced gradient's sign at the active bounds
+    g = 2.0 * w * x
+    span = hi - lo
+    at_lo = x <= lo + 1e-9 * np.where(np.isfinite(span), span, 1.0)
+    at_hi = x >= hi - 1e-9 * np.where(np.isfinite(span), span, 1.0)
+    free = ~(at_lo | at_hi)
+    lam = np.linalg.lstsq(A[:, free].T, g[free], rcond=None)[0]
+    reduced = g - A.T @ lam
+    scale = np.abs(g).max()
+    assert np.abs(reduced[free]).max() < 1e-8 * scale
+    assert np.all(reduced[at_lo] > -1e-8 * scale) and np.all(reduced[at_hi] < 1e-8 * scale)
+    ref = _slsqp(A, b, lo, hi, w, 2.0)
+    if ref.success:  # SLSQP reaches its iteration limit on some CPUs: compared only where it converged
+        assert float(sol.objective) <= ref.fun + 1e-9 * ref.fun
+        np.testing.assert_allclose(x, ref.x, atol=1e-5)
     # float32: converged (tolerance relative to the rhs, where rounding is), close to float64
     s32 = qp.solve(*(jnp.asarray(v, jnp.float32) for v in (A, b, lo, hi, w)), 2.0)
     assert bool(s32.converged) and s32.x.dtype == jnp.float32
-    assert abs(float(s32.objective) - ref.fun) < 1e-4 * ref.fun
+    assert abs(float(s32.objective) - float(sol.objective)) < 1e-4 * float(sol.objective)
 
 
 def test_synthetic_derivative_vs_finite_differences():

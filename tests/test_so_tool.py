@@ -170,3 +170,134 @@ def test_nan_in_the_model_is_reported_not_returned():
     table = Table(t, tuple(model.coordinate_names), np.stack([0.1 + 0 * t, 0.5 + t], 1), False, {})
     with pytest.raises(ValueError, match=r"NaN or inf at 11 of 11 frames \(first at t = 0 s\)"):
         static_optimization_motion(model, table, progress=False)
+
+
+# --------------------------------------------------------------------------------------------
+# every actuator OpenSim's static optimization uses
+# --------------------------------------------------------------------------------------------
+
+
+def test_legacy_actuator_set_is_converted_as_opensim_converts_it(tmp_path):
+    """An OpenSim 1.x ``<ActuatorSet>`` (no ``OpenSimDocument`` root: version 10500): ``Force`` ->
+    PointActuator (body_B -> body, point_B -> point, direction_A negated, force_is_global),
+    ``Torque`` -> TorqueActuator (body_B -> bodyA, body_A -> bodyB, direction_A negated),
+    ``GeneralizedForce`` -> CoordinateActuator; legacy ``<defaults>`` and ``min_force`` not read
+    (as ``opensim.ForceSet`` reads this very file; tests/validation/test_so_pipelines_opensim.py
+    runs Hamner's such file through OpenSim)."""
+    path = tmp_path / "legacy.xml"
+    path.write_text("""<?xml version="1.0"?><ActuatorSet name="t">
+      <defaults><Force name="default"><optimal_force>7</optimal_force></Force></defaults><objects>
+      <Force name="FX"><optimal_force>5</optimal_force><body_A>ground</body_A><body_B>pelvis</body_B>
+        <point_B>-0.07 0 0</point_B><direction_A>-1 0 0</direction_A><max_force>10</max_force></Force>
+      <Force name="FY"><body_B>pelvis</body_B></Force>
+      <Torque name="MZ"><optimal_force>2</optimal_force><body_A>ground</body_A><body_B>pelvis</body_B>
+        <direction_A>0 0 -1</direction_A></Torque>
+      <GeneralizedForce name="elbow"><coordinate>r_elbow_flex</coordinate><optimal_force>3</optimal_force>
+      </GeneralizedForce></objects></ActuatorSet>""")
+    with pytest.warns(UserWarning, match=r"legacy.xml: properties that OpenSim 4.6 does not read.*'FX' "
+                      r"\(<body_A>, <max_force>\)"):
+        got = read_reserves(path)
+    assert got == (PointActuator("FX", "pelvis", (-0.07, 0.0, 0.0), (1.0, -0.0, -0.0), False, True, 5.0),
+                   PointActuator("FY", "pelvis", (0.0, 0.0, 0.0), (-1.0, -0.0, -0.0), False, True, 1.0),
+                   TorqueActuator("MZ", "pelvis", "ground", (-0.0, -0.0, 1.0), True, 2.0),
+                   Reserve("elbow", "r_elbow_flex", 3.0))
+
+
+def test_force_set_files_inherit_the_model_and_setup_defaults(tmp_path):
+    """OpenSim's default objects are global: a force-set file read after the model takes the
+    model's ``<defaults>`` for what its elements leave out (Rajagopal's PointActuator default has
+    force_is_global true), and its own override them."""
+    from mbjax.so_tool import setup_force_sets
+
+    src = open(mbjax.models.model_path("arm26")).read()
+    model_file = tmp_path / "arm26.osim"
+    model_file.write_text(src.replace("<Model name=", "<Model name=", 1).replace(
+        "<ForceSet", "<defaults><PointActuator name=\"default\"><force_is_global>true</force_is_global>"
+        "<optimal_force>50</optimal_force></PointActuator></defaults><ForceSet", 1))
+    model = mbjax.io.load_osim(model_file, ignore_wrapping=True)
+    forces = tmp_path / "residuals.xml"
+    forces.write_text("""<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r">
+      <defaults><PointActuator name="default"><optimal_force>9</optimal_force></PointActuator></defaults>
+      <objects><PointActuator name="F"><body>r_humerus</body></PointActuator></objects></ForceSet>
+      </OpenSimDocument>""")
+    setup = tmp_path / "setup.xml"
+    setup.write_text('<?xml version="1.0"?><OpenSimDocument Version="40000"><AnalyzeTool name="a"/></OpenSimDocument>')
+    (f,) = setup_force_sets(setup, model, [forces])
+    assert f.force_is_global and f.optimal_force == 9.0
+    (g,) = read_reserves(forces)  # alone: OpenSim's class defaults
+    assert not g.force_is_global
+
+
+def test_actuators_on_coupled_and_locked_coordinates(tmp_path):
+    """A CoordinateActuator's generalized force is F ∂c/∂q (virtual work): on a coordinate coupled
+    to ``flex`` by c = s·flex + b the column is s·F on flex, on a locked one zero (the lock takes
+    it); slopes from the model file (tests/_ik_models.py)."""
+    import sys
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _ik_models import KNEE, SLIDE, write_model
+
+    from mbjax.so_tool import actuator_columns
+
+    model = mbjax.io.load_osim(write_model(tmp_path))
+    assert tuple(model.coordinate_names) == ("flex",)
+    acts = (Reserve("k", "knee", 2.0), Reserve("s", "slide", 3.0), Reserve("t", "tilt", 5.0), Reserve("f", "flex", 7.0))
+    B = np.asarray(actuator_columns(model, acts, np.array([0.4])))
+    np.testing.assert_allclose(B, [[KNEE[0] * 2.0, SLIDE[0] * 3.0, 0.0, 7.0]], rtol=1e-12, atol=1e-15)
+    from mbjax.so_tool import check_actuators
+
+    with pytest.warns(UserWarning, match=r"locked coordinates: 't' \(tilt\)"):
+        check_actuators(model, acts)
+
+
+def test_two_reserves_on_one_coordinate_share_it_by_their_optimal_forces():
+    """OpenSim accepts several actuators on one coordinate; with cost x₁² + x₂² and F₁x₁ + F₂x₂ = τ_r
+    the optimum has x₂/x₁ = F₂/F₁ (KKT: 2xᵢ = λFᵢ)."""
+    from mbjax.so_tool import static_optimization_motion
+
+    model = mbjax.models.load("arm26", ignore_wrapping=True)
+    t = np.linspace(0.0, 0.5, 11)
+    q = np.stack([0.3 + 0.2 * t, 0.5 + t], 1)
+    table = Table(t, tuple(model.coordinate_names), q, False, {})
+    res = static_optimization_motion(model, table, reserves=(Reserve("a", "r_elbow_flex", 1.0),
+                                                             Reserve("b", "r_elbow_flex", 3.0)), progress=False)
+    xa, xb = res.activations[:, -2], res.activations[:, -1]
+    assert np.abs(xa).max() > 1e-6
+    np.testing.assert_allclose(xb, 3.0 * xa, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(res.forces[:, -2:], np.stack([xa, 3.0 * xb], 1), rtol=1e-12)
+
+
+def test_step_interval_records_opensims_rows():
+    """``Analysis::proceed``: the first and last rows of the range, and between them the rows whose
+    index is a multiple of the interval (rows 2, 3, 6, 9, 12, 15 of a 0.01 s table from 0.025 to 0.15 s)."""
+    model = mbjax.models.load("arm26", ignore_wrapping=True)
+    t = np.arange(20) * 0.01
+    q = np.stack([0.3 + 0.2 * t, 0.5 + t], 1)
+    table = Table(t, tuple(model.coordinate_names), q, False, {})
+    time, *_ = states_trajectory(model, table, time_range=(0.025, 0.15), step_interval=3)
+    np.testing.assert_allclose(time, [0.02, 0.03, 0.06, 0.09, 0.12, 0.15], atol=1e-15)
+    with pytest.raises(ValueError, match="step_interval"):
+        states_trajectory(model, table, step_interval=0)
+
+
+def test_millard_force_per_activation_is_opensims():
+    """OpenSim 4.6 projects a Millard2012 muscle's active force with calcPennationAngle(ℓ/ℓ_o):
+    the two rules' ratio is cos(asin(h/(ℓ/ℓ_o))) / cos(asin(h/ℓ)), h = ℓ_o sin α_o, ℓ the
+    rigid-tendon fibre length √(h² + (L - ℓ_s)²), computed here with NumPy from the parameters."""
+    from mbjax.muscles.parameters import hill_parameters
+    from mbjax.sharing import muscle_force_coefficients
+
+    model = mbjax.models.load("gait10dof18musc")
+    q = np.asarray(model.extras["osim"].default)
+    qd = np.zeros_like(q)
+    f_os, _ = muscle_force_coefficients(model, q, qd)
+    f_rigid, _ = muscle_force_coefficients(model, q, qd, pennation_rule="rigid")
+    p = {k: np.asarray(v) for k, v in hill_parameters(model).items()}
+    L = np.asarray(mbjax.muscle_lengths(model, q))
+    h = p["optimal_fiber_length"] * np.sin(p["pennation_angle_at_optimal"])
+    lce = np.sqrt(h ** 2 + (L - p["tendon_slack_length"]) ** 2)
+    expected = np.cos(np.arcsin(h / (lce / p["optimal_fiber_length"]))) / np.cos(np.arcsin(h / lce))
+    assert (p["pennation_angle_at_optimal"] > 0.1).any()
+    np.testing.assert_allclose(np.asarray(f_os) / np.asarray(f_rigid), expected, rtol=1e-12)
+    with pytest.raises(ValueError, match="pennation_rule"):
+        muscle_force_coefficients(model, q, qd, pennation_rule="cos")

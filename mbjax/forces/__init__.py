@@ -10,6 +10,7 @@ from .base import ForceSet as ForceSet
 from .base import ModelForces as ModelForces
 from .base import model_forces as model_forces
 from .base import with_force_elements as with_force_elements
+from .body_actuators import CoordinateActuator as CoordinateActuator
 from .body_actuators import PointActuator as PointActuator
 from .body_actuators import TorqueActuator as TorqueActuator
 from .body_actuators import actuator_matrix as actuator_matrix

@@ -29,6 +29,17 @@ from .._loads import ExternalLoads
 from .._model import GROUND
 
 
+class CoordinateActuator(NamedTuple):
+    """OpenSim ``CoordinateActuator``: generalized force x · ``optimal_force`` on ``coordinate``,
+    ``min_control <= x <= max_control`` (a reserve actuator of static optimization)."""
+
+    name: str
+    coordinate: str
+    optimal_force: float = 1.0
+    min_control: float = -np.inf
+    max_control: float = np.inf
+
+
 class PointActuator(NamedTuple):
     """OpenSim ``PointActuator`` (module docstring)."""
 

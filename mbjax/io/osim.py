@@ -135,6 +135,7 @@ from ..wrapping.objects import METHODS as WRAP_METHODS
 from ..wrapping.objects import PathWrap, WrapObject
 from ..forces.base import with_force_elements
 from .osim_forces import MODELLED_FORCES, read_force_elements
+from .osim_actuators import ACTUATOR_TYPES, LEGACY_TYPES, default_records, read_actuators
 from ..muscles.schutte1993 import CURVES as SCHUTTE_CURVES
 from ..muscles.schutte1993 import SCHUTTE, curve_parameters
 
@@ -150,7 +151,9 @@ MUSCLE_TYPES = (
 #: path forces that are read and modelled but may still be left out (path kept, zero tension) by
 #: ``ignore_forces``: the deprecated Schutte muscle, whose opt-out older scripts use
 OPTIONAL_PATH_FORCES = ("Schutte1993Muscle_Deprecated",)
-RECORDED_FORCES = ("CoordinateActuator",)
+#: scalar actuators (:mod:`mbjax.io.osim_actuators`): no force without a control, read into
+#: ``OsimInfo.actuators`` for the tools that solve for controls (static optimization)
+RECORDED_FORCES = ACTUATOR_TYPES + tuple(LEGACY_TYPES)
 JOINT_TYPES = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint", "GimbalJoint", "BallJoint",
                "FreeJoint", "PlanarJoint", "EllipsoidJoint")
 _X, _Y, _Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
@@ -232,8 +235,21 @@ class OsimInfo(eqx.Module):
     #: (coordinate, value): the assembled default of those dependent coordinates (the independent
     #: ones keep their file defaults, in ``default``)
     assembled: tuple[tuple[str, float], ...] = eqx.field(static=True, default=())
+    #: the model's enabled scalar actuators (``CoordinateActuator``, ``PointActuator``,
+    #: ``TorqueActuator`` records of :mod:`mbjax.forces.body_actuators`, file order), read as
+    #: OpenSim reads them (:mod:`mbjax.io.osim_actuators`); disabled ones are left out
+    actuators: tuple = eqx.field(static=True, default=())
+    #: the file's actuator ``<defaults>`` (:func:`mbjax.io.osim_actuators.default_records`), which
+    #: OpenSim applies to the force-set files its tools read after the model
+    actuator_defaults: tuple = eqx.field(static=True, default=())
     #: how OpenSim's scaling acts on the joint offsets (:class:`OsimScaling`)
     scaling: Any = None
+    #: the coordinates that are not in ``q`` (dependent and locked), in file order, with their
+    #: motion types, and each one's value as a single joint map of ``q`` (its coupler map; a
+    #: ``Constant`` at the default for a locked one); read by :mod:`mbjax.io.osim_coordinates`
+    other_names: tuple[str, ...] = eqx.field(static=True, default=())
+    other_motion_types: tuple[str, ...] = eqx.field(static=True, default=())
+    other_maps: Any = None
 
 
 class OsimScaling(eqx.Module):
@@ -592,6 +608,7 @@ class _Loader:
         self.assembled: tuple[tuple[str, float], ...] = ()
         self._locked_off: list[str] = []
         self._force_elements: list = []
+        self._actuators: tuple = ()
         self.doc = _Doc(path)
         self.ignore_wrapping = ignore_wrapping
         root = self.doc.root
@@ -1068,9 +1085,14 @@ class _Loader:
         if fset is None or fset.find("objects") is None:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
         self._locked_off = []
+        actuators = []
         for f in fset.find("objects"):
             if f.tag in RECORDED_FORCES:
+                if f.tag in self.ignore_forces:
+                    self.ignored.append((f.tag, f.get("name")))
+                    continue
                 recorded.append((f.tag, f.get("name")))
+                actuators.append(f)
                 continue
             if f.tag in MODELLED_FORCES:
                 if f.tag in self.ignore_forces:
@@ -1134,6 +1156,9 @@ class _Loader:
                 f"default value outside their <range>, so OpenSim never activates them: {', '.join(locked_off)}",
                 stacklevel=4,
             )
+        if actuators:
+            defaults = self.model.findall("defaults") + fset.findall("defaults")
+            self._actuators, _ = read_actuators(doc, actuators, version=self.version, defaults=defaults)
         return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
 
     def _path_wrap(self, w, kept):
@@ -1306,6 +1331,7 @@ class _Loader:
 
     def _info(self, indep, recorded, wrapped, body_names=()):
         info = self.coords.info
+        others = [c for c in self.coords.order if self.coords.role(c) != "independent"]
         return OsimInfo(
             default=jnp.asarray([info[c]["default"] for c in indep], dtype=float),
             lower=jnp.asarray([info[c]["range"][0] for c in indep], dtype=float),
@@ -1321,7 +1347,19 @@ class _Loader:
             eliminated=self.eliminated,
             assembled=self.assembled,
             scaling=self._scaling(body_names) if body_names else None,
+            actuators=self._actuators,
+            actuator_defaults=default_records(self.model.findall("defaults")
+                                              + [d for fs in self.model.findall("ForceSet") for d in fs.findall("defaults")]),
+            other_names=tuple(others),
+            other_motion_types=tuple(info[c]["motion_type"] for c in others),
+            other_maps=tuple(self._coordinate_map(c) for c in others) or None,
         )
+
+    def _coordinate_map(self, name):
+        """A coordinate that is not in ``q`` as a single joint map of ``q``."""
+        if self.coords.role(name) == "locked":
+            return Constant(float(self.coords.info[name]["default"]))
+        return self.coords.inner_of(self.doc, name)
 
 
 def _ellipsoid_x(radius, x):

@@ -12,7 +12,12 @@ with the muscle force of ``StaticOptimizationTarget::prepareToOptimize`` /
 * ``use_muscle_physiology=True`` (OpenSim's default): F_opt = F_o f_L(ℓ) f_V(v) cos α at
   activation 1 with rigid-tendon fibre kinematics, ``Muscle::calcInextensibleTendonActiveFiberForce``
   (Thelen: ℓ = √(h² + (L - ℓ_s)²), v = V cos α, f_V = ``calcfvInv(1, f_L, v)``), whatever the
-  muscle's own tendon model;
+  muscle's own tendon model.  For a pennated ``Millard2012EquilibriumMuscle`` OpenSim 4.6
+  projects the fibre force on the tendon with the pennation angle of the *normalized* fibre
+  length read as a length (``calcActiveFiberForceAlongTendon`` calls ``calcPennationAngle(ℓ/ℓ_o)``),
+  which is near zero, so its F_opt exceeds the physical F_o f_L f_V cos α by close to 1/cos α.
+  ``pennation_rule="opensim"`` (the default) reproduces OpenSim's value; ``"rigid"`` is the
+  physical rigid-tendon projection cos α(ℓ).  Thelen muscles are the same in both rules;
 * ``use_muscle_physiology=False``: F_opt = F_o (max isometric force).
 
 Because the actuation is overridden, OpenSim applies **no passive fibre force** in static
@@ -50,7 +55,8 @@ from .._dynamics import inverse_dynamics
 from ..muscles.geometry import muscle_lengths
 from ..muscles.moment_arms import moment_arms
 from ..muscles.musculotendon import _by_family, _Family, _rigid_state
-from ..muscles.parameters import hill_parameters
+from ..muscles.parameters import MILLARD, hill_parameters
+from ..muscles.pennation import pennation_angle
 from ..muscles.schutte1993 import SCHUTTE
 from ..muscles.paths import get_paths
 from . import qp
@@ -93,17 +99,34 @@ class StaticOptimizationResult(NamedTuple):
     actuator_controls: jnp.ndarray | None = None
 
 
-def _inextensible(kind, p, L, V, a):
-    """Rigid-tendon active (at ``a``) and passive fibre forces along the tendon (N)."""
-    st = _rigid_state(_Family(kind, p), L, V, a)
+def _inextensible(kind, p, L, V, a, pennation_rule="opensim"):
+    """Rigid-tendon active (at ``a``) and passive fibre forces along the tendon (N).
+
+    ``pennation_rule="opensim"``: a Millard2012 muscle's active force is projected on the tendon as
+    OpenSim 4.6's ``Millard2012EquilibriumMuscle::calcActiveFiberForceAlongTendon`` projects it,
+    with the pennation angle of the *normalized* fibre length taken as a length,
+    ``calcPennationAngle(ℓ/ℓ_o)`` (near 0 for a fibre of about 1 m, so the force is larger than
+    the physical F_o a f_L f_V cos α by close to 1/cos α), and zero at ℓ ≤ ℓ_min;
+    ``"rigid"``: the physical projection cos α(ℓ) (what Thelen muscles use in both rules)."""
+    fam = _Family(kind, p)
+    st = _rigid_state(fam, L, V, a)
     cos = jnp.cos(st.pennation_angle)
-    return st.active_fiber_force * cos, st.passive_fiber_force * cos
+    active = st.active_fiber_force * cos
+    if kind == MILLARD and pennation_rule == "opensim":
+        phi = pennation_angle(st.normalized_fiber_length, p["optimal_fiber_length"],
+                              p["pennation_angle_at_optimal"], p["maximum_pennation_angle"])
+        active = jnp.where(st.fiber_length <= fam.lmin, 0.0, st.active_fiber_force * jnp.cos(phi))
+    return active, st.passive_fiber_force * cos
 
 
-def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passive_forces=False, R=None, L=None):
+def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passive_forces=False, R=None, L=None,
+                              pennation_rule="opensim"):
     """``(f_opt, f_passive)``, ``(nm,)`` each: tendon force = a · f_opt + f_passive (module docstring;
     f_opt is OpenSim's ``calcInextensibleTendonActiveFiberForce(s, 1.0)``).  ``R``/``L``: moment
-    arms and path lengths at ``q`` when already known."""
+    arms and path lengths at ``q`` when already known; ``pennation_rule``: ``"opensim"`` or
+    ``"rigid"`` (:func:`_inextensible`; they differ for pennated Millard2012 muscles only)."""
+    if pennation_rule not in ("opensim", "rigid"):
+        raise ValueError(f"pennation_rule must be 'opensim' or 'rigid', got {pennation_rule!r}")
     paths = get_paths(model)
     schutte = [n for n, k in zip(paths.names, paths.kinds) if k == SCHUTTE]
     if schutte:
@@ -118,7 +141,8 @@ def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passi
     if L is None:
         L = muscle_lengths(model, q)
     V = -(R.T @ jnp.asarray(qd, L.dtype))
-    act, pas = _by_family(model, _inextensible, L, V, jnp.ones_like(L))
+    act, pas = _by_family(model, lambda kind, p, *x: _inextensible(kind, p, *x, pennation_rule=pennation_rule),
+                          L, V, jnp.ones_like(L))
     if not use_muscle_physiology:
         act = hill_parameters(get_paths(model))["max_isometric_force"].astype(L.dtype) * jnp.ones_like(L)
     if not passive_forces:
@@ -127,14 +151,15 @@ def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passi
 
 
 def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_physiology=True,
-                    passive_forces=False, moment_arm_rule="geometric", R=None, L=None, actuators=None
-                    ) -> SharingProblem:
+                    passive_forces=False, moment_arm_rule="geometric", R=None, L=None, actuators=None,
+                    pennation_rule="opensim") -> SharingProblem:
     """Moment arms, muscle force coefficients and the torque τ to match at one frame; τ defaults to
     ``inverse_dynamics(model, q, qd, qdd, external)``.  ``moment_arm_rule``: ``"geometric"``
     (R = −∂L/∂q, :func:`mbjax.moment_arms`) or ``"opensim"`` (OpenSim's unit-force R,
     :func:`mbjax.muscles.opensim_moment_arms`, which its StaticOptimization uses); ``R``/``L``: the
     moment arms and lengths at ``q`` when already computed (e.g. batched), which the rule then ignores;
-    ``actuators (nq, na)``: generalized force per unit control of non-muscle actuators (module docstring)."""
+    ``actuators (nq, na)``: generalized force per unit control of non-muscle actuators (module docstring);
+    ``pennation_rule``: :func:`muscle_force_coefficients`."""
     q = jnp.asarray(q)
     if R is not None:
         pass
@@ -147,7 +172,7 @@ def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_ph
     else:
         raise ValueError(f"moment_arm_rule must be 'geometric' or 'opensim', got {moment_arm_rule!r}")
     f_opt, f_pas = muscle_force_coefficients(model, q, qd, use_muscle_physiology=use_muscle_physiology,
-                                             passive_forces=passive_forces, R=R, L=L)
+                                             passive_forces=passive_forces, R=R, L=L, pennation_rule=pennation_rule)
     if tau is None:
         tau = inverse_dynamics(model, q, qd, qdd, external)
     if actuators is not None:
@@ -233,7 +258,7 @@ def solve_problem(problem: SharingProblem, *, exponent=2, weights=None, reserves
 def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=2, weights=None, reserves=None,
                         activation_bounds=(0.0, 1.0), reserve_bounds=(-jnp.inf, jnp.inf), use_muscle_physiology=True,
                         passive_forces=False, initial_guess=None, solver_options=None, actuators=None,
-                        actuator_bounds=(-jnp.inf, jnp.inf)) -> StaticOptimizationResult:
+                        actuator_bounds=(-jnp.inf, jnp.inf), pennation_rule="opensim") -> StaticOptimizationResult:
     """Static optimization at one frame (OpenSim's ``StaticOptimization``, module docstring).
 
     Minimizes Σ w_i a_i^p (+ Σ |τ_r,j / F_r,j|^p with reserves) subject to R F(a) + τ_r = τ and
@@ -250,7 +275,7 @@ def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=
     """
     problem = sharing_problem(model, q, qd, qdd, tau=tau, external=external,
                               use_muscle_physiology=use_muscle_physiology, passive_forces=passive_forces,
-                              actuators=actuators)
+                              actuators=actuators, pennation_rule=pennation_rule)
     return solve_problem(problem, exponent=exponent, weights=weights, reserves=reserves,
                          activation_bounds=activation_bounds, reserve_bounds=reserve_bounds,
                          actuator_bounds=actuator_bounds, initial_guess=initial_guess, solver_options=solver_options)
@@ -261,7 +286,8 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
                                    activation_bounds=(0.0, 1.0), reserve_bounds=(-jnp.inf, jnp.inf),
                                    use_muscle_physiology=True, passive_forces=False, solver_options=None,
                                    moment_arm_rule="geometric", moment_arms=None, lengths=None, actuators=None,
-                                   actuator_bounds=(-jnp.inf, jnp.inf)) -> StaticOptimizationResult:
+                                   actuator_bounds=(-jnp.inf, jnp.inf), pennation_rule="opensim"
+                                   ) -> StaticOptimizationResult:
     """Static optimization of ``T`` frames (``qs, qds, qdds`` of shape ``(T, nq)``); every field of
     the result gets a leading ``T`` axis.
 
@@ -277,7 +303,8 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
 
     def build(q, qd, qdd, tau, ext, R, L, B):
         return sharing_problem(model, q, qd, qdd, tau=tau, external=ext, use_muscle_physiology=use_muscle_physiology,
-                               passive_forces=passive_forces, moment_arm_rule=moment_arm_rule, R=R, L=L, actuators=B)
+                               passive_forces=passive_forces, moment_arm_rule=moment_arm_rule, R=R, L=L, actuators=B,
+                               pennation_rule=pennation_rule)
 
     in_axes = (0, 0, 0) + tuple(None if x is None else 0 for x in (taus, externals, moment_arms, lengths, actuators))
     problems = jax.vmap(build, in_axes=in_axes)(qs, jnp.asarray(qds, qs.dtype), jnp.asarray(qdds, qs.dtype),
