@@ -72,7 +72,16 @@ import optimistix as optx
 from jax.custom_derivatives import SymbolicZero
 
 from . import _checks
-from .io.storage import MarkerData, Table, coordinates_from_table, read_storage, read_trc
+from .io.storage import (
+    MarkerData,
+    Table,
+    coordinates_from_table,
+    prepare_output,
+    read_storage,
+    read_trc,
+    table_from_coordinates,
+    write_storage,
+)
 from .markers import Markers, _marker_kinematics, marker_positions, marker_positions_and_jacobian
 
 
@@ -586,10 +595,14 @@ def _nearest_row(time: np.ndarray, t: float) -> int:
 
 
 def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = None, *, accuracy: float | None = None,
-                                  **kwargs) -> IKResult:
+                                  write: bool = False, output_motion_file=None, **kwargs) -> IKResult:
     """Run an OpenSim IK setup file with :func:`inverse_kinematics`: its model (unless ``model`` /
     ``markers`` are given), marker file, time range (rows nearest to its ends, as OpenSim picks
     them), marker weights, coordinate tasks and accuracy.  ``kwargs`` go to :func:`inverse_kinematics`.
+
+    With ``write`` (or an ``output_motion_file``), the motion is written as OpenSim's IK tool writes
+    it (:func:`write_ik_motion`: every coordinate, degrees) to ``output_motion_file`` or the setup's
+    ``<output_motion_file>``; its folder is made and checked writable before solving.
 
     **Accuracy**: the file's ``<accuracy>`` (or ``accuracy=``) is the solver's ``rtol = atol``
     (:func:`inverse_kinematics`' Cauchy test on the steps and the objective), not below the dtype's
@@ -601,6 +614,12 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
     from .io.osim_markers import load_markers
 
     setup = read_ik_setup(path)
+    out = None
+    if write or output_motion_file is not None:
+        out = output_motion_file if output_motion_file is not None else setup.output_motion_file
+        if out is None:
+            raise ValueError(f"{path}: no <output_motion_file> to write; pass output_motion_file=")
+        out = prepare_output(out, path, "IK output motion file")
     acc = setup.accuracy if accuracy is None else float(accuracy)
     if not (np.isfinite(acc) and acc > 0):
         raise ValueError(f"{path}: the IK accuracy must be a positive number, got {acc}")
@@ -627,5 +646,16 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
         data = data._replace(time=data.time[a:b], positions=data.positions[a:b],
                              frame=None if data.frame is None else data.frame[a:b])
     coords = read_storage(setup.coordinate_file) if setup.coordinate_file else None
-    return inverse_kinematics(model, markers, data, setup.marker_weights, setup.coordinate_tasks,
-                              coordinate_data=coords, **kwargs)
+    result = inverse_kinematics(model, markers, data, setup.marker_weights, setup.coordinate_tasks,
+                                coordinate_data=coords, **kwargs)
+    if out is not None:
+        write_ik_motion(out, model, result)
+    return result
+
+
+def write_ik_motion(path, model, result: IKResult) -> None:
+    """Write an IK solution as OpenSim's IK tool does: an ``OpenSim::Storage`` ``.mot`` named
+    ``Coordinates``, ``inDegrees=yes``, with every coordinate of the model in its ``CoordinateSet``
+    order (coupled ones from their couplers, locked ones at their locked value; rotational ones in
+    degrees) so OpenSim's tools reading it get the full pose."""
+    write_storage(path, table_from_coordinates(model, result.time, result.q, in_degrees=True), format="storage")

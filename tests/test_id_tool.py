@@ -19,6 +19,8 @@ OpenSim's own tool, spline and filter are the references in tests/validation/tes
 from __future__ import annotations
 
 import math
+import os
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -30,6 +32,9 @@ import mbjax
 from mbjax.id_tool import coordinate_trajectory, inverse_dynamics_from_setup, inverse_dynamics_frames, read_id_setup
 from mbjax.io import Table, load_osim, read_external_loads, read_storage, write_storage
 from mbjax.io.signal import NaturalSpline, butterworth3, lowpass_iir, lowpass_storage, pad, resample
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _data_file_variants import LEGACY_LOADS  # noqa: E402
 
 MODEL = """<?xml version="1.0" encoding="UTF-8" ?>
 <OpenSimDocument Version="40000">
@@ -520,3 +525,52 @@ def eqx_with_extras(model, muscles):
     import equinox as eqx
 
     return eqx.tree_at(lambda m: m.extras, model, {**model.extras, "muscles": muscles})
+
+
+def test_results_folder_made_and_checked_before_computing(tmp_path, walker, monkeypatch):
+    """A results_directory that does not exist is made (nested, as OpenSim's tool makes it); one that
+    cannot be made fails before anything is computed, naming the setup file and the path."""
+    setup = _write_case(tmp_path)
+    nested = tmp_path / "n.xml"
+    nested.write_text(setup.read_text().replace("<results_directory> results </results_directory>",
+                                                "<results_directory> out/a/b </results_directory>"))
+    r = inverse_dynamics_from_setup(nested, walker)
+    np.testing.assert_array_equal(read_storage(tmp_path / "out" / "a" / "b" / "walk_id.sto").data, r.tau)
+    import mbjax.id_tool
+
+    monkeypatch.setattr(mbjax.id_tool, "inverse_dynamics_motion", lambda *a, **k: pytest.fail("computed first"))
+    (tmp_path / "blocker").write_text("")
+    bad = tmp_path / "bad.xml"
+    bad.write_text(setup.read_text().replace("<results_directory> results </results_directory>",
+                                             "<results_directory> blocker/sub </results_directory>"))
+    with pytest.raises(OSError, match=r"bad\.xml: cannot create the folder .*blocker.* generalized-force output"):
+        inverse_dynamics_from_setup(bad, walker)
+    (tmp_path / "results").mkdir()
+    with pytest.raises(OSError, match=r"bad\.xml: the generalized-force output file .*results' is a folder"):
+        inverse_dynamics_from_setup(bad, walker, output_file=tmp_path / "results")
+
+
+def test_legacy_prescribed_force_loads_refused_by_name(tmp_path):
+    """A 2.x ExternalLoads of PrescribedForce objects (OpenSim 4.6 refuses it too: see
+    tests/validation/test_data_files_opensim.py): the error names each element, its line and why."""
+    p = tmp_path / "legacy.xml"
+    p.write_text(LEGACY_LOADS)
+    with pytest.raises(ValueError, match=r"legacy\.xml:5: <PrescribedForce name='right'>: 2 unsupported element\(s\) "
+                                         r"in <ExternalLoads>: <PrescribedForce name='right'> \(line 5\), "
+                                         r"<PrescribedForce name='left'> \(line 11\): a legacy force set of "
+                                         r"PrescribedForce"):
+        read_external_loads(p)
+    mixed = tmp_path / "mixed.xml"
+    mixed.write_text(LEGACY_LOADS.replace("PrescribedForce name=\"left\"", "PointActuator name=\"left\"")
+                     .replace("</PrescribedForce>\n    </objects>", "</PointActuator>\n    </objects>"))
+    with pytest.raises(ValueError, match=r"<PointActuator name='left'> \(line 11\): ExternalLoads holds only"):
+        read_external_loads(mixed)
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(os.environ.get("OPENSIM_MODELS_DIR", ""), "Pipelines")),
+                    reason="set OPENSIM_MODELS_DIR to a checkout of opensim-org/opensim-models")
+def test_gait2392_legacy_foot_floor_loads_refused_by_name():
+    path = os.path.join(os.environ["OPENSIM_MODELS_DIR"], "Pipelines", "Gait2392_Simbody", "foot_floor_loads.xml")
+    with pytest.raises(ValueError, match=r"foot_floor_loads\.xml:\d+: .*<PrescribedForce name='ExternalForce_1'> "
+                                         r"\(line \d+\), <PrescribedForce name='ExternalForce_2'> .*legacy"):
+        read_external_loads(path)

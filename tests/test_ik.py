@@ -10,6 +10,7 @@ tests/validation/test_ik_opensim.py.
 
 import os
 import re
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -19,8 +20,10 @@ from scipy.optimize import least_squares
 
 import mbjax
 from mbjax.ik import CoordinateTask, inverse_kinematics, read_ik_setup
-from mbjax.io import MarkerData, load_markers, read_trc, write_trc
+from mbjax.io import MarkerData, load_markers, read_storage, read_trc, write_trc
 from mbjax.models import arm26_path
+
+sys.path.insert(0, os.path.dirname(__file__))
 
 T = 24
 SETUP = os.path.join(os.path.dirname(__file__), "data", "opensim_models", "arm26_ik",
@@ -333,3 +336,123 @@ def test_closed_form_marker_jacobian_equals_jacfwd():
     (pos, jac), (pos_ref, jac_ref) = jax.jit(jax.vmap(both))(jnp.asarray(rng.uniform(-1.0, 1.0, size=(3, 3))))
     np.testing.assert_allclose(pos, pos_ref, atol=1e-14)
     np.testing.assert_allclose(jac, jac_ref, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# the IK motion file: every coordinate, OpenSim's order; output folders
+# --------------------------------------------------------------------------------------------
+
+
+def test_ik_motion_has_every_coordinate_in_opensims_order(tmp_path):
+    """Locked at its locked value, coupled ones from their (linear) couplers, rotations in degrees,
+    in OpenSim's CoordinateSet order: all values computed by hand in tests/_ik_models.py."""
+    from _ik_models import COLUMNS, expected_columns, write_model
+
+    from mbjax.ik import IKResult, write_ik_motion
+    from mbjax.io import coordinates_from_table, load_osim, read_storage
+
+    model = load_osim(write_model(tmp_path))
+    assert model.coordinate_names == ("flex",)
+    flex = np.array([0.4, -0.7, 1.1])
+    res = IKResult(np.array([0.0, 0.01, 0.02]), flex[:, None], ("flex",), (), np.zeros((3, 0)), *np.zeros((2, 3)),
+                   np.ones(3, bool), np.zeros(3, int))
+    write_ik_motion(tmp_path / "ik.mot", model, res)
+    t = read_storage(tmp_path / "ik.mot")
+    assert t.labels == COLUMNS and t.in_degrees and t.metadata["name"] == "Coordinates"
+    assert t.metadata["version"] == "1" and t.metadata["nColumns"] == "5"
+    np.testing.assert_allclose(t.data, expected_columns(flex), rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(coordinates_from_table(model, t), flex[:, None], rtol=1e-14)
+
+
+OPENSIM_MODELS = os.environ.get("OPENSIM_MODELS_DIR", "")
+LEG39 = os.path.join(OPENSIM_MODELS, "Models", "Leg39", "leg39.osim")
+#: Leg39's rotational coordinates (CustomJoint axes with slope-1 LinearFunctions; checked against
+#: OpenSim in tests/validation/test_ik_opensim.py)
+LEG39_ROTATIONAL = {"pelvis_tilt", "hip_angle_r", "knee_angle_r", "pat_angle_r", "ankle_angle_r", "subtalar_angle_r",
+                    "mtp_angle_r"}
+
+
+@pytest.mark.skipif(not (OPENSIM_MODELS and os.path.exists(LEG39)),
+                    reason="set OPENSIM_MODELS_DIR to a checkout of opensim-org/opensim-models")
+def test_leg39_ik_motion_has_every_coordinate(tmp_path):
+    """Leg39 (6 of its 14 coordinates in q): the file has all 14 in the model file's order, locked ones
+    at their <default_value>, each coupled one equal to its SimmSpline's knot value when knee_angle_r
+    is at that knot (a spline interpolates its knots), read from the XML here."""
+    import warnings
+    import xml.etree.ElementTree as ET
+
+    from mbjax.ik import IKResult, write_ik_motion
+    from mbjax.io import load_osim, read_storage
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = load_osim(LEG39)
+    root = ET.parse(LEG39).getroot()
+    names = tuple(c.get("name") for c in root.iter("Coordinate"))
+    assert len(names) == 14 and len(model.coordinate_names) == 6
+    couplers = []
+    for con in root.iter("CoordinateCouplerConstraint"):
+        spline = con.find("coupled_coordinates_function/SimmSpline")
+        x, y = (np.array(spline.findtext(k).split(), float) for k in ("x", "y"))
+        assert con.findtext("independent_coordinate_names").strip() == "knee_angle_r"
+        couplers.append((con.findtext("dependent_coordinate_name").strip(), x[len(x) // 2], y[len(x) // 2]))
+    assert len(couplers) == 5
+    rng = np.random.default_rng(3)
+    q = rng.uniform(-0.3, 0.3, size=(len(couplers), 6))
+    q[:, model.coordinate_names.index("knee_angle_r")] = [k for _, k, _ in couplers]
+    n = len(couplers)
+    res = IKResult(np.arange(n) * 0.01, q, model.coordinate_names, (), np.zeros((n, 0)), *np.zeros((2, n)),
+                   np.ones(n, bool), np.zeros(n, int))
+    write_ik_motion(tmp_path / "ik.mot", model, res)
+    t = read_storage(tmp_path / "ik.mot")
+    assert t.labels == names and t.in_degrees
+    deg = lambda n, v: np.rad2deg(v) if n in LEG39_ROTATIONAL else v  # noqa: E731
+    for i, c in enumerate(model.coordinate_names):
+        np.testing.assert_allclose(t.column(c), deg(c, q[:, i]), rtol=1e-14)
+    for c in root.iter("Coordinate"):
+        if (c.findtext("locked") or "").strip() == "true":
+            name = c.get("name")
+            np.testing.assert_array_equal(t.column(name), deg(name, float(c.findtext("default_value"))))
+    for k, (dep, _, value) in enumerate(couplers):
+        np.testing.assert_allclose(t.column(dep)[k], deg(dep, value), rtol=1e-12, atol=1e-15)
+
+
+def _setup_with_output(tmp_path, out):
+    text = open(SETUP).read().replace("arm26_elbow_flex.trc", os.path.join(os.path.dirname(SETUP),
+                                                                           "arm26_elbow_flex.trc"))
+    text = re.sub(r"<time_range>.*?</time_range>", "<time_range> 0 0.19 </time_range>", text)  # 24 frames
+    text = re.sub(r"<output_motion_file>.*?</output_motion_file>", f"<output_motion_file>{out}</output_motion_file>",
+                  text)
+    setup = tmp_path / "setup.xml"
+    setup.write_text(text)
+    return setup
+
+
+def test_setup_writes_motion_into_a_new_folder(arm, tmp_path):
+    """The output folder is made (relative to the setup file, as OpenSim resolves it); the file is the
+    IK tool's (Storage, degrees)."""
+    model, markers = arm[:2]
+    setup = _setup_with_output(tmp_path, "results/new/ik.mot")
+    r = mbjax.inverse_kinematics_from_setup(setup, model, markers, progress=False, write=True)
+    t = read_storage(tmp_path / "results" / "new" / "ik.mot")
+    assert t.labels == ("r_shoulder_elev", "r_elbow_flex") and t.in_degrees
+    np.testing.assert_allclose(t.data, np.rad2deg(r.q), rtol=1e-15)
+    other = tmp_path / "elsewhere" / "x.mot"
+    mbjax.inverse_kinematics_from_setup(setup, model, markers, progress=False, output_motion_file=other)
+    np.testing.assert_array_equal(read_storage(other).data, t.data)
+
+
+def test_bad_output_path_fails_before_solving(arm, tmp_path, monkeypatch):
+    model, markers = arm[:2]
+    monkeypatch.setattr(mbjax.ik, "inverse_kinematics", lambda *a, **k: pytest.fail("solved before the check"))
+    (tmp_path / "file").write_text("")
+    setup = _setup_with_output(tmp_path, "file/ik.mot")
+    with pytest.raises(OSError, match=r"setup\.xml: cannot create the folder .*file.* for the IK output motion file"):
+        mbjax.inverse_kinematics_from_setup(setup, model, markers, write=True)
+    (tmp_path / "dir.mot").mkdir()
+    setup = _setup_with_output(tmp_path, "dir.mot")
+    with pytest.raises(OSError, match=r"setup\.xml: the IK output motion file .*dir\.mot' is a folder"):
+        mbjax.inverse_kinematics_from_setup(setup, model, markers, write=True)
+    setup = _setup_with_output(tmp_path, "")
+    with pytest.raises(ValueError, match=r"setup\.xml: no <output_motion_file>"):
+        mbjax.inverse_kinematics_from_setup(setup, model, markers, write=True)

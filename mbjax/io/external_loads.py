@@ -19,6 +19,9 @@ what :func:`read_external_loads` and :meth:`ExternalLoadsFile.at` do:
   ``PiecewiseLinearFunction`` for 2-3 rows, ``Constant`` for 1; evaluated at the requested times.
 * ``appliesForce`` false (``isDisabled`` true in 3.x files) leaves the force out.
 
+A ``PrescribedForce`` (the legacy 2.x force set of inline functions) or any other element than
+``ExternalForce`` is refused by name, as OpenSim 4.6 refuses it.
+
 Errors name the file, the line and the ``<ExternalForce>``: unknown bodies (OpenSim falls back to
 ground for an unknown *expressed-in* body with a warning; mbjax refuses it), missing or ambiguous
 columns, non-finite data, frames that are not bodies.
@@ -215,6 +218,16 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
     if kin and kin != "Unassigned":
         warnings.warn(f"{doc.where(node)}: <external_loads_model_kinematics_file> {kin!r} is ignored, as OpenSim 4 "
                       "ignores it (points in ground are converted with each frame's pose)", stacklevel=2)
+    objs = node.find("objects")
+    other = [el for el in (list(objs) if objs is not None else []) if el.tag != "ExternalForce"]
+    if other:
+        which = ", ".join(f"<{el.tag} name={el.get('name')!r}> (line {doc.lines.get(el, 0)})" for el in other)
+        legacy = all(el.tag == "PrescribedForce" for el in other)
+        why = ("a legacy force set of PrescribedForce objects with inline functions (OpenSim 2.x); OpenSim 4.6 "
+               "refuses it too (ExternalLoads holds only ExternalForce).  Use an ExternalLoads of ExternalForce "
+               "with a <datafile>, e.g. the pipeline's *_grf.xml with its .mot" if legacy else
+               "ExternalLoads holds only <ExternalForce>, as in OpenSim 4.6")
+        raise doc.error(other[0], f"{len(other)} unsupported element(s) in <ExternalLoads>: {which}: {why}")
     datafile = (node.findtext("datafile") or "").strip()
     if not datafile or datafile == "Unassigned":
         raise doc.error(node, "no <datafile>: per-force data sources (<data_source_name>) are not supported, "
@@ -227,12 +240,9 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
             raise doc.error(node, f"<datafile> {datafile!r} not found (looked in {cands})", FileNotFoundError)
         datafile = found
     table = read_storage(datafile)
-    objs = node.find("objects")
     forces = []
     seen = set()
     for el in (list(objs) if objs is not None else []):
-        if el.tag != "ExternalForce":
-            raise doc.error(el, f"<{el.tag}> in ExternalLoads is not supported (only <ExternalForce>)")
         name = el.get("name") or ""
         if name in seen:
             raise doc.error(el, f"duplicate ExternalForce name {name!r}")

@@ -79,3 +79,32 @@ def _motion_types_cached(path, mtime_ns, size) -> dict[str, str]:
                     mt = "coupled"
             out[c] = mt
     return out
+
+
+def coordinate_order(path) -> tuple[str, ...]:
+    """Every coordinate in OpenSim 4's ``CoordinateSet`` order (what its IK tool writes): joints in
+    file order, a ``CustomJoint``'s coordinates in order of first use by its axes ``rotation1..3``,
+    ``translation1..3`` (``CustomJoint::constructCoordinates`` reorders them so), the ones no axis
+    uses after those; other joints' coordinates as listed."""
+    st = os.stat(path)
+    return _coordinate_order_cached(os.path.abspath(os.fspath(path)), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _coordinate_order_cached(path, mtime_ns, size) -> tuple[str, ...]:
+    doc = _Doc(path)
+    out: list[str] = []
+    for j in _joints(doc.root):
+        coords = [c.get("name") for c in _coordinate_elements(j)]
+        st = j.find("SpatialTransform") if j.tag not in _FIXED else None
+        if st is not None:
+            axes = {ta.get("name"): ta for ta in st if ta.tag == "TransformAxis"}
+            used = []
+            for name in _AXES:
+                ta = axes.get(name)
+                for c in ((_text(ta, "coordinates", "") or "").split() if ta is not None else ()):
+                    if c in coords and c not in used:
+                        used.append(c)
+            coords = used + [c for c in coords if c not in used]
+        out.extend(coords)
+    return tuple(out)

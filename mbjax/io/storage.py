@@ -19,12 +19,22 @@ Two table formats are read and written (both open in OpenSim 4.6):
 Anything before ``endheader`` of the form ``key=value`` goes into :attr:`Table.metadata`; other header
 lines (the Storage name and free text) are kept in ``metadata["name"]`` / ``metadata["description"]``.
 ``inDegrees`` is read as OpenSim reads it (``yes``/``no``; absent = ``no``, ``Storage``'s default).
+Column labels are split as OpenSim splits them: at any whitespace in ``version=1`` files with
+``nRows``/``nColumns`` (``Storage``'s own reader), at tabs otherwise (``STOFileAdapter``, empty labels
+dropped, an empty data field read as NaN with a warning).
 
-``.trc`` (``OpenSim::TRCFileAdapter``): tab-separated; a ``PathFileType`` line, a metadata key line
-and a value line (``DataRate``, ``Units`` ...), the marker-name line ``Frame# Time m1 (tab) (tab) m2``,
-the ``X1 Y1 Z1`` line, then rows ``frame time x y z ...``.  A marker with any empty component is
-missing (NaN), as in ``TRCFileAdapter``.  Positions are converted **explicitly to metres** from the
-file's ``Units`` (``mm``, ``cm``, ``m``); :attr:`MarkerData.units` keeps the file's unit.
+``.trc`` (``OpenSim::TRCFileAdapter``): a ``PathFileType`` line, the 8 metadata keys ``DataRate ...
+OrigNumFrames`` and their values, the marker-name line ``Frame# Time m1 (tab) (tab) m2``, the
+``X1 Y1 Z1`` line, then rows ``frame time x y z ...``.  Read as ``TRCFileAdapter`` reads it: fields are
+split at tabs and stripped of spaces, empty fields are dropped from the header lines (double tabs
+and padded values read), one trailing tab on a row is dropped, each row must then hold exactly
+``2 + 3 * NumMarkers`` fields (a short row is refused, never read as missing markers), and a marker
+with any empty component (or ``NaN``) is missing (NaN).  ``NumFrames`` disagreeing with the rows and
+component labels beyond the markers are warned about (OpenSim ignores both).  Where OpenSim reads
+silently what mbjax refuses (a number it cannot parse becomes NaN, rows after an empty line are
+dropped), the error names the line.  Positions are converted **explicitly to metres** from the
+file's ``Units`` (``mm``, ``cm``, ``m`` and the spellings OpenSim's ``Units`` reads);
+:attr:`MarkerData.units` keeps the file's unit.
 
 Malformed input raises ``ValueError`` naming the file, the 1-based line and, for a bad number, the
 1-based column and its label.
@@ -34,12 +44,20 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 #: metres per unit of a .trc ``Units`` field
 TRC_UNITS = {"mm": 1e-3, "cm": 1e-2, "m": 1.0}
+#: the ``Units`` spellings OpenSim's ``Units`` class reads, by unit
+TRC_UNIT_NAMES = {n: u for u, names in {"mm": ("mm", "MM", "millimeters", "MILLIMETERS"),
+                                        "cm": ("cm", "CM", "centimeters", "CENTIMETERS"),
+                                        "m": ("m", "M", "meters", "METERS")}.items() for n in names}
+#: the metadata keys ``TRCFileAdapter`` requires on line 2, in order
+TRC_KEYS = ("DataRate", "CameraRate", "NumFrames", "NumMarkers", "Units", "OrigDataRate",
+            "OrigDataStartFrame", "OrigNumFrames")
 
 
 class Table(NamedTuple):
@@ -147,17 +165,22 @@ def read_storage(path) -> Table:
         i += 1
     if i >= len(lines):
         raise _err(path, end + 1, "no column-label line after 'endheader'")
-    labels = lines[i].strip().split("\t") if "\t" in lines[i] else lines[i].split()
-    labels = [s.strip() for s in labels]
-    label_line = i + 1
     n_col = _header_count(path, meta, meta_line, "nColumns")
+    n_row = _header_count(path, meta, meta_line, "nRows")
+    # OpenSim reads version<=1 files with nRows/nColumns with Storage's own parser (labels split at
+    # any whitespace), others with STOFileAdapter (labels split at tabs, empty labels dropped)
+    legacy = _version(meta) <= 1 and bool(n_row or n_col)
+    if legacy or "\t" not in lines[i]:
+        labels = lines[i].split()
+    else:
+        labels = [t for t in (s.strip() for s in lines[i].split("\t")) if t]
+    label_line = i + 1
     if n_col is not None and n_col != len(labels):
         raise _err(path, label_line, f"{len(labels)} column labels but the header says nColumns={n_col} "
                    f"(line {meta_line['nColumns']})")
     rows = _fast_rows([s for s in lines[i + 1:] if s.strip()], len(labels))
     if rows is None:
-        rows = _storage_rows(path, lines, i, labels, label_line)
-    n_row = _header_count(path, meta, meta_line, "nRows")
+        rows = _storage_rows(path, lines, i, labels, label_line, tabs=not legacy)
     if n_row is not None and n_row != len(rows):
         raise _err(path, meta_line["nRows"], f"header says nRows={n_row} but the file has {len(rows)} rows")
     arr = np.asarray(rows, dtype=float).reshape(len(rows), len(labels))
@@ -175,18 +198,47 @@ def _header_count(path, meta, meta_line, key):
         raise _err(path, meta_line[key], f"{key}={meta[key]!r} is not an integer") from None
 
 
-def _storage_rows(path, lines, i, labels, label_line) -> list[list[float]]:
-    """The data rows after the label line ``i``, one line at a time (errors name line and column)."""
+def _version(meta) -> int:
+    """The header's ``version`` as OpenSim's ``atoi`` reads it (0 when absent)."""
+    digits = ""
+    for c in meta.get("version", "").strip():
+        if not (c.isdigit() or (c in "+-" and not digits)):
+            break
+        digits += c
+    try:
+        return int(digits)
+    except ValueError:
+        return 0
+
+
+def _storage_rows(path, lines, i, labels, label_line, tabs=False) -> list[list[float]]:
+    """The data rows after the label line ``i``, one line at a time (errors name line and column).
+
+    Values are whitespace-separated; with ``tabs`` (files OpenSim reads with ``STOFileAdapter``) a
+    row of tab-separated fields may leave fields empty, which OpenSim reads as NaN (warned here)."""
     rows = []
+    empty = []
     for j in range(i + 1, len(lines)):
         s = lines[j].strip()
         if not s:
             continue
         toks = s.split()
+        if len(toks) != len(labels) and tabs:
+            fields = lines[j].split("\t")
+            if fields[-1] == "":
+                fields.pop()
+            fields = [f.strip() for f in fields]
+            if len(fields) == len(labels) and fields[0]:
+                empty += [(j + 1, c + 1, labels[c]) for c, f in enumerate(fields) if not f]
+                toks = [f or "nan" for f in fields]
         if len(toks) != len(labels):
             raise _err(path, j + 1, f"{len(toks)} values, expected {len(labels)} (one per column label on "
                        f"line {label_line})")
         rows.append([_number(path, j + 1, c + 1, labels[c], t) for c, t in enumerate(toks)])
+    if empty:
+        shown = ", ".join(f"line {ln} column {c} ({lab!r})" for ln, c, lab in empty[:5])
+        warnings.warn(f"{path}: {len(empty)} empty field(s) read as NaN, as OpenSim reads them: {shown}"
+                      + (" ..." if len(empty) > 5 else ""), stacklevel=3)
     return rows
 
 
@@ -301,16 +353,67 @@ def _rotational(model) -> np.ndarray:
         return np.array([m == "rotational" for m in info.motion_types])
 
 
-def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = "Coordinates") -> Table:
+def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = "Coordinates",
+                           every_coordinate: bool = True) -> Table:
     """A :class:`Table` of coordinates ``q (T, nq)`` labelled by coordinate name, rotational ones in
-    degrees when ``in_degrees`` (as OpenSim's IK tool writes its ``.mot``)."""
+    degrees when ``in_degrees``, as OpenSim's IK tool writes its ``.mot``.
+
+    For an imported OpenSim model with ``every_coordinate``, the columns are every coordinate of the
+    model in its ``CoordinateSet`` (file) order, as the IK tool writes them: coupled coordinates
+    from their coupler functions of ``q``, locked ones at their locked value
+    (:mod:`mbjax.io.osim_coordinates`); OpenSim reading the file back gets the full pose."""
     q = np.asarray(q, dtype=float)
-    info = model.extras.get("osim")
+    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    if in_degrees and info is None:
+        raise ValueError("in_degrees needs OpenSim motion types (model.extras['osim'])")
+    if every_coordinate and info is not None and hasattr(info, "other_names"):
+        import jax
+
+        from .osim_coordinates import coordinate_names, coordinate_values
+
+        labels, kinds = coordinate_names(model)
+        values = np.asarray(jax.vmap(lambda x: coordinate_values(model, x))(q.reshape(-1, q.shape[-1])))
+        rot = np.array([k == "rotational" for k in kinds])
+        order = _coordinate_set_order(info.source, labels)
+        labels, values, rot = tuple(labels[i] for i in order), values[:, order], rot[order]
+    else:
+        labels, values = tuple(model.coordinate_names), q
+        rot = _rotational(model) if in_degrees else None
     if in_degrees:
-        if info is None:
-            raise ValueError("in_degrees needs OpenSim motion types (model.extras['osim'])")
-        q = np.where(_rotational(model), np.rad2deg(q), q)
-    return Table(np.asarray(time, dtype=float), tuple(model.coordinate_names), q, in_degrees, {"name": name})
+        values = np.where(rot, np.rad2deg(values), values)
+    return Table(np.asarray(time, dtype=float), tuple(labels), values, in_degrees, {"name": name})
+
+
+def _coordinate_set_order(source, labels) -> list[int]:
+    """Indices putting ``labels`` in OpenSim's ``CoordinateSet`` order (:func:`mbjax.io.osim_motion.
+    coordinate_order`, read from the model's file); their own order when the file is gone."""
+    from .osim_motion import coordinate_order
+
+    try:
+        order = coordinate_order(source)
+    except (OSError, ValueError):
+        return list(range(len(labels)))
+    if sorted(order) != sorted(labels):
+        return list(range(len(labels)))
+    return [list(labels).index(n) for n in order]
+
+
+def prepare_output(path, setup=None, what: str = "output file") -> str:
+    """Make ``path``'s folder (as OpenSim's tools make their results directory) and check that the
+    file can be written there, before a tool computes anything; errors name ``setup`` and the path."""
+    path = os.path.abspath(os.fspath(path))
+    folder = os.path.dirname(path)
+    where = f"{setup}: " if setup is not None else ""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise OSError(f"{where}cannot create the folder {folder!r} for the {what} {path!r}: "
+                      f"{e.strerror or e}") from None
+    if os.path.isdir(path):
+        raise OSError(f"{where}the {what} {path!r} is a folder")
+    if not os.access(folder, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise OSError(f"{where}cannot write the {what} {path!r} (permission denied)")
+    return path
 
 
 # --------------------------------------------------------------------------------------------
@@ -318,94 +421,143 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
 # --------------------------------------------------------------------------------------------
 
 
+def _trc_fields(line: str) -> list[str]:
+    """A .trc line's tab-separated fields as ``TRCFileAdapter`` splits them: each field stripped of
+    whitespace, one trailing delimiter dropped (``a<tab>b<tab>`` has two fields), ``[]`` for ``""``."""
+    toks = line.split("\t")
+    if toks[-1] == "":
+        toks.pop()
+    return [t.strip() for t in toks]
+
+
+def _trc_units(path, units: str) -> float:
+    try:
+        return TRC_UNITS[TRC_UNIT_NAMES.get(units, units)]
+    except KeyError:
+        raise _err(path, 3, f"Units={units!r} is not supported; known units {sorted(TRC_UNIT_NAMES)}") from None
+
+
 def read_trc(path) -> MarkerData:
     """Read a ``.trc`` marker file; positions in metres (see the module docstring)."""
-    lines = [s.rstrip("\r") for s in _read_lines(path)]
-    if len(lines) < 5 or not lines[0].startswith("PathFileType"):
+    lines = _read_lines(path)
+    head = lines[0].replace("\t", " ").split() if lines else []
+    if len(lines) < 5 or not head or head[0] != "PathFileType":
         raise _err(path, 1, "not a .trc file (first line must start with 'PathFileType')")
-    keys = [k.strip() for k in lines[1].split("\t")]
-    vals = [v.strip() for v in lines[2].split("\t")]
-    while keys and not keys[-1]:
-        keys.pop()
-    while vals and not vals[-1]:
-        vals.pop()
+    keys = [k for k in _trc_fields(lines[1]) if k]
+    if keys != list(TRC_KEYS):
+        raise _err(path, 2, f"header keys {keys}; OpenSim's TRCFileAdapter needs exactly {list(TRC_KEYS)} "
+                   "(tab-separated, in this order)")
+    vals = [v for v in _trc_fields(lines[2]) if v]
     if len(keys) != len(vals):
         raise _err(path, 3, f"{len(vals)} header values for {len(keys)} header keys on line 2")
     meta = dict(zip(keys, vals))
-    units = meta.get("Units")
-    if units is None:
-        raise _err(path, 2, "no 'Units' header key")
-    if units not in TRC_UNITS:
-        raise _err(path, 3, f"Units={units!r} is not supported; known units {sorted(TRC_UNITS)}")
-    scale = TRC_UNITS[units]
-    head = lines[3].split("\t")
-    if len(head) < 2 or head[0].strip() != "Frame#" or head[1].strip() != "Time":
+    meta["header"] = lines[0].strip()
+    units = meta["Units"]
+    scale = _trc_units(path, units)
+    try:
+        nm = int(meta["NumMarkers"])
+    except ValueError:
+        raise _err(path, 3, f"NumMarkers={meta['NumMarkers']!r} is not an integer") from None
+    labels = [s for s in _trc_fields(lines[3]) if s]
+    if labels[:2] != ["Frame#", "Time"]:
         raise _err(path, 4, "expected 'Frame#<tab>Time<tab>marker names...'")
-    names = [s.strip() for s in head[2:] if s.strip()]
+    names = labels[2:]
+    if len(names) != nm:
+        raise _err(path, 4, f"{len(names)} marker names but the header says NumMarkers={nm}")
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise _err(path, 4, f"duplicate marker names {dup}")
-    n_declared = meta.get("NumMarkers")
-    if n_declared is not None and n_declared.isdigit() and int(n_declared) != len(names):
-        raise _err(path, 4, f"{len(names)} marker names but the header says NumMarkers={n_declared}")
-    nm = len(names)
+    xyz = [s for s in _trc_fields(lines[4]) if s]
+    for m in range(nm):
+        for a, c in enumerate("XYZ"):
+            want = f"{c}{m + 1}"
+            got = xyz[3 * m + a] if 3 * m + a < len(xyz) else None
+            if got != want:
+                raise _err(path, 5, f"component label {3 * m + a + 1} is {got!r}, expected {want!r} "
+                           f"(marker {names[m]!r})")
+    if len(xyz) > 3 * nm:
+        warnings.warn(f"{path}:5: component labels {xyz[3 * nm:]} name no marker on line 4; "
+                      "they are ignored (as OpenSim does)", stacklevel=2)
     width = 2 + 3 * nm
-    i = 5
-    body = lines[i:]
-    last = max((k for k, s in enumerate(body) if s.strip()), default=-1)
-    first = next((k for k, s in enumerate(body) if s.strip()), 0)
-    data = body[first: last + 1]
-    # every field present (no missing marker, no empty line inside): one C call; else line by line
-    fast = _fast_rows(data, width) if all(s.strip() for s in data) else None
-    if fast is not None:
-        frames, times, rows = fast[:, 0], fast[:, 1], fast[:, 2:]
-    else:
-        frames, times, rows = _trc_rows(path, body[: last + 1], i, names, width)
+    frames, times, rows = _trc_rows(path, lines, 5, names, width)
     pos = np.asarray(rows, dtype=float).reshape(len(rows), nm, 3) * scale
     n_frames = meta.get("NumFrames")
-    if n_frames is not None and n_frames.isdigit() and int(n_frames) != len(rows):
-        raise _err(path, 3, f"header says NumFrames={n_frames} but the file has {len(rows)} data rows")
+    if n_frames.isdigit() and int(n_frames) != len(rows):
+        warnings.warn(f"{path}:3: header says NumFrames={n_frames} but the file has {len(rows)} data rows; "
+                      f"all {len(rows)} rows are read (as OpenSim does)", stacklevel=2)
     try:
-        rate = float(meta.get("DataRate", "nan"))
+        rate = float(meta["DataRate"])
     except ValueError:
         raise _err(path, 3, f"DataRate={meta['DataRate']!r} is not a number") from None
-    return MarkerData(np.asarray(times), tuple(names), pos, units, rate, np.asarray(frames), meta)
+    return MarkerData(np.asarray(times, dtype=float), tuple(names), pos, units, rate,
+                      np.asarray(frames, dtype=float), meta)
 
 
-def _trc_rows(path, body, i, names, width):
-    """Frame numbers, times and ``(T, 3 nm)`` positions of the data lines ``body`` (starting after
-    line ``i``), one line at a time: empty fields are missing markers (NaN); errors name the line."""
+def _trc_rows(path, lines, start, names, width):
+    """Frame numbers, times and ``(T, 3 nm)`` positions of the data lines from 0-based line ``start``.
+
+    As ``TRCFileAdapter``: blank lines (or lines of empty fields) before the data are skipped, a row
+    must hold exactly ``width`` fields, a marker with any empty component is missing (NaN), an empty
+    frame number is allowed (NaN; OpenSim does not read it).  Stricter than OpenSim, which reads
+    unparsable numbers as NaN and stops silently at the first blank line: those raise here."""
     nm = len(names)
+    k = start
+    while k < len(lines) and not any(_trc_fields(lines[k])):
+        k += 1
+    end = k
+    while end < len(lines) and lines[end].strip():
+        end += 1
+    extra = next((j for j in range(end, len(lines)) if lines[j].strip()), None)
+    if extra is not None:
+        raise _err(path, extra + 1, f"data after the empty line {end + 1} (OpenSim stops reading at an "
+                   "empty line); remove the empty line or the rows after it")
+    if k < end and not _trc_fields(lines[k])[0]:
+        raise _err(path, k + 1, "first data row has no frame number (OpenSim would skip this row)")
+    fields = [_trc_fields(lines[j]) for j in range(k, end)]
+    for j, toks in enumerate(fields):
+        if len(toks) != width:
+            ln = k + j + 1
+            if len(toks) < width:
+                more = (" (a missing marker is three empty fields; at the end of a row they need a closing "
+                        "tab, as OpenSim drops one trailing tab)" if len(toks) >= width - 3 else "")
+                more += " (fields must be separated by tabs)" if len(toks) == 1 and " " in toks[0] else ""
+                raise _err(path, ln, f"{len(toks)} fields, expected {width} (Frame#, Time, 3 per marker for "
+                           f"{nm} markers){more}")
+            cols = f"column {width + 1}" if len(toks) == width + 1 else f"columns {width + 1}-{len(toks)}"
+            raise _err(path, ln, f"{len(toks)} fields, expected {width}: {cols} {toks[width:]} not under a "
+                       "marker name on line 4")
+    if not fields:
+        return np.zeros(0), np.zeros(0), np.zeros((0, 3 * nm))
+    arr = None
+    if all(all(t) for t in fields):
+        try:
+            arr = np.array(fields, dtype=float)
+        except ValueError:
+            arr = None
+    if arr is not None:
+        return arr[:, 0], arr[:, 1], arr[:, 2:]
     frames, times, rows = [], [], []
-    for k, s in enumerate(body):
-        ln = i + k + 1
-        if not s.strip():
-            if not rows:
-                continue
-            raise _err(path, ln, "empty line inside the data")
-        toks = s.split("\t")
-        while len(toks) > width and not toks[-1].strip():
-            toks.pop()
-        if len(toks) > width:
-            raise _err(path, ln, f"{len(toks)} fields, expected at most {width} (Frame#, Time, 3 per marker)")
-        toks += [""] * (width - len(toks))
-        if not toks[0].strip() or not toks[1].strip():
-            raise _err(path, ln, "missing frame number or time")
-        frames.append(_number(path, ln, 1, "Frame#", toks[0]))
+    for j, toks in enumerate(fields):
+        ln = k + j + 1
+        frames.append(_number(path, ln, 1, "Frame#", toks[0]) if toks[0] else float("nan"))
+        if not toks[1]:
+            raise _err(path, ln, "column 2 ('Time') is empty")
         times.append(_number(path, ln, 2, "Time", toks[1]))
         row = np.full(3 * nm, np.nan)
         for m in range(nm):
             comp = toks[2 + 3 * m: 5 + 3 * m]
-            if all(c.strip() for c in comp):
+            if all(comp):
                 for a in range(3):
-                    col = 3 + 3 * m + a
-                    row[3 * m + a] = _number(path, ln, col, f"{names[m]} {'XYZ'[a]}", comp[a])
+                    row[3 * m + a] = _number(path, ln, 3 + 3 * m + a, f"{names[m]} {'XYZ'[a]}", comp[a])
         rows.append(row)
-    return frames, times, rows
+    return np.asarray(frames), np.asarray(times), np.asarray(rows).reshape(len(rows), 3 * nm)
 
 
 def write_trc(path, markers: MarkerData, units: str = "mm") -> None:
-    """Write :class:`MarkerData` (positions in metres) as ``.trc`` in ``units``; NaN = empty fields."""
+    """Write :class:`MarkerData` (positions in metres) as ``.trc`` in ``units``; NaN = empty fields.
+
+    Every field ends in a tab, as ``TRCFileAdapter`` writes, so a missing last marker keeps its three
+    empty fields when OpenSim reads the file back."""
     path = os.fspath(path)
     if units not in TRC_UNITS:
         raise ValueError(f"units must be one of {sorted(TRC_UNITS)}, got {units!r}")
@@ -415,12 +567,14 @@ def write_trc(path, markers: MarkerData, units: str = "mm") -> None:
     if pos.shape != (time.shape[0], len(names), 3):
         raise ValueError(f"positions must have shape (T, nm, 3) = ({time.shape[0]}, {len(names)}, 3), got {pos.shape}")
     for n in names:
-        if not n or "\t" in n or "\n" in n:
-            raise ValueError(f"marker name {n!r} is empty or contains a tab/newline")
+        if not n or "\t" in n or "\n" in n or n != n.strip():
+            raise ValueError(f"marker name {n!r} is empty, contains a tab/newline or starts/ends with a space")
     rate = markers.rate
     if rate is None or not np.isfinite(rate):
         rate = 1.0 / float(np.median(np.diff(time))) if time.shape[0] > 1 else 1.0
-    frame = markers.frame if markers.frame is not None else np.arange(1, time.shape[0] + 1)
+    frame = np.arange(1, time.shape[0] + 1)
+    if markers.frame is not None and np.all(np.isfinite(markers.frame)):
+        frame = np.asarray(markers.frame)
     scaled = pos / TRC_UNITS[units]
     out = [f"PathFileType\t4\t(X/Y/Z)\t{os.path.basename(path)}",
            "DataRate\tCameraRate\tNumFrames\tNumMarkers\tUnits\tOrigDataRate\tOrigDataStartFrame\tOrigNumFrames",
@@ -433,6 +587,6 @@ def write_trc(path, markers: MarkerData, units: str = "mm") -> None:
         cells = [str(int(f)), repr(float(t))]
         for p in row:
             cells += ["", "", ""] if not np.all(np.isfinite(p)) else [repr(float(v)) for v in p]
-        out.append("\t".join(cells))
+        out.append("\t".join(cells) + "\t")
     with open(path, "w") as fh:
         fh.write("\n".join(out) + "\n")

@@ -247,3 +247,104 @@ def test_ik_matches_opensim_tool_on_gait2354(tmp_path):
     print(f"\nGait2354 IK vs OpenSim tool: max |dq| = {dq:.2e} (rad or m), max |d RMS| = {d_rms:.2e} m, "
           f"max |d max| = {d_max:.2e} m; marker RMS up to {r.rms.max():.3e} m")
     assert dq < 2e-8 and d_rms < 1e-8 and d_max < 1e-8
+
+
+# --------------------------------------------------------------------------------------------
+# the IK motion file mbjax writes: every coordinate, read back by OpenSim
+# --------------------------------------------------------------------------------------------
+
+OPENSIM_MODELS = os.environ.get("OPENSIM_MODELS_DIR", "")
+LEG39_DIR = os.path.join(OPENSIM_MODELS, "Pipelines", "Leg39")
+LEG39 = os.path.join(OPENSIM_MODELS, "Models", "Leg39", "leg39.osim")
+
+
+def _opensim_poses_from_file(osim_path, motion_file, model):
+    """OpenSim reads ``motion_file`` (Storage, degrees converted by the model's SimbodyEngine), sets
+    every coordinate of each row in a state, and reports the row's body transforms and the largest
+    constraint (coupler) error; also the CoordinateSet names and motion types."""
+    om = osim.Model(osim_path)
+    state = om.initSystem()
+    st = osim.Storage(str(motion_file))
+    om.getSimbodyEngine().convertDegreesToRadians(st)
+    labels = st.getColumnLabels()
+    labels = [labels.get(i) for i in range(1, labels.getSize())]
+    cs = om.getCoordinateSet()
+    names = [cs.get(i).getName() for i in range(cs.getSize())]
+    kinds = [int(cs.get(i).getMotionType()) for i in range(cs.getSize())]
+    poses, qerr = [], []
+    for k in range(st.getSize()):
+        row = st.getStateVector(k).getData()
+        for j, n in enumerate(labels):
+            cs.get(n).setValue(state, row.get(j), False)
+        om.realizePosition(state)
+        qerr.append(np.abs(state.getQErr().to_numpy()).max() if state.getNQErr() else 0.0)
+        frame = {}
+        for b in om.getBodySet():
+            x = b.getTransformInGround(state)
+            frame[b.getName()] = (np.array([[x.R().get(r, c) for c in range(3)] for r in range(3)]),
+                                  np.array([x.p().get(i) for i in range(3)]))
+        poses.append(frame)
+    return labels, names, kinds, poses, np.array(qerr)
+
+
+def _check_poses(model, q, poses):
+    body = jax.jit(jax.vmap(lambda x: mbjax.body_poses(model, x)))
+    ours = np.asarray(body(jnp.asarray(q)))
+    worst = 0.0
+    for k, frame in enumerate(poses):
+        for name, (r, p) in frame.items():
+            t = ours[k, model.body_index(name)]
+            worst = max(worst, np.abs(t[:3, :3] - r).max(), np.abs(t[:3, 3] - p).max())
+    return worst
+
+
+def test_opensim_reads_full_pose_of_coupled_and_locked_model(tmp_path):
+    """tests/_ik_models.py (a locked, two coupled, one independent coordinate): the file's columns are
+    OpenSim's CoordinateSet, and OpenSim's model set to the file's values has mbjax's body poses
+    with the couplers satisfied."""
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    from _ik_models import write_model
+
+    path = write_model(tmp_path)
+    model = mbjax.io.load_osim(path)
+    flex = np.array([[0.4], [-0.7], [1.1]])
+    res = mbjax.ik.IKResult(np.array([0.0, 0.01, 0.02]), flex, ("flex",), (), np.zeros((3, 0)), *np.zeros((2, 3)),
+                            np.ones(3, bool), np.zeros(3, int))
+    mbjax.ik.write_ik_motion(tmp_path / "ik.mot", model, res)
+    labels, names, kinds, poses, qerr = _opensim_poses_from_file(path, tmp_path / "ik.mot", model)
+    assert labels == names == ["tilt", "flex", "slide", "knee"]
+    assert qerr.max() < 1e-14
+    assert _check_poses(model, flex, poses) < 1e-14
+
+
+@pytest.mark.skipif(not (OPENSIM_MODELS and os.path.exists(LEG39)),
+                    reason="set OPENSIM_MODELS_DIR to a checkout of opensim-org/opensim-models")
+def test_leg39_ik_file_gives_opensim_the_full_pose(tmp_path):
+    """Leg39's short swing IK setup run by mbjax (model from Models/Leg39, output into a folder that
+    does not exist): the file has the 14 coordinates OpenSim's own IK tool writes, in its order, and
+    OpenSim set to each row's values has mbjax's body poses with its couplers satisfied."""
+    import warnings
+
+    setup = os.path.join(LEG39_DIR, "leg39_swing_short_IK_Setup.xml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.io.load_osim(LEG39)
+    out = tmp_path / "results" / "ik" / "leg39_ik.mot"
+    r = mbjax.ik.inverse_kinematics_from_setup(setup, model, load_markers(LEG39, model), output_motion_file=out,
+                                               progress=False)
+    labels, names, kinds, poses, qerr = _opensim_poses_from_file(LEG39, out, model)
+    assert len(labels) == 14 and labels == names
+    # OpenSim's own IK tool on the same setup writes the same columns
+    tool = osim.InverseKinematicsTool(setup)
+    om = osim.Model(LEG39)
+    tool.setModel(om)
+    tool.setResultsDir(str(tmp_path))
+    tool.setOutputMotionFileName(str(tmp_path / "opensim_ik.mot"))
+    assert tool.run()
+    theirs = read_storage(tmp_path / "opensim_ik.mot")
+    ours = read_storage(out)
+    assert ours.labels == theirs.labels and ours.in_degrees == theirs.in_degrees
+    assert qerr.max() < 1e-12
+    assert _check_poses(model, r.q, poses) < 1e-12
