@@ -78,6 +78,7 @@ from .id_tool import inverse_dynamics_motion as inverse_dynamics_motion
 from . import so_tool as so_tool
 from .so_tool import static_optimization_from_setup as static_optimization_from_setup
 from .so_tool import static_optimization_motion as static_optimization_motion
+from .jr_tool import joint_reactions_from_setup as joint_reactions_from_setup
 
 # muscle-driven forward simulation (issue 15 item 2)
 from ._simulate_muscles import simulate_muscles as simulate_muscles

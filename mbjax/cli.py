@@ -5,13 +5,15 @@
 [--wrapping opensim|smooth] [--allow-out-of-range] [--max-poses N] [--chunk-size N]
 [--distributed [--coordinator HOST:PORT --num-processes P --process-id I]] --out FILE.csv [--plot FILE.png]``
 
-``mbjax ik|id|so SETUP.xml [--model MODEL] [--out PATH] [--plot FILE.png] [--quiet]`` runs an OpenSim
+``mbjax ik|id|so|jr SETUP.xml [--model MODEL] [--out PATH] [--plot FILE.png] [--quiet]`` runs an OpenSim
 tool setup file (the files the OpenSim GUI runs): ``ik`` an ``InverseKinematicsTool`` (writes its
 ``output_motion_file``, coordinates in degrees), ``id`` an ``InverseDynamicsTool`` (writes
 ``results_directory/output_gen_force_file``), ``so`` an ``AnalyzeTool`` with a ``StaticOptimization``
-(writes ``<name>_StaticOptimization_activation.sto`` and ``_force.sto`` in ``results_directory``).
+(writes ``<name>_StaticOptimization_activation.sto`` and ``_force.sto`` in ``results_directory``),
+``jr`` an ``AnalyzeTool`` with a ``JointReaction`` and its ``forces_file`` (writes
+``<name>_<analysis>_ReactionLoads.sto`` in ``results_directory``).
 ``--model`` replaces the setup's ``<model_file>`` (a path or a shipped name), ``--out`` the output
-file (ik, id) or folder (so); ``--plot`` draws the result over time.
+file (ik, id) or folder (so, jr); ``--plot`` draws the result over time.
 
 ``mbjax info MODEL [--json]`` lists the coordinates (joint, type, range with units, default),
 bodies, muscles and wrap objects that the ``.osim`` file declares (read from its XML).
@@ -755,11 +757,32 @@ def so_command(args):
     return EXIT_OK if ok else EXIT_FAILURE
 
 
+def jr_command(args):
+    from .jr_tool import read_jr_setup, joint_reactions_from_setup
+
+    _tool_outputs(args, is_dir=True)
+    model, _ = _setup_model(args, read_jr_setup)
+    t0 = time.time()
+    res = joint_reactions_from_setup(args.setup, model, results_directory=args.out, progress=not args.quiet)
+    out = args.out or read_jr_setup(args.setup).results_directory
+    if not args.quiet:
+        print(f"mbjax jr: {res.time.size} frames, {len(res.keys)} joint reactions in {time.time() - t0:.1f} s; "
+              f"wrote {out}")
+    if args.plot:
+        keys = [k.label for k in res.keys]
+        panels = [(res.loads[:, :, :3].reshape(res.time.size, -1), [f"{k}_f{c}" for k in keys for c in "xyz"],
+                   "reaction force (N)"),
+                  (res.loads[:, :, 3:6].reshape(res.time.size, -1), [f"{k}_m{c}" for k in keys for c in "xyz"],
+                   "reaction moment (N·m)")]
+        _plot_panels(args.plot, res.time, panels, f"joint reactions: {os.path.basename(args.setup)}")
+    return EXIT_OK
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="mbjax", description="mbjax: empirical multibody musculoskeletal models in JAX",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"mbjax {_version()}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{moment-arms,info,ik,id,so}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{moment-arms,info,ik,id,so,jr}")
     model_help = f"an .osim file, a shipped example ({', '.join(_EXAMPLES)}), 'shoulder' or 'shoulder:degroot_brand'"
 
     ma = sub.add_parser("moment-arms", help="sweep muscle lengths and moment arms of a model", epilog=EPILOG,
@@ -810,7 +833,9 @@ def build_parser():
             ("id", id_command, "inverse dynamics from an OpenSim InverseDynamicsTool setup file",
              "generalized-force .sto to write (default: results_directory/output_gen_force_file)"),
             ("so", so_command, "static optimization from an OpenSim AnalyzeTool (StaticOptimization) setup file",
-             "folder for the activation and force .sto files (default: the setup's results_directory)")):
+             "folder for the activation and force .sto files (default: the setup's results_directory)"),
+            ("jr", jr_command, "joint reaction loads from an OpenSim AnalyzeTool (JointReaction) setup file with a "
+             "forces_file", "folder for the ReactionLoads .sto file (default: the setup's results_directory)")):
         tool = sub.add_parser(name, help=what, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
         tool.add_argument("setup", metavar="SETUP.xml", help="the OpenSim setup file")
         tool.add_argument("--model", help="use this model instead of the setup's <model_file> (" + model_help + ")")

@@ -40,7 +40,7 @@ def _main(capsys, *args):
     The OpenSim tools run without the persistent compilation cache here (it would switch JAX's
     global cache on for the rest of the test process); ``test_tool_compile_cache`` runs it."""
     args = list(args)
-    if args and args[0] in ("ik", "id", "so"):
+    if args and args[0] in ("ik", "id", "so", "jr"):
         args.append("--no-compile-cache")
     try:
         rc = cli.main(args)
@@ -505,6 +505,62 @@ def test_compilation_cache_refuses_bad_folders(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="min_compile_time"):
         enable_compilation_cache(tmp_path / "ok", min_compile_time=-1.0)
     assert jax.config.jax_compilation_cache_dir in (None, "")  # refused calls leave JAX's config alone
+
+
+def _pendulum_jr_setup(tmp_path, forces="force.sto"):
+    """A JointReaction setup on the shipped double pendulum (its own CoordinateActuators Torq1, Torq2
+    from a forces file) over a motion quadratic in time."""
+    from mbjax.io import Table, write_storage
+    from mbjax.models import model_path
+
+    t = np.linspace(0.0, 1.0, 26)
+    q = np.column_stack([0.3 + 0.5 * t - 0.4 * t ** 2, -0.2 + 0.8 * t + 0.3 * t ** 2])
+    write_storage(tmp_path / "q.sto", Table(t, ("q1", "q2"), q, False, {"name": "Coordinates"}), format="storage")
+    write_storage(tmp_path / "force.sto", Table(t, ("Torq1", "Torq2"), np.column_stack([2 + t, 1 - t]), False,
+                                                {"name": "Static Optimization"}), format="storage")
+    setup = tmp_path / "jr.xml"
+    setup.write_text(f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000"><AnalyzeTool name="pendulum">
+  <model_file>{model_path("double_pendulum")}</model_file>
+  <results_directory>results</results_directory>
+  <initial_time>0.2</initial_time><final_time>0.8</final_time>
+  <AnalysisSet name="Analyses"><objects><JointReaction name="JointReaction">
+    <forces_file>{forces}</forces_file><joint_names>All</joint_names>
+    <apply_on_bodies>child</apply_on_bodies><express_in_frame>child</express_in_frame>
+  </JointReaction></objects></AnalysisSet>
+  <coordinates_file>q.sto</coordinates_file>
+</AnalyzeTool></OpenSimDocument>
+""")
+    return str(setup)
+
+
+def test_jr_setup_writes_opensims_file(tmp_path, capsys):
+    from mbjax.io import read_storage
+    from mbjax.jr_tool import joint_reactions_from_setup
+
+    setup = _pendulum_jr_setup(tmp_path)
+    code, out, err = _main(capsys, "jr", setup, "--out", str(tmp_path / "jr"), "--plot", str(tmp_path / "jr.png"))
+    assert code == 0, err
+    assert "2 joint reactions" in out and "wrote" in out
+    table = read_storage(tmp_path / "jr" / "pendulum_JointReaction_ReactionLoads.sto")
+    ref = joint_reactions_from_setup(setup, write=False, progress=False)
+    assert table.labels == ref.labels and table.labels[0] == "pin1_on_rod1_in_rod1_fx"
+    np.testing.assert_array_equal(table.data, ref.loads.reshape(ref.time.size, -1))
+    assert os.path.getsize(tmp_path / "jr.png") > 10_000
+    code, out, err = _main(capsys, "jr", setup, "--quiet")  # the setup's results_directory
+    assert code == 0 and out == "" and os.path.exists(tmp_path / "results" / "pendulum_JointReaction_ReactionLoads.sto")
+
+
+def test_jr_setup_errors(tmp_path, capsys):
+    setup = _pendulum_jr_setup(tmp_path, forces="missing.sto")
+    code, _, err = _main(capsys, "jr", setup)
+    assert code == 1 and "missing.sto" in err
+    (tmp_path / "file").write_text("x")
+    code, _, err = _main(capsys, "jr", _pendulum_jr_setup(tmp_path), "--out", str(tmp_path / "file"))
+    assert code == 2 and "--out" in err
+    so = os.path.join(OPENSIM_DATA, "arm26_so", "arm26_Setup_StaticOptimization.xml")
+    code, _, err = _main(capsys, "jr", so, "--model", "arm26")
+    assert code == 1 and "JointReaction" in err
 
 
 def test_tool_setup_errors(tmp_path, capsys):
