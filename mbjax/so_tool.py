@@ -61,7 +61,7 @@ from .io.storage import Table, read_storage, write_storage
 from .muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from .muscles.parameters import hill_parameters
 from .muscles.paths import get_paths
-from .sharing.static_optimization import static_optimization_trajectory
+from .sharing.static_optimization import path_actuator_properties, static_optimization_trajectory
 
 
 #: OpenSim's ``CoordinateActuator`` (the reserve actuator of static optimization):
@@ -237,15 +237,6 @@ def model_actuators(model) -> tuple:
     return tuple(getattr(info, "actuators", ())) if info is not None else ()
 
 
-def _refuse_path_actuators(model):
-    paths = get_paths(model)
-    names = [n for n, k in zip(paths.names, paths.kinds) if k == "PathActuator"]
-    if names:
-        raise NotImplementedError(f"static optimization: the PathActuator(s) {names} are actuators OpenSim's static "
-                                  "optimization uses, which mbjax does not solve for yet; load the model with "
-                                  "ignore_forces=('PathActuator',) to leave them out")
-
-
 def static_optimization_motion(model, coordinates: Table, external_loads=None, *, reserves=(),
                                use_model_actuators: bool = True, lowpass_cutoff: float = -1.0, time_range=None,
                                step_interval: int = 1, exponent: float = 2.0, use_muscle_physiology: bool = True,
@@ -267,7 +258,6 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     t, q, qd, qdd = states_trajectory(model, coordinates, lowpass_cutoff, time_range, step_interval)
     loads = None if external_loads is None else external_loads.at(t, model)
     with_forces = _force_elements_applied(model, ("Muscles",))
-    _refuse_path_actuators(model)
     q, qd, qdd, loads = check_frames(model, q, qd, qdd, loads)  # τ is computed in the solver's program
     paths = get_paths(model)
     muscles = tuple(paths.names)
@@ -344,7 +334,11 @@ def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent
     frame (None without) and τ ``(T, nq)``."""
     tau = torques_of_frames(dynamics_model(model), q, qd, qdd, loads, forces_on)
     resolved = None if loads is None else jax.vmap(lambda L, x: L.resolved(model, x))(loads, q)
-    lo = hill_parameters(get_paths(model))["minimum_activation"]
+    paths = get_paths(model)
+    lo, hi = hill_parameters(paths)["minimum_activation"], jnp.ones((paths.n_muscles,), q.dtype)
+    mask, _, min_control, max_control = path_actuator_properties(paths, q.dtype)
+    if mask.any():  # a PathActuator's control bounds are its own, not an activation's
+        lo, hi = jnp.where(jnp.asarray(mask), min_control, lo), jnp.where(jnp.asarray(mask), max_control, hi)
     R = L = None
     if moment_arm_rule == "opensim":  # one lane-folded wrap pass for all frames, not a vmap of it
         R, L = opensim_moment_arms_and_lengths(model, q)
@@ -352,7 +346,7 @@ def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent
     if actuators:
         B = jax.vmap(lambda qi: actuator_columns(model, actuators, qi))(q)
     return static_optimization_trajectory(
-        model, q, qd, qdd, taus=tau, exponent=exponent, activation_bounds=(lo, 1.0),
+        model, q, qd, qdd, taus=tau, exponent=exponent, activation_bounds=(lo, hi),
         use_muscle_physiology=use_muscle_physiology, solver_options=dict(solver_options) or None,
         moment_arm_rule=moment_arm_rule, moment_arms=R, lengths=L, actuators=B, pennation_rule=pennation_rule,
         **actuator_kw), resolved, tau
@@ -484,8 +478,14 @@ def read_so_setup(path) -> SOSetup:
     step = number(so, "step_interval", 1)
     if not (step >= 1 and step == int(step)):
         raise doc.error(so.find("step_interval"), f"<step_interval> must be a positive integer, got {step:g}")
-    t0 = max(number(tool, "initial_time", -np.inf), number(so, "start_time", -np.inf))
-    t1 = min(number(tool, "final_time", np.inf), number(so, "end_time", np.inf))
+    # OpenSim's AnalyzeTool runs every analysis from <initial_time> to <final_time> (AbstractTool's
+    # defaults 0 and 1 s); an analysis' own <start_time>/<end_time> are not read by it
+    t0, t1 = number(tool, "initial_time", 0.0), number(tool, "final_time", 1.0)
+    a0, a1 = number(so, "start_time", t0), number(so, "end_time", t1)
+    if (a0, a1) != (t0, t1) and not (a0 <= t0 and a1 >= t1):
+        warnings.warn(f"{doc.where(so)}: <start_time>/<end_time> ({a0:g}, {a1:g}) are not used: OpenSim's "
+                      f"AnalyzeTool runs its analyses from <initial_time> to <final_time> ({t0:g}, {t1:g})",
+                      stacklevel=2)
     results = file_of(text(tool, "results_directory")) or base
     return SOSetup(path, tool.get("name") or "static_optimization", file_of(text(tool, "model_file")),
                    file_of(text(tool, "coordinates_file")), file_of(text(tool, "external_loads_file")),

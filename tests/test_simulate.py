@@ -11,6 +11,7 @@ import pytest
 from scipy.special import ellipk
 
 import mbjax
+from _osim_models import MOBL
 from _trees import random_tree
 from mbjax.models.shoulder import shoulder_model
 
@@ -111,6 +112,9 @@ def test_models_hold_no_empty_tuple_node(name):
     store ``None``: an empty-tuple node anywhere in ``args`` breaks diffrax's ``BacksolveAdjoint``
     (next test).  Models with muscles, wrap objects, force elements and a constraint."""
     if name == "shoulder":
+        if not os.path.exists(MOBL):
+            pytest.skip(f"MoBL model not found at {MOBL} (non-commercial licence, not shipped; set "
+                        "MBJAX_SHARED_DATA, see README 'Data')")
         model = shoulder_model()
     elif name == "bouncing_block":
         model = mbjax.io.load_osim(BOUNCING_BLOCK)

@@ -301,3 +301,20 @@ def test_millard_force_per_activation_is_opensims():
     np.testing.assert_allclose(np.asarray(f_os) / np.asarray(f_rigid), expected, rtol=1e-12)
     with pytest.raises(ValueError, match="pennation_rule"):
         muscle_force_coefficients(model, q, qd, pennation_rule="cos")
+
+
+def test_analysis_times_are_not_the_tools(tmp_path):
+    """OpenSim's AnalyzeTool runs its analyses from <initial_time> to <final_time> (AbstractTool's
+    defaults 0 and 1 s) and never reads an analysis' <start_time>/<end_time>: a narrower analysis
+    window is named in a warning and the tool's window used."""
+    path = tmp_path / "so.xml"
+    path.write_text('<?xml version="1.0"?>\n<OpenSimDocument Version="40000"><AnalyzeTool name="a">'
+                    '<initial_time>0.1</initial_time><final_time>0.4</final_time><AnalysisSet><objects>'
+                    '<StaticOptimization name="so"><start_time>0.2</start_time><end_time>0.3</end_time>'
+                    '</StaticOptimization></objects></AnalysisSet></AnalyzeTool></OpenSimDocument>')
+    with pytest.warns(UserWarning, match=r"so.xml:2.*start_time.*0.2, 0.3.*not used.*0.1, 0.4"):
+        setup = read_so_setup(path)
+    assert setup.time_range == (0.1, 0.4)
+    path.write_text('<?xml version="1.0"?>\n<OpenSimDocument Version="40000"><AnalyzeTool name="a"><AnalysisSet>'
+                    '<objects><StaticOptimization name="so"/></objects></AnalysisSet></AnalyzeTool></OpenSimDocument>')
+    assert read_so_setup(path).time_range == (0.0, 1.0)

@@ -50,6 +50,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._dynamics import inverse_dynamics
 from ..muscles.geometry import muscle_lengths
@@ -119,6 +120,27 @@ def _inextensible(kind, p, L, V, a, pennation_rule="opensim"):
     return active, st.passive_fiber_force * cos
 
 
+#: OpenSim's scalar actuator along a path: tension x · ``optimal_force``, no physiology
+PATH_ACTUATOR = "PathActuator"
+
+
+def path_actuator_properties(paths, dtype=float):
+    """``(mask, optimal_force, min_control, max_control)``, ``(nm,)`` each: which paths are
+    ``PathActuator`` s and their properties (OpenSim's defaults 1, -inf, +inf where the file
+    leaves them out; meaningless on the other rows)."""
+    mask = np.asarray([k == PATH_ACTUATOR for k in paths.kinds], bool)
+    nm = len(paths.kinds)
+
+    def get(key, default):
+        v = paths.parameters.get(key)
+        if v is None:
+            return jnp.full((nm,), default, dtype)
+        v = jnp.asarray(v, dtype)
+        return jnp.where(jnp.isnan(v), default, v)
+
+    return mask, get("optimal_force", 1.0), get("min_control", -jnp.inf), get("max_control", jnp.inf)
+
+
 def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passive_forces=False, R=None, L=None,
                               pennation_rule="opensim"):
     """``(f_opt, f_passive)``, ``(nm,)`` each: tendon force = a · f_opt + f_passive (module docstring;
@@ -147,6 +169,9 @@ def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passi
         act = hill_parameters(get_paths(model))["max_isometric_force"].astype(L.dtype) * jnp.ones_like(L)
     if not passive_forces:
         pas = jnp.zeros_like(pas)
+    mask, optimal, _, _ = path_actuator_properties(get_paths(model), L.dtype)
+    if mask.any():  # a PathActuator's tension is its control times its optimal force
+        act = jnp.where(jnp.asarray(mask), optimal, act)
     return act, pas
 
 

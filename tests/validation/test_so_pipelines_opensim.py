@@ -6,7 +6,8 @@ optimization setup except Gait2392's, so each case writes one in OpenSim's conve
 pipeline's own coordinates, ground reactions and actuator files, and both tools run that file:
 
 * Gait10dof18musc: 18 pennated ``Millard2012EquilibriumMuscle`` s (OpenSim's force per unit
-  activation, :mod:`mbjax.sharing.static_optimization`) with the pipeline's reserve file;
+  activation, :mod:`mbjax.sharing.static_optimization`) with the pipeline's reserve file, and the
+  library's variant with a ``PathActuator``;
 * Hamner: a legacy ``<ActuatorSet>`` file (``Force``/``Torque``/``GeneralizedForce``, converted as
   OpenSim 4.6 converts them) on the full-body running model;
 * Rajagopal2016: the model's own 17 ``CoordinateActuator`` s (four on locked wrist coordinates)
@@ -142,6 +143,22 @@ def test_gait10dof18musc_millard_muscles_equal_opensim(tmp_path):
     # the physical rigid-tendon rule gives other activations where muscles are pennated
     rigid = static_optimization_from_setup(setup, write=False, progress=False, pennation_rule="rigid")
     assert np.abs(rigid.activations - res.activations).max() > 1e-2
+
+
+@needs_library
+def test_gait10dof18musc_path_actuator_equals_opensim(tmp_path):
+    """The library's subject01 with a ``PathActuator`` (an ankle assist along a path, optimal force
+    10 N, unbounded control): a scalar actuator OpenSim's static optimization solves for."""
+    root = os.path.join(PIPELINES, "Gait10dof18musc")
+    model_file = os.path.join(OPENSIM_MODELS, "Models", "Gait10dof18musc", "subject01_metabolics_path_actuator.osim")
+    setup = _setup(tmp_path, name="assist", model=model_file,
+                   coordinates=os.path.join(root, "OutputReference", "IK", "subject01_walk_IK.mot"),
+                   forces=os.path.join(root, "gait10dof_Reserve_Actuators.xml"),
+                   loads=os.path.join(root, "ExperimentalData", "subject01_walk_grf.xml"), t0=0.6, t1=0.7)
+    res, _ = _compare(setup, tmp_path)
+    k = list(res.labels).index("PlantarFlexAssist")
+    assert np.abs(res.activations[:, k]).min() > 2e-4  # it carries load: left out, it would miss OpenSim's by that
+    np.testing.assert_allclose(res.forces[:, k], 10.0 * res.activations[:, k], rtol=1e-12)
 
 
 @needs_library
