@@ -691,7 +691,7 @@ def _tool_outputs(args, is_dir):
 
 def ik_command(args):
     from .ik import read_ik_setup, inverse_kinematics_from_setup
-    from .io.storage import table_from_coordinates, write_storage
+    from .io.storage import prepare_output, table_from_coordinates, write_storage
 
     _tool_outputs(args, is_dir=False)
     from .io.osim_markers import load_markers
@@ -703,6 +703,10 @@ def ik_command(args):
     out = args.out or setup.output_motion_file
     if out is None:
         raise UsageError(f"{args.setup}: no <output_motion_file>; give --out")
+    try:  # the folder made (as OpenSim makes it) and checked before the solve
+        prepare_output(out, args.setup, "IK motion file")
+    except OSError as e:
+        raise UsageError(str(e)) from None
     t0 = time.time()
     res = inverse_kinematics_from_setup(args.setup, model, load_markers(model_file, model), progress=not args.quiet,
                                         accuracy=args.accuracy)

@@ -593,3 +593,26 @@ def test_info_lists_point_on_line_constraints(capsys):
     assert all("2 coordinates made dependent" in c["handling"] for c in cons)
     rc, out, _ = _main(capsys, "info", path)
     assert rc == 0 and "constraints (2):" in out and "a point of /bodyset/link2 on a line of /ground" in out
+
+
+def test_ik_output_folder_made_or_refused_before_solving(tmp_path, capsys):
+    """``mbjax ik`` makes the setup's output folder as OpenSim makes its results folder; an output
+    that cannot be written (its folder is a file) is a usage error (exit 2) naming the setup and the
+    path, raised before the solve (no motion written anywhere)."""
+    src = os.path.join(OPENSIM_DATA, "arm26_ik", "arm26_Setup_InverseKinematics.xml")
+    text = open(src).read().replace("<marker_file> arm26_elbow_flex.trc </marker_file>",
+                                    f"<marker_file>{os.path.join(OPENSIM_DATA, 'arm26_ik', 'arm26_elbow_flex.trc')}"
+                                    "</marker_file>")
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    bad = tmp_path / "bad.xml"
+    bad.write_text(text.replace("<output_motion_file> arm26_InverseKinematics.mot </output_motion_file>",
+                                f"<output_motion_file>{blocker / 'ik.mot'}</output_motion_file>"))
+    code, out, err = _main(capsys, "ik", str(bad), "--model", "arm26", "--quiet")
+    assert code == 2 and "bad.xml" in err and "afile" in err, err
+    good = tmp_path / "good.xml"
+    good.write_text(text.replace("<output_motion_file> arm26_InverseKinematics.mot </output_motion_file>",
+                                 f"<output_motion_file>{tmp_path / 'new' / 'deeper' / 'ik.mot'}</output_motion_file>"))
+    code, out, err = _main(capsys, "ik", str(good), "--model", "arm26", "--quiet")
+    assert code == 0, err
+    assert (tmp_path / "new" / "deeper" / "ik.mot").is_file()
