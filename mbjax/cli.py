@@ -690,7 +690,7 @@ def _tool_outputs(args, is_dir):
 
 
 def ik_command(args):
-    from .ik import read_ik_setup, inverse_kinematics_from_setup
+    from .ik import inverse_kinematics_from_setup, read_ik_setup, write_ik_marker_errors
     from .io.storage import prepare_output, table_from_coordinates, write_storage
 
     _tool_outputs(args, is_dir=False)
@@ -711,6 +711,10 @@ def ik_command(args):
     res = inverse_kinematics_from_setup(args.setup, model, load_markers(model_file, model), progress=not args.quiet,
                                         accuracy=args.accuracy)
     write_storage(out, table_from_coordinates(model, res.time, res.q, in_degrees=True), format="storage")
+    if setup.errors_file is not None:  # OpenSim's report_errors file: results_directory, or beside --out
+        errors = setup.errors_file if not args.out else os.path.join(
+            os.path.dirname(os.path.abspath(out)), os.path.basename(setup.errors_file))
+        write_ik_marker_errors(errors, res)
     if not args.quiet:
         print(f"mbjax ik: {res.time.size} frames in {time.time() - t0:.1f} s; marker RMS max {np.nanmax(res.rms) * 1e3:.2f} mm, "
               f"worst marker error {np.nanmax(res.max) * 1e3:.2f} mm; {int(np.sum(~res.converged))} frames not converged; "

@@ -106,6 +106,9 @@ class IKSetup(NamedTuple):
     constraint_weight: float
     marker_weights: dict
     coordinate_tasks: dict
+    #: ``<results_directory>/<tool name>_ik_marker_errors.sto`` when ``<report_errors>`` (OpenSim's
+    #: default true), else None
+    errors_file: str | None = None
 
 
 class IKResult(NamedTuple):
@@ -584,9 +587,40 @@ def read_ik_setup(path) -> IKSetup:
             coord_t[el.get("name")] = CoordinateTask(weight, vt, _parse_float(path, el, "value", 0.0))
         else:
             raise ValueError(f"{path}: unknown IK task <{el.tag}>")
+    constraint_weight = _parse_float(path, tool, "constraint_weight", float("inf"))
+    unused = [f"<{el.tag}>" for el in tool if isinstance(el.tag, str) and el.tag not in _IK_READ + _IK_IGNORED]
+    if (tool.findtext("report_marker_locations") or "").strip().lower() == "true":
+        unused.append("<report_marker_locations> true (the model's marker locations file is not written)")
+    errors_file = None
+    if (tool.findtext("report_errors") or "true").strip().lower() != "false":
+        results = file_of("results_directory") or base
+        errors_file = os.path.join(results, f"{tool.get('name') or ''}_ik_marker_errors.sto")
+    if np.isfinite(constraint_weight):
+        unused.append(f"<constraint_weight> {constraint_weight:g} (mbjax eliminates the model's constraints, "
+                      "so they hold exactly, as OpenSim's default weight Infinity has them)")
+    if unused:
+        warnings.warn(f"{path}: not used by mbjax's inverse kinematics: " + "; ".join(unused), stacklevel=2)
     return IKSetup(file_of("model_file"), file_of("marker_file"), file_of("coordinate_file"),
                    file_of("output_motion_file"), time_range, _parse_float(path, tool, "accuracy", 1e-5),
-                   _parse_float(path, tool, "constraint_weight", float("inf")), marker_w, coord_t)
+                   constraint_weight, marker_w, coord_t, errors_file)
+
+
+def write_ik_marker_errors(path, result: IKResult) -> None:
+    """OpenSim's ``<name>_ik_marker_errors.sto`` (``InverseKinematicsTool::run`` with
+    ``report_errors``): per frame ``total_squared_error`` (Σ |e|² over the markers present, m²),
+    ``marker_error_RMS`` and ``marker_error_max`` (m)."""
+    err = np.asarray(result.marker_errors, float)
+    total = np.nansum(err ** 2, axis=1)
+    table = Table(np.asarray(result.time, float), ("total_squared_error", "marker_error_RMS", "marker_error_max"),
+                  np.stack([total, result.rms, result.max], axis=1), False, {"name": "Model Marker Errors from IK"})
+    write_storage(prepare_output(path, None, "IK marker errors file"), table, format="storage")
+
+
+#: InverseKinematicsTool properties read by :func:`read_ik_setup`, and those that change nothing
+#: mbjax computes (``results_directory`` and ``input_directory`` locate OpenSim's own extra files)
+_IK_READ = ("model_file", "marker_file", "coordinate_file", "output_motion_file", "time_range", "accuracy",
+            "constraint_weight", "IKTaskSet", "report_errors", "report_marker_locations")
+_IK_IGNORED = ("results_directory", "input_directory", "defaults")
 
 
 def _nearest_row(time: np.ndarray, t: float) -> int:
@@ -650,6 +684,9 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
                                 coordinate_data=coords, **kwargs)
     if out is not None:
         write_ik_motion(out, model, result)
+        if setup.errors_file is not None:  # beside the motion when its path was given here
+            write_ik_marker_errors(setup.errors_file if output_motion_file is None else os.path.join(
+                os.path.dirname(os.path.abspath(out)), os.path.basename(setup.errors_file)), result)
     return result
 
 

@@ -616,3 +616,12 @@ def test_ik_output_folder_made_or_refused_before_solving(tmp_path, capsys):
     code, out, err = _main(capsys, "ik", str(good), "--model", "arm26", "--quiet")
     assert code == 0, err
     assert (tmp_path / "new" / "deeper" / "ik.mot").is_file()
+    # report_errors (OpenSim's default true): <name>_ik_marker_errors.sto in the results directory
+    from mbjax.io import read_storage, read_trc
+
+    errors = read_storage(tmp_path / "arm26_ik_marker_errors.sto")
+    assert errors.labels == ("total_squared_error", "marker_error_RMS", "marker_error_max")
+    total, rms, worst = errors.data.T
+    n = len(read_trc(os.path.join(OPENSIM_DATA, "arm26_ik", "arm26_elbow_flex.trc")).names)
+    np.testing.assert_allclose(total, n * rms ** 2, rtol=1e-10)  # every marker present in this trial
+    assert np.all(worst >= rms) and np.all(worst ** 2 <= total * (1 + 1e-12))
