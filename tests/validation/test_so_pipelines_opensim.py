@@ -10,6 +10,7 @@ pipeline's own coordinates, ground reactions and actuator files, and both tools 
   library's variant with a ``PathActuator``;
 * Hamner: a legacy ``<ActuatorSet>`` file (``Force``/``Torque``/``GeneralizedForce``, converted as
   OpenSim 4.6 converts them) on the full-body running model;
+* Leg39: reserves on coordinates its couplers make dependent (patella angle, tibia translation);
 * Rajagopal2016: the model's own 17 ``CoordinateActuator`` s (four on locked wrist coordinates)
   beside pelvis residuals, on a smooth motion inside the coordinates' ranges.
 
@@ -220,3 +221,41 @@ def test_rajagopal_model_actuators_on_locked_coordinates_equal_opensim(tmp_path)
         res, _ = _compare(setup, tmp_path, model=model)
     k = list(res.labels).index("wrist_flex_r")
     np.testing.assert_allclose(res.activations[:, k], 0.0, atol=1e-9)
+
+
+LEG39_ACTUATORS = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000">
+  <ForceSet name="leg39_reserves">
+    <defaults><CoordinateActuator name="default"><optimal_force>1000</optimal_force></CoordinateActuator></defaults>
+    <objects>
+      <CoordinateActuator name="tz_residual"><coordinate>pelvis_tz</coordinate></CoordinateActuator>
+      <CoordinateActuator name="tx_residual"><coordinate>pelvis_tx</coordinate></CoordinateActuator>
+      <CoordinateActuator name="ty_residual"><coordinate>pelvis_ty</coordinate></CoordinateActuator>
+      <CoordinateActuator name="hip_reserve"><coordinate>hip_angle_r</coordinate><optimal_force>10</optimal_force></CoordinateActuator>
+      <CoordinateActuator name="knee_reserve"><coordinate>knee_angle_r</coordinate><optimal_force>10</optimal_force></CoordinateActuator>
+      <CoordinateActuator name="ankle_reserve"><coordinate>ankle_angle_r</coordinate><optimal_force>10</optimal_force></CoordinateActuator>
+      <CoordinateActuator name="patella_reserve"><coordinate>pat_angle_r</coordinate><optimal_force>20</optimal_force></CoordinateActuator>
+      <CoordinateActuator name="tibia_reserve"><coordinate>tib_tx_r</coordinate><optimal_force>50</optimal_force></CoordinateActuator>
+    </objects>
+  </ForceSet>
+</OpenSimDocument>
+"""
+
+
+@needs_library
+def test_leg39_reserves_on_coupled_coordinates_equal_opensim(tmp_path):
+    """Leg39 (no static optimization in its pipeline: a setup written here, a smooth swing motion):
+    9 Thelen muscles, pelvis residuals, and reserves on two coordinates that couplers make dependent
+    (the patella's angle, the tibia's translation): their generalized force reaches the knee through
+    the coupler, as OpenSim's constraints route it."""
+    model_file = os.path.join(OPENSIM_MODELS, "Models", "Leg39", "leg39.osim")
+    model = mbjax.io.load_osim(model_file)
+    roles = dict(model.extras["osim"].roles)
+    assert roles["pat_angle_r"] == roles["tib_tx_r"] == "dependent"
+    motion = _smooth_motion(model, tmp_path / "motion.mot")
+    forces = tmp_path / "reserves.xml"
+    forces.write_text(LEG39_ACTUATORS)
+    setup = _setup(tmp_path, name="leg39", model=model_file, coordinates=motion, forces=forces, t0=0.3, t1=0.5)
+    res, _ = _compare(setup, tmp_path, model=model)
+    k = [list(res.labels).index(n) for n in ("patella_reserve", "tibia_reserve")]
+    assert np.abs(res.activations[:, k]).max() > 1e-4  # they carry load through the couplers
