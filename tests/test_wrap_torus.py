@@ -171,10 +171,70 @@ def test_length_jvp_matches_central_differences():
 
 @pytest.mark.extended
 def test_length_grad_matches_jacfwd():
-    """Reverse mode (the lmdif loop runs on stop-gradient inputs, so grad works) equals forward."""
+    """Reverse mode (lmdif's transposable JVP rule, ``iterate_rule``) equals forward mode."""
     x, axis, sign = _smooth_segments(5, 3)
     f = lambda y, a, s: _length(y, a, s)[0]  # noqa: E731
     jac = jax.jit(jax.vmap(jax.jacfwd(f)))(x, axis, sign)
     grad = jax.jit(jax.vmap(jax.grad(f)))(x, axis, sign)
     assert len(x) >= 5
     np.testing.assert_allclose(np.asarray(grad), np.asarray(jac), rtol=0, atol=1e-12)
+
+
+@jax.jit
+@jax.vmap
+def _stop_probe(x):
+    """Per pass: |F(u*)| where lmdif stopped, its info and nfev, u*, and -dF/F' at u* (the
+    derivative a root of F would have) in the 6 end-point coordinates."""
+    def one(pa, pb, y, first):
+        nv = _direction(pa, pb)
+        f = lambda v: _circle_resid(v, pa, nv, RO)  # noqa: E731
+        u, info, nfev = lmdif1(f, jnp.zeros(()), 1e-4, 1e-4, 0.0, 500, 0.2)
+
+        def resid_at(z):  # F(u*) with u* held, as a function of the end points
+            a, b = (z[:3], z[3:]) if first else (z[3:], z[:3])
+            return _circle_resid(u, a, _direction(a, b), RO)
+
+        return jnp.abs(f(u)), info, nfev, u, -jax.grad(resid_at)(y) / jax.grad(f)(u)
+
+    a = one(x[:3], x[3:], x, True)
+    b = one(x[3:], x[:3], x, False)
+    return tuple(jnp.stack([s, t]) for s, t in zip(a, b))
+
+
+def _off_root_segments(n, seed):
+    """Wrapping segments where lmdif stops with |F(u*)| > 1e-3 in a pass (on its ftol/xtol tests,
+    not at a root of F) and no decision switches near them: the same info and nfev of both passes
+    over the stencils x ± h e_k and x ± h/10 e_k, and central differences with h and h/10 agreeing
+    to 1e-7.  Returns the segments, the differences of the length (h: at h/10 lmdif's round-off
+    shows) and of u* (h/10, per pass), and each pass's -dF/F'."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (n, 6)) * np.array([0.2, 0.2, 0.15] * 2)
+    k = len(STENCIL)
+    pts = np.concatenate([(x[:, None] + STENCIL[None]).reshape(-1, 6), (x[:, None] + 0.1 * STENCIL[None]).reshape(-1, 6)])
+    resid, info, nfev, u, root_du = (v.reshape((2, n, k) + v.shape[1:]) for v in jax.device_get(_stop_probe(pts)))
+    same = lambda v: np.all(v == v[:, :, :1], axis=(0, 2, 3))  # noqa: E731
+    keep = (resid[0, :, 0].max(-1) > 1e-3) & same(info) & same(nfev)
+    x, u, root_du = x[keep], u[:, keep], root_du[1, keep, 0]
+    length, wraps = jax.device_get(jax.jit(jax.vmap(_length))(
+        pts.reshape(2, n, k, 6)[:, keep].reshape(-1, 6), np.zeros(2 * len(x) * k, int), np.zeros(2 * len(x) * k, int)))
+    length = length.reshape(2, len(x), k)
+    fd = (length[:, :, 1:7] - length[:, :, 7:]) / (2 * H_FD * np.array([1.0, 0.1]))[:, None, None]
+    fd_u = (u[1, :, 1:7] - u[1, :, 7:]) / (0.2 * H_FD)  # (m, 6, 2 passes)
+    ok = wraps.reshape(2, len(x), k).all((0, 2)) & (np.abs(fd[0] - fd[1]).max(1) < 1e-7)
+    return x[ok], fd[0][ok], fd_u[ok], root_du[ok]
+
+
+def test_length_derivatives_where_lmdif_stops_off_root():
+    """Where lmdif stops with F(u*) far from 0 (ftol/xtol on relative reductions, F' small), the
+    length's forward (jacfwd) and reverse (grad) derivatives are those of the stopped iterate:
+    equal to central differences of the lengths.  The root's derivative -dF/F' is not u*'s there
+    (checked against differences of u*), so the implicit-function rule fails these cases."""
+    x, fd, fd_u, root_du = _off_root_segments(1500, 5)
+    assert len(x) >= 20, len(x)
+    assert np.mean(np.abs(root_du - np.moveaxis(fd_u, -1, 1)).max((1, 2)) > 1e-3) > 0.2
+    f = lambda y: _length(y, 0, 0)[0]  # noqa: E731
+    jac = np.asarray(jax.jit(jax.vmap(jax.jacfwd(f)))(x))
+    print(f"\n{len(x)} off-root segments: max |jacfwd - FD| {np.abs(jac - fd).max():.1e}")
+    np.testing.assert_allclose(jac, fd, rtol=0, atol=1e-7)
+    grad = np.asarray(jax.jit(jax.vmap(jax.grad(f)))(x[:8]))
+    np.testing.assert_allclose(grad, fd[:8], rtol=0, atol=1e-7)

@@ -140,8 +140,9 @@ def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
     or the smooth one, whose closed forms also run in reverse mode).
 
     The tangent points of OpenSim's surfaces are not exact geodesic tangencies (its cylinder and
-    ellipsoid use heuristics), so the envelope theorem does not apply: the moment arm is the
-    derivative of the whole pass, one JVP per coordinate, batch-last like the rest.
+    ellipsoid use heuristics, its iterations stop on loose tolerances), so the envelope theorem does
+    not apply: the moment arm is the derivative of the whole pass, iterations included as they stop,
+    one JVP per coordinate, batch-last like the rest.
     """
     nq = q.shape[0]
     batch = q.shape[1:]

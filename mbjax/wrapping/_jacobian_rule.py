@@ -1,8 +1,9 @@
 """Reverse-mode derivatives through the iterative wrap surfaces.
 
-The cylinder's restarts, the ellipsoid's Newton projections and the torus's ``lmdif`` run in
-``while_loop`` s (:mod:`~mbjax.wrapping._lane_loop`), which JAX differentiates in forward mode but
-not in reverse.  :func:`with_jacobian_rule` wraps a surface function batched over lanes
+The cylinder's restarts, the ellipsoid's Newton projections and tangent search and the torus's
+``lmdif`` run in ``while_loop`` s (:mod:`~mbjax.wrapping._lane_loop`), which JAX differentiates in
+forward mode (through every step taken: the derivative of the stopped iterate, which is what the
+length is made of; these loops stop on OpenSim's tolerances, not at roots) but not in reverse.  :func:`with_jacobian_rule` wraps a surface function batched over lanes
 ``(p1, p2, dims, *ints) -> WrapLine`` in a ``custom_jvp`` whose rule is the surface's own
 forward-mode Jacobian (one ``jvp`` per input component, vmapped: 3 + 3 + 3 = 9 for the end points
 and the dimensions) contracted with each lane's input tangents::
@@ -16,6 +17,8 @@ loops, reordered).  The integer outputs (``code``, ``has_path``) have no derivat
 changes when nothing is differentiated: the rule is traced only under differentiation.
 :func:`mbjax.moment_arms` keeps its own forward mode through the loops (:func:`raw_forward_mode`):
 with few coordinates, one JVP per coordinate is cheaper than the rule's 6-9 columns.
+:func:`iterate_rule` is the same construction for one solver inside a surface, so that a single
+surface call (``wrap_torus``, ``wrap_ellipsoid``) is reverse-differentiable too.
 """
 
 from __future__ import annotations
@@ -94,7 +97,8 @@ def with_jacobian_rule(surface):
 
         c = x.shape[-1]
         basis = jnp.broadcast_to(jnp.eye(c, dtype=dtype)[:, None, :], (c,) + x.shape)  # (c, n, c)
-        cols = jax.vmap(lambda e: jax.jvp(floats, (x,), (e,))[1])(basis)  # (c, n, ...) each
+        with raw_forward_mode():  # the solvers inside need no rule of their own (iterate_rule)
+            cols = jax.vmap(lambda e: jax.jvp(floats, (x,), (e,))[1])(basis)  # (c, n, ...) each
         t = jnp.concatenate([jnp.asarray(tangents[i], dtype) for i in live], -1)  # (n, c)
 
         def contract(col):
@@ -107,3 +111,50 @@ def with_jacobian_rule(surface):
         return out, tangent
 
     return wrapped
+
+
+def iterate_rule(solver):
+    """``solver(*xs) -> ys`` (float arrays in, a pytree of float arrays out; loops inside) with a
+    JVP rule reverse mode can transpose: ``ẏ = Σ_j (∂y/∂x_j) ẋ_j``, the columns ``∂y/∂x_j`` being
+    forward-mode derivatives of the solver itself (through every step its loops take, branch
+    decisions held), so the derivative is that of the stopped iterate, in forward and reverse mode.
+
+    The surfaces' own iterations (torus ``lmdif``, ellipsoid projections and tangent points) use it
+    so that a single surface call is reverse-differentiable.  Under :func:`raw_forward_mode` (and
+    inside :func:`with_jacobian_rule`'s columns) the solver is differentiated directly instead:
+    one tangent per input direction asked for, no columns."""
+
+    @jax.custom_jvp
+    def ruled(*xs):
+        return solver(*xs)
+
+    @ruled.defjvp
+    def _rule(primals, tangents):
+        out = solver(*primals)
+        live = [i for i, x in enumerate(primals) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+        dtype = jnp.result_type(*(primals[i] for i in live))
+        sizes = [int(np.prod(jnp.shape(primals[i]))) for i in live]
+        flat = jnp.concatenate([jnp.ravel(primals[i]).astype(dtype) for i in live])
+
+        def of_flat(v):  # the solver as a function of its float inputs (the others held)
+            args, at = list(primals), 0
+            for i, k in zip(live, sizes):
+                args[i] = v[at:at + k].reshape(jnp.shape(primals[i])).astype(jnp.result_type(primals[i]))
+                at += k
+            return solver(*args)
+
+        with raw_forward_mode():
+            cols = jax.vmap(lambda e: jax.jvp(of_flat, (flat,), (e,))[1])(jnp.eye(flat.size, dtype=dtype))
+        t = jnp.concatenate([jnp.ravel(jnp.asarray(tangents[i], dtype)) for i in live])
+
+        def contract(col, y):
+            if not jnp.issubdtype(jnp.result_type(y), jnp.inexact):
+                return _float0_like(y)
+            return jnp.tensordot(t, col, axes=1).astype(jnp.result_type(y))
+
+        return out, jax.tree.map(contract, cols, out)
+
+    def call(*xs):
+        return solver(*xs) if _RAW[0] else ruled(*xs)
+
+    return call

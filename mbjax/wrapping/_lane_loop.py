@@ -49,6 +49,11 @@ def lane_while_loop(cond_fun, body_fun, init_val, consts=(), shared: int = SHARE
     def run_batched(n, in_batched, consts, init):
         b_consts, b_init = in_batched
         consts = tuple(jnp.asarray(x) for x in consts)  # (the rule may receive numpy constants)
+        if not any(jax.tree.leaves((b_consts, b_init))):
+            # nothing batched (JAX calls the rule so when only tangents are: vmap of jvp at a
+            # shared primal): one loop, outputs unbatched
+            out = jax.lax.while_loop(lambda s: cond_fun(s, *consts), lambda s: body_fun(s, *consts), init)
+            return out, jax.tree.map(lambda _: False, out)
         init = jax.tree.map(lambda x, b: jnp.asarray(x) if b else jnp.broadcast_to(x, (n,) + jnp.shape(x)),
                             init, b_init)
         axes = tuple(0 if b else None for b in b_consts)

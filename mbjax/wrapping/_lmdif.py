@@ -18,8 +18,12 @@ middle range and ``|x|`` outside it), with every test, constant and termination 
 1-8), so that the iterate where OpenSim stops is reproduced to the last bit wherever XLA's
 elementary operations round as the C ones do (IEEE +, -, *, /, sqrt: they do; no FMA is formed).
 
-Nothing here is differentiated: callers run it on ``stop_gradient`` inputs and attach the
-derivative they want (see :mod:`mbjax.wrapping.torus`).
+Derivatives: JAX's forward mode through the loops gives the derivative of the stopped iterate
+(every step taken, its branch decisions held), which is the derivative of what is computed, also
+where lmdif stops away from a root (e.g. on ``ftol`` with F(x*) != 0).  The one square root that
+can be taken of 0 in value (``sqrt(par)``, par = 0 on a Gauss-Newton step) has a zero derivative
+there (:func:`_sqrt`).  The loops are ``while_loop`` s: reverse mode needs a transposable rule
+around them (:mod:`mbjax.wrapping._jacobian_rule`).
 """
 
 from __future__ import annotations
@@ -61,6 +65,12 @@ def div(a, b):
     ``a * (b / c)`` as ``(a * b) / c``, each with a different rounding)."""
     b = opaque(b, a) if isinstance(b, (int, float)) else rounded(b)
     return rounded(a / b)
+
+
+def _sqrt(x):
+    """``sqrt(x)``, same value (NaN for x < 0), with derivative 0 at x = 0 instead of 0 / 0."""
+    zero = x == 0.0
+    return jnp.where(zero, x, jnp.sqrt(jnp.where(zero, 1.0, x)))
 
 
 def _enorm1(v):
@@ -119,7 +129,7 @@ def _lmpar1(r, diag, qtb, delta, par):
         it, par, parl, paru, fp, _, _ = st
         it = it + 1
         par = jnp.where(par == 0.0, _dmax1(jnp.asarray(DWARF, r.dtype), 0.001 * paru), par)
-        x, sdiag = _qrsolv1(r, rounded(jnp.sqrt(par)) * diag, qtb)
+        x, sdiag = _qrsolv1(r, rounded(_sqrt(par)) * diag, qtb)
         wa2 = diag * x
         dxnorm = _enorm1(wa2)
         fp_old = fp
@@ -200,7 +210,7 @@ def lmdif1(fcn, x0, ftol, xtol, gtol, maxfev, factor):
         ratio_f = div(fnorm1, fnorm)
         actred = jnp.where(0.1 * fnorm1 < fnorm, one - rounded(ratio_f * ratio_f), -one)
         temp1 = div(_enorm1(zero + rounded(r * p)), fnorm)
-        temp2 = div(rounded(jnp.sqrt(par)) * pnorm, fnorm)
+        temp2 = div(rounded(_sqrt(par)) * pnorm, fnorm)
         t11, t22 = rounded(temp1 * temp1), rounded(temp2 * temp2)
         prered = t11 + div(t22, 0.5)
         dirder = -(t11 + t22)

@@ -61,14 +61,13 @@ and libm's ``pow``/``acos`` are replaced by XLA's (differences of an ulp).  Wher
 length is NaN (about 1 % of quadrant wraps in the validation sample); here that square root is
 clamped to 0 (the ray's closest approach), so the length stays finite.
 
-Derivatives: no loop is differentiated.  Each iteration (closest points, tangent points) runs on
-stop-gradient inputs and its result gets one implicit-function (Newton) correction whose value is
-exactly 0, so values are unchanged while ``jvp``/``jacfwd``/``grad`` give the derivative of the
-*solved* equations (forward and reverse mode, small programs).  For the projections (|f| < 1e-9)
-that is the derivative of OpenSim's numbers; for the tangent points (stopped at ssq <= 1e-8) it
-differs from differentiating the stopped iteration by O(1e-4) in dr, which the total length, being
-stationary in r, barely feels.  The length is piecewise smooth: it jumps (~1e-8 m) where the
-segment count N or a branch decision changes.
+Derivatives: the iterations (closest points, tangent points) are differentiated as they run,
+forward mode through every step taken with its branch decisions held: the derivative of the
+stopped iterate, i.e. of the length OpenSim computes.  (The tangent iteration stops at
+``ssq <= 1e-8``, far from a root of its equations, so the implicit-function derivative of that
+root is not the derivative of the computed point.)  The loops are ``while_loop`` s; reverse mode
+goes through the transposable JVP rule of :mod:`~mbjax.wrapping._jacobian_rule`.  The length is
+piecewise smooth: it jumps (~1e-8 m) where the segment count N or a branch decision changes.
 """
 
 from __future__ import annotations
@@ -79,6 +78,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ._jacobian_rule import iterate_rule
 from ._lane_loop import lane_while_loop
 from ._math import ROUNDOFF_ERROR, dsign, normalize_or_zero, safe_norm
 from ._result import INSIDE, MANDATORY, NO_WRAP, WrapLine
@@ -192,6 +192,27 @@ def _newton_more(st, ea2, eb2, a2u2, b2v2, a2, kk, planar):
     return ~jnp.where(planar, st[2], st[5]) & (st[6] < NEWTON_STEPS)
 
 
+def _newton_iterate(t2, t3, ea2, eb2, a2u2, b2v2, a2, kk, planar):
+    """Both Newton iterations of :func:`_closest_point` from t2, t3: the last (P, Q), (P, Q, R) and
+    whether the 3-D one converged (1.0 / 0.0); ``planar`` (1.0 / 0.0) picks the one that must stop."""
+    # a converged lane never changes again, and only the iteration that ``planar`` selects is
+    # read, so stopping when that one has converged returns exactly what OpenSim's loops return
+    false = jnp.zeros((), bool)
+    init = (t2, jnp.ones(2, t2.dtype), false, t3, jnp.ones(3, t3.dtype), false, jnp.zeros((), jnp.int32))
+    consts = (ea2, eb2, a2u2, b2v2, a2, kk, planar > 0.5)
+    st = init
+    for _ in range(NEWTON_UNROLLED):  # straight-line steps XLA fuses; most projections stop here
+        st = _newton_step(st, *consts)
+    # under vmap the few projections still iterating finish apart (lane_while_loop), not all of them
+    _, pq, _, _, pqr, ok3, _ = lane_while_loop(_newton_more, _newton_step, st, consts)
+    return pq, pqr, ok3.astype(t2.dtype)
+
+
+#: the projections' Newton iterations, differentiated as they run (the iterate's derivative; a
+#: projection that has not met ``|f| < 1e-9`` is not a root), forward and reverse mode
+_newton = iterate_rule(_newton_iterate)
+
+
 def _closest_point(a, dims, uvw, special, previous):
     """``findClosestPoint(a, b, c, u, v, w, &x, &y, &z, specialCaseAxis)`` (Eberly).
 
@@ -201,7 +222,7 @@ def _closest_point(a, dims, uvw, special, previous):
     Newton iterations on Eberly's polynomial in t run 64 steps at most and stop at ``|f| < 1e-9``;
     the 2-D one then uses its last P, Q; a 3-D one that never meets the test leaves OpenSim's
     output untouched, i.e. ``previous`` is returned.  One merged ``while_loop`` runs both until
-    both have stopped (its inputs are stop-gradient: it is never differentiated).
+    the selected one has stopped; it is differentiated as it runs (the derivative of the iterate).
     """
     near = jnp.abs(uvw) <= ROUNDOFF_ERROR
     sums = jnp.stack([dims[1] + dims[2], dims[0] + dims[2], dims[0] + dims[1]])
@@ -218,38 +239,13 @@ def _closest_point(a, dims, uvw, special, previous):
     a2 = a * a
     kk = a2 * (uvw * uvw)
 
-    sg = lax.stop_gradient
-    c2 = (sg(ea2), sg(eb2), sg(a2u2), sg(b2v2))
-    c3 = (sg(a2), sg(kk))
-    eu_s, ev_s, uvw_s, ea_s, eb_s, a_s = sg(eu), sg(ev), sg(uvw), sg(ea), sg(eb), sg(a)
-    in2 = (eu_s / ea_s) * (eu_s / ea_s) + (ev_s / eb_s) * (ev_s / eb_s) < 1.0
-    t2 = jnp.where(in2, 0.0, jnp.maximum(ea_s, eb_s) * _safe_sqrt(eu_s * eu_s + ev_s * ev_s))
-    in3 = jnp.sum((uvw_s / a_s) ** 2) < 1.0
-    t3 = jnp.where(in3, 0.0, jnp.max(a_s) * safe_norm(uvw_s))
+    in2 = (eu / ea) * (eu / ea) + (ev / eb) * (ev / eb) < 1.0
+    t2 = jnp.where(in2, 0.0, jnp.maximum(ea, eb) * _safe_sqrt(eu * eu + ev * ev))
+    in3 = jnp.sum((uvw / a) ** 2) < 1.0
+    t3 = jnp.where(in3, 0.0, jnp.max(a) * safe_norm(uvw))
 
-    # a converged lane never changes again, and only the iteration that ``planar`` selects is
-    # read, so stopping when that one has converged returns exactly what OpenSim's loops return
-    false = jnp.zeros((), bool)
-    init = (t2, jnp.ones(2, t2.dtype), false, t3, jnp.ones(3, t3.dtype), false, jnp.zeros((), jnp.int32))
-    consts = c2 + c3 + (sg(planar),)
-    st = init
-    for _ in range(NEWTON_UNROLLED):  # straight-line steps XLA fuses; most projections stop here
-        st = _newton_step(st, *consts)
-    # under vmap the few projections still iterating finish apart (lane_while_loop), not all of them
-    _, pq, _, _, pqr, ok3, _ = lane_while_loop(_newton_more, _newton_step, st, consts)
-
-    # derivatives by the implicit function theorem (f(t; a, u) = 0): P = P_s + (a² - sg a²) + dt
-    # with dt = -(f - sg f) / sg f'; both added terms are exactly 0 in value, so the values stay
-    # OpenSim's bit for bit while the loop itself is never differentiated.
-    ts = pq[0] - c2[0]
-    f, fp, _ = _f2d(ts, ea2, eb2, a2u2, b2v2)
-    dt = -(f - sg(f)) / jnp.where(fp != 0, sg(fp), 1.0)
-    sq = jnp.stack([ea2, eb2])
-    pq = pq + (sq - sg(sq)) + dt
-    ts = pqr[0] - c3[0][0]
-    f, fp, _ = _f3d(ts, a2, kk)
-    dt = -(f - sg(f)) / jnp.where(fp != 0, sg(fp), 1.0)
-    pqr = pqr + (a2 - sg(a2)) + dt
+    pq, pqr, ok3 = _newton(t2, t3, ea2, eb2, a2u2, b2v2, a2, kk, planar.astype(t2.dtype))
+    ok3 = ok3 > 0.5
 
     special_2d, sx, sy = _ellipse_special(ea, eb, eu, ev)
     x = jnp.where(special_2d, sx, ea2 * eu / pq[0])
@@ -285,28 +281,15 @@ def _inv4(m):
 
 
 def _tangent_point(pe, r, p, a, vs, vs4):
-    """``calcTangentPoint`` with implicit-function derivatives.
-
-    The iteration runs on stop-gradient inputs (see :func:`_tangent_iterate`); the result z = (r, d1)
-    is then corrected by ``-J⁻¹ (e(z; p, a, vs, vs4) - sg e)``, exactly 0 in value, so the
-    derivative is that of the root of the 4 residuals e (J = ∂e/∂z = dedth^T), not of the stopped
-    iteration; the two differ by O(residual) <= 1e-4 (scaled units), and the total path length,
-    stationary in the tangent points, by far less.
-    """
-    sg = lax.stop_gradient
-    r_s, d1_s = _tangent_iterate(sg(pe), sg(r), sg(p), sg(a), sg(vs), sg(vs4))
-    nr = 2.0 * r_s / (a * a)
-    e = jnp.stack([_dot(vs, r_s) + vs4, -1.0 + jnp.sum((r_s / a) ** 2), _dot(nr, r_s) + d1_s,
-                   _dot(nr, p) + d1_s])
-    a2 = sg(a * a)
-    top = jnp.stack([sg(vs), 2.0 * r_s / a2, 4.0 * r_s / a2, 2.0 * sg(p) / a2], axis=-1)  # dedth
-    dedth = jnp.concatenate([top, jnp.array([[0.0, 0.0, 1.0, 1.0]], top.dtype)], axis=0)
-    dz = -_inv4(dedth.T) @ (e - sg(e))
-    r_it = r_s + dz[:3]
+    """``calcTangentPoint``: the stopped iterate of :func:`_tangent_iterate` (r = p when p is on the
+    surface), with its own derivative (every step taken, forward and reverse mode).  The iteration
+    stops at ``ssq <= 1e-8``, not at the tangency it aims for, so the derivative of that root is
+    not the derivative of the computed point."""
+    r_it = _tangent_solve(r, p, a, vs, vs4)
     return jnp.where(jnp.abs(pe) < ELLIPSOID_TOLERANCE_1, p, r_it)
 
 
-def _tangent_iterate(pe, r, p, a, vs, vs4):
+def _tangent_iterate(r, p, a, vs, vs4):
     """``calcTangentPoint``'s loops: r moved (in the plane vs·x + vs4 = 0) until p-r is tangent."""
 
     def resid(r, d1):
@@ -387,8 +370,12 @@ def _tangent_iterate(pe, r, p, a, vs, vs4):
         ssq = ssq_of(ee)
         return r, d1, ee, ssq, ssq, alpha, nit
 
-    r_it, d1_it, *_ = lax.while_loop(outer_cond, outer_body, (r, d1, ee, ssq, ssq, alpha, 0))
-    return r_it, d1_it
+    r_it, *_ = lax.while_loop(outer_cond, outer_body, (r, d1, ee, ssq, ssq, alpha, 0))
+    return r_it
+
+
+#: the tangent iteration with the derivative of its stopped iterate (:func:`~._jacobian_rule.iterate_rule`)
+_tangent_solve = iterate_rule(_tangent_iterate)
 
 
 # ----------------------------------------------------------------------------------------------

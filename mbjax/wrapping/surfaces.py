@@ -53,9 +53,9 @@ SURFACES = {
 }
 
 
-#: kinds that reverse mode differentiates as they are: the sphere is closed form, the torus runs its
-#: ``lmdif`` loop on ``stop_gradient`` inputs and attaches the derivative after it
-NATIVE_REVERSE = {KINDS.index("WrapSphere"), KINDS.index("WrapTorus")}
+#: kinds that reverse mode differentiates as they are (closed form, no loop); the others differentiate
+#: their iterations in forward mode and get a transposable JVP rule
+NATIVE_REVERSE = {KINDS.index("WrapSphere")}
 
 #: kinds whose ``WrapAction`` is known before the surface path: only the first ``MANDATORY``
 #: candidate segment of a path can be chosen, so only that one runs the full (iterative) wrap

@@ -15,9 +15,9 @@ formula is reproduced as written).  OpenSim minimises F^2 with MINPACK ``lmdif``
 run step for step (:func:`~mbjax.wrapping._lmdif.lmdif1`, the 1-D case of ``lmdif``: same
 forward-difference step, trust region, tests and counts), so mbjax stops where OpenSim stops and
 the tangent points agree to round-off (full MoBL, 11 tori: path lengths within 1e-13 m of OpenSim
-4.6 at 32 random poses, ``tests/validation/test_wrapping_opensim.py``).  Derivatives are those of
-the root of F through the stopped iterate (implicit function, :func:`_solve_u`); the stopped
-iterate itself is up to lmdif's 1e-4 relative tolerance from the exact root, OpenSim's choice.
+4.6 at 32 random poses, ``tests/validation/test_wrapping_opensim.py``).  Derivatives are those
+of the stopped iterate itself (:func:`_solve_u`: forward mode through the iteration), not of the
+root of F: lmdif stops on its relative tolerances (1e-4), at times where F(u*) is far from 0.
 
 Of the two candidates the closer one to the torus circle is kept (constrained: the one on the
 ``wrap_sign`` side of ``wrap_axis``; neither -> ``noWrap``).  A cylinder of radius
@@ -38,9 +38,10 @@ import jax
 import jax.numpy as jnp
 
 from ._math import dsign, normalize_or_zero
+from ._jacobian_rule import iterate_rule
 from ._lmdif import div, lmdif1, rounded
 from ._result import NO_WRAP, WRAPPED, WrapLine
-from .cylinder import _safe_div, _safe_sqrt, _where3, wrap_cylinder
+from .cylinder import _where3, wrap_cylinder
 
 #: ``WrapTorus.cpp`` ``CYL_LENGTH``
 CYL_LENGTH = 10000.0
@@ -53,10 +54,9 @@ LMDIF_MAXFEV = 500
 LMDIF_FACTOR = 0.2
 
 
-def _circle_resid(u, p1, n, radius, safe=False):
+def _circle_resid(u, p1, n, radius):
     """``calcCircleResids`` for the line p1 + u n (n unit) and circle radius ``radius``, in
-    OpenSim's operation order; ``safe`` replaces the division by ``sqrt(g)`` with a grad-safe one
-    (0 where g <= 0, where OpenSim's value is inf or NaN)."""
+    OpenSim's operation order."""
     r_ = rounded  # every product is rounded before it is added (no FMA), as in OpenSim's binary
     c3 = r_(p1[0] * n[0]) + r_(p1[1] * n[1])
     c2 = 2.0 * (c3 + r_(p1[2] * n[2]))
@@ -64,8 +64,6 @@ def _circle_resid(u, p1, n, radius, safe=False):
     c5 = r_(p1[0] * p1[0]) + r_(p1[1] * p1[1])
     g = r_(u * u * c4) + r_(2.0 * c3 * u) + c5
     num = 2.0 * radius * (r_(2.0 * c4 * u) + 2.0 * c3)
-    if safe:
-        return c2 + 2.0 * u - _safe_div(num, _safe_sqrt(g))
     return c2 + 2.0 * u - div(num, jnp.sqrt(g))
 
 
@@ -81,21 +79,18 @@ def _direction(pa, pb):
     return jnp.where(pos, jnp.stack([div(d[0], mag), div(d[1], mag), div(d[2], mag)]), 0.0)
 
 
-def _solve_u(p1, n, radius):
-    """OpenSim's lmdif from u = 0 on :func:`_circle_resid`, with the implicit-function derivative.
-
-    The iteration (:func:`~mbjax.wrapping._lmdif.lmdif1`) runs on stop-gradient inputs and returns
-    OpenSim's stopped iterate u*.  The correction ``-(F(u*) - sg F(u*)) / F'(u*)`` is exactly 0 in
-    value and gives d u* = -dF / F', the derivative of the root of F through u*; u* itself differs
-    from the exact root by up to lmdif's tolerance (ftol = xtol = 1e-4, relative)."""
-    sg = jax.lax.stop_gradient
-    p1s, ns, rs = sg(p1), sg(n), sg(radius)
-    u, _, _ = lmdif1(lambda v: _circle_resid(v, p1s, ns, rs), jnp.zeros((), p1.dtype), LMDIF_FTOL,
+def _lmdif_u(p1, n, radius):
+    """OpenSim's lmdif from u = 0 on :func:`_circle_resid`: its stopped iterate u*."""
+    u, _, _ = lmdif1(lambda v: _circle_resid(v, p1, n, radius), jnp.zeros((), p1.dtype), LMDIF_FTOL,
                      LMDIF_XTOL, LMDIF_GTOL, LMDIF_MAXFEV, LMDIF_FACTOR)
-    u = sg(u)
-    f = lambda v: _circle_resid(v, p1, n, radius, safe=True)  # noqa: E731
-    fu = f(u)
-    return u - _safe_div(fu - sg(fu), sg(jax.grad(f)(u)))
+    return u
+
+
+#: u*(p1, n, R) with the derivative of the stopped iterate, forward mode through every step lmdif
+#: takes (its branch decisions held), in forward and reverse mode (:func:`~._jacobian_rule.iterate_rule`).
+#: lmdif stops on relative reductions (ftol = xtol = 1e-4), also where F(u*) != 0 with F'(u*)
+#: small, so -dF/F' (the derivative of a root of F) is not the derivative of u* there.
+_solve_u = iterate_rule(_lmdif_u)
 
 
 def _pass(pa, pb, radius):

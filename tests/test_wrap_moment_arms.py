@@ -1,0 +1,98 @@
+"""Moment arms through OpenSim's wrap surfaces are the derivatives of the lengths mbjax computes.
+
+The iterative surfaces stop where OpenSim's tests stop them (the torus's ``lmdif`` on relative
+reductions, the ellipsoid's tangent search at ``ssq <= 1e-8``), not at the roots they aim at, so
+their derivatives are those of the stopped iterates.  Independent reference: central differences
+of ``muscle_lengths`` (which equal OpenSim's lengths, ``tests/validation``).  Entries where a
+discrete decision (a wrap switching on or off, a segment count, an iteration count) changes within
+the stencil are recognised by differences with h and h/10 disagreeing, and left out (only a few).
+Forward mode (``moment_arms``) and reverse mode (``jax.jacrev(muscle_lengths)``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mbjax
+from mbjax.io import load_osim
+from mbjax.muscles import moment_arms, muscle_lengths
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _osim_models import MOBL, RAJAGOPAL, needs_mobl, needs_rajagopal  # noqa: E402
+
+H = 1e-6
+
+
+def _poses(model, n, seed):
+    info = model.extras["osim"]
+    lo = np.maximum(np.asarray(info.lower), -3.0)
+    hi = np.minimum(np.asarray(info.upper), 3.0)
+    return lo + (hi - lo) * np.random.default_rng(seed).uniform(0.02, 0.98, size=(n, lo.size))
+
+
+def _differences(model, qs):
+    """-∂L/∂q ``(n, nq, nm)`` by central differences with h and h/10 (one compiled length program)."""
+    n, nq = qs.shape
+    eye = np.eye(nq)
+    steps = np.array([H, H / 10])
+    pts = np.concatenate([(qs[:, None, None] + s * steps[None, :, None, None] * eye[None, None]).reshape(-1, nq)
+                          for s in (1, -1)])
+    lengths = np.asarray(jax.jit(jax.vmap(muscle_lengths, in_axes=(None, 0)))(model, jnp.asarray(pts)))
+    plus, minus = lengths.reshape(2, n, 2, nq, -1)
+    fd = -(plus - minus) / (2 * steps[None, :, None, None])
+    return fd[:, 0], fd[:, 1]
+
+
+def _compare(model, qs, r, atol, max_left_out):
+    fd, fd10 = _differences(model, qs)
+    smooth = np.isfinite(fd) & (np.abs(fd - fd10) < 1e-7)
+    err = np.where(smooth, np.abs(r - fd), 0.0)
+    print(f"\n{len(qs)} poses: max |R - FD| {err.max():.2e} over {smooth.sum()} entries, "
+          f"{(~smooth).sum()} at switches left out")
+    assert np.mean(~smooth) <= max_left_out
+    assert np.abs(fd[smooth]).max() > 0.01
+    np.testing.assert_allclose(np.where(smooth, r, 0.0), np.where(smooth, fd, 0.0), rtol=0, atol=atol)
+
+
+def test_arm26_moment_arms_equal_differences_of_lengths():
+    """arm26 (cylinders and ellipsoids): 16 random poses, every entry."""
+    model = mbjax.models.load("arm26")
+    qs = _poses(model, 16, 11)
+    r = np.asarray(jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))(model, jnp.asarray(qs)))
+    _compare(model, qs, r, 1e-8, 0.0)
+
+
+def _load(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_osim(path)
+
+
+@pytest.mark.extended  # MoBL: minutes of compilation (lengths, moment arms, reverse mode)
+@needs_mobl
+def test_mobl_moment_arms_forward_and_reverse_equal_differences():
+    """Full MoBL (cylinders, spheres, ellipsoids, tori): 16 random poses forward, one reverse."""
+    model = _load(MOBL)
+    qs = _poses(model, 16, 0)
+    r = np.asarray(jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))(model, jnp.asarray(qs)))
+    _compare(model, qs, r, 1e-7, 0.01)
+    rev = -np.asarray(jax.jit(jax.jacrev(lambda x: muscle_lengths(model, x)))(jnp.asarray(qs[0]))).T
+    _compare(model, qs[:1], rev[None], 1e-7, 0.01)
+
+
+@pytest.mark.extended  # Rajagopal: minutes of compilation
+@needs_rajagopal
+def test_rajagopal_moment_arms_forward_and_reverse_equal_differences():
+    model = _load(RAJAGOPAL)
+    qs = _poses(model, 16, 0)
+    r = np.asarray(jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))(model, jnp.asarray(qs)))
+    _compare(model, qs, r, 1e-7, 0.01)
+    rev = -np.asarray(jax.jit(jax.jacrev(lambda x: muscle_lengths(model, x)))(jnp.asarray(qs[0]))).T
+    _compare(model, qs[:1], rev[None], 1e-7, 0.01)
