@@ -207,6 +207,7 @@ def _smooth_cases(n, seed, h=1e-6):
     return x[ok], axis[ok], sign[ok], method[ok], fds[0][ok]
 
 
+@pytest.mark.extended  # ~80 s; the always-on check through whole paths is test_wrap_moment_arms.py (arm26)
 def test_derivatives_are_those_of_the_stopped_tangent_iteration():
     """The tangent-point iteration stops at ssq <= 1e-8, not at a tangency: forward (jacfwd) and
     reverse (grad) derivatives of the total length are the stopped iterate's, equal to central

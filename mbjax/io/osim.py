@@ -1356,7 +1356,10 @@ class _Loader:
         )
 
     def _coordinate_map(self, name):
-        """A coordinate that is not in ``q`` as a single joint map of ``q``."""
+        """A coordinate that is not in ``q`` as a single joint map of ``q``; None for one a
+        ``PointOnLineConstraint`` eliminates (its loop is solved once, inside the joint maps)."""
+        if name in dict(self.eliminated):
+            return None
         if self.coords.role(name) == "locked":
             return Constant(float(self.coords.info[name]["default"]))
         return self.coords.inner_of(self.doc, name)

@@ -56,6 +56,9 @@ def coordinate_values(model, q):
     for name, _ in info.roles:
         if name in other:
             m = other[name]
+            if m is None:
+                raise NotImplementedError(f"coordinate {name!r} is eliminated by a PointOnLineConstraint: its value "
+                                          "as a function of q is not available outside the kinematics")
             idx = np.asarray([q_names.index(c) for c in m.coordinates[0]], dtype=np.int32)
             out.append(m.value(q[idx][None, :])[0].astype(q.dtype))
         else:

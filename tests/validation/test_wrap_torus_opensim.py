@@ -229,8 +229,8 @@ def opensim_reference():
 
 def ours(fn, configs, q1, q2):
     """(lengths, WrapLine) of ``fn`` (wrap_torus or another implementation) on the sample."""
-    ri = np.array([c["inner"] for c in configs])
-    ro = np.array([c["outer"] for c in configs])
+    ri = jnp.asarray([c["inner"] for c in configs])  # device arrays: a host array is no constant of a JVP rule
+    ro = jnp.asarray([c["outer"] for c in configs])
     axis = np.array([c["axis"] for c in configs])
     sign = np.array([c["sign"] for c in configs])
     single = np.array([not c["double"] for c in configs])
