@@ -44,8 +44,9 @@ def coordinate_names(model) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return names, tuple(kinds[n] for n in names)
 
 
-def coordinate_values(model, q):
-    """c(q): every OpenSim coordinate's value ``(n_all,)`` (file order) at ``q (nq,)``."""
+def coordinate_values(model, q, names=None):
+    """c(q): the values ``(n,)`` at ``q (nq,)`` of the OpenSim coordinates ``names`` (default: every
+    one, in file order)."""
     info = _info(model)
     q = jnp.asarray(q)
     q_names = list(model.coordinate_names)
@@ -53,7 +54,7 @@ def coordinate_values(model, q):
         raise ValueError(f"coordinate_values: q must have shape ({len(q_names)},), got {q.shape}")
     other = dict(zip(info.other_names, info.other_maps or ()))
     out = []
-    for name, _ in info.roles:
+    for name in (names if names is not None else [n for n, _ in info.roles]):
         if name in other:
             m = other[name]
             if m is None:
@@ -61,8 +62,10 @@ def coordinate_values(model, q):
                                           "as a function of q is not available outside the kinematics")
             idx = np.asarray([q_names.index(c) for c in m.coordinates[0]], dtype=np.int32)
             out.append(m.value(q[idx][None, :])[0].astype(q.dtype))
-        else:
+        elif name in q_names:
             out.append(q[q_names.index(name)])
+        else:
+            raise ValueError(f"coordinate_values: {name!r} is not a coordinate of the model")
     return jnp.stack(out)
 
 

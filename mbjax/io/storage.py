@@ -378,7 +378,7 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
                           "OpenSim reading the file assembles them from the constraint", stacklevel=2)
             keep = [i for i, n in enumerate(labels) if n not in skipped]
             labels, kinds = tuple(labels[i] for i in keep), tuple(kinds[i] for i in keep)
-        values = np.asarray(jax.vmap(lambda x: _values_of(model, x, labels))(q.reshape(-1, q.shape[-1])))
+        values = np.asarray(jax.vmap(lambda x: coordinate_values(model, x, labels))(q.reshape(-1, q.shape[-1])))
         rot = np.array([k == "rotational" for k in kinds])
         order = _coordinate_set_order(info.source, labels)
         labels, values, rot = tuple(labels[i] for i in order), values[:, order], rot[order]
@@ -388,29 +388,6 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
     if in_degrees:
         values = np.where(rot, np.rad2deg(values), values)
     return Table(np.asarray(time, dtype=float), tuple(labels), values, in_degrees, {"name": name})
-
-
-def _values_of(model, q, labels):
-    """The values of the coordinates ``labels`` (independent, coupled or locked) at ``q``."""
-    from .osim_coordinates import coordinate_values
-
-    info = model.extras["osim"]
-    every = [n for n, _ in info.roles]
-    if len(labels) == len(every):
-        return coordinate_values(model, q)
-    import jax.numpy as jnp
-
-    q_names = list(model.coordinate_names)
-    maps = dict(zip(info.other_names, info.other_maps or ()))
-    out = []
-    for n in labels:
-        if n in q_names:
-            out.append(q[q_names.index(n)])
-        else:
-            m = maps[n]
-            idx = np.asarray([q_names.index(c) for c in m.coordinates[0]], dtype=np.int32)
-            out.append(m.value(q[idx][None, :])[0].astype(q.dtype))
-    return jnp.stack(out)
 
 
 def _coordinate_set_order(source, labels) -> list[int]:
