@@ -14,6 +14,18 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 if os.environ.get("MBJAX_TEST_XLA_OPT") != "1" and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 
+# Every module's compiled programs are dropped at its end (see ``pytest_runtest_teardown``), and
+# many modules compile the same programs (a model's lengths, moment arms, dynamics); both xdist
+# workers and the notebook kernels share one persistent cache, so a program is compiled once per
+# run.  It lives in this checkout's ``.pytest_cache`` (a fresh clone starts empty); set
+# JAX_COMPILATION_CACHE_DIR to move it, or MBJAX_TEST_NO_XLA_CACHE=1 to compile everything.
+if os.environ.get("MBJAX_TEST_NO_XLA_CACHE") != "1":
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
+                          os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                       ".pytest_cache", "jax-compilation-cache"))
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
 import jax
 
 jax.config.update("jax_enable_x64", True)
