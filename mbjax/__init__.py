@@ -56,6 +56,10 @@ from . import muscles as muscles
 from .muscles import moment_arms as moment_arms
 from .muscles import moment_arms_batched as moment_arms_batched
 from .muscles import muscle_lengths as muscle_lengths
+# paths as empirical functions of the coordinates (OpenSim's FunctionBasedPath)
+from .muscles.path_fitting import PathTolerance as PathTolerance
+from .muscles.path_fitting import fit_path_functions as fit_path_functions
+from .muscles.path_functions import with_path_functions as with_path_functions
 from . import io as io
 from . import sweep as sweep
 from .sweep import sweep_poses as sweep_poses

@@ -73,6 +73,7 @@ from .io.storage import Table, prepare_output, read_storage, write_storage
 from .muscles.geometry import path_geometry, wrap_frames, wrapped_paths
 from .muscles.opensim_moment_arms import (_element_bodies, _freeze, _straight_opensim_moment_arms,
                                           cross_body_lengths)
+from .muscles.path_functions import function_moment_arms, get_path_functions
 from .muscles.paths import get_paths
 from .so_tool import actuator_columns, model_actuators, read_reserves, states_trajectory, unused_setup_elements
 
@@ -345,6 +346,23 @@ def actuator_forces(model, forces: Table, times, actuators=(), external_loads=No
 
 
 def muscle_loads(model, q, tension):
+    """:func:`_path_loads` of the geometric paths plus, for the muscles with a path function
+    (``FunctionBasedPath``), the generalized force R F alone: OpenSim applies such a path's tension
+    as mobility forces, no body load."""
+    functions = get_path_functions(model)
+    if functions is None:
+        return _path_loads(model, q, tension)
+    q = jnp.asarray(q)
+    tension = jnp.asarray(tension, q.dtype)
+    rows = functions.rows
+    on_functions = jnp.zeros_like(tension).at[:, rows].set(tension[:, rows])
+    gen, force, moment = _path_loads(model, q, tension.at[:, rows].set(0.0))
+    zeros = jnp.zeros((model.n_coordinates, get_paths(model).n_muscles), q.dtype)
+    gen_f = jax.vmap(lambda x, t: function_moment_arms(functions, x, zeros) @ t)(q, on_functions)
+    return gen + gen_f, force, moment
+
+
+def _path_loads(model, q, tension):
     """What the muscle tensions ``tension (T, nm)`` apply at poses ``q (T, nq)``: the generalized
     force ``(T, nq)`` (R F with OpenSim's unit-force moment arms R, MovingPathPoint terms included)
     and the resultant force and moment about each body origin, world axes, ``(T, nb, 3)`` each.

@@ -22,5 +22,9 @@ from .external_loads import ExternalForceSpec as ExternalForceSpec
 from .external_loads import ExternalLoadsFile as ExternalLoadsFile
 from .external_loads import read_external_loads as read_external_loads
 
+# OpenSim 4.6 FunctionBasedPath sets (path functions of a model's muscles)
+from .osim_path_functions import read_path_functions as read_path_functions
+from .osim_path_functions import write_path_functions as write_path_functions
+
 from .native import load_model as load_model
 from .native import save_model as save_model

@@ -61,6 +61,12 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   ``MovingPathPoint`` location function reads its coordinate clamped to the coordinate's range
   (``MovingPathPoint::getLocation``, whether or not the coordinate is ``clamped``), so outside the
   range the point stands still; a coordinate without ``<range>`` has OpenSim's default [-10, 10].
+  A path force whose path is a ``<FunctionBasedPath>`` (OpenSim 4.6) keeps its properties and has
+  no path points (its row of ``MusclePaths`` is two invalid placeholder points); its
+  ``MultivariatePolynomialFunction`` length function of independent coordinates becomes its path
+  function (``model.extras["path_functions"]``, :mod:`mbjax.muscles.path_functions`; read and
+  refused as :mod:`mbjax.io.osim_path_functions` says), so lengths and moment arms are the
+  function's and -∂L/∂q, as OpenSim computes them.
 * Force elements (``CoordinateLimitForce``, ``SpringGeneralizedForce``, ``ExpressionBasedCoordinateForce``,
   ``PointToPointSpring``, ``BushingForce``) go into ``model.extras["forces"]`` (:mod:`mbjax.forces`,
   read by :mod:`mbjax.io.osim_forces`); :func:`mbjax.model_forces` gives their generalized force.
@@ -103,6 +109,7 @@ line.  This module only parses: OpenSim functions become the map families of ``m
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 import xml.etree.ElementTree as ET
 from pyexpat import ParserCreate
@@ -138,6 +145,8 @@ from .osim_forces import MODELLED_FORCES, read_force_elements
 from .osim_actuators import ACTUATOR_TYPES, LEGACY_TYPES, default_records, read_actuators
 from ..muscles.schutte1993 import CURVES as SCHUTTE_CURVES
 from ..muscles.schutte1993 import SCHUTTE, curve_parameters
+from ..muscles.path_functions import with_path_functions
+from .osim_path_functions import FUNCTION_BASED_PATH, read_function_based_path, table_of_loader, warn_unused
 
 MUSCLE_TYPES = (
     "Thelen2003Muscle",
@@ -187,6 +196,9 @@ _REFUSED_FORCES = {
     "Delp1990Muscle_Deprecated": "Delp1990Muscle_Deprecated (spline force-length/velocity curves that the "
                                  "Thelen and Millard models cannot reproduce) is not modelled",
 }
+#: the placeholder path of a force with a FunctionBasedPath: two points, both marked invalid (no
+#: geometry; its length and moment arms are its path function's, model.extras["path_functions"])
+_NO_POINTS = [PathPoint(GROUND, (0.0, 0.0, 0.0)), PathPoint(GROUND, (0.0, 0.0, 0.0))]
 #: SimTK::SqrtEps: the slack OpenSim allows a clamped coordinate's default beyond its range
 _SQRT_EPS = float(np.sqrt(np.finfo(float).eps))
 #: SimTK::SignificantReal (eps^(7/8)): OpenSim zeroes the inertia of a body with |mass| at most this
@@ -609,6 +621,10 @@ class _Loader:
         self._locked_off: list[str] = []
         self._force_elements: list = []
         self._actuators: tuple = ()
+        #: muscle -> (coordinates, order, coefficients) of the path forces with a FunctionBasedPath
+        self._path_functions: dict = {}
+        self._unused_path_elements: list = []
+        self._coordinate_table = None
         self.doc = _Doc(path)
         self.ignore_wrapping = ignore_wrapping
         root = self.doc.root
@@ -963,7 +979,14 @@ class _Loader:
                 curves = curve_parameters([self._schutte_curves.get(n, {}) for n in paths.names],
                                           paths.location.dtype)
                 paths = eqx.tree_at(lambda p: p.parameters, paths, {**paths.parameters, **curves})
+            if self._path_functions:  # function-based paths have no points: their placeholder rows are invalid
+                valid = tuple(tuple(False for _ in row) if n in self._path_functions else row
+                              for n, row in zip(paths.names, paths.valid))
+                paths = dataclasses.replace(paths, valid=valid)
             model = with_muscles(model, paths)
+            if self._path_functions:
+                model = with_path_functions(model, self._path_functions)
+                warn_unused(doc.path, self._unused_path_elements, stacklevel=4)
         stacks, dropped = read_force_elements(self, model, self._force_elements)
         if dropped:
             warnings.warn(f"{doc.path}: {len(dropped)} force element(s) on locked coordinates left out (the lock "
@@ -1100,7 +1123,8 @@ class _Loader:
                 else:
                     self._force_elements.append(f)
                 continue
-            path_only = f.tag in self.ignore_forces and f.find("GeometryPath") is not None
+            has_path = f.find("GeometryPath") is not None or f.find(FUNCTION_BASED_PATH) is not None
+            path_only = f.tag in self.ignore_forces and has_path
             if f.tag not in MUSCLE_TYPES and not path_only:
                 if f.tag in self.ignore_forces:
                     self.ignored.append((f.tag, f.get("name")))
@@ -1108,14 +1132,24 @@ class _Loader:
                 why = _REFUSED_FORCES.get(f.tag, "unsupported force")
                 raise doc.error(f, f"{why}; supported path forces {MUSCLE_TYPES}, force elements "
                                 f"{MODELLED_FORCES}, recorded {RECORDED_FORCES}. Pass ignore_forces=({f.tag!r},) to load the model without "
-                                "it" + (" (its path is kept)" if f.find("GeometryPath") is not None else ""),
+                                "it" + (" (its path is kept)" if has_path else ""),
                                 NotImplementedError)
             if path_only:
                 self.ignored.append((f.tag, f.get("name")))
             name = f.get("name")
             gp = f.find("GeometryPath")
+            if f.find(FUNCTION_BASED_PATH) is not None:
+                if gp is not None:
+                    raise doc.error(f, "path force with both <GeometryPath> and <FunctionBasedPath>")
+                self._function_based_path(f, name)
+                muscles[name] = _NO_POINTS
+                kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
+                params[name] = _muscle_properties(f)
+                if f.tag == SCHUTTE and not path_only:
+                    self._schutte_curves[name] = self._schutte_muscle(f, params[name])
+                continue
             if gp is None:
-                raise doc.error(f, "path force without <GeometryPath>")
+                raise doc.error(f, "path force without <GeometryPath> or <FunctionBasedPath>")
             pset = gp.find("PathPointSet")
             if pset is None or pset.find("objects") is None:
                 raise doc.error(gp, "GeometryPath without <PathPointSet><objects>")
@@ -1160,6 +1194,15 @@ class _Loader:
             defaults = self.model.findall("defaults") + fset.findall("defaults")
             self._actuators, _ = read_actuators(doc, actuators, version=self.version, defaults=defaults)
         return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
+
+    def _function_based_path(self, f, name):
+        """Read a force's ``<FunctionBasedPath>`` into ``self._path_functions``
+        (:mod:`mbjax.io.osim_path_functions`; its coordinates must be independent ones)."""
+        if self._coordinate_table is None:
+            self._coordinate_table = table_of_loader(self)
+        el = f.find(FUNCTION_BASED_PATH)
+        self._path_functions[name], unused = read_function_based_path(self.doc, el, name, self._coordinate_table)
+        self._unused_path_elements += unused
 
     def _path_wrap(self, w, kept):
         """A ``<PathWrap>`` as a :class:`~mbjax.wrapping.PathWrap`, its 1-based ``range`` re-indexed
@@ -1427,7 +1470,8 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
               independent_coordinates=None, wrapping: str = "opensim"):
     """Load an OpenSim ``.osim`` model (3.x or 4.x XML) as an mbjax :class:`~mbjax.Model`.
 
-    Muscle paths go to ``model.extras["muscles"]``, coordinate metadata to ``model.extras["osim"]``.
+    Muscle paths go to ``model.extras["muscles"]`` (those of a ``FunctionBasedPath`` to
+    ``model.extras["path_functions"]``), coordinate metadata to ``model.extras["osim"]``.
     See the module docstring for the mapping and what is refused.  ``couplings`` (advanced) maps a
     coordinate name to an :class:`~mbjax.maps.Affine` of independent coordinates that replaces
     (or adds) its coupler: the multi-coordinate rhythms OpenSim's couplers cannot express.

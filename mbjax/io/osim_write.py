@@ -15,6 +15,12 @@ the model, in OpenSim's own units and frames:
   ``pennation_angle_at_optimal``, ... and curve properties ``Curve.property``) where the element
   has them; the five properties every muscle class has are added to a muscle that leaves them out.
   A ``MovingPathPoint``'s location is a function of coordinates and is left as written;
+* per muscle with a path function (``model.extras["path_functions"]``,
+  :mod:`mbjax.muscles.path_functions`): its path element (``<GeometryPath>`` or
+  ``<FunctionBasedPath>``) replaced by ``<FunctionBasedPath name="path">`` with its coordinates'
+  paths ``/jointset/<joint>/<coordinate>`` and a ``MultivariatePolynomialFunction`` length
+  function (:mod:`mbjax.io.osim_path_functions`), which OpenSim 4.6 evaluates as mbjax does; a
+  ``<FunctionBasedPath>`` of the file whose muscle has no function in the model is refused;
 * with ``markers`` (:class:`mbjax.Markers`, e.g. fitted offsets): each ``<Marker>``'s ``<location>``;
 * after :func:`mbjax.identify.scale_model` (``OsimInfo.scaling.factors`` not all 1), what OpenSim's
   ``Model::scale`` changes besides the above, as OpenSim writes it: ``PhysicalOffsetFrame``
@@ -37,6 +43,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from .osim import _MUSCLE_FLAGS, MUSCLE_TYPES, _Loader
+from .osim_path_functions import FUNCTION_BASED_PATH, coordinate_joints, function_elements
 
 _INERTIA_3X = ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")
 
@@ -108,7 +115,9 @@ def write_osim(model, path, *, source=None, markers=None) -> str:
         _write_scaled_frames(loader, twin, factors)
     paths = model.extras.get("muscles")
     if paths is not None:
-        _write_muscles(loader, twin, paths, factors)
+        functions = function_elements(model, coordinate_joints(loader.model), lambda m: "path",
+                                      f"write_osim {source}")
+        _write_muscles(loader, twin, paths, factors, functions)
     if markers is not None:
         _write_markers(loader, twin, markers, model)
     elif factors:
@@ -117,16 +126,22 @@ def write_osim(model, path, *, source=None, markers=None) -> str:
     return os.fspath(path)
 
 
-def _write_muscles(loader, twin, paths, factors=None):
+def _write_muscles(loader, twin, paths, factors=None, functions=None):
+    """Muscle properties and path points; the path element of a muscle in ``functions``
+    (``{muscle: <FunctionBasedPath>}``) replaced by that element."""
     doc = loader.doc
     fset = loader.model.find("ForceSet")
     objects = fset.find("objects") if fset is not None else None
     rows = {n: m for m, n in enumerate(paths.names)}
     location = np.asarray(paths.location, float)
     params = {k: np.asarray(v, float) for k, v in paths.parameters.items()}
+    functions = dict(functions or {})
+    depth = _depth(loader.doc.root, objects) + 2 if functions and objects is not None else 0  # of a path element
     for f in (objects if objects is not None else []):
         m = rows.get(f.get("name"))
-        if m is None or f.find("GeometryPath") is None:
+        path_el = f.find("GeometryPath")
+        path_el = path_el if path_el is not None else f.find(FUNCTION_BASED_PATH)
+        if m is None or path_el is None:
             continue
         out = twin[f]
         if f.tag in MUSCLE_TYPES:
@@ -143,6 +158,12 @@ def _write_muscles(loader, twin, paths, factors=None):
                         el.text = "true" if value else "false"
                 elif out.find(key) is not None or (key in _ALWAYS and f.tag.endswith("Muscle")):
                     _set(doc, f, out, key, [value])
+        if f.get("name") in functions:
+            _replace_path(twin, f, path_el, functions.pop(f.get("name")), depth)
+            continue
+        if path_el.tag == FUNCTION_BASED_PATH:
+            raise ValueError(f"{doc.where(path_el)}: muscle {f.get('name')!r} has a FunctionBasedPath in the file but "
+                             "no path function in the model (and no path points): its path cannot be written")
         slots = {n: k for k, n in enumerate(paths.point_names[m]) if n}
         pset = f.find("GeometryPath").find("PathPointSet").find("objects")
         for p in pset:
@@ -162,6 +183,28 @@ def _write_muscles(loader, twin, paths, factors=None):
             body, x_bf = loader._resolve(p, ref)
             loc_frame = x_bf[:3, :3].T @ (location[m, k] - x_bf[:3, 3])
             _set(doc, p, twin[p], "location", loc_frame)
+    if functions:
+        raise ValueError(f"{doc.path}: the model has path functions for {sorted(functions)}, which are not path "
+                         "forces of the file's ForceSet")
+
+
+def _depth(root, el) -> int:
+    """How deep ``el`` lies below ``root`` (0: the root)."""
+    parents = {c: p for p in root.iter() for c in p}
+    depth = 0
+    while el in parents:
+        el, depth = parents[el], depth + 1
+    return depth
+
+
+def _replace_path(twin, force, path_el, new, depth):
+    """Put ``new`` where the force's path element is (same place, indented for ``depth``)."""
+    out, old = twin[force], twin[path_el]
+    ET.indent(new, space="\t", level=depth)
+    new.tail = old.tail
+    k = list(out).index(old)
+    out.remove(old)
+    out.insert(k, new)
 
 
 def _write_markers(loader, twin, markers, model):

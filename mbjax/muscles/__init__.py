@@ -32,3 +32,8 @@ from . import thelen2003 as thelen2003
 from .opensim_moment_arms import cross_body_lengths as cross_body_lengths
 from .opensim_moment_arms import opensim_moment_arms as opensim_moment_arms
 from .opensim_moment_arms import opensim_moment_arms_and_lengths as opensim_moment_arms_and_lengths
+from .path_functions import PathFunctions as PathFunctions
+from .path_functions import build_path_functions as build_path_functions
+from .path_functions import with_path_functions as with_path_functions
+from .path_fitting import PathFitReport as PathFitReport
+from .path_fitting import fit_path_functions as fit_path_functions

@@ -21,6 +21,7 @@ from .._kinematics import Kinematics, _local_eval, _scatter_gradient, check_vect
 from .._model import Model
 from ..wrapping.path import WrappedPath, wrap_paths
 from ..wrapping.smooth_path import smooth_wrap_paths
+from .path_functions import all_paths_are_functions, function_lengths, get_path_functions
 from .paths import condition_values, empty_result, get_paths, require_path, segment_exists
 
 
@@ -205,6 +206,10 @@ def _wrap_lanes(wraps, kin: Kinematics, geo: PathGeometry, model: Model, n_batch
 
 
 def _lengths_kernel(model: Model, q):
+    functions = get_path_functions(model)
+    if functions is not None and all_paths_are_functions(model):  # no geometry to evaluate
+        dtype = jnp.result_type(q, model.axis)
+        return function_lengths(functions, q, jnp.zeros((get_paths(model).n_muscles,) + q.shape[1:], dtype))
     kin = forward_pass(model, q)
     geo = path_geometry(model, q, kin)
     lengths = jnp.sum(geo.length, axis=1)
@@ -213,7 +218,8 @@ def _lengths_kernel(model: Model, q):
         wrapped = wrapped_lengths(model, q.astype(lengths.dtype), kin, geo)
         lengths = lengths.at[np.asarray(wraps.muscles)].set(wrapped)
     # fewer than 2 active points (conditional points out of range): no path, NaN (see muscle_lengths)
-    return jnp.where(jnp.sum(geo.active, axis=1) >= 2, lengths, jnp.nan)
+    lengths = jnp.where(jnp.sum(geo.active, axis=1) >= 2, lengths, jnp.nan)
+    return lengths if functions is None else function_lengths(functions, q, lengths)
 
 
 def _points_kernel(model: Model, q):
@@ -224,7 +230,8 @@ def _points_kernel(model: Model, q):
 def muscle_lengths(model: Model, q) -> jnp.ndarray:
     """Musculotendon path lengths L(q) ``(nm,)``: straight segments between active points, and
     over wrap surfaces where the model has wrap objects (OpenSim's algorithm, :mod:`mbjax.wrapping.path`,
-    or the smooth option, :mod:`mbjax.wrapping.smooth_path`, as the model was loaded).
+    or the smooth option, :mod:`mbjax.wrapping.smooth_path`, as the model was loaded); a muscle
+    with a path function (:mod:`mbjax.muscles.path_functions`) is that function's value.
 
     A path left with fewer than 2 active points (its conditional points out of range) has no
     length: NaN, and a run-time error (``eqx.error_if``) while checks are on.  Coincident

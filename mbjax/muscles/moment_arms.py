@@ -40,6 +40,7 @@ from .._model import Model
 from ..wrapping._jacobian_rule import raw_forward_mode
 from .geometry import muscle_lengths, path_geometry
 from .geometry import wrapped_lengths as _wrapped_lengths
+from .path_functions import all_paths_are_functions, function_moment_arms, get_path_functions, refuse_path_functions
 from .paths import PathState, empty_result, get_paths, path_state, require_path
 
 
@@ -81,6 +82,10 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
     nq = top.n_coordinates
     q = jnp.asarray(q)
     batch = q.shape[1:]
+    functions = get_path_functions(model)
+    if functions is not None and all_paths_are_functions(model):  # no geometry to evaluate
+        zeros = jnp.zeros((nq, paths.n_muscles) + batch, jnp.result_type(q, model.axis))
+        return function_moment_arms(functions, q, zeros)
     ops = _Small(len(batch), jnp.result_type(q, model.axis))
     dtype = ops.dtype
     kin = forward_pass(model, q)
@@ -132,7 +137,8 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
     if paths.wraps is not None:
         out = out.at[:, np.asarray(paths.wraps.muscles)].set(_wrapped_moment_arms(model, q.astype(dtype)))
     # fewer than 2 active points: no path, NaN (as muscle_lengths)
-    return jnp.where((jnp.sum(geo.active, axis=1) >= 2)[None], out, jnp.nan)
+    out = jnp.where((jnp.sum(geo.active, axis=1) >= 2)[None], out, jnp.nan)
+    return out if functions is None else function_moment_arms(functions, q, out)
 
 
 def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
@@ -208,6 +214,7 @@ def gmlav(model: Model, q, st: PathState | None = None):
 
     Row block ``i`` is zero for muscles outside Λ_i (Eq. 153-154).
     """
+    refuse_path_functions(model, "gmlav")
     paths = get_paths(model)
     st = path_state(model, q) if st is None else st
     nb = model.n_bodies
@@ -224,6 +231,7 @@ def body_wrenches(model: Model, q, forces):
 
     ``forces`` ``(nm,)`` are tensions F_mt; returns ``F_O (nb, 3)`` and ``M_O (nb, 3)``.
     """
+    refuse_path_functions(model, "body_wrenches")
     e, e_hat = gmlav(model, q)
     forces = jnp.asarray(forces, e.dtype)
     return jnp.einsum("bam,m->ba", e, forces), jnp.einsum("bam,m->ba", e_hat, forces)
@@ -256,6 +264,7 @@ def gamma_beta(model: Model, q):
 
 def moment_arms_block(model: Model, q) -> jnp.ndarray:
     """R by the block form R = Γ E + Jᵀ ϑ B Ê (Eq. 193) plus the moving-point term."""
+    refuse_path_functions(model, "moment_arms_block")
     paths = get_paths(model)
     st = path_state(model, q)
     e, e_hat = gmlav(model, q, st)
@@ -272,6 +281,7 @@ def moment_arms_block(model: Model, q) -> jnp.ndarray:
 
 def moment_arms_sparse(model: Model, q) -> jnp.ndarray:
     """R column by column from the bodies of Γ_k only (Eq. 195), vectorised over muscles."""
+    refuse_path_functions(model, "moment_arms_sparse")
     paths = get_paths(model)
     st = path_state(model, q)
     e, e_hat = gmlav(model, q, st)

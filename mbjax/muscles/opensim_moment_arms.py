@@ -63,6 +63,7 @@ from .._kinematics import check_vector, forward_pass
 from .._model import Model
 from .geometry import path_geometry, wrap_frames, wrapped_lengths, wrapped_paths
 from .moment_arms import moment_arms
+from .path_functions import all_paths_are_functions, function_lengths, function_moment_arms, get_path_functions
 from .paths import _active, _locations, _safe_norm, get_paths, path_state
 
 
@@ -206,6 +207,19 @@ def opensim_moment_arms_and_lengths(model: Model, qs):
     if qs.ndim != 2 or qs.shape[1] != model.n_coordinates:
         raise ValueError(f"qs must have shape (T, nq) = (T, {model.n_coordinates}), got {qs.shape}")
     q = qs.T  # batch-last
+    functions = get_path_functions(model)
+    if functions is not None:  # a path function's moment arm is -∂L/∂q in OpenSim too (FunctionBasedPath)
+        if all_paths_are_functions(model):
+            return jax.vmap(lambda x: moment_arms(model, x))(qs), function_lengths(
+                functions, q, jnp.zeros((get_paths(model).n_muscles, qs.shape[0]), qs.dtype)).T
+        R, lengths = _opensim_moment_arms_and_lengths(model, qs)  # function rows overwritten below
+        R = jax.vmap(lambda x, r: function_moment_arms(functions, x, r))(qs, R)
+        return R, function_lengths(functions, q, lengths.T).T
+    return _opensim_moment_arms_and_lengths(model, qs)
+
+
+def _opensim_moment_arms_and_lengths(model: Model, qs):
+    q = qs.T
     paths = get_paths(model)
     kin = forward_pass(model, q)
     geo = path_geometry(model, q, kin)
@@ -237,6 +251,15 @@ def opensim_moment_arms(model: Model, q) -> jnp.ndarray:
     """Moment arms ``(nq, nm)`` as OpenSim's ``Muscle.computeMomentArm`` reports them (see module doc),
     over wrap surfaces too."""
     q = check_vector(model, q)
+    functions = get_path_functions(model)
+    if functions is not None:  # a path function's moment arm is -∂L/∂q in OpenSim too (FunctionBasedPath)
+        if all_paths_are_functions(model):
+            return moment_arms(model, q)
+        return function_moment_arms(functions, q, _opensim_moment_arms(model, q))
+    return _opensim_moment_arms(model, q)
+
+
+def _opensim_moment_arms(model: Model, q):
     paths = get_paths(model)
     if paths.wraps is None or _smooth(paths):
         return _straight_opensim_moment_arms(model, q)

@@ -1,0 +1,276 @@
+"""Fit path functions to the exact paths: one batched sweep of lengths and moment arms, then per path
+a least-squares polynomial in the coordinates it spans, its order chosen on poses it was not fitted to.
+
+For muscle m with spanned coordinates S_m (those with |r_mk| above ``moment_arm_threshold`` at some
+sampled pose) and OpenSim's monomials φ_t(x) = Π_i x_i^{e_ti} of total degree ≤ k, the coefficients c
+minimise
+
+    Σ_poses (φ(x)ᵀc − L)² + w² Σ_poses Σ_{j∈S_m} (∂φ(x)/∂x_jᵀc + r_mj)²
+
+(lengths and moment arms together, both in metres: r = −∂L/∂q).  Poses are a Latin hypercube over the
+coordinates' ranges (and the frames of a motion when given), split into a fitting set, a selection
+set (the order k is the smallest meeting the tolerance there with a margin, else the best there) and a test set that
+neither step saw, on which :class:`PathFitReport` gives each path's errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from typing import Sequence
+
+import numpy as np
+
+from ..maps.multivariate import multivariate_exponents
+
+
+@dataclasses.dataclass(frozen=True)
+class PathTolerance:
+    """Errors a path function may have on held-out poses (metres): length RMS and max, moment-arm RMS."""
+
+    length_rms: float = 1e-4
+    length_max: float = 5e-4
+    moment_arm_rms: float = 5e-4
+
+
+@dataclasses.dataclass
+class PathFit:
+    """One path's function and its errors on the test poses (metres)."""
+
+    muscle: str
+    coordinates: tuple[str, ...]
+    order: int
+    coefficients: np.ndarray
+    length_rms: float
+    length_max: float
+    moment_arm_rms: float
+    moment_arm_max: float
+    meets_tolerance: bool
+
+
+@dataclasses.dataclass
+class PathFitReport:
+    """What :func:`fit_path_functions` fitted: ``fits`` (one :class:`PathFit` per path), the
+    tolerance, the sample counts and the seconds spent sampling and fitting; ``missed`` names the
+    paths whose test errors exceed the tolerance."""
+
+    fits: list[PathFit]
+    tolerance: PathTolerance
+    n_fit: int
+    n_select: int
+    n_test: int
+    sample_seconds: float
+    fit_seconds: float
+
+    @property
+    def missed(self) -> tuple[str, ...]:
+        return tuple(f.muscle for f in self.fits if not f.meets_tolerance)
+
+    def __getitem__(self, muscle: str) -> PathFit:
+        for f in self.fits:
+            if f.muscle == muscle:
+                return f
+        raise KeyError(f"no fitted path {muscle!r}; fitted: {[f.muscle for f in self.fits]}")
+
+    def table(self) -> str:
+        """One line per path: coordinates, order, test errors in mm."""
+        head = f"{'path':<14} {'dim':>3} {'order':>5} {'L rms':>8} {'L max':>8} {'r rms':>8} {'r max':>8}  (mm)"
+        rows = [head]
+        for f in self.fits:
+            flag = "" if f.meets_tolerance else "  MISSED"
+            rows.append(f"{f.muscle:<14} {len(f.coordinates):>3} {f.order:>5} {1e3 * f.length_rms:8.4f} "
+                        f"{1e3 * f.length_max:8.4f} {1e3 * f.moment_arm_rms:8.4f} {1e3 * f.moment_arm_max:8.4f}{flag}")
+        return "\n".join(rows)
+
+    def __str__(self) -> str:
+        return (f"{len(self.fits)} path functions fitted on {self.n_fit} poses, order chosen on {self.n_select}, "
+                f"tested on {self.n_test} (sampling {self.sample_seconds:.1f} s, fitting {self.fit_seconds:.1f} s); "
+                f"{len(self.missed)} miss the tolerance{': ' + ', '.join(self.missed) if self.missed else ''}\n"
+                + self.table())
+
+
+def _monomials(x, exps):
+    """φ ``(n, T)`` and ∂φ/∂x_j ``(d, n, T)`` at ``x (n, d)`` for the exponent table ``exps (T, d)``."""
+    n, d = x.shape
+    k = int(exps.max()) if exps.size else 0
+    pw = np.ones((n, d, k + 1))
+    for p in range(1, k + 1):
+        pw[:, :, p] = pw[:, :, p - 1] * x
+    dpw = np.zeros_like(pw)
+    dpw[:, :, 1:] = pw[:, :, :-1] * np.arange(1, k + 1)
+    factors = [pw[:, i, exps[:, i]] for i in range(d)]
+    phi = np.prod(factors, axis=0)
+    dphi = np.empty((d, n, exps.shape[0]))
+    for j in range(d):
+        term = dpw[:, j, exps[:, j]]
+        for i in range(d):
+            if i != j:
+                term = term * factors[i]
+        dphi[j] = term
+    return phi, dphi
+
+
+def _fit_one(x, L, r, exps, weight):
+    """Least-squares coefficients from lengths ``L (n,)`` and moment arms ``r (n, d)`` (r = −∂L/∂x)."""
+    phi, dphi = _monomials(x, exps)
+    a = np.concatenate([phi] + [weight * dphi[j] for j in range(x.shape[1])])
+    b = np.concatenate([L] + [-weight * r[:, j] for j in range(x.shape[1])])
+    scale = np.sqrt(np.sum(a * a, axis=0))
+    scale = np.where(scale > 0, scale, 1.0)
+    c, *_ = np.linalg.lstsq(a / scale, b, rcond=None)
+    return c / scale
+
+
+def _errors(x, L, r, exps, c):
+    phi, dphi = _monomials(x, exps)
+    e_len = phi @ c - L
+    e_arm = -np.einsum("jnt,t->nj", dphi, c) - r
+    return (float(np.sqrt(np.mean(e_len ** 2))), float(np.max(np.abs(e_len))),
+            float(np.sqrt(np.mean(e_arm ** 2))), float(np.max(np.abs(e_arm))))
+
+
+#: the order stops rising once the selection set's errors are this fraction of the tolerance, so that
+#: the test set (other poses, same distribution) meets it too
+SELECTION_MARGIN = 0.7
+
+
+def _score(errors, tolerance: PathTolerance) -> float:
+    """The largest error as a fraction of its tolerance (length RMS, length max, moment-arm RMS)."""
+    return max(errors[0] / tolerance.length_rms, errors[1] / tolerance.length_max, errors[2] / tolerance.moment_arm_rms)
+
+
+def _latin_hypercube(n, lower, upper, rng):
+    d = lower.size
+    u = (rng.permuted(np.tile(np.arange(n), (d, 1)), axis=1).T + rng.uniform(size=(n, d))) / n
+    return lower + (upper - lower) * u
+
+
+def _coordinate_ranges(model, ranges):
+    names = list(model.coordinate_names)
+    nq = len(names)
+    lower = np.full(nq, np.nan)
+    upper = np.full(nq, np.nan)
+    info = model.extras.get("osim")
+    if info is not None:
+        lower, upper = np.asarray(info.lower, float).copy(), np.asarray(info.upper, float).copy()
+    for name, (lo, hi) in (ranges or {}).items():
+        if name not in names:
+            raise ValueError(f"fit_path_functions: ranges name {name!r}, which is not a coordinate of the model; "
+                             f"coordinates: {names}")
+        lower[names.index(name)], upper[names.index(name)] = float(lo), float(hi)
+    bad = [n for n, lo, hi in zip(names, lower, upper) if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi)]
+    if bad:
+        raise ValueError(f"fit_path_functions: no finite range for coordinates {bad}; give ranges={{name: (lo, hi)}}")
+    return lower, upper
+
+
+def sample_paths(model, qs, *, progress: bool = True):
+    """Exact lengths ``(N, nm)`` and moment arms ``(N, nq, nm)`` at ``qs (N, nq)`` in one batched sweep."""
+    from ..sweep import sweep_poses
+
+    lengths, arms = sweep_poses(_lengths_and_arms, model, np.asarray(qs), progress=progress, desc="exact paths")
+    return np.asarray(lengths), np.asarray(arms)
+
+
+def _lengths_and_arms(model, q):
+    from .geometry import muscle_lengths
+    from .moment_arms import moment_arms
+
+    return muscle_lengths(model, q), moment_arms(model, q)
+
+
+def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples: int = 2000,
+                       max_order: int = 12, max_terms: int = 1500, tolerance: PathTolerance | None = None,
+                       moment_arm_threshold: float = 1e-4, moment_arm_weight: float = 1.0,
+                       ranges: dict | None = None, motion=None, seed: int = 0, progress: bool = True):
+    """A copy of ``model`` whose paths are polynomial functions of the coordinates they span, and a
+    :class:`PathFitReport` of their errors on poses neither the fit nor the order choice saw.
+
+    ``muscles``: the paths to fit (default: all).  ``n_samples`` poses (a Latin hypercube over the
+    coordinate ranges, ``ranges={name: (lo, hi)}`` overriding the model's) are split 60/20/20 into
+    fitting, order-selection and test sets; ``motion (T, nq)``: frames of a motion added to the
+    fitting set (the test set stays in the ranges).  ``max_order``/``max_terms``: the highest total degree, and most terms, tried.
+    ``tolerance``: the errors a path must meet on the selection set to stop raising its order
+    (:class:`PathTolerance`); paths that miss it on the test set are named in ``report.missed`` and
+    in a warning.  ``moment_arm_threshold`` (m): a coordinate is spanned where some sampled
+    |moment arm| exceeds it.  The model keeps every path's geometry for the consumers that need
+    points (joint reactions); :func:`mbjax.muscles.path_functions.with_path_functions` with None
+    restores the exact paths.
+    """
+    from .path_functions import build_path_functions, with_path_functions
+    from .paths import get_paths
+
+    tolerance = tolerance or PathTolerance()
+    paths = get_paths(model)
+    names = list(paths.names)
+    chosen = names if muscles is None else list(muscles)
+    unknown = [m for m in chosen if m not in names]
+    if unknown:
+        raise ValueError(f"fit_path_functions: {unknown} are not muscles of the model; muscles: {names}")
+    if not chosen:
+        raise ValueError("fit_path_functions: no muscle to fit")
+    if int(n_samples) < 50:
+        raise ValueError(f"fit_path_functions: n_samples must be >= 50, got {n_samples}")
+    if int(max_order) < 1:
+        raise ValueError(f"fit_path_functions: max_order must be >= 1, got {max_order}")
+    lower, upper = _coordinate_ranges(model, ranges)
+    rng = np.random.default_rng(seed)
+    n = int(n_samples)
+    qs = _latin_hypercube(n, lower, upper, rng)
+    n_fit, n_select = int(0.6 * n), int(0.2 * n)
+    extra = np.zeros((0, lower.size))
+    if motion is not None:
+        extra = np.asarray(motion, float)
+        if extra.ndim != 2 or extra.shape[1] != lower.size:
+            raise ValueError(f"fit_path_functions: motion must have shape (T, {lower.size}), got {extra.shape}")
+        if not np.all(np.isfinite(extra)):
+            raise ValueError("fit_path_functions: motion holds NaN or inf")
+    geometric = with_path_functions(model, None)
+    t0 = time.perf_counter()
+    lengths, arms = sample_paths(geometric, np.concatenate([qs, extra]), progress=progress)
+    sample_seconds = time.perf_counter() - t0
+    bad = ~np.all(np.isfinite(lengths), axis=0) | ~np.all(np.isfinite(arms), axis=(0, 1))
+    undefined = [m for m in chosen if bad[names.index(m)]]
+    if undefined:
+        raise ValueError(f"fit_path_functions: the exact paths of {undefined} are undefined (NaN) at some sampled "
+                         "poses (conditional points out of range, or a failed wrap); narrow the ranges")
+    x_all = np.concatenate([qs, extra])
+    fit_idx = np.concatenate([np.arange(n_fit), n + np.arange(len(extra))])
+    sel_idx = np.arange(n_fit, n_fit + n_select)
+    test_idx = np.arange(n_fit + n_select, n)
+    t0 = time.perf_counter()
+    fits, functions = [], {}
+    coord_names = list(model.coordinate_names)
+    for m in chosen:
+        j = names.index(m)
+        spans = np.nonzero(np.max(np.abs(arms[:, :, j]), axis=0) > moment_arm_threshold)[0]
+        if spans.size == 0:
+            raise ValueError(f"fit_path_functions: muscle {m!r} spans no coordinate (every sampled |moment arm| "
+                             f"<= {moment_arm_threshold} m)")
+        x, L, r = x_all[:, spans], lengths[:, j], arms[:, spans, j]
+        best = None
+        for order in range(1, int(max_order) + 1):
+            exps = multivariate_exponents(spans.size, order)
+            if exps.shape[0] > min(int(max_terms), len(fit_idx) * (1 + spans.size) // 2):
+                break  # more terms than the data can determine (or than is worth evaluating)
+            c = _fit_one(x[fit_idx], L[fit_idx], r[fit_idx], exps, moment_arm_weight)
+            e = _errors(x[sel_idx], L[sel_idx], r[sel_idx], exps, c)
+            score = _score(e, tolerance)
+            if best is None or score < best[0]:
+                best = (score, order, exps, c)
+            if score <= SELECTION_MARGIN:
+                break
+        _, order, exps, c = best
+        e = _errors(x[test_idx], L[test_idx], r[test_idx], exps, c)
+        meets = _score(e, tolerance) <= 1.0
+        cs = tuple(coord_names[i] for i in spans)
+        fits.append(PathFit(m, cs, order, c, *e, meets))
+        functions[m] = (cs, order, c)
+    fit_seconds = time.perf_counter() - t0
+    report = PathFitReport(fits, tolerance, len(fit_idx), len(sel_idx), len(test_idx), sample_seconds, fit_seconds)
+    if report.missed:
+        warnings.warn(f"fit_path_functions: {len(report.missed)} paths miss the tolerance {tolerance} on the test "
+                      f"poses: {', '.join(report.missed)} (see report.table())", stacklevel=2)
+    fitted = with_path_functions(model, build_path_functions(names, coord_names, functions))
+    return fitted, report

@@ -1,0 +1,214 @@
+"""Muscle paths as empirical functions of the coordinates they span (OpenSim's ``FunctionBasedPath``).
+
+A path's length is a smooth function L_m(q_{S_m}) of the coordinates S_m it spans, the Ehsani
+paper's empirical joint function applied to a muscle: its moment arms are the closed-form
+derivatives r_mk = -∂L_m/∂q_k (Ehsani Eq. 193 with the path's geometry replaced by its function),
+zero for every coordinate outside S_m.  The function is OpenSim's ``MultivariatePolynomialFunction``
+(coefficients in OpenSim's term order, :func:`~mbjax.maps.multivariate.multivariate_exponents`,
+arguments the raw coordinate values), so a model with path functions is read from and written to a
+``.osim`` file as ``FunctionBasedPath`` objects that OpenSim 4.6 evaluates identically.
+
+:class:`PathFunctions` holds the functions of some or all muscles of a model in
+``model.extras["path_functions"]``; :func:`mbjax.muscle_lengths` and :func:`mbjax.moment_arms` read
+them for those muscles (and skip the path geometry altogether when every muscle has one), so every
+consumer of lengths and moment arms (muscle forces, static optimization, muscle-driven simulation,
+identification) runs unchanged, with gradients in the coefficients.  The functions are grouped by
+(dimension, order): one vectorised evaluation per group, no loop over muscles.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from ..maps.multivariate import multivariate_exponents
+
+
+class PathFunctionGroup(eqx.Module):
+    """Path functions of equal ``(dimension, order)``: ``coefficients (n, T)``, ``inputs (n, d)``
+    coordinate indices into q, ``rows (n,)`` muscle indices."""
+
+    coefficients: jnp.ndarray
+    inputs: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    rows: tuple[int, ...] = eqx.field(static=True)
+    order: int = eqx.field(static=True)
+
+    @property
+    def dimension(self) -> int:
+        return len(self.inputs[0])
+
+    def values_and_gradients(self, q):
+        """L ``(n, *batch)`` and ∂L/∂q_S ``(n, d, *batch)`` at ``q (nq, *batch)``.
+
+        L = Σ_t c_t Π_i x_i^{e_ti}; ∂L/∂x_j = Σ_t c_t e_tj x_j^{e_tj - 1} Π_{i≠j} x_i^{e_ti}, with the
+        powers built by repeated products (exact at x = 0, differentiable everywhere).
+        """
+        e = multivariate_exponents(self.dimension, self.order)  # (T, d)
+        d, k = self.dimension, self.order
+        batch = q.shape[1:]
+        x = q[np.asarray(self.inputs)]  # (n, d, *batch)
+        dtype = jnp.result_type(x, self.coefficients)
+        x = x.astype(dtype)
+        ones = jnp.ones_like(x)
+        powers = [ones]
+        for _ in range(k):
+            powers.append(powers[-1] * x)
+        pw = jnp.stack(powers, axis=2)  # (n, d, k + 1, *batch): x_i^p
+        # x_i^{p-1} * p (the derivative of x^p), p = 0..k
+        dpw = jnp.stack([jnp.zeros_like(x)] + [p * powers[p - 1] for p in range(1, k + 1)], axis=2)
+        factors = [pw[:, i, e[:, i]] for i in range(d)]  # each (n, T, *batch)
+        c = self.coefficients.astype(dtype).reshape(self.coefficients.shape + (1,) * len(batch))
+        prod_all = factors[0]
+        for f in factors[1:]:
+            prod_all = prod_all * f
+        value = jnp.sum(c * prod_all, axis=1)
+        grads = []
+        for j in range(d):
+            term = dpw[:, j, e[:, j]]
+            for i in range(d):
+                if i != j:
+                    term = term * factors[i]
+            grads.append(jnp.sum(c * term, axis=1))
+        return value, jnp.stack(grads, axis=1)
+
+
+class PathFunctions(eqx.Module):
+    """The path functions of a model's muscles (all, or some), grouped by (dimension, order).
+
+    ``names``: the muscle of each function, in group order (aligned with :attr:`rows`, the
+    muscles' indices in the model).
+    """
+
+    groups: tuple[PathFunctionGroup, ...]
+    names: tuple[str, ...] = eqx.field(static=True)
+
+    @property
+    def rows(self) -> np.ndarray:
+        return np.asarray([r for g in self.groups for r in g.rows], dtype=np.int64)
+
+    def function(self, name: str):
+        """``(coordinate indices, order, coefficients)`` of muscle ``name``'s function."""
+        if name not in self.names:
+            raise KeyError(f"no path function for muscle {name!r}; functions exist for {list(self.names)}")
+        k = self.names.index(name)
+        for g in self.groups:
+            if k < len(g.rows):
+                return g.inputs[k], g.order, g.coefficients[k]
+            k -= len(g.rows)
+        raise AssertionError("unreachable")
+
+
+def build_path_functions(muscle_names: Sequence[str], coordinate_names: Sequence[str],
+                         functions: dict) -> PathFunctions:
+    """:class:`PathFunctions` from ``functions = {muscle: (coordinates, order, coefficients)}``.
+
+    ``coordinates``: names of the model's coordinates (the function's arguments, in order);
+    ``coefficients``: OpenSim's ``MultivariatePolynomialFunction`` coefficients for that dimension
+    and order.  Errors name the muscle and the coordinate.
+    """
+    muscle_names = list(muscle_names)
+    coordinate_names = list(coordinate_names)
+    by_key: dict[tuple[int, int], list] = {}
+    for name, (coords, order, coefficients) in functions.items():
+        if name not in muscle_names:
+            raise ValueError(f"path function for {name!r}: the model has no muscle of that name")
+        coords = tuple(coords)
+        if not coords:
+            raise ValueError(f"path function for muscle {name!r}: it names no coordinate")
+        if len(set(coords)) != len(coords):
+            raise ValueError(f"path function for muscle {name!r}: coordinates {coords} repeat")
+        missing = [c for c in coords if c not in coordinate_names]
+        if missing:
+            raise ValueError(f"path function for muscle {name!r}: {missing} are not coordinates of the model "
+                             f"(independent coordinates: {coordinate_names})")
+        order = int(order)
+        if order < 1:
+            raise ValueError(f"path function for muscle {name!r}: order must be >= 1, got {order}")
+        c = np.asarray(coefficients, dtype=float).ravel()
+        n_terms = multivariate_exponents(len(coords), order).shape[0]
+        if c.size != n_terms:
+            raise ValueError(f"path function for muscle {name!r}: a MultivariatePolynomialFunction of dimension "
+                             f"{len(coords)} and order {order} has {n_terms} coefficients, got {c.size}")
+        if not np.all(np.isfinite(c)):
+            raise ValueError(f"path function for muscle {name!r}: coefficients are not all finite")
+        inputs = tuple(coordinate_names.index(x) for x in coords)
+        by_key.setdefault((len(coords), order), []).append((muscle_names.index(name), inputs, c))
+    groups = []
+    for (_, order), items in sorted(by_key.items()):
+        groups.append(PathFunctionGroup(
+            coefficients=jnp.asarray(np.stack([c for _, _, c in items])),
+            inputs=tuple(i for _, i, _ in items),
+            rows=tuple(r for r, _, _ in items),
+            order=order,
+        ))
+    rows = [r for g in groups for r in g.rows]
+    return PathFunctions(groups=tuple(groups), names=tuple(muscle_names[r] for r in rows))
+
+
+def get_path_functions(model) -> PathFunctions | None:
+    """The model's :class:`PathFunctions`, or None when every path is geometric."""
+    pf = model.extras.get("path_functions")
+    if pf is not None and not isinstance(pf, PathFunctions):
+        raise ValueError(f"model.extras['path_functions'] must be a PathFunctions, got {type(pf).__name__}")
+    return pf
+
+
+def with_path_functions(model, functions: PathFunctions | dict | None):
+    """A copy of ``model`` whose muscles named in ``functions`` use them for length and moment arms
+    (``functions``: a :class:`PathFunctions` or the dict of :func:`build_path_functions`; None
+    removes them, every path geometric again)."""
+    from .paths import get_paths
+
+    extras = dict(model.extras)
+    if functions is None:
+        extras.pop("path_functions", None)
+        return model.with_extras(extras)
+    if not isinstance(functions, PathFunctions):
+        functions = build_path_functions(get_paths(model).names, model.coordinate_names, functions)
+    nm = get_paths(model).n_muscles
+    if len(functions.rows) and functions.rows.max() >= nm:
+        raise ValueError(f"path functions name muscle rows beyond the model's {nm} muscles")
+    extras["path_functions"] = functions
+    return model.with_extras(extras)
+
+
+def all_paths_are_functions(model) -> bool:
+    """True when every muscle of the model has a path function (no path geometry is evaluated)."""
+    from .paths import get_paths
+
+    pf = get_path_functions(model)
+    return pf is not None and set(pf.rows.tolist()) == set(range(get_paths(model).n_muscles))
+
+
+def function_lengths(pf: PathFunctions, q, lengths):
+    """``lengths (nm, *batch)`` with the rows of the functions replaced by their values at ``q``."""
+    for g in pf.groups:
+        value, _ = g.values_and_gradients(q)
+        lengths = lengths.at[np.asarray(g.rows)].set(value.astype(lengths.dtype))
+    return lengths
+
+
+def function_moment_arms(pf: PathFunctions, q, arms):
+    """``arms (nq, nm, *batch)`` with the columns of the functions replaced by -∂L/∂q (zero outside
+    the coordinates each function spans)."""
+    for g in pf.groups:
+        _, grad = g.values_and_gradients(q)  # (n, d, *batch)
+        rows = np.asarray(g.rows)
+        arms = arms.at[:, rows].set(0.0)
+        inputs = np.asarray(g.inputs)  # (n, d)
+        cols = np.broadcast_to(rows[:, None], inputs.shape)
+        arms = arms.at[inputs.ravel(), cols.ravel()].add(-grad.reshape((-1,) + grad.shape[2:]).astype(arms.dtype))
+    return arms
+
+
+def refuse_path_functions(model, where: str) -> None:
+    """Raise for a consumer that needs every path's points when some muscles have a path function."""
+    pf = get_path_functions(model)
+    if pf is not None:
+        raise NotImplementedError(
+            f"{where} needs each path's points, and the muscles {list(pf.names)} have a path function instead "
+            "(a FunctionBasedPath has no points); use mbjax.moment_arms / mbjax.muscle_lengths, or the model "
+            "without path functions (mbjax.with_path_functions(model, None))")

@@ -1,0 +1,233 @@
+"""Path functions (OpenSim's FunctionBasedPath) and their fit to the exact paths.
+
+Independent references: autodiff of the lengths (forward and reverse) for the closed-form moment
+arms; the exact path geometry at poses the fit never saw for the fitted functions; central
+differences for gradients in the coefficients.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mbjax
+from mbjax.maps.multivariate import multivariate_exponents
+from mbjax.muscles.path_fitting import _coordinate_ranges, _latin_hypercube
+
+MODEL = "gait10dof18musc"  # no wrap objects: the exact pass compiles in seconds
+#: paths of that model whose exact length is smooth over the coordinate ranges (no conditional point)
+SMOOTH = ("hamstrings_r", "bifemsh_r", "vasti_r", "soleus_r", "tib_ant_r",
+          "hamstrings_l", "bifemsh_l", "vasti_l", "soleus_l", "tib_ant_l")
+
+
+def _random_functions(model, seed):
+    rng = np.random.default_rng(seed)
+    names = model.extras["muscles"].names
+    coords = list(model.coordinate_names)
+    out = {}
+    for name in names:
+        d = int(rng.integers(1, 4))
+        order = int(rng.integers(2, 6))
+        cs = tuple(rng.choice(coords, size=d, replace=False))
+        c = rng.normal(scale=0.02, size=multivariate_exponents(d, order).shape[0])
+        c[0] = 0.3
+        out[name] = (cs, order, c)
+    return out
+
+
+def test_moment_arms_are_minus_the_gradient_of_the_lengths():
+    """Closed-form -∂L/∂q against jacfwd and jacrev of the lengths, one pose and batched."""
+    model = mbjax.models.load(MODEL)
+    fitted = mbjax.with_path_functions(model, _random_functions(model, 0))
+    qs = jnp.asarray(np.random.default_rng(1).uniform(-1, 1, size=(5, model.n_coordinates)))
+    R = jax.vmap(mbjax.moment_arms, in_axes=(None, 0))(fitted, qs)
+    for k in range(len(qs)):
+        fwd = jax.jacfwd(lambda x: mbjax.muscle_lengths(fitted, x))(qs[k])
+        rev = jax.jacrev(lambda x: mbjax.muscle_lengths(fitted, x))(qs[k])
+        np.testing.assert_allclose(R[k], -fwd.T, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(R[k], -rev.T, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(mbjax.moment_arms(fitted, qs[k]), R[k], rtol=0, atol=1e-15)
+    # OpenSim's moment-arm rule is the same derivative for a FunctionBasedPath
+    np.testing.assert_allclose(mbjax.muscles.opensim_moment_arms(fitted, qs[0]), R[0], rtol=0, atol=1e-15)
+
+
+def test_lengths_are_the_polynomials_written_out():
+    """L = Σ c_t Π x_i^e_ti evaluated term by term in NumPy."""
+    model = mbjax.models.load(MODEL)
+    funcs = _random_functions(model, 2)
+    fitted = mbjax.with_path_functions(model, funcs)
+    q = np.random.default_rng(3).uniform(-1.2, 1.2, size=model.n_coordinates)
+    L = np.asarray(mbjax.muscle_lengths(fitted, jnp.asarray(q)))
+    names = list(model.coordinate_names)
+    for m, (cs, order, c) in funcs.items():
+        x = q[[names.index(n) for n in cs]]
+        e = multivariate_exponents(len(cs), order)
+        expected = sum(ct * np.prod(x ** et) for ct, et in zip(c, e))
+        assert L[list(model.extras["muscles"].names).index(m)] == pytest.approx(expected, abs=1e-15)
+
+
+def test_float32_runs():
+    model = mbjax.models.load(MODEL)
+    fitted = mbjax.with_path_functions(model, _random_functions(model, 4))
+    q = jnp.zeros(model.n_coordinates, jnp.float32) + 0.3
+    L64 = mbjax.muscle_lengths(fitted, q.astype(jnp.float64))
+    f32 = jax.tree.map(lambda a: a.astype(jnp.float32) if eqx_float(a) else a, fitted)
+    L32 = mbjax.muscle_lengths(f32, q)
+    assert L32.dtype == jnp.float32
+    np.testing.assert_allclose(L32, L64, rtol=1e-5)
+
+
+def eqx_float(a):
+    return isinstance(a, jax.Array) and jnp.issubdtype(a.dtype, jnp.floating)
+
+
+@pytest.fixture(scope="module")
+def fit():
+    model = mbjax.models.load(MODEL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the paths with conditional points miss the tolerance (checked below)
+        fitted, report = mbjax.fit_path_functions(model, n_samples=1000, progress=False)
+    return model, fitted, report
+
+
+def test_fitted_paths_equal_the_exact_ones_at_poses_the_fit_never_saw(fit):
+    model, fitted, report = fit
+    lo, hi = _coordinate_ranges(model, None)
+    qs = jnp.asarray(_latin_hypercube(300, lo, hi, np.random.default_rng(123)))
+    exact_L = np.asarray(jax.vmap(mbjax.muscle_lengths, in_axes=(None, 0))(model, qs))
+    exact_R = np.asarray(jax.vmap(mbjax.moment_arms, in_axes=(None, 0))(model, qs))
+    fit_L = np.asarray(jax.vmap(mbjax.muscle_lengths, in_axes=(None, 0))(fitted, qs))
+    fit_R = np.asarray(jax.vmap(mbjax.moment_arms, in_axes=(None, 0))(fitted, qs))
+    names = list(model.extras["muscles"].names)
+    tol = report.tolerance
+    for f in report.fits:
+        j = names.index(f.muscle)
+        spans = [list(model.coordinate_names).index(c) for c in f.coordinates]
+        e_len = fit_L[:, j] - exact_L[:, j]
+        e_arm = fit_R[:, spans, j] - exact_R[:, spans, j]
+        rms_len, rms_arm = np.sqrt(np.mean(e_len ** 2)), np.sqrt(np.mean(e_arm ** 2))
+        # the report's test errors describe fresh poses too (same distribution, other samples)
+        assert rms_len == pytest.approx(f.length_rms, rel=0.5, abs=2e-6), f.muscle
+        if f.muscle in SMOOTH:
+            assert f.meets_tolerance, f.muscle
+            assert rms_len <= 1.5 * tol.length_rms and np.max(np.abs(e_len)) <= 1.5 * tol.length_max, f.muscle
+            assert rms_arm <= 1.5 * tol.moment_arm_rms, f.muscle
+        # a coordinate outside the function's spans has no moment arm in the exact path either
+        others = [k for k in range(model.n_coordinates) if k not in spans]
+        assert np.max(np.abs(exact_R[:, others, j])) <= 1e-4 and np.all(fit_R[:, others, j] == 0)
+    # the paths with conditional points jump: named, not hidden
+    assert set(report.missed) <= set(names) - set(SMOOTH)
+    assert "iliopsoas_r" in report.missed
+    assert "MISSED" in report.table() and "iliopsoas_r" in str(report)
+
+
+def test_consumers_run_on_the_fitted_model(fit):
+    """Muscle forces and static optimization's frame data: fitted ≈ exact for the smooth paths."""
+    model, fitted, report = fit
+    lo, hi = _coordinate_ranges(model, None)
+    q = jnp.asarray(lo + 0.4 * (hi - lo))  # inside the ranges the fit sampled
+    qd = jnp.full(model.n_coordinates, 0.3)
+    a = jnp.full(len(model.extras["muscles"].names), 0.4)
+    names = list(model.extras["muscles"].names)
+    smooth = np.asarray([names.index(m) for m in SMOOTH])
+    f_exact = np.asarray(mbjax.muscle_forces(model, q, qd, a))
+    f_fit = np.asarray(mbjax.muscle_forces(fitted, q, qd, a))
+    np.testing.assert_allclose(f_fit[smooth], f_exact[smooth], rtol=0.05)
+    # static optimization's frame data (what the optimizer reads: R, force per unit activation, τ)
+    exact = mbjax.sharing.sharing_problem(model, q, qd, jnp.zeros_like(q))
+    approx = mbjax.sharing.sharing_problem(fitted, q, qd, jnp.zeros_like(q))
+    np.testing.assert_allclose(approx.f_opt[smooth], exact.f_opt[smooth], rtol=0.02)
+    np.testing.assert_allclose(approx.moment_arms[:, smooth], exact.moment_arms[:, smooth], rtol=0, atol=3e-3)
+    np.testing.assert_allclose(approx.tau, exact.tau, rtol=1e-12)
+    # OpenSim's unit-force rule on a FunctionBasedPath is -∂L/∂q too (the moving patella of the
+    # vasti makes the rules differ on the exact path, not on the function)
+    opensim_rule = mbjax.sharing.sharing_problem(fitted, q, qd, jnp.zeros_like(q), moment_arm_rule="opensim")
+    np.testing.assert_array_equal(opensim_rule.moment_arms, approx.moment_arms)
+
+
+def test_gradients_in_the_coefficients_equal_differences(fit):
+    model, fitted, _ = fit
+    q = jnp.asarray(np.array(model.extras["osim"].default, float)) + 0.1
+
+    def total(m):
+        return jnp.sum(mbjax.moment_arms(m, q) ** 2) + jnp.sum(mbjax.muscle_lengths(m, q))
+
+    g = jax.grad(total)(fitted).extras["path_functions"].groups[0].coefficients
+    c0 = fitted.extras["path_functions"].groups[0].coefficients
+    h = 1e-6
+    for idx in [(0, 0), (0, 1), (-1, -1)]:
+        def at(v):
+            return total(eqx_tree_at(fitted, c0.at[idx].set(c0[idx] + v)))
+        fd = (at(h) - at(-h)) / (2 * h)
+        assert float(g[idx]) == pytest.approx(float(fd), rel=1e-6, abs=1e-8)
+
+
+def eqx_tree_at(model, coefficients):
+    import equinox as eqx
+
+    return eqx.tree_at(lambda m: m.extras["path_functions"].groups[0].coefficients, model, coefficients)
+
+
+@pytest.mark.parametrize("functions, message", [
+    ({"nope": (("knee_angle_r",), 1, [0.3, 0.1])}, "no muscle of that name"),
+    ({"soleus_r": (("knee",), 1, [0.3, 0.1])}, "'knee'] are not coordinates"),
+    ({"soleus_r": (("ankle_angle_r",), 2, [0.3, 0.1])}, "has 3 coefficients, got 2"),
+    ({"soleus_r": (("ankle_angle_r",), 1, [0.3, np.nan])}, "not all finite"),
+    ({"soleus_r": ((), 1, [0.3])}, "names no coordinate"),
+    ({"soleus_r": (("ankle_angle_r", "ankle_angle_r"), 1, [0.3, 0.1, 0.1])}, "repeat"),
+    ({"soleus_r": (("ankle_angle_r",), 0, [0.3])}, "order must be >= 1"),
+])
+def test_bad_functions_are_refused_by_name(functions, message):
+    model = mbjax.models.load(MODEL)
+    with pytest.raises(ValueError, match=message):
+        mbjax.with_path_functions(model, functions)
+
+
+def test_bad_fit_arguments_are_refused_by_name():
+    model = mbjax.models.load(MODEL)
+    with pytest.raises(ValueError, match="'nope'"):
+        mbjax.fit_path_functions(model, ["nope"], progress=False)
+    with pytest.raises(ValueError, match="n_samples must be >= 50"):
+        mbjax.fit_path_functions(model, n_samples=10, progress=False)
+    with pytest.raises(ValueError, match="ranges name 'knee'"):
+        mbjax.fit_path_functions(model, ranges={"knee": (0, 1)}, progress=False)
+    with pytest.raises(ValueError, match=r"motion must have shape \(T, 10\)"):
+        mbjax.fit_path_functions(model, motion=np.zeros((4, 3)), progress=False)
+
+
+def test_point_consumers_refuse_path_functions():
+    model = mbjax.models.load(MODEL)
+    fitted = mbjax.with_path_functions(model, _random_functions(model, 5))
+    q = jnp.zeros(model.n_coordinates)
+    for fn in (mbjax.muscles.gmlav, mbjax.muscles.moment_arms_block, mbjax.muscles.moment_arms_sparse):
+        with pytest.raises(NotImplementedError, match="soleus_r"):
+            fn(fitted, q)
+
+
+def test_joint_reaction_loads_of_a_function_path_are_mobility_forces():
+    """OpenSim applies a FunctionBasedPath's tension as generalized forces R F, no body load."""
+    from mbjax.jr_tool import muscle_loads
+
+    model = mbjax.models.load(MODEL)
+    funcs = _random_functions(model, 6)
+    some = {k: funcs[k] for k in ("soleus_r", "vasti_l")}
+    fitted = mbjax.with_path_functions(model, some)
+    names = list(model.extras["muscles"].names)
+    q = jnp.asarray(np.random.default_rng(7).uniform(-0.5, 0.3, size=(2, model.n_coordinates)))
+    tension = jnp.asarray(np.random.default_rng(8).uniform(10, 100, size=(2, len(names))))
+    rows = [names.index("soleus_r"), names.index("vasti_l")]
+    only = jnp.zeros_like(tension).at[:, rows].set(tension[:, rows])
+    gen, force, moment = muscle_loads(fitted, q, only)
+    R = jax.vmap(mbjax.moment_arms, in_axes=(None, 0))(fitted, q)
+    np.testing.assert_allclose(gen, jnp.einsum("tqm,tm->tq", R, only), rtol=1e-13, atol=1e-12)
+    assert np.all(np.asarray(force) == 0) and np.all(np.asarray(moment) == 0)
+    # the other muscles keep their geometric loads
+    rest = tension.at[:, rows].set(0.0)
+    g2, f2, m2 = muscle_loads(fitted, q, rest)
+    g0, f0, m0 = muscle_loads(model, q, rest)
+    np.testing.assert_allclose(g2, g0, rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(f2, f0, rtol=1e-13, atol=1e-12)
