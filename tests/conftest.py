@@ -48,6 +48,15 @@ def pytest_runtest_teardown(item, nextitem):
         gc.collect()
 
 
+def pytest_runtest_logreport(report):
+    """With MBJAX_TEST_DURATIONS=FILE, append each phase's duration as it ends (a run stopped early
+    still says where its time went; ``--durations`` reports only at the end)."""
+    path = os.environ.get("MBJAX_TEST_DURATIONS")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(f"{report.duration:.2f}\t{report.when}\t{report.outcome}\t{report.nodeid}\n")
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Collect garbage now and freeze what is left, so the process ends quickly.
 

@@ -491,6 +491,7 @@ def test_tool_compile_cache(tmp_path):
 def test_compilation_cache_refuses_bad_folders(tmp_path, monkeypatch):
     from mbjax.compilation_cache import default_cache_dir, enable_compilation_cache
 
+    before = jax.config.jax_compilation_cache_dir  # the test suite's own cache (tests/conftest.py)
     monkeypatch.setenv("MBJAX_CACHE_DIR", str(tmp_path / "here"))
     assert default_cache_dir() == str(tmp_path / "here")
     monkeypatch.delenv("MBJAX_CACHE_DIR")
@@ -504,7 +505,7 @@ def test_compilation_cache_refuses_bad_folders(tmp_path, monkeypatch):
         enable_compilation_cache(afile / "sub")
     with pytest.raises(ValueError, match="min_compile_time"):
         enable_compilation_cache(tmp_path / "ok", min_compile_time=-1.0)
-    assert jax.config.jax_compilation_cache_dir in (None, "")  # refused calls leave JAX's config alone
+    assert jax.config.jax_compilation_cache_dir == before  # refused calls leave JAX's config alone
 
 
 def _pendulum_jr_setup(tmp_path, forces="force.sto"):

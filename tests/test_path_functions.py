@@ -231,3 +231,27 @@ def test_joint_reaction_loads_of_a_function_path_are_mobility_forces():
     g0, f0, m0 = muscle_loads(model, q, rest)
     np.testing.assert_allclose(g2, g0, rtol=1e-13, atol=1e-12)
     np.testing.assert_allclose(f2, f0, rtol=1e-13, atol=1e-12)
+
+
+def test_muscle_driven_dynamics_on_a_partly_fitted_model(fit):
+    """The smooth paths as functions, the others exact: the muscle-driven vector field is the exact
+    one up to the functions' errors (and runs through the geometric rows unchanged)."""
+    model, fitted, report = fit
+    pf = fitted.extras["path_functions"]
+    names = list(model.coordinate_names)
+    smooth_only = {}
+    for m in SMOOTH:
+        inputs, order, c = pf.function(m)
+        smooth_only[m] = (tuple(names[i] for i in inputs), order, np.asarray(c))
+    partly = mbjax.with_path_functions(model, smooth_only)
+    lo, hi = _coordinate_ranges(model, None)
+    q = jnp.asarray(lo + 0.45 * (hi - lo))
+    nm = len(model.extras["muscles"].names)
+    a = jnp.full(nm, 0.3)
+    qd = jnp.zeros_like(q)
+    lce = mbjax.initial_fiber_lengths(model, q, qd, a)
+    exact = mbjax.muscle_vector_field(model, 0.0, mbjax.MuscleSimState(q, qd, a, lce), a)
+    approx = mbjax.muscle_vector_field(partly, 0.0, mbjax.MuscleSimState(q, qd, a, lce), a)
+    assert np.all(np.isfinite(np.asarray(approx.qd)))
+    np.testing.assert_allclose(approx.qd, exact.qd, rtol=0.05, atol=0.05 * float(jnp.abs(exact.qd).max()))
+    np.testing.assert_allclose(approx.activation, exact.activation, rtol=1e-12)

@@ -282,6 +282,14 @@ def test_ellipsoid_moment_arms_are_minus_the_gradient():
 
 
 @needs_arm26
+def test_arm26_loads_smooth_naming_the_quadrants_it_does_not_apply():
+    with pytest.warns(UserWarning, match=r"arm26\.osim.*quadrant of 'TRIlonghh', 'BIClonghh' is not applied"):
+        smooth = load_osim(ARM26, wrapping="smooth")
+    assert mbjax.muscles.paths.get_paths(smooth).wraps.wrapping == "smooth"
+
+
+@pytest.mark.extended  # compiles both wrap passes of arm26; the surfaces are checked one by one in CI
+@needs_arm26
 def test_arm26_loads_smooth_with_its_ellipsoids():
     with pytest.warns(UserWarning, match=r"arm26\.osim.*quadrant of 'TRIlonghh', 'BIClonghh' is not applied"):
         smooth = load_osim(ARM26, wrapping="smooth")

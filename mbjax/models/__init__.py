@@ -1,16 +1,30 @@
 """Built-in models: four-bar, five-bar, Andrews squeezer, shoulder, seven-segment planar human, and the
 shipped OpenSim examples, loadable by name (:func:`load`, :func:`model_path`; :func:`arm26`), and a worked
-OpenSim pipeline (:func:`pipeline_path`)."""
+OpenSim pipeline (:func:`pipeline_path`).
 
-from . import planar_human as planar_human
-from . import shoulder as shoulder
-from . import andrews as andrews
-from . import fourbar as fourbar
-from . import fivebar as fivebar
-from .opensim_examples import arm26 as arm26
-from .opensim_examples import arm26_path as arm26_path
-from .opensim_examples import EXAMPLES as EXAMPLES
-from .opensim_examples import load as load
-from .opensim_examples import model_path as model_path
-from .opensim_examples import PIPELINES as PIPELINES
-from .opensim_examples import pipeline_path as pipeline_path
+Names are imported on first use (PEP 562): the command line reads :data:`EXAMPLES` without importing JAX.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_SUBMODULES = ("planar_human", "shoulder", "andrews", "fourbar", "fivebar")
+_EXAMPLE_NAMES = ("arm26", "arm26_path", "EXAMPLES", "load", "model_path", "PIPELINES", "pipeline_path")
+
+__all__ = sorted(_SUBMODULES + _EXAMPLE_NAMES)
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    elif name in _EXAMPLE_NAMES:
+        value = getattr(importlib.import_module(f"{__name__}.opensim_examples"), name)
+    else:
+        raise AttributeError(f"module 'mbjax.models' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
