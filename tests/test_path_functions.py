@@ -119,9 +119,10 @@ def test_fitted_paths_equal_the_exact_ones_at_poses_the_fit_never_saw(fit):
         # a coordinate outside the function's spans has no moment arm in the exact path either
         others = [k for k in range(model.n_coordinates) if k not in spans]
         assert np.max(np.abs(exact_R[:, others, j])) <= 1e-4 and np.all(fit_R[:, others, j] == 0)
-    # the paths with conditional points jump: named, not hidden
+    # the paths with conditional points jump: named, not hidden, and the jump located
     assert set(report.missed) <= set(names) - set(SMOOTH)
-    assert "iliopsoas_r" in report.missed
+    assert "iliopsoas_r" in report.missed and report["iliopsoas_r"].jumps > 0
+    assert all(report[m].jumps == 0 for m in SMOOTH)
     assert "MISSED" in report.table() and "iliopsoas_r" in str(report)
 
 
@@ -255,3 +256,15 @@ def test_muscle_driven_dynamics_on_a_partly_fitted_model(fit):
     assert np.all(np.isfinite(np.asarray(approx.qd)))
     np.testing.assert_allclose(approx.qd, exact.qd, rtol=0.05, atol=0.05 * float(jnp.abs(exact.qd).max()))
     np.testing.assert_allclose(approx.activation, exact.activation, rtol=1e-12)
+
+
+def test_jumps_are_found_where_a_length_steps_and_not_where_it_is_smooth():
+    from mbjax.muscles.path_fitting import exact_path_jumps
+
+    x = np.random.default_rng(0).uniform(-1, 1, size=(400, 2))
+    smooth = 0.3 + 0.02 * np.sin(2 * x[:, 0]) * x[:, 1]
+    arms = -np.stack([0.04 * np.cos(2 * x[:, 0]) * x[:, 1], 0.02 * np.sin(2 * x[:, 0])], 1)
+    assert exact_path_jumps(x, smooth, arms, 5e-4) == (0, None)
+    stepped = smooth + 0.01 * (x[:, 0] > 0.3)
+    count, at = exact_path_jumps(x, stepped, arms, 5e-4)
+    assert count > 0 and abs(at[0] - 0.3) < 0.1

@@ -47,6 +47,11 @@ class PathFit:
     moment_arm_rms: float
     moment_arm_max: float
     meets_tolerance: bool
+    #: sampled neighbour pairs across which the exact length jumps (its change differs from the
+    #: moment arms' prediction by more than the length tolerance), and the midpoint of the largest
+    #: (coordinate values, or None): a jump no smooth function can follow
+    jumps: int = 0
+    jump_at: tuple[float, ...] | None = None
 
 
 @dataclasses.dataclass
@@ -75,12 +80,16 @@ class PathFitReport:
 
     def table(self) -> str:
         """One line per path: coordinates, order, test errors in mm."""
-        head = f"{'path':<14} {'dim':>3} {'order':>5} {'L rms':>8} {'L max':>8} {'r rms':>8} {'r max':>8}  (mm)"
+        head = (f"{'path':<14} {'dim':>3} {'order':>5} {'L rms':>8} {'L max':>8} {'r rms':>8} {'r max':>8}  (mm)"
+                "  exact-path jumps")
         rows = [head]
         for f in self.fits:
             flag = "" if f.meets_tolerance else "  MISSED"
+            jump = "" if not f.jumps else (f"  {f.jumps} (near " + ", ".join(
+                f"{c}={v:.3g}" for c, v in zip(f.coordinates, f.jump_at)) + ")")
             rows.append(f"{f.muscle:<14} {len(f.coordinates):>3} {f.order:>5} {1e3 * f.length_rms:8.4f} "
-                        f"{1e3 * f.length_max:8.4f} {1e3 * f.moment_arm_rms:8.4f} {1e3 * f.moment_arm_max:8.4f}{flag}")
+                        f"{1e3 * f.length_max:8.4f} {1e3 * f.moment_arm_rms:8.4f} {1e3 * f.moment_arm_max:8.4f}"
+                        f"{flag}{jump}")
         return "\n".join(rows)
 
     def __str__(self) -> str:
@@ -138,6 +147,31 @@ SELECTION_MARGIN = 0.7
 def _score(errors, tolerance: PathTolerance) -> float:
     """The largest error as a fraction of its tolerance (length RMS, length max, moment-arm RMS)."""
     return max(errors[0] / tolerance.length_rms, errors[1] / tolerance.length_max, errors[2] / tolerance.moment_arm_rms)
+
+
+def exact_path_jumps(x, lengths, arms, threshold: float, scale=None):
+    """Neighbour pairs of samples across which a path's length jumps: ``(count, midpoint or None)``.
+
+    For each sample i and its 2d + 1 nearest neighbours j (coordinates ``x (n, d)`` scaled by ``scale``),
+    the trapezoid rule predicts L_j − L_i = −(r_i + r_j)/2 · (x_j − x_i) for a smooth path (error
+    O(|Δx|³)); a mismatch above ``threshold`` (m) is a jump (a conditional point or wrap switching
+    on, a change of wrap segment) or a kink sharp at that spacing.
+    """
+    from scipy.spatial import cKDTree
+
+    xs = x if scale is None else x / scale
+    k = min(2 * x.shape[1] + 1, len(x) - 1)  # neighbours on every side, so pairs straddle a jump
+    _, nn = cKDTree(xs).query(xs, k=k + 1)
+    i = np.repeat(np.arange(len(x)), k)
+    j = nn[:, 1:].ravel()
+    predicted = -0.5 * np.sum((arms[i] + arms[j]) * (x[j] - x[i]), axis=1)
+    mismatch = np.abs(lengths[j] - lengths[i] - predicted)
+    bad = mismatch > threshold
+    if not bad.any():
+        return 0, None
+    pairs = {(min(a, b), max(a, b)) for a, b in zip(i[bad], j[bad])}
+    w = int(np.argmax(mismatch))
+    return len(pairs), tuple(float(v) for v in 0.5 * (x[i[w]] + x[j[w]]))
 
 
 def _latin_hypercube(n, lower, upper, rng):
@@ -265,7 +299,8 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
         e = _errors(x[test_idx], L[test_idx], r[test_idx], exps, c)
         meets = _score(e, tolerance) <= 1.0
         cs = tuple(coord_names[i] for i in spans)
-        fits.append(PathFit(m, cs, order, c, *e, meets))
+        jumps, at = exact_path_jumps(x, L, r, tolerance.length_max, (upper - lower)[spans])
+        fits.append(PathFit(m, cs, order, c, *e, meets, jumps, at))
         functions[m] = (cs, order, c)
     fit_seconds = time.perf_counter() - t0
     report = PathFitReport(fits, tolerance, len(fit_idx), len(sel_idx), len(test_idx), sample_seconds, fit_seconds)
