@@ -306,6 +306,7 @@ def _gait_setup(tmp_path, model):
     return setup, acts
 
 
+@pytest.mark.extended  # a second formulation of what tests/validation/test_jr_opensim.py checks against OpenSim
 def test_gait2354_reactions_are_the_subtree_balance(tmp_path):
     from mbjax.forces import CoordinateActuator, actuator_matrix
     from mbjax.io.external_loads import read_external_loads

@@ -18,6 +18,7 @@ identification) runs unchanged, with gradients in the coefficients.  The functio
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import equinox as eqx
@@ -41,38 +42,80 @@ class PathFunctionGroup(eqx.Module):
         return len(self.inputs[0])
 
     def values_and_gradients(self, q):
-        """L ``(n, *batch)`` and ∂L/∂q_S ``(n, d, *batch)`` at ``q (nq, *batch)``.
+        """L ``(n, *batch)`` and ∂L/∂q_S ``(n, d, *batch)`` at ``q (n_q, *batch)``.
 
-        L = Σ_t c_t Π_i x_i^{e_ti}; ∂L/∂x_j = Σ_t c_t e_tj x_j^{e_tj - 1} Π_{i≠j} x_i^{e_ti}, with the
-        powers built by repeated products (exact at x = 0, differentiable everywhere).
+        The monomials φ_t = Π_i x_i^{e_ti} are built degree by degree (φ_t = φ_parent(t) · x_i, one
+        gather and product per degree, exact at x = 0); then L = φᵀc and ∂L/∂x_j = φᵀ(D_j c) with
+        (D_j c)_s = Σ_{t: e_t − δ_j = e_s} e_tj c_t, a linear map of the coefficients (the
+        derivative of a polynomial of order k is one of order k − 1 on the same terms): one
+        contraction of φ with the ``(T, 1 + d)`` coefficient columns gives the value and gradient.
         """
-        e = multivariate_exponents(self.dimension, self.order)  # (T, d)
         d, k = self.dimension, self.order
+        parents, variables, src, dst, var, mult = _term_tables(d, k)
         batch = q.shape[1:]
         x = q[np.asarray(self.inputs)]  # (n, d, *batch)
         dtype = jnp.result_type(x, self.coefficients)
         x = x.astype(dtype)
-        ones = jnp.ones_like(x)
-        powers = [ones]
-        for _ in range(k):
-            powers.append(powers[-1] * x)
-        pw = jnp.stack(powers, axis=2)  # (n, d, k + 1, *batch): x_i^p
-        # x_i^{p-1} * p (the derivative of x^p), p = 0..k
-        dpw = jnp.stack([jnp.zeros_like(x)] + [p * powers[p - 1] for p in range(1, k + 1)], axis=2)
-        factors = [pw[:, i, e[:, i]] for i in range(d)]  # each (n, T, *batch)
-        c = self.coefficients.astype(dtype).reshape(self.coefficients.shape + (1,) * len(batch))
-        prod_all = factors[0]
-        for f in factors[1:]:
-            prod_all = prod_all * f
-        value = jnp.sum(c * prod_all, axis=1)
-        grads = []
-        for j in range(d):
-            term = dpw[:, j, e[:, j]]
-            for i in range(d):
-                if i != j:
-                    term = term * factors[i]
-            grads.append(jnp.sum(c * term, axis=1))
-        return value, jnp.stack(grads, axis=1)
+        n = x.shape[0]
+        levels = [jnp.ones((n, 1) + batch, dtype)]
+        for par, v in zip(parents, variables):  # degree 1..k, terms in OpenSim's order within a degree
+            levels.append(levels[-1][:, par] * x[:, v])
+        phi = jnp.concatenate(levels, axis=1)[:, _by_degree_inverse(d, k)]  # (n, T, *batch), OpenSim order
+        c = self.coefficients.astype(dtype)
+        grad_c = jnp.zeros((n, c.shape[1], d), dtype).at[:, dst, var].add(c[:, src] * mult)
+        columns = jnp.concatenate([c[:, :, None], grad_c], axis=2)  # (n, T, 1 + d)
+        out = jnp.einsum("nt...,ntk->nk...", phi, columns)
+        return out[:, 0], out[:, 1:]
+
+
+@functools.lru_cache(maxsize=None)
+def _degree_order(dimension: int, order: int) -> np.ndarray:
+    """The term indices (OpenSim's order) sorted by total degree (stable)."""
+    e = multivariate_exponents(dimension, order)
+    return np.argsort(e.sum(1), kind="stable")
+
+
+@functools.lru_cache(maxsize=None)
+def _by_degree_inverse(dimension: int, order: int) -> np.ndarray:
+    return np.argsort(_degree_order(dimension, order))
+
+
+@functools.lru_cache(maxsize=None)
+def _term_tables(dimension: int, order: int):
+    """Static tables of the degree recursion and of the derivative map (see ``values_and_gradients``).
+
+    ``parents[g-1], variables[g-1]``: for the terms of degree g (in degree order), the position of
+    the parent term among the degree g − 1 terms and the input that multiplies it; ``src, dst, var,
+    mult``: the entries (D_var)_{dst, src} = mult of the derivative maps.
+    """
+    e = multivariate_exponents(dimension, order)
+    index = {tuple(r): t for t, r in enumerate(e)}
+    deg = e.sum(1)
+    by_degree = _degree_order(dimension, order)
+    position = {int(t): int(np.nonzero(by_degree[deg[by_degree] == deg[t]] == t)[0][0]) for t in range(len(e))}
+    parents, variables = [], []
+    for g in range(1, order + 1):
+        ts = by_degree[deg[by_degree] == g]
+        par, var = [], []
+        for t in ts:
+            i = int(np.nonzero(e[t])[0][0])
+            lower = e[t].copy()
+            lower[i] -= 1
+            par.append(position[index[tuple(lower)]])
+            var.append(i)
+        parents.append(np.asarray(par, dtype=np.int64))
+        variables.append(np.asarray(var, dtype=np.int64))
+    src, dst, var, mult = [], [], [], []
+    for t, r in enumerate(e):
+        for j in np.nonzero(r)[0]:
+            lower = r.copy()
+            lower[j] -= 1
+            src.append(t)
+            dst.append(index[tuple(lower)])
+            var.append(int(j))
+            mult.append(float(r[j]))
+    return (tuple(parents), tuple(variables), np.asarray(src, np.int64), np.asarray(dst, np.int64),
+            np.asarray(var, np.int64), np.asarray(mult))
 
 
 class PathFunctions(eqx.Module):
