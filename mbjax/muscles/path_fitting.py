@@ -154,8 +154,8 @@ def exact_path_jumps(x, lengths, arms, threshold: float, scale=None):
 
     For each sample i and its 2d + 1 nearest neighbours j (coordinates ``x (n, d)`` scaled by ``scale``),
     the trapezoid rule predicts L_j − L_i = −(r_i + r_j)/2 · (x_j − x_i) for a smooth path (error
-    O(|Δx|³)); a mismatch above ``threshold`` (m) is a jump (a conditional point or wrap switching
-    on, a change of wrap segment) or a kink sharp at that spacing.
+    O(|Δx|³), and at most |Δx| |r_j − r_i| to leading order); a mismatch above both ``threshold`` (m)
+    and that bound is a jump (a conditional point or a wrap switching on, a change of wrap segment).
     """
     from scipy.spatial import cKDTree
 
@@ -166,7 +166,10 @@ def exact_path_jumps(x, lengths, arms, threshold: float, scale=None):
     j = nn[:, 1:].ravel()
     predicted = -0.5 * np.sum((arms[i] + arms[j]) * (x[j] - x[i]), axis=1)
     mismatch = np.abs(lengths[j] - lengths[i] - predicted)
-    bad = mismatch > threshold
+    # a smooth path's trapezoid error is at most |Δx| times the moment arms' variation along the
+    # pair, which |Δx| |r_j − r_i| estimates; a jump exceeds it however close the pair
+    smooth_bound = np.linalg.norm(x[j] - x[i], axis=1) * np.linalg.norm(arms[j] - arms[i], axis=1)
+    bad = mismatch > np.maximum(threshold, smooth_bound)
     if not bad.any():
         return 0, None
     pairs = {(min(a, b), max(a, b)) for a, b in zip(i[bad], j[bad])}
