@@ -41,14 +41,15 @@ class PathFunctionGroup(eqx.Module):
     def dimension(self) -> int:
         return len(self.inputs[0])
 
-    def values_and_gradients(self, q):
+    def values_and_gradients(self, q, gradients: bool = True):
         """L ``(n, *batch)`` and ∂L/∂q_S ``(n, d, *batch)`` at ``q (n_q, *batch)``.
 
         The monomials φ_t = Π_i x_i^{e_ti} are built degree by degree (φ_t = φ_parent(t) · x_i, one
         gather and product per degree, exact at x = 0); then L = φᵀc and ∂L/∂x_j = φᵀ(D_j c) with
         (D_j c)_s = Σ_{t: e_t − δ_j = e_s} e_tj c_t, a linear map of the coefficients (the
         derivative of a polynomial of order k is one of order k − 1 on the same terms): one
-        contraction of φ with the ``(T, 1 + d)`` coefficient columns gives the value and gradient.
+        contraction of φ with the ``(T, 1 + d)`` coefficient columns gives the value and gradient
+        (``gradients=False``: the value alone, and None).
         """
         d, k = self.dimension, self.order
         parents, variables, src, dst, var, mult = _term_tables(d, k)
@@ -62,6 +63,8 @@ class PathFunctionGroup(eqx.Module):
             levels.append(levels[-1][:, par] * x[:, v])
         phi = jnp.concatenate(levels, axis=1)[:, _by_degree_inverse(d, k)]  # (n, T, *batch), OpenSim order
         c = self.coefficients.astype(dtype)
+        if not gradients:  # the lengths alone
+            return jnp.einsum("nt...,nt->n...", phi, c), None
         grad_c = jnp.zeros((n, c.shape[1], d), dtype).at[:, dst, var].add(c[:, src] * mult)
         columns = jnp.concatenate([c[:, :, None], grad_c], axis=2)  # (n, T, 1 + d)
         out = jnp.einsum("nt...,ntk->nk...", phi, columns)
@@ -229,7 +232,7 @@ def all_paths_are_functions(model) -> bool:
 def function_lengths(pf: PathFunctions, q, lengths):
     """``lengths (nm, *batch)`` with the rows of the functions replaced by their values at ``q``."""
     for g in pf.groups:
-        value, _ = g.values_and_gradients(q)
+        value, _ = g.values_and_gradients(q, gradients=False)
         lengths = lengths.at[np.asarray(g.rows)].set(value.astype(lengths.dtype))
     return lengths
 
