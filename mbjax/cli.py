@@ -551,7 +551,8 @@ def info_command(args):
                              "locked": c.locked, "coupled_to": list(c.coupled_to) if c.coupled_to else None}
                             for c in s.coordinates],
             "bodies": [{"name": b.name, "mass": b.mass} for b in s.bodies],
-            "muscles": [{"name": m.name, "class": m.kind, "wrap_objects": list(m.wrap_objects)} for m in s.muscles],
+            "muscles": [{"name": m.name, "class": m.kind, "wrap_objects": list(m.wrap_objects), "path": m.path}
+                        for m in s.muscles],
             "wrap_objects": [{"name": w.name, "class": w.kind, "body": w.body} for w in s.wrap_objects],
         }
         if s.constraints:
@@ -589,6 +590,8 @@ def info_command(args):
     out.append(f"\nmuscles ({len(ms)}):")
     for m in ms:
         wraps = f"  wraps over {', '.join(m['wrap_objects'])}" if m.get("wrap_objects") else ""
+        if m.get("path") == "FunctionBasedPath":
+            wraps = "  FunctionBasedPath (a function of the coordinates)"
         out.append(f"  {m['name']}" + (f"  {m['class']}" if "class" in m else "") + wraps)
     ws = data["wrap_objects"]
     out.append(f"\nwrap objects ({len(ws)}):")

@@ -95,6 +95,18 @@ def test_write_osim_then_load_osim_is_the_same_model(arm26, arm26_functions):
     assert open(again).read() == text
 
 
+def test_summary_names_function_based_paths(arm26_functions, capsys):
+    from mbjax.cli import main
+    from mbjax.io.osim_summary import summarize_osim
+
+    _, path = arm26_functions
+    muscles = summarize_osim(path).muscles
+    assert [m.name for m in muscles] == ["TRIlong", "TRIlat", "TRImed", "BIClong", "BICshort", "BRA"]
+    assert all(m.path == "FunctionBasedPath" and m.wrap_objects == () for m in muscles)
+    assert main(["info", path]) == 0
+    assert capsys.readouterr().out.count("FunctionBasedPath (a function of the coordinates)") == 6
+
+
 def test_some_muscles_with_functions_others_geometric(tmp_path):
     """Straight-line arm26 (compiles in a second; the wrapped paths take half a minute)."""
     arm26 = load_osim(strip_wrapping(mbjax.models.model_path("arm26"), str(tmp_path / "straight.osim")))

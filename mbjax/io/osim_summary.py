@@ -58,6 +58,7 @@ class MuscleSummary:
     name: str
     kind: str  # the element tag, e.g. "Thelen2003Muscle"
     wrap_objects: tuple[str, ...]
+    path: str = "GeometryPath"  # or "FunctionBasedPath" (a function of the coordinates, no points)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,6 +199,8 @@ def summarize_osim(path) -> OsimSummary:
     for f in forces if forces is not None else ():
         gp = f.find("GeometryPath")
         if gp is None:
+            if f.find("FunctionBasedPath") is not None:
+                muscles.append(MuscleSummary(f.get("name"), f.tag, (), "FunctionBasedPath"))
             continue
         wraps = tuple(_text(w, "wrap_object") for w in gp.iter("PathWrap"))
         muscles.append(MuscleSummary(f.get("name"), f.tag, wraps))
