@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from ..maps.multivariate import multivariate_exponents
+from .path_functions import _by_degree_inverse, _term_tables
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,30 +100,24 @@ class PathFitReport:
                 + self.table())
 
 
-def _monomials(x, exps):
-    """φ ``(n, T)`` and ∂φ/∂x_j ``(d, n, T)`` at ``x (n, d)`` for the exponent table ``exps (T, d)``."""
+def _monomials(x, order):
+    """φ ``(n, T)`` and ∂φ/∂x_j ``(d, n, T)`` at ``x (n, d)``: OpenSim's monomials of total degree ≤
+    ``order``, built by the degree recursion and derivative map the evaluation uses
+    (:meth:`~mbjax.muscles.path_functions.PathFunctionGroup.values_and_gradients`)."""
     n, d = x.shape
-    k = int(exps.max()) if exps.size else 0
-    pw = np.ones((n, d, k + 1))
-    for p in range(1, k + 1):
-        pw[:, :, p] = pw[:, :, p - 1] * x
-    dpw = np.zeros_like(pw)
-    dpw[:, :, 1:] = pw[:, :, :-1] * np.arange(1, k + 1)
-    factors = [pw[:, i, exps[:, i]] for i in range(d)]
-    phi = np.prod(factors, axis=0)
-    dphi = np.empty((d, n, exps.shape[0]))
-    for j in range(d):
-        term = dpw[:, j, exps[:, j]]
-        for i in range(d):
-            if i != j:
-                term = term * factors[i]
-        dphi[j] = term
+    parents, variables, src, dst, var, mult = _term_tables(d, order)
+    levels = [np.ones((n, 1))]
+    for par, v in zip(parents, variables):
+        levels.append(levels[-1][:, par] * x[:, v])
+    phi = np.concatenate(levels, axis=1)[:, _by_degree_inverse(d, order)]
+    dphi = np.zeros((d, n, phi.shape[1]))
+    dphi[var, :, src] = (mult * phi[:, dst]).T  # ∂φ_src/∂x_var = mult · φ_dst
     return phi, dphi
 
 
-def _fit_one(x, L, r, exps, weight):
+def _fit_one(x, L, r, order, weight):
     """Least-squares coefficients from lengths ``L (n,)`` and moment arms ``r (n, d)`` (r = −∂L/∂x)."""
-    phi, dphi = _monomials(x, exps)
+    phi, dphi = _monomials(x, order)
     a = np.concatenate([phi] + [weight * dphi[j] for j in range(x.shape[1])])
     b = np.concatenate([L] + [-weight * r[:, j] for j in range(x.shape[1])])
     scale = np.sqrt(np.sum(a * a, axis=0))
@@ -131,8 +126,8 @@ def _fit_one(x, L, r, exps, weight):
     return c / scale
 
 
-def _errors(x, L, r, exps, c):
-    phi, dphi = _monomials(x, exps)
+def _errors(x, L, r, order, c):
+    phi, dphi = _monomials(x, order)
     e_len = phi @ c - L
     e_arm = -np.einsum("jnt,t->nj", dphi, c) - r
     return (float(np.sqrt(np.mean(e_len ** 2))), float(np.max(np.abs(e_len))),
@@ -288,18 +283,17 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
         x, L, r = x_all[:, spans], lengths[:, j], arms[:, spans, j]
         best = None
         for order in range(1, int(max_order) + 1):
-            exps = multivariate_exponents(spans.size, order)
-            if exps.shape[0] > min(int(max_terms), len(fit_idx) * (1 + spans.size) // 2):
+            if multivariate_exponents(spans.size, order).shape[0] > min(int(max_terms), len(fit_idx) * (1 + spans.size) // 2):
                 break  # more terms than the data can determine (or than is worth evaluating)
-            c = _fit_one(x[fit_idx], L[fit_idx], r[fit_idx], exps, moment_arm_weight)
-            e = _errors(x[sel_idx], L[sel_idx], r[sel_idx], exps, c)
+            c = _fit_one(x[fit_idx], L[fit_idx], r[fit_idx], order, moment_arm_weight)
+            e = _errors(x[sel_idx], L[sel_idx], r[sel_idx], order, c)
             score = _score(e, tolerance)
             if best is None or score < best[0]:
-                best = (score, order, exps, c)
+                best = (score, order, c)
             if score <= SELECTION_MARGIN:
                 break
-        _, order, exps, c = best
-        e = _errors(x[test_idx], L[test_idx], r[test_idx], exps, c)
+        _, order, c = best
+        e = _errors(x[test_idx], L[test_idx], r[test_idx], order, c)
         meets = _score(e, tolerance) <= 1.0
         cs = tuple(coord_names[i] for i in spans)
         jumps, at = exact_path_jumps(x, L, r, tolerance.length_max, (upper - lower)[spans])
