@@ -75,22 +75,13 @@ def _load(path):
         return load_osim(path)
 
 
-@pytest.mark.extended  # MoBL: minutes of compilation (lengths, moment arms, reverse mode)
-@needs_mobl
-def test_mobl_moment_arms_forward_and_reverse_equal_differences():
-    """Full MoBL (cylinders, spheres, ellipsoids, tori): 16 random poses forward, one reverse."""
-    model = _load(MOBL)
-    qs = _poses(model, 16, 0)
-    r = np.asarray(jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))(model, jnp.asarray(qs)))
-    _compare(model, qs, r, 1e-7, 0.01)
-    rev = -np.asarray(jax.jit(jax.jacrev(lambda x: muscle_lengths(model, x)))(jnp.asarray(qs[0]))).T
-    _compare(model, qs[:1], rev[None], 1e-7, 0.01)
-
-
-@pytest.mark.extended  # Rajagopal: minutes of compilation
-@needs_rajagopal
-def test_rajagopal_moment_arms_forward_and_reverse_equal_differences():
-    model = _load(RAJAGOPAL)
+@pytest.mark.extended  # MoBL, Rajagopal: minutes of compilation (lengths, moment arms, reverse mode)
+@pytest.mark.parametrize("path", [pytest.param(MOBL, marks=needs_mobl, id="mobl"),
+                                  pytest.param(RAJAGOPAL, marks=needs_rajagopal, id="rajagopal")])
+def test_library_moment_arms_forward_and_reverse_equal_differences(path):
+    """Full MoBL (cylinders, spheres, ellipsoids, tori) and Rajagopal2016: 16 random poses forward,
+    one reverse."""
+    model = _load(path)
     qs = _poses(model, 16, 0)
     r = np.asarray(jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))(model, jnp.asarray(qs)))
     _compare(model, qs, r, 1e-7, 0.01)
