@@ -143,6 +143,7 @@ from ..wrapping.objects import PathWrap, WrapObject
 from ..forces.base import with_force_elements
 from .osim_forces import MODELLED_FORCES, read_force_elements
 from .osim_actuators import ACTUATOR_TYPES, LEGACY_TYPES, default_records, read_actuators
+from ..muscles.parameter_rules import NUMERIC_PROPERTIES
 from ..muscles.schutte1993 import CURVES as SCHUTTE_CURVES
 from ..muscles.schutte1993 import SCHUTTE, curve_parameters
 from ..muscles.path_functions import with_path_functions
@@ -610,6 +611,7 @@ class _Loader:
                                           + RECORDED_FORCES)
         #: muscle name -> {curve property: PPData} of the Schutte1993Muscle_Deprecated muscles
         self._schutte_curves: dict[str, dict] = {}
+        self._muscle_sources: dict[str, str] = {}
         self.ignore_constraints = _class_names("ignore_constraints", ignore_constraints,
                                                ("CoordinateCouplerConstraint",))
         self.ignored: list[tuple[str, str]] = []
@@ -974,7 +976,7 @@ class _Loader:
             used = sorted({w.wrap_object for ws in path_wraps.values() for w in ws})
             objects = [self._wrap_object(self.wrap_elements[n]) for n in used]
             paths = build_paths(model.body_names, model.coordinate_names, muscles, kinds, params,
-                                wrap_objects=objects, path_wraps=path_wraps)
+                                wrap_objects=objects, path_wraps=path_wraps, sources=self._muscle_sources)
             if self._schutte_curves:  # per-muscle curves as padded arrays (mbjax.muscles.schutte1993)
                 curves = curve_parameters([self._schutte_curves.get(n, {}) for n in paths.names],
                                           paths.location.dtype)
@@ -1144,7 +1146,8 @@ class _Loader:
                 self._function_based_path(f, name)
                 muscles[name] = _NO_POINTS
                 kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
-                params[name] = _muscle_properties(f)
+                params[name] = _muscle_properties(doc, f)
+                self._muscle_sources[name] = doc.where(f)
                 if f.tag == SCHUTTE and not path_only:
                     self._schutte_curves[name] = self._schutte_muscle(f, params[name])
                 continue
@@ -1168,7 +1171,8 @@ class _Loader:
                 kept = [k for k, (_, pt) in enumerate(points) if pt is not None]
                 path_wraps[name] = [self._path_wrap(w, kept) for w in pws]
             kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
-            params[name] = _muscle_properties(f)
+            params[name] = _muscle_properties(doc, f)
+            self._muscle_sources[name] = doc.where(f)
             if f.tag == SCHUTTE and not path_only:
                 self._schutte_curves[name] = self._schutte_muscle(f, params[name])
         if wrapped and self.ignore_wrapping:
@@ -1442,19 +1446,37 @@ def _inertia_problem(inertia: np.ndarray) -> str | None:
 _MUSCLE_FLAGS = ("ignore_tendon_compliance", "ignore_activation_dynamics")
 
 
-def _muscle_properties(f) -> dict[str, float]:
+def _muscle_properties(doc, f) -> dict[str, float]:
     """Scalar properties of a muscle element: numbers, the two ``ignore_*`` flags as 0/1, and the
-    properties of its curve elements (``<ActiveForceLengthCurve>`` ...) as ``"Curve.property"``."""
+    properties of its curve elements (``<ActiveForceLengthCurve>`` ...) as ``"Curve.property"``.
+
+    A property mbjax reads as a number (:data:`~mbjax.muscles.parameter_rules.NUMERIC_PROPERTIES`)
+    that does not parse (``1,500``) or is NaN is refused by file, line, muscle and property: OpenSim
+    would not read it either, and a silent default would be a different muscle."""
     out = {}
+
+    def number(el, key, text):
+        try:
+            value = float(text)
+        except ValueError:
+            if key in NUMERIC_PROPERTIES:
+                raise doc.error(el, f"muscle {f.get('name')!r}: <{el.tag}> must be a number, got "
+                                    f"{text.strip()!r}") from None
+            return
+        if key in NUMERIC_PROPERTIES and np.isnan(value):
+            raise doc.error(el, f"muscle {f.get('name')!r}: <{el.tag}> is NaN (leave the property out "
+                                "for OpenSim's default)")
+        out[key] = value
+
     for c in f:
-        if c.text is not None and len(c) == 0 and _is_float(c.text):
-            out[c.tag] = float(c.text)
+        if c.text is not None and len(c) == 0 and c.tag not in _MUSCLE_FLAGS and c.text.strip():
+            number(c, c.tag, c.text)
         elif c.tag in _MUSCLE_FLAGS and c.text is not None:
             out[c.tag] = 1.0 if c.text.strip().lower() == "true" else 0.0
         elif c.tag.endswith("Curve") and len(c):
             for g in c:
-                if g.text is not None and len(g) == 0 and _is_float(g.text):
-                    out[f"{c.tag}.{g.tag}"] = float(g.text)
+                if g.text is not None and len(g) == 0 and g.text.strip():
+                    number(g, f"{c.tag}.{g.tag}", g.text)
     return out
 
 

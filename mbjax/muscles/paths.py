@@ -152,6 +152,7 @@ def build_paths(
     parameters: Mapping[str, Mapping[str, float]] | None = None,
     wrap_objects: Sequence[Any] = (),
     path_wraps: Mapping[str, Sequence[Any]] | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> MusclePaths:
     """Pack named paths into one padded :class:`MusclePaths`.
 
@@ -159,6 +160,9 @@ def build_paths(
     a dict of scalar properties; missing properties of a muscle are stored as NaN.
     ``wrap_objects`` (:class:`mbjax.wrapping.WrapObject`) and ``path_wraps`` (muscle name ->
     :class:`mbjax.wrapping.PathWrap` list, in file order) add OpenSim wrapping.
+    Hill parameters outside the values their muscle model is defined for are refused
+    (:func:`mbjax.muscles.parameter_rules.check_hill_parameters`); ``sources`` maps a muscle name to
+    where it was read, for the message.
     """
     body_names = tuple(body_names)
     coordinate_names = tuple(coordinate_names)
@@ -258,7 +262,7 @@ def build_paths(
         k: jnp.asarray([float(parameters.get(n, {}).get(k, np.nan)) for n in names], dtype=float)
         for k in keys
     }
-    return MusclePaths(
+    built = MusclePaths(
         location=jnp.asarray(location),
         cond_range=jnp.asarray(cond_range),
         moving_maps=tuple(maps) or None,
@@ -275,6 +279,10 @@ def build_paths(
         cond_maps=tuple(cond_maps) or None,
         cond_inputs=tuple(cond_inputs),
     )
+    from .parameter_rules import check_hill_parameters
+
+    check_hill_parameters(built, parameters, sources)
+    return built
 
 
 def with_muscles(model: Model, paths: MusclePaths | Mapping[str, Sequence[PathPoint]], **kwargs) -> Model:
