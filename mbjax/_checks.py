@@ -128,6 +128,22 @@ def pose(x, name: str):
     return eqx.error_if(arr, bad, f"{name} must be a finite homogeneous transform with last row [0, 0, 0, 1]")
 
 
+def all_of(x, conditions):
+    """``x`` unchanged; one fused run-time check (checks on) over ``(bad, message)`` pairs: raises
+    the message of the first ``bad`` that holds.  One host callback whatever the number of rules,
+    so a batched call pays for one check, not one per argument."""
+    if not _ENABLED[0] or not conditions:
+        return x
+    bads = jnp.stack([jnp.any(b) for b, _ in conditions])
+    return eqx.branched_error_if(x, jnp.any(bads), jnp.argmax(bads), [m for _, m in conditions])
+
+
+def names_context(kind: str, names: Sequence[str], limit: int = 8) -> str:
+    """`` for muscles ('a', 'b', ...)`` with at most ``limit`` names shown."""
+    shown = ", ".join(repr(n) for n in names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+    return f" for {kind} ({shown})"
+
+
 def coordinates_context(model) -> str:
     return f" for coordinates {model.coordinate_names}"
 

@@ -9,10 +9,15 @@ import math
 import os
 import sys
 
+import equinox as eqx
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import mbjax
 import mbjax.io
+import mbjax.muscles
 from mbjax.models import model_path
 from mbjax.muscles.parameter_rules import RULES, parameter_problems
 from mbjax.muscles.paths import PathPoint, build_paths
@@ -115,3 +120,94 @@ def test_shipped_models_pass_the_rules():
     for name in ("arm26", "gait10dof18musc", "gait2392_millard", "gait2392", "gait2354"):
         model = mbjax.io.load_osim(model_path(name))
         assert np.isfinite(np.asarray(model.extras["muscles"].parameters["max_isometric_force"])).all()
+
+
+# ---- per-muscle arrays at call time: shapes named when traced, values in one fused check ----------
+
+ARM = mbjax.io.load_osim(model_path("arm26"), ignore_wrapping=True)
+NM = 6
+Q, QD = jnp.asarray([0.3, 0.8]), jnp.zeros(2)
+A = jnp.full(NM, 0.5)
+
+
+def _call(fn, length=None, speed=None, activation=None):
+    L = mbjax.muscle_lengths(ARM, Q) if length is None else length
+    V = jnp.zeros(NM) if speed is None else speed
+    a = A if activation is None else activation
+    return {"equilibrium_fiber_length": lambda: mbjax.muscles.equilibrium_fiber_length(ARM, L, V, a),
+            "musculotendon_state": lambda: mbjax.muscles.musculotendon_state(ARM, L, V, a).tendon_force,
+            "state_from_fiber_length": lambda: mbjax.muscles.state_from_fiber_length(
+                ARM, 0.1 * jnp.ones(NM), L, V, a).tendon_force}[fn]()
+
+
+MUSCLE_FNS = ["equilibrium_fiber_length", "musculotendon_state", "state_from_fiber_length"]
+
+
+@pytest.mark.parametrize("fn", MUSCLE_FNS)
+@pytest.mark.parametrize("arg,bad,match", [
+    ("activation", A.at[2].set(jnp.nan), "activation contains NaN"),
+    ("activation", A.at[0].set(1.5), r"activation must be in \[0, 1\]"),
+    ("activation", A.at[0].set(-0.5), r"activation must be in \[0, 1\]"),
+    ("speed", jnp.zeros(NM).at[1].set(jnp.nan), "speed contains NaN"),
+    ("length", jnp.full(NM, 0.3).at[0].set(jnp.nan), "length contains NaN"),
+    ("length", jnp.full(NM, 0.3).at[0].set(-0.1), r"length must be > 0"),
+    ("length", jnp.full(NM, 0.3).at[0].set(0.0), r"length must be > 0"),
+])
+def test_bad_muscle_values_refused(fn, arg, bad, match):
+    with pytest.raises(RuntimeError, match=match + r".* for muscles \('TRIlong'"):
+        _call(fn, **{arg: bad})
+
+
+@pytest.mark.parametrize("fn", MUSCLE_FNS)
+@pytest.mark.parametrize("arg", ["length", "speed", "activation"])
+@pytest.mark.parametrize("n", [1, NM + 1, None])
+def test_muscle_vectors_of_another_length_refused_not_broadcast(fn, arg, n):
+    bad = jnp.asarray(0.3) if n is None else jnp.full(n, 0.3)
+    with pytest.raises(ValueError, match=rf"{arg} must have shape \(nm,\) = \(6,\) for muscles .*got"):
+        _call(fn, **{arg: bad})
+
+
+def test_muscle_forces_checks_velocity_and_activation():
+    with pytest.raises(RuntimeError, match="qd contains NaN"):
+        mbjax.muscle_forces(ARM, Q, QD.at[0].set(jnp.nan), A)
+    with pytest.raises(ValueError, match=r"qd must have shape \(nq,\) = \(2,\)"):
+        mbjax.muscle_forces(ARM, Q, jnp.zeros(3), A)
+    with pytest.raises(ValueError, match=r"activation must have shape \(nm,\) = \(6,\)"):
+        mbjax.muscle_forces(ARM, Q, QD, jnp.ones(1) * 0.5)
+    with pytest.raises(RuntimeError, match=r"activation must be in \[0, 1\]"):
+        jax.jit(lambda a: mbjax.muscle_forces(ARM, Q, QD, a))(A.at[3].set(2.0))
+    # the valid twin: finite, and the ends of the activation range are accepted
+    for a in (A, jnp.zeros(NM), jnp.ones(NM)):
+        assert np.isfinite(np.asarray(mbjax.muscle_forces(ARM, Q, QD, a))).all()
+    with mbjax.checks(False):  # checks off: the NaN propagates (never a plausible number)
+        f = mbjax.muscle_forces(ARM, Q, QD, A.at[0].set(jnp.nan))
+    assert np.isnan(np.asarray(f)[0])
+
+
+def test_one_fused_check_per_call():
+    """The per-muscle checks add one host callback, not one per argument and rule."""
+    L = mbjax.muscle_lengths(ARM, Q)
+
+    def callbacks():
+        fn = lambda l, v, a: mbjax.muscles.musculotendon_state(ARM, l, v, a).tendon_force  # noqa: E731
+        return str(jax.make_jaxpr(fn)(L, jnp.zeros(NM), A)).count("callback")
+
+    one = str(jax.make_jaxpr(lambda x: eqx.error_if(x, x > 1, "m"))(1.0)).count("callback")
+    with mbjax.checks(False):
+        off = callbacks()
+    assert callbacks() - off == one
+
+
+def test_activation_derivative_refuses_nan_and_other_lengths():
+    u = jnp.full(NM, 0.7)
+    with pytest.raises(RuntimeError, match=r"excitation contains NaN.* for muscles \('TRIlong'"):
+        mbjax.activation_derivative(u.at[0].set(jnp.nan), A, ARM)
+    with pytest.raises(RuntimeError, match=r"activation contains NaN"):
+        mbjax.activation_derivative(u, A.at[5].set(jnp.inf), ARM)
+    for bad in (jnp.ones(1), jnp.ones(NM + 1), jnp.asarray(0.5)):
+        with pytest.raises(ValueError, match=r"excitation must have shape \(nm,\) = \(6,\)"):
+            mbjax.activation_derivative(bad, A, ARM)
+    # OpenSim clamps the activation to [a_min, 1] first: 1.5 decays as 1 does (hand value, Thelen τ_deact)
+    tau_deact = 0.04  # arm26.osim gives 0.04 for every muscle
+    got = np.asarray(mbjax.activation_derivative(jnp.full(NM, 0.5), jnp.full(NM, 1.5), ARM))
+    np.testing.assert_allclose(got, (0.5 - 1.0) / (tau_deact / 2.0), rtol=1e-12)

@@ -89,7 +89,7 @@ def test_activation_equals_closed_form_solution(arm, runs):
     tau_a, tau_d = np.asarray(p["activation_time_constant"]), np.asarray(p["deactivation_time_constant"])
     moving = u != a0
     t_exact = _t_of_a(a[:, moving], a0[moving], u[moving], tau_a[moving], tau_d[moving])
-    rate = np.abs(np.asarray(mbjax.activation_derivative(jnp.asarray(u), jnp.asarray(a), p)))[:, moving]
+    rate = np.abs(np.asarray(jax.vmap(lambda ai: mbjax.activation_derivative(jnp.asarray(u), ai, p))(jnp.asarray(a))))[:, moving]
     # error in a = error in t times ȧ (first order; the log form loses digits as a -> u)
     err = np.abs(t_exact - TS[:, None]) * rate
     assert err.max() < 1e-9, err.max()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from .._checks import all_of, as_array, names_context
 from .parameters import SCHUTTE, hill_parameters, kind_mask
 from .schutte1993 import activation_rate as schutte_activation_rate
 
@@ -32,7 +33,30 @@ def activation_rate(excitation, activation, activation_time_constant, deactivati
 def activation_derivative(excitation, activation, params):
     """ȧ ``(nm,)`` of every muscle; ``params`` is a model, its ``MusclePaths`` or a filled
     parameter dict (:func:`mbjax.muscles.hill_parameters`).  Zero where
-    ``ignore_activation_dynamics``."""
+    ``ignore_activation_dynamics``.
+
+    ``excitation`` and ``activation`` are ``(nm,)`` (refused otherwise, never broadcast) and finite
+    (a run-time check while :func:`mbjax.checks` is on).  As OpenSim, the activation is clamped to
+    [a_min, 1] before the rate (an activation of 1.5 decays as an activation of 1 does) and the
+    excitation is used as given.
+    """
+    if isinstance(params, dict):
+        nm = int(jnp.shape(params["minimum_activation"])[0])
+        ctx = ""
+    else:
+        from .paths import MusclePaths, get_paths
+
+        paths = params if isinstance(params, MusclePaths) else get_paths(params)
+        nm, ctx = paths.n_muscles, names_context("muscles", paths.names)
+    u = as_array(excitation, "excitation", (nm,), ("nm",), ctx)
+    a = as_array(activation, "activation", (nm,), ("nm",), ctx)
+    u = all_of(u, [(~jnp.isfinite(u), f"excitation contains NaN or inf{ctx}"),
+                   (~jnp.isfinite(a), f"activation contains NaN or inf{ctx}")])
+    return activation_rate_of_muscles(u, a, params)
+
+
+def activation_rate_of_muscles(excitation, activation, params):
+    """:func:`activation_derivative` without its argument checks (for the simulation's vector field)."""
     p = params if isinstance(params, dict) and "minimum_activation" in params else hill_parameters(params)
     if isinstance(params, dict):
         schutte = jnp.isfinite(p["time_scale"]) if "time_scale" in p else jnp.zeros_like(p["minimum_activation"], bool)

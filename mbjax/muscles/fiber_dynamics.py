@@ -28,7 +28,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .activation import activation_derivative, clamp_activation
+from .activation import activation_rate_of_muscles, clamp_activation
 from .geometry import muscle_lengths
 from . import schutte1993 as sch
 from .musculotendon import (MuscleState, _by_family, _Family, _rigid_state, _schutte_rigid_refused,
@@ -132,6 +132,6 @@ def muscle_derivatives(model, q, qd, activation, fiber_length, excitation, tendo
     a_eff = effective_activation(model, activation, excitation)
     st = state_from_states(model, fiber_length, L, V, a_eff, tendons)
     hill = sum(kind_mask(model, k) for k in HILL_KINDS) > 0  # static: other path elements have no states
-    adot = jnp.where(hill, activation_derivative(excitation, activation, p), 0.0)
+    adot = jnp.where(hill, activation_rate_of_muscles(excitation, activation, p), 0.0)
     ldot = jnp.where(hill & (p["ignore_tendon_compliance"] <= 0.5), st.fiber_velocity, 0.0)
     return MuscleDerivatives(st, adot.astype(dtype), ldot.astype(dtype), R @ st.tendon_force.astype(dtype), R)

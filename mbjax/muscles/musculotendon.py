@@ -52,6 +52,7 @@ import numpy as np
 from . import millard2012 as mil
 from . import schutte1993 as sch
 from . import thelen2003 as th
+from .._checks import all_of, as_array, coordinates_context, names_context, vector
 from .geometry import muscle_lengths
 from .moment_arms import moment_arms
 from .parameters import MILLARD, SCHUTTE, THELEN, hill_parameters, kind_mask
@@ -441,18 +442,47 @@ def _by_family(model, fn, *per_muscle):
     return out
 
 
+def _muscle_inputs(model, **arrays):
+    """The per-muscle inputs as ``(nm,)`` arrays of one dtype: shapes checked when traced (named,
+    nothing broadcast), values in one fused run-time check (:mod:`mbjax._checks`): finite, lengths
+    > 0, activations in [0, 1] (OpenSim clamps an activation outside [a_min, 1]; a value
+    outside [0, 1] handed to a force is a mistake, not a state)."""
+    paths = get_paths(model)
+    ctx = names_context("muscles", paths.names)
+    out = {k: as_array(v, k, (paths.n_muscles,), ("nm",), ctx) for k, v in arrays.items()}
+    dtype = jnp.result_type(*out.values(), float)
+    out = {k: v.astype(dtype) for k, v in out.items()}
+    rules = []
+    for k, v in out.items():
+        rules.append((~jnp.isfinite(v), f"{k} contains NaN or inf{ctx}"))
+        if k in ("length", "fiber_length"):
+            rules.append((v <= 0, f"{k} must be > 0 (m){ctx}"))
+        if k == "activation":
+            rules.append(((v < 0) | (v > 1), f"activation must be in [0, 1]{ctx}"))
+    first = next(iter(out))
+    out[first] = all_of(out[first], rules)
+    return tuple(out.values())
+
+
+def _nan_where_undefined(state, *inputs):
+    """NaN in every field of a muscle whose inputs hold NaN or inf: with checks off a bad input
+    propagates (the solvers' guards would otherwise return a plausible finite force)."""
+    bad = ~jnp.all(jnp.isfinite(jnp.stack(inputs)), axis=0)
+    return jax.tree_util.tree_map(lambda x: jnp.where(bad, jnp.nan, x), state)
+
+
 def musculotendon_state(model, length, speed, activation) -> MuscleState:
     """Fibre and tendon state of every muscle from path lengths, lengthening speeds and activations
     ``(nm,)`` each (rigid tendons directly, compliant ones at OpenSim's equilibrium)."""
-    length, speed, activation = jnp.broadcast_arrays(*(jnp.asarray(x) for x in (length, speed, activation)))
-    return _by_family(model, _one_muscle, length, speed, activation)
+    length, speed, activation = _muscle_inputs(model, length=length, speed=speed, activation=activation)
+    return _nan_where_undefined(_by_family(model, _one_muscle, length, speed, activation), length, speed, activation)
 
 
 def state_from_fiber_length(model, fiber_length, length, speed, activation) -> MuscleState:
     """OpenSim's muscle state for a given fibre-length state (elastic tendon): what
     ``Muscle::getTendonForce``, ``getFiberVelocity`` ... report for that state."""
-    args = jnp.broadcast_arrays(*(jnp.asarray(x) for x in (fiber_length, length, speed, activation)))
-    return _by_family(model, _one_muscle_given_fiber_length, *args)
+    args = _muscle_inputs(model, fiber_length=fiber_length, length=length, speed=speed, activation=activation)
+    return _nan_where_undefined(_by_family(model, _one_muscle_given_fiber_length, *args), *args)
 
 
 def equilibrium_fiber_length(model, length, speed, activation):
@@ -465,7 +495,8 @@ def muscle_state(model, q, qd, activation) -> MuscleState:
     """Fibre and tendon state at pose ``q``, velocity ``qd`` and activation ``(nm,)``:
     L from :func:`mbjax.muscle_lengths`, V = -Rᵀ q̇ with R from :func:`mbjax.moment_arms`."""
     length = muscle_lengths(model, q)
-    speed = -(moment_arms(model, q).T @ jnp.asarray(qd, length.dtype))
+    qd = vector(qd, "qd", model.n_coordinates, "nq", coordinates_context(model))
+    speed = -(moment_arms(model, q).T @ qd.astype(length.dtype))
     return musculotendon_state(model, length, speed, activation)
 
 
