@@ -45,6 +45,7 @@ from . import _checks
 from ._dynamics import inverse_dynamics
 from ._loads import ExternalLoads
 from .io.signal import NaturalSpline, lowpass_storage
+from .io.motion_ranges import warn_outside_ranges
 from .io.storage import Table, _rotational, prepare_output, read_storage, write_storage
 
 #: OpenSim muscle classes (``Muscle`` subclasses, excluded by the ``Muscles`` keyword)
@@ -117,6 +118,9 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     data = np.asarray(coordinates.data, float)
     if time.shape[0] < 6:
         raise ValueError(f"coordinates: the degree-5 splines need at least 6 rows, got {time.shape[0]}")
+    if lowpass_cutoff is not None and not np.isfinite(lowpass_cutoff):
+        raise ValueError(f"lowpass_cutoff must be a finite frequency (Hz), or negative for no filtering; got "
+                         f"{lowpass_cutoff!r}")
     if lowpass_cutoff == 0:
         raise ValueError("lowpass_cutoff 0 Hz would remove the whole motion; give a positive cut-off, or a "
                          "negative one for no filtering (OpenSim's default -1)")
@@ -139,6 +143,9 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     else:
         scale = np.ones(len(present))
     y = data[:, [cols[n] for n in present]] * scale
+    title = (coordinates.metadata or {}).get("name")
+    warn_outside_ranges(model, present, y, f"coordinates{f' {title!r}' if title else ''}", coordinates.in_degrees,
+                        stacklevel=4)
     spline = NaturalSpline(time, y, 5)
     t0, t1 = (-np.inf, np.inf) if time_range is None else (float(time_range[0]), float(time_range[1]))
     start, final = max(time[0], t0), min(time[-1], t1)

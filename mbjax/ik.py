@@ -443,6 +443,9 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     bad = [n for n in used if not (np.isfinite(wdict[n]) and wdict[n] >= 0)]
     if bad:
         raise ValueError(f"marker weights must be finite and >= 0: {[(n, wdict[n]) for n in bad]}")
+    if not any(wdict[n] > 0 for n in used):
+        raise ValueError(f"every marker weight is 0 ({', '.join(used)}): no marker task determines the pose; "
+                         "give the markers to track weights > 0")
     mk = markers.select(used)
     col = [data.names.index(n) for n in used]
     x = np.asarray(data.positions, float)[:, col]
@@ -517,6 +520,12 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
                 worst = np.nanmax(err) if np.any(present[a:b]) else float("nan")
                 print(f"IK: {b}/{T} frames ({_time.perf_counter() - t0:.1f} s), max marker error in chunk "
                       f"{worst:.3g} m, {int(np.sum(~ok_out[a:b]))} not converged", flush=True)
+    blind = w_sum[:, 0] == 0  # no weighted marker in the frame
+    if blind.any() and not np.any(np.asarray(wc)[free] > 0):
+        ok_out &= ~blind  # nothing determined the pose: the start came back, not a solution
+        warnings.warn(f"IK: {int(blind.sum())} of {T} frame(s) have no weighted marker and no coordinate task "
+                      f"(first at t = {times[np.argmax(blind)]:.6g} s): their poses are the start, reported as "
+                      "not converged", stacklevel=2)
     err = np.where(present, np.linalg.norm(xm_out - x, axis=-1), np.nan)
     count = present.sum(axis=1)
     sq = np.where(present, err, 0.0) ** 2

@@ -61,6 +61,7 @@ from .io.storage import Table, read_storage, write_storage
 from .muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from .muscles.parameters import hill_parameters
 from .muscles.paths import get_paths
+from .sharing.qp import check_exponent
 from .sharing.static_optimization import path_actuator_properties, static_optimization_trajectory
 
 
@@ -255,6 +256,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     ``moment_arm_rule``: ``"opensim"`` (its unit-force moment arms, what its tool uses; they differ
     from −∂L/∂q over ellipsoids and multi-pass wraps) or ``"geometric"``.
     """
+    check_exponent(exponent)
     t, q, qd, qdd = states_trajectory(model, coordinates, lowpass_cutoff, time_range, step_interval)
     loads = None if external_loads is None else external_loads.at(t, model)
     with_forces = _force_elements_applied(model, ("Muscles",))

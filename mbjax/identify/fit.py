@@ -82,11 +82,26 @@ def fit(
     out_shape = jax.eval_shape(objective, tree)
     if out_shape.shape == () and method in ("gauss_newton", "levenberg_marquardt"):
         raise ValueError(f"{method} needs a residual vector; `objective` returned a scalar")
-    if method in ("adam", "lbfgs"):
-        run = _run_optax(method, sel, theta0, tree, objective, max_steps, tol, learning_rate, progress)
-    else:
-        run = _run_optimistix(method, sel, theta0, tree, objective, max_steps, tol, progress)
+    if out_shape.size == 0:
+        raise ValueError("`objective` returned an empty residual (no samples?): nothing to fit")
+    try:
+        if method in ("adam", "lbfgs"):
+            run = _run_optax(method, sel, theta0, tree, objective, max_steps, tol, learning_rate, progress)
+        else:
+            run = _run_optimistix(method, sel, theta0, tree, objective, max_steps, tol, progress)
+    except TypeError as err:
+        if "custom_vjp" not in str(err):
+            raise
+        raise TypeError(
+            f"{method} differentiates the residual in forward mode, and `objective` calls a function with a "
+            "reverse-mode-only derivative (mbjax.simulate's default adjoint is): pass "
+            "adjoint=diffrax.ForwardMode() to mbjax.simulate inside the objective (as "
+            "mbjax.identify.trajectory_residuals does), or fit with method='lbfgs' or 'adam' (reverse mode)"
+        ) from err
     theta, hist_l, hist_g, steps, conv, msg, (first, wall) = run
+    if not np.isfinite(hist_l[0]):
+        raise ValueError(f"the objective is {hist_l[0]} at the start: the data or the starting tree hold NaN or "
+                         "inf (or the model is undefined there); nothing was fitted")
     fitted = sel.apply(theta, tree)
     report = FitReport(method, np.asarray(hist_l), np.asarray(hist_g), steps, wall, first, conv, msg, np.asarray(theta), sel.names)
     if progress:

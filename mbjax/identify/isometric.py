@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from ..muscles import moment_arms, muscle_forces
-from .robust import finish
+from .robust import finish, measured, residual, same_samples
 from .torques import _model_of
 
 
@@ -36,10 +36,13 @@ class IsometricTorqueResiduals(eqx.Module):
         return jax.vmap(isometric_torques, in_axes=(None, 0, 0))(_model_of(tree), self.q, self.activation)
 
     def __call__(self, tree):
-        return finish(self.predict(tree) - self.tau, self.weights, self.huber)
+        return finish(residual(self.predict(tree), self.tau, "tau", "torques (N, nq)"), self.weights, self.huber)
 
 
 def isometric_torque_residuals(q, activation, tau, *, weights=None, huber=None) -> IsometricTorqueResiduals:
     """Residuals of measured isometric torques ``tau (N, nq)`` at poses ``q (N, nq)`` and activations ``(N, nm)``."""
     w = None if weights is None else jnp.asarray(weights)
-    return IsometricTorqueResiduals(jnp.asarray(q), jnp.asarray(activation), jnp.asarray(tau), w, huber)
+    q, tau = measured(q, "q", ("N", "nq")), measured(tau, "tau", ("N", "nq"))
+    activation = measured(activation, "activation", ("N", "nm"))
+    same_samples(q=q, activation=activation, tau=tau)
+    return IsometricTorqueResiduals(q, activation, tau, w, huber)

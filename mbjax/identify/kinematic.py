@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from ..muscles import moment_arms, muscle_lengths
-from .robust import finish
+from .robust import finish, measured, residual, same_samples
 from .torques import _model_of
 
 
@@ -26,7 +26,7 @@ class MomentArmResiduals(eqx.Module):
 
     def __call__(self, tree):
         r = jax.vmap(moment_arms, in_axes=(None, 0))(_model_of(tree), self.q)
-        return finish(r - self.target, self.weights, self.huber)
+        return finish(residual(r, self.target, "moment_arms_measured", "moment arms (N, nq, nm)"), self.weights, self.huber)
 
 
 class MuscleLengthResiduals(eqx.Module):
@@ -37,16 +37,20 @@ class MuscleLengthResiduals(eqx.Module):
 
     def __call__(self, tree):
         r = jax.vmap(muscle_lengths, in_axes=(None, 0))(_model_of(tree), self.q)
-        return finish(r - self.target, self.weights, self.huber)
+        return finish(residual(r, self.target, "lengths_measured", "lengths (N, nm)"), self.weights, self.huber)
 
 
 def moment_arm_residuals(q, moment_arms_measured, *, weights=None, huber=None) -> MomentArmResiduals:
     """Residuals of measured moment arms ``(N, nq, nm)`` at poses ``q (N, nq)``."""
     w = None if weights is None else jnp.asarray(weights)
-    return MomentArmResiduals(jnp.asarray(q), jnp.asarray(moment_arms_measured), w, huber)
+    q, target = measured(q, "q", ("N", "nq")), measured(moment_arms_measured, "moment_arms_measured", ("N", "nq", "nm"))
+    same_samples(q=q, moment_arms_measured=target)
+    return MomentArmResiduals(q, target, w, huber)
 
 
 def muscle_length_residuals(q, lengths_measured, *, weights=None, huber=None) -> MuscleLengthResiduals:
     """Residuals of measured musculotendon lengths ``(N, nm)`` at poses ``q (N, nq)``."""
     w = None if weights is None else jnp.asarray(weights)
-    return MuscleLengthResiduals(jnp.asarray(q), jnp.asarray(lengths_measured), w, huber)
+    q, target = measured(q, "q", ("N", "nq")), measured(lengths_measured, "lengths_measured", ("N", "nm"))
+    same_samples(q=q, lengths_measured=target)
+    return MuscleLengthResiduals(q, target, w, huber)

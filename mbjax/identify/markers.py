@@ -28,6 +28,8 @@ import numpy as np
 
 from .._kinematics import body_poses
 from .robust import finish
+from .robust import measured as measured_data
+from .robust import residual
 from .torques import _model_of
 
 
@@ -69,10 +71,10 @@ class MarkerResiduals(eqx.Module):
         return jax.vmap(markers.positions, in_axes=(None, 0))(scaled, q)
 
     def __call__(self, tree):
-        return finish(self.predict(tree) - self.measured, self.weights, self.huber)
+        return finish(residual(self.predict(tree), self.measured, "measured", "marker positions (N, nk, 3)"), self.weights, self.huber)
 
 
 def marker_residuals(measured, *, weights=None, huber=None) -> MarkerResiduals:
     """Residuals of measured marker positions ``(N, nk, 3)`` for the tree ``(model, markers, q)``."""
     w = None if weights is None else jnp.asarray(weights)
-    return MarkerResiduals(jnp.asarray(measured), w, huber)
+    return MarkerResiduals(measured_data(measured, "measured", ("N", "nk", "3")), w, huber)

@@ -9,7 +9,9 @@ gradients stay finite).
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def huber_residual(r, delta):
@@ -27,3 +29,41 @@ def finish(r, weights=None, huber=None):
     if huber is not None:
         r = huber_residual(r, huber)
     return jnp.ravel(r)
+
+
+def measured(x, name: str, dims: tuple[str, ...]):
+    """A data array of ``len(dims)`` axes (first: samples), refused when it is empty or holds NaN/inf.
+
+    Checked once, when the data term is built (never per step): a NaN sample would otherwise turn
+    the fit into a "solver failure", an empty one into a "converged" start."""
+    if x is None:
+        return None
+    arr = jnp.asarray(x)
+    shape = "(" + ", ".join(dims) + ")"
+    if arr.ndim != len(dims):
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(arr.shape)}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} holds no samples ({dims[0]} = 0): nothing to fit")
+    if not isinstance(arr, jax.core.Tracer):
+        bad = ~np.isfinite(np.asarray(arr))
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"{name} holds {int(bad.sum())} NaN or inf value(s), the first at index {where} "
+                             f"(sample {where[0]}); drop or fill those samples")
+    return arr
+
+
+def same_samples(**arrays) -> None:
+    """Every data array has the same number of samples (first axis)."""
+    n = {k: int(v.shape[0]) for k, v in arrays.items() if v is not None}
+    if len(set(n.values())) > 1:
+        raise ValueError("data arrays hold different numbers of samples: "
+                         + ", ".join(f"{k} {v}" for k, v in n.items()))
+
+
+def residual(predicted, target, name: str, what: str):
+    """``predicted - target`` with equal shapes (checked when traced: no broadcast)."""
+    if predicted.shape != target.shape:
+        raise ValueError(f"{name} has shape {tuple(target.shape)} but the model predicts {what} of shape "
+                         f"{tuple(predicted.shape)}: one column per model coordinate/muscle, in the model's order")
+    return predicted - target

@@ -26,6 +26,7 @@ importer and so scaled here; OpenSim leaves such a (constant) component unscaled
 from __future__ import annotations
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -132,6 +133,9 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     inertia = model.inertia * (s_chi**2 * (1.0 if preserve_mass_distribution else s_chi**3))[:, None, None]
     inertia = jnp.where((m1 <= _EPS)[:, None, None], 0.0, inertia)
     if mass is not None:
+        if not isinstance(mass, jax.core.Tracer) and not (np.ndim(mass) == 0 and np.isfinite(mass) and mass > 0):
+            raise ValueError(f"scale_model: mass must be the subject's total mass, a finite number > 0 (kg), got "
+                             f"{mass!r}; pass mass=None to keep the scaled model's masses")
         f = jnp.asarray(mass, m1.dtype) / jnp.sum(m1)
         m1, inertia = m1 * f, inertia * f
     out = eqx.tree_at(lambda m: (m.offset, m.axis, m.com, m.mass, m.inertia), model, (offset, axis, com, m1, inertia))

@@ -72,7 +72,11 @@ def _leaf_infos(tree) -> dict[int, LeafInfo]:
 
 def _items(where, tree):
     got = where(tree)
-    return tuple(got) if isinstance(got, tuple) else (got,)
+    items = tuple(got) if isinstance(got, tuple) else (got,)
+    if not items:
+        raise ValueError("`where` selected nothing (it returned an empty tuple): return the leaves to fit, "
+                         "e.g. `lambda m: m.mass` or `lambda m: (m.mass, m.com)`")
+    return items
 
 
 class Selection(eqx.Module):

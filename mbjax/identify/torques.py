@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from .._dynamics import inverse_dynamics
-from .robust import finish
+from .robust import finish, measured, residual, same_samples
 
 
 def _model_of(tree):
@@ -44,10 +44,16 @@ class TorqueResiduals(eqx.Module):
         return jax.vmap(inverse_dynamics, in_axes=(None, 0, 0, 0))(model, self.q, self.qd, self.qdd)
 
     def __call__(self, tree):
-        return finish(self.predict(tree) - self.tau, self.weights, self.huber)
+        return finish(residual(self.predict(tree), self.tau, "tau", "torques (N, nq)"), self.weights, self.huber)
 
 
 def torque_residuals(q, qd, qdd, tau, *, weights=None, huber=None) -> TorqueResiduals:
     """Residuals of measured torques ``tau (N, nq)`` at states ``q, qd, qdd (N, nq)``."""
-    arr = lambda x: None if x is None else jnp.asarray(x)  # noqa: E731
-    return TorqueResiduals(arr(q), arr(qd), arr(qdd), arr(tau), arr(weights), huber)
+    data = {k: measured(v, k, ("N", "nq")) for k, v in dict(q=q, qd=qd, qdd=qdd, tau=tau).items()}
+    same_samples(**data)
+    for k in ("qd", "qdd", "tau"):
+        if data[k].shape != data["q"].shape:
+            raise ValueError(f"{k} has shape {tuple(data[k].shape)}, q {tuple(data['q'].shape)}: "
+                             "both (N, nq), one column per model coordinate")
+    return TorqueResiduals(data["q"], data["qd"], data["qdd"], data["tau"],
+                           None if weights is None else jnp.asarray(weights), huber)

@@ -28,10 +28,11 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._model import Model
 from .._simulate import simulate
-from .robust import finish
+from .robust import finish, measured, residual, same_samples
 
 
 class ViscousDamping(eqx.Module):
@@ -75,9 +76,9 @@ class SingleShooting(eqx.Module):
 
     def __call__(self, tree):
         q, qd = self.predict(tree)
-        r = q - self.q_meas
+        r = residual(q, self.q_meas, "q_meas", "coordinates (N, nq)")
         if self.qd_meas is not None:
-            r = jnp.concatenate([r, qd - self.qd_meas], axis=-1)
+            r = jnp.concatenate([r, residual(qd, self.qd_meas, "qd_meas", "velocities (N, nq)")], axis=-1)
         return finish(r, self.weights, self.huber)
 
 
@@ -85,7 +86,18 @@ def trajectory_residuals(ts, q_meas, q0, qd0, *, qd_meas=None, weights=None, hub
                          adjoint=None, solver=None) -> SingleShooting:
     """Single-shooting residuals of measured ``q_meas (N, nq)`` (and optionally ``qd_meas``) at ``ts (N,)``."""
     a = lambda x: None if x is None else jnp.asarray(x)  # noqa: E731
-    return SingleShooting(a(ts), a(q_meas), a(q0), a(qd0), a(qd_meas), a(weights), huber, rtol, atol, adjoint, solver)
+    ts, q_meas = _times(ts), measured(q_meas, "q_meas", ("N", "nq"))
+    qd_meas = measured(qd_meas, "qd_meas", ("N", "nq"))
+    same_samples(ts=ts, q_meas=q_meas, qd_meas=qd_meas)
+    return SingleShooting(ts, q_meas, a(q0), a(qd0), qd_meas, a(weights), huber, rtol, atol, adjoint, solver)
+
+
+def _times(ts):
+    ts = measured(ts, "ts", ("N",))
+    if not isinstance(ts, jax.core.Tracer) and ts.shape[0] > 1 and not bool(jnp.all(jnp.diff(ts) > 0)):
+        k = int(np.argmax(~(np.diff(np.asarray(ts)) > 0)))
+        raise ValueError(f"ts must be strictly increasing (ts[{k}] = {float(ts[k])!r}, ts[{k + 1}] = {float(ts[k + 1])!r})")
+    return ts
 
 
 class MultipleShooting(eqx.Module):
@@ -130,7 +142,8 @@ class MultipleShooting(eqx.Module):
 def multiple_shooting(ts, q_meas, n_segments: int, *, continuity_weight=1.0, weights=None, huber=None, rtol=1e-9,
                       atol=1e-11, adjoint=None) -> MultipleShooting:
     """Cut ``N = K·n + 1`` samples into ``K = n_segments`` segments of ``n + 1`` samples (shared ends)."""
-    ts, q_meas = jnp.asarray(ts), jnp.asarray(q_meas)
+    ts, q_meas = _times(ts), measured(q_meas, "q_meas", ("N", "nq"))
+    same_samples(ts=ts, q_meas=q_meas)
     n_total = ts.shape[0] - 1
     if n_total % n_segments:
         raise ValueError(f"multiple_shooting: {n_total + 1} samples do not split into {n_segments} equal segments (need K·n + 1)")

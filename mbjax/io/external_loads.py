@@ -74,6 +74,7 @@ class ExternalLoadsFile(NamedTuple):
         from .._loads import ExternalLoads
 
         times = np.atleast_1d(np.asarray(times, float))
+        _warn_outside_data(self, times)
         column, offset = _functions(self, times)
         values = None if column is None else column(times)  # every triple from one spline evaluation
 
@@ -98,6 +99,22 @@ class ExternalLoadsFile(NamedTuple):
         stack = lambda a: np.stack(a, axis=1) if a else np.zeros((times.shape[0], 0, 3))  # noqa: E731
         return ExternalLoads(tuple(bodies), stack(pts), stack(frc), stack(trq), point_frames=tuple(pframes),
                              force_frames=tuple(fframes), names=tuple(names))
+
+
+def _warn_outside_data(loads: ExternalLoadsFile, times: np.ndarray) -> None:
+    """OpenSim's ``ExternalForce`` extrapolates its splines past the data without a word; mbjax
+    computes the same loads but names the file and how far outside its time range they are asked
+    (more than one sample interval: a tool's time range that misses the force data)."""
+    data_time = np.asarray(loads.table.time, float)
+    if data_time.size < 2 or times.size == 0 or not loads.forces:
+        return
+    step = float(np.max(np.diff(data_time)))
+    lo, hi = float(data_time[0]), float(data_time[-1])
+    outside = (times < lo - step) | (times > hi + step)
+    if outside.any():
+        warnings.warn(f"{loads.datafile}: external loads of {loads.path} asked at {int(outside.sum())} time(s) outside "
+                      f"the data's [{lo:.6g}, {hi:.6g}] s (from {float(times.min()):.6g} to {float(times.max()):.6g} "
+                      "s): extrapolated, as OpenSim does; check the tool's time range", stacklevel=3)
 
 
 def _body(loads: ExternalLoadsFile, f: ExternalForceSpec, name: str, tag: str, model):

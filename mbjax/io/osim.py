@@ -1041,6 +1041,8 @@ class _Loader:
     def _mass_props(self, el):
         doc = self.doc
         mass = float(_floats(doc, el, "mass", 1, default=[0.0])[0])
+        if not mass >= 0 or not np.isfinite(mass):  # OpenSim's Body refuses a negative mass too
+            raise doc.error(el.find("mass"), f"body {el.get('name')!r}: mass must be finite and >= 0, got {mass}")
         com = _floats(doc, el, "mass_center", 3, default=[0, 0, 0])
         if el.find("inertia") is not None:
             v = _floats(doc, el, "inertia", 6)

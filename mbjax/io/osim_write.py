@@ -103,6 +103,8 @@ def write_osim(model, path, *, source=None, markers=None) -> str:
         out = twin[el]
         I = inertia[i]
         six = [I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]
+        if mass[i] < 0:  # load_osim refuses it (OpenSim's Body requires mass >= 0): never write it
+            raise ValueError(f"{doc.where(el)}: body {name!r} has mass {mass[i]} < 0 in the model; not written")
         _set(doc, el, out, "mass", [mass[i]])
         _set(doc, el, out, "mass_center", com[i])
         for tag in _INERTIA_3X:  # see the module docstring: <inertia> keeps every digit

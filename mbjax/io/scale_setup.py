@@ -6,6 +6,8 @@ supported (``NotImplementedError`` naming the line otherwise)."""
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import NamedTuple
 
 from .setup_xml import SetupFile
@@ -18,7 +20,7 @@ class Measurement(NamedTuple):
 
 
 class ScaleSetup(NamedTuple):
-    mass: float
+    mass: float | None  # the subject's mass (kg), None: keep the scaled model's masses (OpenSim's <= 0)
     model_file: str | None
     marker_set_file: str | None
     scaling_order: tuple
@@ -43,6 +45,27 @@ def _floats(setup, el, tag):
         raise setup.doc.error(el.find(tag), f"<{tag}> must hold numbers, got {txt!r}") from None
 
 
+def _subject_mass(setup, tool) -> float | None:
+    """``<mass>``: the subject's mass, or None where OpenSim keeps the model's masses.
+
+    ``Model::scale`` rescales to the subject's mass only when it is > 0; the default ``-1`` means
+    "keep".  Another value <= 0 is kept as OpenSim keeps it, with a warning naming the line (a typed
+    ``-72.6`` is more likely a mistake than a request); NaN or inf is refused."""
+    values = _floats(setup, tool, "mass")
+    if not values:
+        return None
+    if len(values) != 1 or not math.isfinite(values[0]):
+        raise setup.doc.error(tool.find("mass"), f"<mass> must be one finite number (kg), got {values}")
+    mass = values[0]
+    if mass > 0:
+        return mass
+    if mass != -1.0:
+        warnings.warn(f"{setup.doc.where(tool.find('mass'))}: subject mass {mass} <= 0: the model's masses are "
+                      "kept unscaled to a subject mass, as OpenSim does (-1 says so without this warning)",
+                      stacklevel=3)
+    return None
+
+
 def _applied(setup, el):
     txt = setup.text(el, "apply")
     return txt is None or txt.lower() in ("true", "1")
@@ -55,7 +78,7 @@ def read_scale_setup(path) -> ScaleSetup:
     tool = root if root.tag == "ScaleTool" else root.find("ScaleTool")
     if tool is None:
         raise ValueError(f"{setup.path}: no <ScaleTool>")
-    mass = _floats(setup, tool, "mass")
+    mass = _subject_mass(setup, tool)
     gmm = tool.find("GenericModelMaker")
     scaler = tool.find("ModelScaler")
     placer = tool.find("MarkerPlacer")
@@ -106,7 +129,7 @@ def read_scale_setup(path) -> ScaleSetup:
         placer_file = setup.resolve(setup.text(placer, "marker_file"))
         placer_range = _floats(setup, placer, "time_range")
     return ScaleSetup(
-        mass=mass[0] if mass else -1.0,
+        mass=mass,
         model_file=setup.resolve(setup.text(gmm, "model_file")) if gmm is not None else None,
         marker_set_file=setup.resolve(setup.text(gmm, "marker_set_file")) if gmm is not None else None,
         scaling_order=order, measurements=tuple(measurements), manual=manual, scaler_marker_file=scaler_file,

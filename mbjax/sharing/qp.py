@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 
@@ -226,6 +227,13 @@ def default_tolerance(dtype) -> float:
     return 0.01 * float(jnp.finfo(dtype).eps) ** 0.5
 
 
+def check_exponent(p) -> None:
+    """Refuse an exponent for which Σ w |x|^p has no single minimum (p <= 1, NaN, inf)."""
+    if not isinstance(p, jax.core.Tracer) and not (np.ndim(p) == 0 and np.isfinite(p) and float(p) > 1):
+        raise ValueError(f"exponent must be a finite number > 1 (the objective sum w |x|^p has one minimum only "
+                         f"then; OpenSim's static optimization uses 2), got {p!r}")
+
+
 def solve(A, b, lo, hi, w, p=2.0, x0=None, lam0=None, *, rho=30.0, inner=20, max_outer=40, alm_tol=1e-2,
           tol=None, max_polish=30, polish=True, first_outer=MIN_OUTER) -> QPSolution:
     """Minimize Σ w |x|^p s.t. A x = b, lo ≤ x ≤ hi (module docstring); differentiable in A, b, lo,
@@ -240,6 +248,7 @@ def solve(A, b, lo, hi, w, p=2.0, x0=None, lam0=None, *, rho=30.0, inner=20, max
     dtype = A.dtype
     b, lo, hi, w = (jnp.asarray(v, dtype) for v in (b, lo, hi, w))
     m, n = A.shape
+    check_exponent(p)
     p = jnp.asarray(p, dtype)  # traced: one compiled program serves every exponent
     if tol is None:
         tol = default_tolerance(dtype)

@@ -1,0 +1,46 @@
+"""Coordinate data judged against the model: a value far outside a coordinate's range, or a
+rotation too large for radians, is named in a warning before a tool computes from it.
+
+OpenSim's tools compute from whatever the file holds; a ``.mot`` whose header says
+``inDegrees=no`` over values in degrees gives torques off by orders of magnitude without a word.
+mbjax computes too (a user may mean a value outside a range) but says which coordinate, how far
+and the likely cause.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+#: a rotational coordinate beyond two turns (rad) is read as "degrees labelled as radians"
+RADIAN_LIMIT = 4.0 * np.pi
+
+
+def warn_outside_ranges(model, names, values, source: str, in_degrees: bool, stacklevel: int = 3) -> None:
+    """Warn naming each coordinate of ``names`` whose ``values (T, k)`` (model units) leave its range
+    by more than the range's width, and each rotational one beyond :data:`RADIAN_LIMIT`."""
+    info = model.extras.get("osim")
+    if info is None or not len(names):
+        return
+    coords = list(model.coordinate_names)
+    values = np.asarray(values, float)
+    lines, units = [], []
+    for k, name in enumerate(names):
+        i = coords.index(name)
+        col = values[:, k]
+        lo, hi = float(info.lower[i]), float(info.upper[i])
+        rotational = info.motion_types[i] == "rotational"
+        far = max(hi - lo, 1e-3 if not rotational else np.radians(10.0))
+        v_min, v_max = float(np.min(col)), float(np.max(col))
+        if rotational and not in_degrees and max(abs(v_min), abs(v_max)) > RADIAN_LIMIT:
+            units.append(f"{name} reaches {max(v_min, v_max, key=abs):.4g} rad")
+        elif v_min < lo - far or v_max > hi + far:
+            worst = v_min if lo - v_min > v_max - hi else v_max
+            lines.append(f"{name} reaches {worst:.4g}, range [{lo:.4g}, {hi:.4g}]")
+    if units:
+        warnings.warn(f"{source}: rotational coordinate(s) beyond two turns: {'; '.join(units)}. Is the file in "
+                      "degrees? Its header says inDegrees=no (values read as radians)", stacklevel=stacklevel)
+    if lines:
+        warnings.warn(f"{source}: coordinate(s) far outside their range (by more than its width): "
+                      f"{'; '.join(lines)}", stacklevel=stacklevel)
