@@ -136,17 +136,16 @@ def _check_writable(path: str, flag: str):
     """Refuse an output path that cannot be written, before any work (nothing is created)."""
     if not path:
         raise UsageError(f"{flag}: empty file name")
+    from .io.storage import cannot_write
+
     if os.path.isdir(path):
         raise UsageError(f"{flag} {path}: is a directory, expected a file name")
-    if os.path.exists(path):
-        if not os.access(path, os.W_OK):
-            raise UsageError(f"{flag} {path}: file is not writable")
-        return
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise UsageError(f"{flag} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"{flag} {path}: directory {parent} is not writable")
+    why = cannot_write(path)
+    if why is not None:
+        raise UsageError(f"{flag} {path}: cannot be written: {why}")
 
 
 def _check_plot_format(path: str):
@@ -706,17 +705,21 @@ def ik_command(args):
     out = args.out or setup.output_motion_file
     if out is None:
         raise UsageError(f"{args.setup}: no <output_motion_file>; give --out")
-    try:  # the folder made (as OpenSim makes it) and checked before the solve
+    errors = None
+    if setup.errors_file is not None:  # OpenSim's report_errors file: results_directory, or beside --out
+        errors = setup.errors_file if not args.out else os.path.join(
+            os.path.dirname(os.path.abspath(out)), os.path.basename(setup.errors_file))
+    try:  # the folders made (as OpenSim makes them) and both files checked before the solve
         prepare_output(out, args.setup, "IK motion file")
+        if errors is not None:
+            prepare_output(errors, args.setup, "IK marker errors file")
     except OSError as e:
         raise UsageError(str(e)) from None
     t0 = time.time()
     res = inverse_kinematics_from_setup(args.setup, model, load_markers(model_file, model), progress=not args.quiet,
                                         accuracy=args.accuracy)
     write_storage(out, table_from_coordinates(model, res.time, res.q, in_degrees=True), format="storage")
-    if setup.errors_file is not None:  # OpenSim's report_errors file: results_directory, or beside --out
-        errors = setup.errors_file if not args.out else os.path.join(
-            os.path.dirname(os.path.abspath(out)), os.path.basename(setup.errors_file))
+    if errors is not None:
         write_ik_marker_errors(errors, res)
     if not args.quiet:
         print(f"mbjax ik: {res.time.size} frames in {time.time() - t0:.1f} s; marker RMS max {np.nanmax(res.rms) * 1e3:.2f} mm, "
@@ -869,6 +872,15 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except UsageError as e:
+        print(f"mbjax: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:
+        from .io.storage import OutputPathError  # an output the setup names, found unwritable before the work
+
+        if not isinstance(e, OutputPathError):
+            text, _ = _library_message(e)
+            print(f"mbjax: error: {text}", file=sys.stderr)
+            return EXIT_FAILURE
         print(f"mbjax: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

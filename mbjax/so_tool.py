@@ -57,7 +57,7 @@ from .forces.body_actuators import CoordinateActuator, PointActuator, TorqueActu
 from .io.osim_coordinates import coordinate_jacobian, coordinate_names
 from .id_tool import (_force_elements_applied, check_frames, coordinate_trajectory, dynamics_model,
                       torques_of_frames)
-from .io.storage import Table, read_storage, write_storage
+from .io.storage import Table, prepare_output, read_storage, write_storage
 from .muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from .muscles.parameters import hill_parameters
 from .muscles.paths import get_paths
@@ -525,12 +525,9 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
     out = None
     if write:  # the results folder is made (as OpenSim makes it) and checked before the solve
         out = os.fspath(results_directory) if results_directory is not None else setup.results_directory
-        try:
-            os.makedirs(out, exist_ok=True)
-        except OSError as e:
-            raise OSError(f"{path}: cannot create the results directory {out!r}: {e}") from None
-        if not os.access(out, os.W_OK):
-            raise PermissionError(f"{path}: the results directory {out!r} is not writable")
+        for kind in ("activation", "force"):
+            prepare_output(os.path.join(out, f"{setup.name}_StaticOptimization_{kind}.sto"), path,
+                           f"static optimization {kind} file")
     loads = None
     if setup.external_loads_file is not None:
         loads = read_external_loads(setup.external_loads_file, base_dirs=(os.path.dirname(os.path.abspath(path)),))

@@ -209,7 +209,10 @@ def test_outputs_checked_before_the_sweep(tmp_path, capsys, monkeypatch):
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
         rc, _, err = _main(capsys, *base, "--out", str(locked / "x.csv"))
-        assert rc == 2 and "not writable" in err
+        assert rc == 2 and "cannot be written: Permission denied" in err
+    if os.path.isdir("/proc"):  # writable by its permission bits for root, yet no file can be made there
+        rc, _, err = _main(capsys, *base, "--out", "/proc/mbjax_x.csv")
+        assert rc == 2 and "--out /proc/mbjax_x.csv: cannot be written" in err, err
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "locked") == []
 
 
@@ -626,3 +629,36 @@ def test_ik_output_folder_made_or_refused_before_solving(tmp_path, capsys):
     n = len(read_trc(os.path.join(OPENSIM_DATA, "arm26_ik", "arm26_elbow_flex.trc")).names)
     np.testing.assert_allclose(total, n * rms ** 2, rtol=1e-10)  # every marker present in this trial
     assert np.all(worst >= rms) and np.all(worst ** 2 <= total * (1 + 1e-12))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs a folder where no file can be made")
+@pytest.mark.parametrize("tool,setup,fn", [
+    ("id", "gait2354_id/subject01_Setup_InverseDynamics.xml", "mbjax.id_tool.inverse_dynamics_motion"),
+    ("so", "arm26_so/arm26_Setup_StaticOptimization.xml", "mbjax.so_tool.static_optimization_motion"),
+    ("ik", "arm26_ik/arm26_Setup_InverseKinematics.xml", "mbjax.ik.inverse_kinematics"),
+])
+def test_tool_outputs_checked_before_the_work(tmp_path, capsys, monkeypatch, tool, setup, fn):
+    """--out, --plot and the setup's own outputs that cannot be written: usage errors (2) before
+    anything is computed."""
+    import importlib
+
+    module, name = fn.rsplit(".", 1)
+    monkeypatch.setattr(importlib.import_module(module), name, lambda *a, **k: pytest.fail("computed first"))
+    src = os.path.join(OPENSIM_DATA, setup)
+    out = "/proc/mbjax_out" + ("" if tool == "so" else ".sto")
+    rc, _, err = _main(capsys, tool, src, "--model", "arm26" if tool != "id" else "gait2354", "--out", out)
+    assert rc == 2 and "/proc/mbjax_out" in err, err
+    rc, _, err = _main(capsys, tool, src, "--model", "arm26" if tool != "id" else "gait2354", "--out",
+                       str(tmp_path / ("o" if tool == "so" else "o.sto")), "--plot", "/proc/mbjax.png")
+    assert rc == 2 and "--plot /proc/mbjax.png: cannot be written" in err, err
+    # the setup's own output (its results_directory) where no file can be made
+    text = open(src).read()
+    for tag in ("results_directory", "output_motion_file", "output_gen_force_file"):
+        text = re.sub(rf"<{tag}>[^<]*</{tag}>", f"<{tag}>/proc/mbjax_results</{tag}>", text)
+    bad = tmp_path / os.path.basename(src)
+    bad.write_text(text)
+    for f in os.listdir(os.path.dirname(src)):  # the setup's data files beside it
+        if f != os.path.basename(src):
+            os.symlink(os.path.join(os.path.dirname(src), f), tmp_path / f)
+    rc, _, err = _main(capsys, tool, str(bad), "--model", "arm26" if tool != "id" else "gait2354")
+    assert rc == 2 and "/proc/mbjax_results" in err, err
