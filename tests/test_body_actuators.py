@@ -79,6 +79,7 @@ def test_bad_actuators_are_named():
         actuator_matrix(model, (TorqueActuator("MZ", "r_humerus", axis=(0.0, 0.0, 0.0)),), q)
 
 
+@pytest.mark.extended
 def test_gait2354_residuals_equal_the_body_wrench_route():
     """The pipeline's six pelvis residuals on Gait2354 (prismatic pelvis translations, spline-coupled
     knees): the closed form equals the unit loads through the body-wrench recursion

@@ -79,6 +79,7 @@ def test_vmap_dispatch_equals_plain_vmap(tree, n):
     np.testing.assert_allclose(fast, jax.jit(_kernel_vmap)(tree, q, qd, qdd), rtol=0, atol=1e-12)
 
 
+@pytest.mark.extended
 def test_derivatives_through_dispatch():
     tree = random_tree(4, n_bodies=5, n_coordinates=3)
     q, qd, qdd = (random_poses(s, 4, tree.n_coordinates) for s in (11, 12, 13))

@@ -223,11 +223,7 @@ def test_parameter_gradients_check_grads():
                 atol=1e-6, rtol=1e-6)
 
 
-def test_forward_dynamics_derivatives_by_inverse_dynamics():
-    """q̈' = M⁻¹(τ' - ∂ID/∂x x') (the rule of ``forward_dynamics``): reverse mode equals autodiff
-    through the composite-rigid-body M and its Cholesky solve (inertias along symmetric directions,
-    the only physical ones: the two routes split an antisymmetric part differently); forward mode
-    and second order (forward over reverse) equal central differences."""
+def _forward_dynamics_case():
     model = random_tree(7, n_bodies=5, n_coordinates=3, nonlinear=True)
     q, qd, tau = (random_poses(20 + k, 1, 3)[0] for k in range(3))
 
@@ -238,8 +234,23 @@ def test_forward_dynamics_derivatives_by_inverse_dynamics():
         return f
 
     rule = with_params(mbjax.forward_dynamics)
-    autodiff = with_params(lambda m, q, qd, tau: dyn._solve_qdd(m, q, qd, tau)[0])
     args = (model.mass, model.com, model.inertia, q, qd, tau)
+    return model, q, qd, rule, with_params, args
+
+
+def _central(f, x, eps=1e-6):
+    """Central differences of ``f`` at ``x`` along each entry of ``x``, stacked last."""
+    cols = [(f(x + eps * e.reshape(x.shape)) - f(x - eps * e.reshape(x.shape))) / (2 * eps) for e in np.eye(x.size)]
+    return np.stack(cols, -1).reshape(np.shape(f(x)) + x.shape)
+
+
+def test_forward_dynamics_derivatives_by_inverse_dynamics():
+    """q̈' = M⁻¹(τ' - ∂ID/∂x x') (the rule of ``forward_dynamics``): reverse mode equals autodiff
+    through the composite-rigid-body M and its Cholesky solve (inertias along symmetric directions,
+    the only physical ones: the two routes split an antisymmetric part differently); forward mode
+    in q equals central differences (forward mode in the COM and second order: the extended twin)."""
+    model, q, qd, rule, with_params, args = _forward_dynamics_case()
+    autodiff = with_params(lambda m, q, qd, tau: dyn._solve_qdd(m, q, qd, tau)[0])
     rev_argnums = (0, 2, 3, 4, 5)
     rev = jax.jit(jax.jacrev(rule, argnums=rev_argnums))(*args)
     rev_a = jax.jit(jax.jacrev(autodiff, argnums=rev_argnums))(*args)
@@ -248,20 +259,19 @@ def test_forward_dynamics_derivatives_by_inverse_dynamics():
         if k == 2:
             g, a = sym(g), sym(a)
         assert rel(g, a) < 1e-12, (k, rel(g, a))
-
-    def central(f, x, eps=1e-6):
-        """Central differences of ``f`` at ``x`` along each entry of ``x``, stacked last."""
-        cols = [(f(x + eps * e.reshape(x.shape)) - f(x - eps * e.reshape(x.shape))) / (2 * eps)
-                for e in np.eye(x.size)]
-        return np.stack(cols, -1).reshape(np.shape(f(x)) + x.shape)
-
-    # forward mode in the COM positions and q; no applied force (tau=None) takes the same rule
-    fwd_com, fwd_q = jax.jit(jax.jacfwd(rule, argnums=(1, 3)))(*args)
-    fd_com = jax.jit(lambda c: rule(args[0], c, *args[2:]))
-    assert rel(fwd_com, central(fd_com, model.com)) < 1e-7
+    # forward mode in q; no applied force (tau=None) takes the same rule
     fd_q = jax.jit(lambda qq: mbjax.forward_dynamics(model, qq, qd))
-    assert rel(jax.jit(jax.jacfwd(fd_q))(q), central(fd_q, q)) < 1e-7
-    # second order: forward over the rule's own reverse pass, against differences of that gradient
+    assert rel(jax.jit(jax.jacfwd(fd_q))(q), _central(fd_q, q)) < 1e-7
+
+
+@pytest.mark.extended
+def test_forward_dynamics_derivatives_in_com_and_second_order():
+    """The rule's forward mode in the COM positions and its second order (forward over the rule's
+    own reverse pass) equal central differences."""
+    model, q, qd, rule, _, args = _forward_dynamics_case()
+    fwd_com = jax.jit(jax.jacfwd(rule, argnums=1))(*args)
+    fd_com = jax.jit(lambda c: rule(args[0], c, *args[2:]))
+    assert rel(fwd_com, _central(fd_com, model.com)) < 1e-7
     w = jnp.asarray([0.3, -1.2, 0.7])
     grad_q = jax.jit(jax.grad(lambda qq: w @ rule(*args[:3], qq, *args[4:])))
     dq = jnp.asarray([0.5, 0.1, -0.4])

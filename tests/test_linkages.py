@@ -29,6 +29,7 @@ def test_fourbar_premodel_matches_absolute():
     assert agreement(am, aa).min() > 4  # H of a spline: O(step²), worse near the range ends
 
 
+@pytest.mark.extended
 def test_fivebar_methods_match_absolute():
     res = {}
     for method in ("projection", "molecule"):

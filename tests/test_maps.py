@@ -467,6 +467,7 @@ def test_bad_inputs_raise_clear_errors():
 # ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.extended
 def test_parameter_gradients_check_grads():
     """f, ∇f, H are differentiable w.r.t. coefficients, knot values, knots and ω."""
     x = jnp.asarray([[0.37]])
@@ -563,6 +564,7 @@ def _autodiff_pose_derivatives(model, q):
     return mbjax.body_poses(model, q), jac_q, hess
 
 
+@pytest.mark.extended
 def test_maps_inside_a_model_pose_derivatives_match_autodiff():
     model = _model_with_maps()
     assert sum(m.n_maps for m in model.maps) == model.n_bodies

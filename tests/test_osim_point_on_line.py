@@ -224,6 +224,7 @@ def test_refusals_name_the_element(tmp_path):
     assert m.n_coordinates == 8 and m.extras["osim"].eliminated == ()
 
 
+@pytest.mark.extended
 def test_float32_session_chooses_and_assembles_in_float64(model):
     """With jax_enable_x64 off the choice and the assembly are still made in float64 (a float32
     Newton cannot meet the assembly tolerance, and float32 rounding would break pivot ties

@@ -231,6 +231,7 @@ def test_joint_reaction_loads_of_a_function_path_are_mobility_forces():
     np.testing.assert_allclose(f2, f0, rtol=1e-13, atol=1e-12)
 
 
+@pytest.mark.extended
 def test_muscle_driven_dynamics_on_a_partly_fitted_model(fit):
     """The smooth paths as functions, the others exact: the muscle-driven vector field is the exact
     one up to the functions' errors (and runs through the geometric rows unchanged)."""

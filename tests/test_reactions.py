@@ -307,7 +307,7 @@ def _projectors(zs):
     return [z @ z.T for z in zs]
 
 
-@pytest.mark.parametrize("seed", [21, 22])
+@pytest.mark.parametrize("seed", [21, pytest.param(22, marks=pytest.mark.extended)])
 def test_fast_equals_dense_oracle_with_chains_and_loads(seed):
     """Newton-Euler subtree wrenches + closed-form Z vs Eq. 2.10 with jacfwd D, E and eigh Z."""
     model = random_tree(seed, n_bodies=10, n_coordinates=5, chain_depth=7, zero_inertia_fraction=0.45)
@@ -332,6 +332,7 @@ def test_fast_equals_dense_oracle_with_chains_and_loads(seed):
             assert abs(float(jnp.linalg.norm(fast.components[k]) - jnp.linalg.norm(dense.components[k]))) < 1e-9
 
 
+@pytest.mark.extended
 def test_chain_basis_is_orthonormal_complement():
     """Closed-form Z_c of chains: orthonormal, ⟂ the relative twist Jacobian (by jacfwd)."""
     from mbjax.reactions import dense, resolved

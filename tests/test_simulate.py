@@ -123,6 +123,7 @@ def test_models_hold_no_empty_tuple_node(name):
     assert _empty_tuple_nodes(model) == []
 
 
+@pytest.mark.extended
 def test_users_vector_field_with_the_model_in_args_under_backsolve():
     """A vector field of the user's own receiving the whole arm26 model (muscles, wrap objects) as
     diffrax ``args``: ``BacksolveAdjoint`` runs (it failed inside diffrax on the empty-tuple map

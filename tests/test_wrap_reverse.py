@@ -68,6 +68,7 @@ def test_grad_in_model_parameters_equals_differences():
         assert abs(g_loc[0, 1, comp] - fd) < 1e-7
 
 
+@pytest.mark.extended
 @needs_arm26
 def test_arm26_jacrev_equals_differences():
     """arm26 wraps over cylinders and ellipsoids: reverse mode equals central differences of the

@@ -44,6 +44,7 @@ def test_equal_semi_axes_give_the_spheres_great_circle():
     np.testing.assert_allclose(np.asarray(geo.length)[~w], np.linalg.norm(p1 - p2, axis=1)[~w], rtol=1e-14)
 
 
+@pytest.mark.extended
 def test_runge_kutta_converges_at_fourth_order(triaxial):
     p1, p2, geo = triaxial
     w = np.asarray(geo.wraps)

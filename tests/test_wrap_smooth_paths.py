@@ -266,6 +266,7 @@ def test_ellipsoid_with_equal_semi_axes_is_the_sphere():
     np.testing.assert_allclose(ell, sph, rtol=0, atol=1e-9)
 
 
+@pytest.mark.extended
 def test_ellipsoid_moment_arms_are_minus_the_gradient():
     model = smooth_wrapping(_hinge_ellipsoid((0.06, 0.035, 0.045)))
     length = jax.jit(lambda t: mbjax.muscle_lengths(model, t)[0])
