@@ -4,10 +4,8 @@ import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 # Tests compile far more than they run.  XLA's CPU backend is run with LLVM's optimisation level 0
-# (XLA's default is 3): the whole suite, measured from one clone on the idle 2-core machine
-# (2026-11-24), took 14:58 at level 0 against 15:46 at level 1, the sum of test durations 1737 s
-# against 1856 s (tests -8.5 %, notebooks and validation -3 %).  Run time of the compiled code
-# is slower at level 0 (the wrapped-arm26 pass ~6x), which the few run-time-heavy tests pay back.
+# (XLA's default is 3): the suite is faster at level 0 (benchmarks/RESULTS.md), though the
+# compiled code runs slower, which the few run-time-heavy tests pay back.
 # The HLO (what is computed, in which order) is the same at every level and XLA's CPU backend
 # uses no fast-math at any level, so results agree to rounding.  Notebook kernels inherit the
 # setting.  Set MBJAX_TEST_XLA_OPT=1 to test with XLA's defaults.

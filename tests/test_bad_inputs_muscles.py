@@ -211,3 +211,31 @@ def test_activation_derivative_refuses_nan_and_other_lengths():
     tau_deact = 0.04  # arm26.osim gives 0.04 for every muscle
     got = np.asarray(mbjax.activation_derivative(jnp.full(NM, 0.5), jnp.full(NM, 1.5), ARM))
     np.testing.assert_allclose(got, (0.5 - 1.0) / (tau_deact / 2.0), rtol=1e-12)
+
+
+def test_float32_checks_refuse_and_accept_the_same():
+    """In JAX's default float32 the rules are the same (parameters are checked in float64 as read,
+    arrays in their own dtype): the valid call is finite, the bad one refused."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import jax, jax.numpy as jnp, numpy as np, mbjax, mbjax.io
+        from mbjax.models import model_path
+        assert not jax.config.jax_enable_x64
+        m = mbjax.io.load_osim(model_path("gait10dof18musc"))
+        nm = m.extras["muscles"].n_muscles
+        q, qd = jnp.full(m.n_coordinates, 0.1), jnp.zeros(m.n_coordinates)
+        f = mbjax.muscle_forces(m, q, qd, jnp.full(nm, 0.5))
+        assert f.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(f)))
+        try:
+            mbjax.muscle_forces(m, q, qd, jnp.full(nm, 0.5).at[0].set(1.5))
+        except RuntimeError as e:
+            assert "activation must be in [0, 1]" in str(e)
+        else:
+            raise SystemExit("not refused")
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

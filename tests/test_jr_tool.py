@@ -395,6 +395,7 @@ def test_gait2354_reactions_are_the_subtree_balance(tmp_path):
     np.testing.assert_allclose(kp[:, 3:6], -(kc[:, 3:6] + np.cross(lever, kc[:, :3])), rtol=0, atol=1e-9 * scale_m)
 
 
+@pytest.mark.extended
 def test_wrapped_paths_body_loads_do_the_virtual_work_of_opensims_path():
     """arm26 over its cylinders and ellipsoid: Σ_b J_bᵀ W_b of the muscle body loads (tangent points
     on the wrap bodies) equals R F from the gradient of the cross-body length, frame by frame."""

@@ -634,6 +634,7 @@ def _single(m, x):
 _bicubic_check = jax.jit(_single)
 
 
+@pytest.mark.extended
 @settings(max_examples=10, deadline=None)
 @given(
     hnp.arrays(np.float64, 4, elements=st.floats(-2, 2)),

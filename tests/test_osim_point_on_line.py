@@ -149,6 +149,7 @@ def test_roles_and_assembly(model):
         assert abs(p[0]) < 1e-12 and abs(p[2]) < 1e-12
 
 
+@pytest.mark.extended
 def test_constraints_hold_at_random_poses(model, variant):
     """Each follower point stays on its line, read from the reduced model's own body poses."""
     for m, geometry in ((model, AS_WRITTEN), (variant[0], VARIANT_GEOMETRY)):

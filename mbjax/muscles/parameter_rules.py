@@ -120,7 +120,8 @@ def parameter_problems(names, kinds, parameters: Mapping[str, Mapping[str, float
                 continue
             if not (math.isfinite(v) and bool(ok(v))):
                 why = "OpenSim 4.6 refuses it too" if who == "OpenSim" else "the muscle's equations have no answer there"
-                problems.append((name, f"{key} = {v!r} must be {requirement} ({why})"))
+                must = requirement if math.isfinite(v) else f"finite and {requirement}"
+                problems.append((name, f"{key} = {v!r} must be {must} ({why})"))
         if kind == THELEN and not values["fv_linear_extrap_threshold"] > 1 / max(values["Flen"], 1e-300):
             problems.append((name, f"fv_linear_extrap_threshold = {values['fv_linear_extrap_threshold']!r} must be "
                                    f"> 1/Flen = {1 / values['Flen']!r} (OpenSim 4.6 refuses it too)"))
