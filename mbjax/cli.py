@@ -868,7 +868,12 @@ def build_parser():
 
 def main(argv=None) -> int:
     """Run the command; returns the exit status (argparse's own usage errors exit 2 directly)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given and given[0].startswith("-") and given[0] not in ("-h", "--help", "--version"):
+        parser.error(f"unrecognized option {given[0]!r} before the command; the command comes first "
+                     "(moment-arms, info, ik, id, so, jr)")  # argparse would only say a command is required
+    args = parser.parse_args(argv)
     try:
         return args.func(args)
     except UsageError as e:

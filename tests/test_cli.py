@@ -191,6 +191,11 @@ def test_usage_errors_name_their_flag(tmp_path, capsys, args, named):
     assert not out.exists()
 
 
+def test_option_before_the_command_is_named(capsys):
+    rc, _, err = _main(capsys, "--bogus")
+    assert rc == 2 and "unrecognized option '--bogus' before the command" in err, err
+
+
 def test_outputs_checked_before_the_sweep(tmp_path, capsys, monkeypatch):
     """A directory, a missing folder, an unknown image type: refused (2) before any sweep; nothing written."""
     monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran before the output check"))

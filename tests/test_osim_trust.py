@@ -237,8 +237,8 @@ _PIN = FUNCTIONLESS_AXIS_MODEL.replace(
 @pytest.mark.parametrize(
     "default, clamped, refused",
     [
-        ("nan", "", "<default_value> must be finite, got nan"),
-        ("nan", "<clamped>true</clamped>", "<default_value> must be finite, got nan"),
+        ("nan", "", "<default_value> holds NaN"),
+        ("nan", "<clamped>true</clamped>", "<default_value> holds NaN"),
         ("inf", "", "<default_value> must be finite, got inf"),
         ("1.5", "<clamped>true</clamped>", r"clamped coordinate 'c': <default_value> 1.5 is outside its <range>"),
         ("-1.0000001", "<clamped>true</clamped>", r"<default_value> -1.0000001 is outside"),  # beyond SqrtEps
@@ -304,3 +304,21 @@ def test_coordinate_without_range_gets_opensims_default(tmp_path):
     model = load_osim(write_model(tmp_path, text, "norange.osim"))
     info = model.extras["osim"]
     assert (float(info.lower[2]), float(info.upper[2])) == (-10.0, 10.0)  # Coordinate::constructProperties
+
+
+@pytest.mark.parametrize("where", ["x", "y"])
+def test_nan_in_a_function_is_refused_by_line(tmp_path, where):
+    """A SimmSpline knot or value written as NaN (OpenSim reads it as a number; every pose would be
+    NaN): refused naming the file, line and element."""
+    from mbjax.models import model_path
+
+    src = open(model_path("gait10dof18musc")).read()
+    start = src.index('<SimmSpline name="function">')
+    i = src.index(f"<{where}>", start) + len(f"<{where}>")
+    j = src.index(" ", i + 1)
+    bad = src[:i] + " nan" + src[j:]
+    path = tmp_path / "nan_knot.osim"
+    path.write_text(bad)
+    line = bad[:start].count("\n") + 1
+    with pytest.raises(ValueError, match=rf"nan_knot.osim:{line}: <SimmSpline name='function'>: <{where}> holds NaN"):
+        load_osim(str(path))

@@ -347,6 +347,8 @@ def _floats(doc, el, tag, n=None, default=None):
         vals = np.asarray([float(v) for v in txt.split()], dtype=float)
     except ValueError:
         raise doc.error(el, f"<{tag}> must hold numbers, got {txt!r}") from None
+    if np.isnan(vals).any():  # OpenSim reads "nan" as a number; no model means it, every result would be NaN
+        raise doc.error(el, f"<{tag}> holds NaN: {txt!r}")
     if n is not None and vals.size != n:
         raise doc.error(el, f"<{tag}> must hold {n} numbers, got {vals.size}")
     return vals
