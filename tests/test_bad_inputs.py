@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -537,3 +538,16 @@ def test_static_optimization_setup_and_data_refused_by_name(tmp_path):
     q[4, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         static_optimization_motion(model, Table(t, tuple(model.coordinate_names), q, False, {}), progress=False)
+
+
+def test_muscle_pose_checks_are_one_fused_check():
+    """muscle_lengths / moment_arms check the pose and the path in one host callback (a batched call
+    pays one check per pose, not two); both rules still fire with their own message."""
+    one = str(jax.make_jaxpr(lambda x: eqx.error_if(x, x > 1, "m"))(1.0)).count("callback")
+    for fn in (mbjax.muscle_lengths, mbjax.moment_arms):
+        with mbjax.checks(False):
+            off = str(jax.make_jaxpr(lambda q: fn(MUSCLED, q))(_z())).count("callback")
+        on = str(jax.make_jaxpr(lambda q: fn(MUSCLED, q))(_z())).count("callback")
+        assert on - off == one, (fn.__name__, on, off)
+        with pytest.raises(RuntimeError, match="q contains NaN or inf for coordinates"):
+            fn(MUSCLED, _z().at[1].set(jnp.nan))

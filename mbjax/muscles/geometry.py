@@ -22,7 +22,8 @@ from .._model import Model
 from ..wrapping.path import WrappedPath, wrap_paths
 from ..wrapping.smooth_path import smooth_wrap_paths
 from .path_functions import all_paths_are_functions, function_lengths, get_path_functions
-from .paths import condition_values, empty_result, get_paths, require_path, segment_exists
+from .. import _checks
+from .paths import condition_values, empty_result, get_paths, require_pose_and_path, segment_exists
 
 
 class PathGeometry(NamedTuple):
@@ -237,11 +238,11 @@ def muscle_lengths(model: Model, q) -> jnp.ndarray:
     length: NaN, and a run-time error (``eqx.error_if``) while checks are on.  Coincident
     consecutive points are a zero-length segment (:func:`~mbjax.muscles.paths.segment_exists`).
     """
-    q = check_vector(model, q)
-    empty = empty_result(model, q, (0,))  # no muscles: (0,)
-    if empty is not None:
-        return empty
-    return require_path(batch_last(_lengths_kernel)(model, q), "muscle_lengths")
+    ctx = _checks.coordinates_context(model)
+    q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)  # values: in the fused check below
+    if not get_paths(model).n_muscles:  # no muscles: (0,)
+        return empty_result(model, _checks.finite(q, "q", ctx), (0,))
+    return require_pose_and_path(batch_last(_lengths_kernel)(model, q), model, q, "muscle_lengths")
 
 
 def path_points(model: Model, q):

@@ -35,13 +35,14 @@ import numpy as np
 from .._batching import Small as _Small
 from .._batching import batch_last
 from .._batching import materialize as _materialize
-from .._kinematics import check_vector, forward_pass, joint_values
+from .._kinematics import forward_pass, joint_values
 from .._model import Model
 from ..wrapping._jacobian_rule import raw_forward_mode
 from .geometry import muscle_lengths, path_geometry
 from .geometry import wrapped_lengths as _wrapped_lengths
 from .path_functions import all_paths_are_functions, function_moment_arms, get_path_functions, refuse_path_functions
-from .paths import PathState, empty_result, get_paths, path_state, require_path
+from .. import _checks
+from .paths import PathState, empty_result, get_paths, path_state, require_pose_and_path
 
 
 def _body_onehot(paths, nb: int) -> np.ndarray:
@@ -172,11 +173,11 @@ def moment_arms(model: Model, q) -> jnp.ndarray:
     ``jax.vmap(moment_arms, in_axes=(None, 0))`` runs the kernel batch-last (cache-sized chunks on
     CPU, one call on GPU); its derivatives are those of the same kernel.
     """
-    q = check_vector(model, q)
-    empty = empty_result(model, q, (model.n_coordinates, 0))  # no muscles: (nq, 0)
-    if empty is not None:
-        return empty
-    return require_path(batch_last(_moment_arm_kernel)(model, q), "moment_arms")
+    ctx = _checks.coordinates_context(model)
+    q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)  # values: in the fused check below
+    if not get_paths(model).n_muscles:  # no muscles: (nq, 0)
+        return empty_result(model, _checks.finite(q, "q", ctx), (model.n_coordinates, 0))
+    return require_pose_and_path(batch_last(_moment_arm_kernel)(model, q), model, q, "moment_arms")
 
 
 def moment_arms_batched(model: Model, q_batch, batch_size: int | None = None) -> jnp.ndarray:

@@ -323,17 +323,19 @@ def empty_result(model: Model, q, shape: tuple[int, ...]):
     return jnp.zeros(shape, jnp.result_type(q, model.axis))
 
 
-def require_path(out, where: str):
-    """``out`` unchanged; a run-time error (checks on) if it holds NaN, which the kernels give for
+PATH_UNDEFINED = ("a muscle path has fewer than 2 active points at this q (conditional points out of "
+                  "range), a NaN path point, or (smooth wrapping) an ellipsoid geodesic that did not converge: "
+                  "its length is undefined")
+
+
+def require_pose_and_path(out, model: Model, q, where: str):
+    """``out`` unchanged; one fused run-time check (checks on, one host callback per pose): ``q``
+    finite (it was only shape-checked on entry), and no NaN in ``out``, which the kernels give for
     a path with fewer than 2 active points (all but one conditional point out of range), and the
     smooth option for an ellipsoid wrap whose shooting solve failed."""
-    return _checks.require(
-        out,
-        jnp.any(jnp.isnan(out)),
-        f"{where}: a muscle path has fewer than 2 active points at this q (conditional points out of "
-        "range), a NaN path point, or (smooth wrapping) an ellipsoid geodesic that did not converge: "
-        "its length is undefined",
-    )
+    ctx = _checks.coordinates_context(model)
+    return _checks.all_of(out, [(~jnp.isfinite(q), f"q contains NaN or inf{ctx}"),
+                                (jnp.isnan(out), f"{where}: {PATH_UNDEFINED}")])
 
 
 def get_paths(model: Model) -> MusclePaths:
