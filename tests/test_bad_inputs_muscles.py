@@ -92,6 +92,11 @@ def test_non_numeric_properties_still_read(tmp_path):
     _load(tmp_path, src)
 
 
+def test_zero_flen_is_named_not_a_division_by_zero():
+    problems = parameter_problems(["m"], ["Thelen2003Muscle"], {"m": {"Flen": 0.0}})
+    assert any(p.startswith("Flen = 0.0 must be > 1") for _, p in problems), problems
+
+
 def test_every_rule_has_a_refused_case():
     covered = {p for p, _ in THELEN_CASES} | {p for p, _ in MILLARD_CASES}
     missing = {r[0] for r in RULES if r[0] != "time_scale"} - covered

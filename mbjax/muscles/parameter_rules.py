@@ -122,9 +122,10 @@ def parameter_problems(names, kinds, parameters: Mapping[str, Mapping[str, float
                 why = "OpenSim 4.6 refuses it too" if who == "OpenSim" else "the muscle's equations have no answer there"
                 must = requirement if math.isfinite(v) else f"finite and {requirement}"
                 problems.append((name, f"{key} = {v!r} must be {must} ({why})"))
-        if kind == THELEN and not values["fv_linear_extrap_threshold"] > 1 / max(values["Flen"], 1e-300):
+        inverse_flen = 1 / max(values.get("Flen", 1.0), 1e-300)  # Flen <= 0 is refused above
+        if kind == THELEN and not values["fv_linear_extrap_threshold"] > inverse_flen:
             problems.append((name, f"fv_linear_extrap_threshold = {values['fv_linear_extrap_threshold']!r} must be "
-                                   f"> 1/Flen = {1 / values['Flen']!r} (OpenSim 4.6 refuses it too)"))
+                                   f"> 1/Flen = {inverse_flen!r} (OpenSim 4.6 refuses it too)"))
         if kind == MILLARD:
             for curve, optional in OPTIONAL_CURVE_PROPERTIES.items():
                 given = [p for p in optional if f"{curve}.{p}" in values]
