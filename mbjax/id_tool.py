@@ -116,8 +116,15 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     info = model.extras.get("osim")
     time = np.asarray(coordinates.time, float)
     data = np.asarray(coordinates.data, float)
+    title = (coordinates.metadata or {}).get("name")
+    source = f"coordinates{f' {title!r}' if title else ''}"
     if time.shape[0] < 6:
-        raise ValueError(f"coordinates: the degree-5 splines need at least 6 rows, got {time.shape[0]}")
+        raise ValueError(f"{source}: the degree-5 splines need at least 6 rows, got {time.shape[0]}")
+    back = np.flatnonzero(~(np.diff(time) > 0))
+    if back.size:
+        k = int(back[0]) + 1
+        raise ValueError(f"{source}: time {float(time[k])!r} at row {k + 1} does not increase from row {k}'s "
+                         f"{float(time[k - 1])!r}; the coordinate splines need strictly increasing times")
     if lowpass_cutoff is not None and not np.isfinite(lowpass_cutoff):
         raise ValueError(f"lowpass_cutoff must be a finite frequency (Hz), or negative for no filtering; got "
                          f"{lowpass_cutoff!r}")
@@ -143,9 +150,7 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     else:
         scale = np.ones(len(present))
     y = data[:, [cols[n] for n in present]] * scale
-    title = (coordinates.metadata or {}).get("name")
-    warn_outside_ranges(model, present, y, f"coordinates{f' {title!r}' if title else ''}", coordinates.in_degrees,
-                        stacklevel=4)
+    warn_outside_ranges(model, present, y, source, coordinates.in_degrees, stacklevel=4)
     spline = NaturalSpline(time, y, 5)
     t0, t1 = (-np.inf, np.inf) if time_range is None else (float(time_range[0]), float(time_range[1]))
     start, final = max(time[0], t0), min(time[-1], t1)

@@ -86,6 +86,10 @@ REFUSED = {
                               r"rows_after_empty_line\.trc:9: data after the empty line 8"),
     "empty_time": (_file(rows=ROW1 + "2\t\t7\t8\t9\t10\t11\t12\n"), r"empty_time\.trc:8: column 2 \('Time'\) is empty"),
     "not_trc": ("hello\n" * 6, r"not_trc\.trc:1: not a \.trc file"),
+    "repeated_time": (_file(rows=ROW1 + ROW2.replace("0.01", "0", 1)),
+                      r"repeated_time\.trc:8: time 0\.0 \(frame 2\) does not increase from the previous row's 0\.0"),
+    "decreasing_time": (_file(rows=ROW1.replace("1\t0\t", "1\t0.02\t", 1) + ROW2),
+                        r"decreasing_time\.trc:8: time 0\.01 \(frame 2\) does not increase .* 0\.02"),
 }
 
 #: the refused variants that OpenSim 4.6's TRCFileAdapter reads (it reads a bad number or an empty

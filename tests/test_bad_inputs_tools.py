@@ -93,3 +93,12 @@ def test_external_loads_outside_their_data_warn():
     with pytest.warns(UserWarning, match=r"subject01_walk1_grf_0.45-0.95s.mot: external loads .* asked at 2 time\(s\) "
                                          r"outside the data's \[0.45, 0.95\] s .*extrapolated, as OpenSim does"):
         loads.at(np.asarray([0.5, 10.0, -50.0]))
+
+
+def test_repeated_time_in_coordinates_named():
+    """OpenSim's Storage reads a repeated time (its TimeSeriesTable refuses it); the tools' splines
+    cannot use it: the message names the rows and times, not the spline's knots."""
+    time = np.array(MOTION.time)
+    time[5] = time[4]
+    with pytest.raises(ValueError, match=r"coordinates 'Coordinates': time .* at row 6 does not increase from row 5"):
+        coordinate_trajectory(ARM, MOTION._replace(time=time))

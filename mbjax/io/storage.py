@@ -438,6 +438,8 @@ def prepare_output(path, setup=None, what: str = "output file") -> str:
     except OSError as e:
         raise OutputPathError(f"{where}cannot create the folder {folder!r} for the {what} {path!r}: "
                               f"{e.strerror or e}") from None
+    if os.path.isdir(path):
+        raise OutputPathError(f"{where}the {what} {path!r} is a folder")
     why = cannot_write(path)
     if why is not None:
         raise OutputPathError(f"{where}cannot write the {what} {path!r}: {why}")
@@ -508,6 +510,12 @@ def read_trc(path) -> MarkerData:
                       "they are ignored (as OpenSim does)", stacklevel=2)
     width = 2 + 3 * nm
     frames, times, rows = _trc_rows(path, lines, 5, names, width)
+    t = np.asarray(times, dtype=float)
+    back = np.flatnonzero(~(np.diff(t) > 0))
+    if back.size:  # TRCFileAdapter's TimeSeriesTable refuses it too (validateRow)
+        k = int(back[0]) + 1
+        raise _err(path, _data_line(lines, 5, k), f"time {float(t[k])!r} (frame {frames[k]:g}) does not increase from the "
+                   f"previous row's {float(t[k - 1])!r}: times must increase strictly (OpenSim refuses the file too)")
     pos = np.asarray(rows, dtype=float).reshape(len(rows), nm, 3) * scale
     n_frames = meta.get("NumFrames")
     if n_frames.isdigit() and int(n_frames) != len(rows):
@@ -519,6 +527,17 @@ def read_trc(path) -> MarkerData:
         raise _err(path, 3, f"DataRate={meta['DataRate']!r} is not a number") from None
     return MarkerData(np.asarray(times, dtype=float), tuple(names), pos, units, rate,
                       np.asarray(frames, dtype=float), meta)
+
+
+def _data_line(lines, start, k) -> int:
+    """The 1-based line number of the ``k``-th (0-based) non-empty line from 0-based line ``start``."""
+    seen = -1
+    for i in range(start, len(lines)):
+        if lines[i].strip():
+            seen += 1
+            if seen == k:
+                return i + 1
+    return len(lines)
 
 
 def _trc_rows(path, lines, start, names, width):
