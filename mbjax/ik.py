@@ -400,6 +400,15 @@ def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
     return wc, qref
 
 
+def underdetermined_frames(w, wc, free) -> np.ndarray:
+    """Frames ``(T,)`` whose equations cannot fix the free coordinates: 3 per weighted marker present
+    (``w (T, nk)`` > 0) plus one per coordinate task on a free coordinate (``wc (nq,)`` > 0) fewer than
+    the free coordinates (``free (nq,)``).  A necessary condition only: a frame with enough markers
+    can still leave a coordinate free (markers on one body)."""
+    equations = 3 * np.sum(np.asarray(w) > 0, axis=1) + int(np.sum(np.asarray(wc)[np.asarray(free)] > 0))
+    return equations < int(np.sum(free))
+
+
 def _default_tolerance() -> float:
     """The solver's default ``rtol = atol``: 1e-9 in float64, 1e-5 in float32 (1e-10 can stall in
     trust-region rejections at roundoff)."""
@@ -520,12 +529,13 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
                 worst = np.nanmax(err) if np.any(present[a:b]) else float("nan")
                 print(f"IK: {b}/{T} frames ({_time.perf_counter() - t0:.1f} s), max marker error in chunk "
                       f"{worst:.3g} m, {int(np.sum(~ok_out[a:b]))} not converged", flush=True)
-    blind = w_sum[:, 0] == 0  # no weighted marker in the frame
-    if blind.any() and not np.any(np.asarray(wc)[free] > 0):
-        ok_out &= ~blind  # nothing determined the pose: the start came back, not a solution
-        warnings.warn(f"IK: {int(blind.sum())} of {T} frame(s) have no weighted marker and no coordinate task "
-                      f"(first at t = {times[np.argmax(blind)]:.6g} s): their poses are the start, reported as "
-                      "not converged", stacklevel=2)
+    under = underdetermined_frames(w, np.asarray(wc), free)
+    if under.any():
+        ok_out &= ~under  # the data cannot fix the pose: what came back is one of many, not a solution
+        warnings.warn(f"IK: {int(under.sum())} of {T} frame(s) have fewer marker coordinates (3 per weighted "
+                      f"marker present) and coordinate tasks than free coordinates ({int(free.sum())}; first at "
+                      f"t = {times[np.argmax(under)]:.6g} s): their poses are not determined by the data and are "
+                      "reported as not converged", stacklevel=2)
     err = np.where(present, np.linalg.norm(xm_out - x, axis=-1), np.nan)
     count = present.sum(axis=1)
     sq = np.where(present, err, 0.0) ** 2
