@@ -444,8 +444,8 @@ def _by_family(model, fn, *per_muscle):
 
 def _muscle_inputs(model, **arrays):
     """The per-muscle inputs as ``(nm,)`` arrays of one dtype: shapes checked when traced (named,
-    nothing broadcast), values in one fused run-time check (:mod:`mbjax._checks`): finite, lengths
-    > 0, activations in [0, 1] (OpenSim clamps an activation outside [a_min, 1]; a value
+    nothing broadcast), values in one fused run-time check (:mod:`mbjax._checks`): finite, path
+    lengths > 0, fibre lengths >= 0, activations in [0, 1] (OpenSim clamps an activation outside [a_min, 1]; a value
     outside [0, 1] handed to a force is a mistake, not a state)."""
     paths = get_paths(model)
     ctx = names_context("muscles", paths.names)
@@ -455,8 +455,10 @@ def _muscle_inputs(model, **arrays):
     rules = []
     for k, v in out.items():
         rules.append((~jnp.isfinite(v), f"{k} contains NaN or inf{ctx}"))
-        if k in ("length", "fiber_length"):
-            rules.append((v <= 0, f"{k} must be > 0 (m){ctx}"))
+        if k == "length":
+            rules.append((v <= 0, f"length must be > 0 (m){ctx}"))
+        if k == "fiber_length":  # 0 is a state OpenSim reports (a fibre collapsed to its minimum)
+            rules.append((v < 0, f"fiber_length must be >= 0 (m){ctx}"))
         if k == "activation":
             rules.append(((v < 0) | (v > 1), f"activation must be in [0, 1]{ctx}"))
     first = next(iter(out))
