@@ -165,10 +165,10 @@ def test_bad_inputs_refused():
 
 
 def test_readme_tracking_example():
-    text = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    text = (pathlib.Path(__file__).parents[1] / "docs" / "how-to" / "muscles-and-static-optimization.md").read_text()
     code = re.search(r"## Computed-torque tracking\n.*?```python\n(.*?)```", text, re.S).group(1)
     ns: dict = {}
-    exec(compile(code, "README.md", "exec"), ns)
+    exec(compile(code, "muscles-and-static-optimization.md", "exec"), ns)
     r = ns["result"]
     e_ref, _ = critically_damped(np.asarray(r.ts)[:, None], np.array([0.05, 0.0]), np.zeros(2), np.array([20.0, 20.0]))
     np.testing.assert_allclose(r.q - r.q_des, e_ref, atol=3e-9)

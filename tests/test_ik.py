@@ -275,15 +275,15 @@ def test_markers_module_is_differentiable(arm):
 
 
 def test_readme_example(monkeypatch, tmp_path):
-    """The README's IK example runs (24 frames, 3 markers: the compilation above is reused)."""
+    """The IK example of docs/how-to/opensim-models-and-pipelines.md runs (24 frames, 3 markers: the compilation above is reused)."""
     import pathlib
     import re
 
-    text = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    text = (pathlib.Path(__file__).parents[1] / "docs" / "how-to" / "opensim-models-and-pipelines.md").read_text()
     code = re.search(r"## OpenSim data files and inverse kinematics\n.*?```python\n(.*?)```", text, re.S).group(1)
     monkeypatch.chdir(tmp_path)
     ns: dict = {}
-    exec(compile(code, "README.md", "exec"), ns)
+    exec(compile(code, "opensim-models-and-pipelines.md", "exec"), ns)
     np.testing.assert_allclose(ns["ik"].q, ns["q_true"], atol=1e-8)
     assert (tmp_path / "elbow_ik.mot").exists()
 

@@ -57,10 +57,10 @@ def runs(arm):
         out["mixed"] = solve(out["mixed_u"], out["mixed_a0"])
         out["zero"] = solve(np.zeros(6), np.full(6, 0.01))
         out["at_min"] = solve(np.full(6, 0.01), np.full(6, 0.01))
-        text = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+        text = (pathlib.Path(__file__).parents[1] / "docs" / "how-to" / "muscles-and-static-optimization.md").read_text()
         code = re.search(r"## Muscle-driven simulation\n.*?```python\n(.*?)```", text, re.S).group(1)
         ns: dict = {}
-        exec(compile(code, "README.md", "exec"), ns)
+        exec(compile(code, "muscles-and-static-optimization.md", "exec"), ns)
         out["readme"] = ns["sol"]
         return out
     finally:

@@ -47,12 +47,12 @@ _solve_frames_reserves = jax.jit(jax.vmap(lambda pr: solve_problem(pr, reserves=
 def arm():
     """The README example (public static_optimization_trajectory, lax.scan with warm starts on
     wrap-free arm26) and the same frames solved one by one."""
-    text = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    text = (pathlib.Path(__file__).parents[1] / "docs" / "how-to" / "muscles-and-static-optimization.md").read_text()
     code = re.search(r"## Force sharing \(static optimization\)\n.*?```python\n(.*?)```", text, re.S).group(1)
     ns: dict = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        exec(compile(code, "README.md", "exec"), ns)
+        exec(compile(code, "muscles-and-static-optimization.md", "exec"), ns)
     model, qs, qds, qdds = (ns[k] for k in ("model", "qs", "qds", "qdds"))
     problems, per_frame = _per_frame(model, qs, qds, qdds)
     return model, (qs, qds, qdds), problems, per_frame, ns["res"]

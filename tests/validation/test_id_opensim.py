@@ -138,17 +138,17 @@ def test_external_force_functions_are_opensims():
 
 
 def test_readme_example(results, monkeypatch, tmp_path):
-    """The README's ID example runs (repository data paths) and its two routes agree with the tool."""
+    """The ID example of docs/how-to/opensim-models-and-pipelines.md runs (repository data paths) and its two routes agree with the tool."""
     import pathlib
     import re
 
     root = pathlib.Path(__file__).parents[2]
-    text = (root / "README.md").read_text()
+    text = (root / "docs" / "how-to" / "opensim-models-and-pipelines.md").read_text()
     code = re.search(r"## Inverse dynamics with external loads \(OpenSim's ID tool\)\n.*?```python\n(.*?)```", text,
                      re.S).group(1)
     monkeypatch.chdir(tmp_path)
     ns: dict = {}
-    exec(compile(code.replace('"tests/data/', f'"{root}/tests/data/'), "README.md", "exec"), ns)
+    exec(compile(code.replace('"tests/data/', f'"{root}/tests/data/'), "opensim-models-and-pipelines.md", "exec"), ns)
     np.testing.assert_allclose(ns["tau"], results[1].tau, atol=1e-12)
     np.testing.assert_allclose(ns["result"].tau, results[1].tau, atol=1e-12)
     assert (tmp_path / "walk_id.sto").exists()
