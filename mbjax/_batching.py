@@ -192,14 +192,22 @@ def jvp_of_perturbed(fn, primals, tangents, is_zero=_is_symbolic_zero):
     return jax.jvp(of_live, tuple(flat_p[i] for i in live), tuple(flat_t[i] for i in live))
 
 
-def batch_last(kernel):
+def batch_last(kernel, out_shape=None):
     """Single-pose function ``fn(model, *arrays)`` from a batch-last ``kernel(model, *arrays)``.
 
     ``kernel`` must accept its array arguments with any number of trailing batch axes (the same
     number on all of them) and return a pytree whose leaves carry those axes last.  Non-array
     options must be bound before (``functools.partial``); they are static.  Under ``vmap`` the
     kernel runs on the poses moved last, in cache-sized chunks on CPU (:func:`chunk_size`).
+
+    ``out_shape(model, *arrays)`` (optional) gives the single-pose output as a pytree of
+    ``jax.ShapeDtypeStruct`` without computing it.  With it the kernel is traced once, for the
+    program actually compiled (:func:`_lazy_kernel`); without it ``custom_vmap`` traces the
+    single-pose kernel as well before its batching rule traces the batched one.
     """
+
+    if out_shape is not None:
+        return _lazy_kernel(kernel, out_shape)
 
     @functools.wraps(kernel)
     def public(model, *xs):
@@ -238,5 +246,110 @@ def batch_last(kernel):
             return out, jax.tree.map(jnp.zeros_like, out) if t_out is None else t_out
 
         return fn(dyn, *xs)
+
+    return public
+
+
+# --- batch-last kernels traced once: a primitive whose output shapes are declared -----------------
+#
+# ``custom_vmap`` traces its function when called, so ``jax.vmap(f)`` traces the single-pose kernel
+# and then, in the batching rule, the batch-last one: twice the tracing, half of it thrown away (on
+# a wrapped arm model that is seconds per program).  ``batch_last_p`` instead carries the kernel as
+# a parameter: its abstract evaluation reads the declared output shapes, its batching rule rebinds
+# it on batch-last arrays, and the kernel is traced only when the program is lowered (or
+# differentiated, by the JVP rule below), at the shapes that program uses.
+
+from jax.extend.core import Primitive as _Primitive  # noqa: E402
+from jax.interpreters import ad as _ad  # noqa: E402
+from jax.interpreters import batching as _batching  # noqa: E402
+from jax.interpreters import mlir as _mlir  # noqa: E402
+from jax._src import dispatch as _dispatch  # noqa: E402
+
+batch_last_p = _Primitive("mbjax_batch_last")
+batch_last_p.multiple_results = True
+
+
+def _evaluate(*flat, apply, n_model, n_batch, axis_size, out_avals):
+    """The kernel on ``flat`` (model leaves, then arrays with ``n_batch`` trailing batch axes)."""
+    model_leaves, xs = flat[:n_model], flat[n_model:]
+    if n_batch:
+        outs = _run_chunked(lambda *a: apply(*model_leaves, *a), xs, axis_size)
+    else:
+        outs = apply(*model_leaves, *xs)
+    checked = []
+    for o, aval in zip(outs, out_avals):
+        if tuple(o.shape) != tuple(aval.shape):
+            raise AssertionError(f"batch-last kernel {apply.__name__}: output shape {o.shape}, declared {aval.shape}")
+        checked.append(o.astype(aval.dtype))
+    return checked
+
+
+def _abstract_eval(*avals, apply, n_model, n_batch, axis_size, out_avals):
+    return list(out_avals)
+
+
+def _batch_rule(args, dims, *, apply, n_model, n_batch, axis_size, out_avals):
+    params = dict(apply=apply, n_model=n_model, n_batch=n_batch, axis_size=axis_size, out_avals=out_avals)
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    if n_batch or any(d is not None for d in dims[:n_model]):
+        # a second batch axis, or a batch of models: plain vmap of the kernel as it stands
+        axes = tuple(None if d is None else d for d in dims)
+        outs = jax.vmap(functools.partial(_evaluate, **params), in_axes=axes)(*args)
+        return outs, [0] * len(outs)
+    moved = tuple(
+        jnp.moveaxis(x, d, -1) if d is not None else jnp.broadcast_to(x[..., None], x.shape + (size,))
+        for x, d in zip(args[n_model:], dims[n_model:])
+    )
+    batched_avals = tuple(jax.core.ShapedArray(a.shape + (size,), a.dtype) for a in out_avals)
+    outs = batch_last_p.bind(*args[:n_model], *moved, apply=apply, n_model=n_model, n_batch=1, axis_size=size,
+                             out_avals=batched_avals)
+    return outs, [o.ndim - 1 for o in outs]
+
+
+def _jvp_rule(primals, tangents, **params):
+    """Derivatives of the kernel as written, through the perturbed inputs only (symbolic zeros
+    stay constants: a derivative in q pushes no tangent through the model's parameters)."""
+    live = [i for i, t in enumerate(tangents) if not isinstance(t, _ad.Zero)]
+    if not live:
+        outs = batch_last_p.bind(*primals, **params)
+        return outs, [_ad.Zero.from_primal_value(o) for o in outs]
+
+    def of_live(*xs):
+        full = list(primals)
+        for i, x in zip(live, xs):
+            full[i] = x
+        return _evaluate(*full, **params)
+
+    outs, t_outs = jax.jvp(of_live, tuple(primals[i] for i in live), tuple(tangents[i] for i in live))
+    return outs, t_outs
+
+
+batch_last_p.def_impl(functools.partial(_dispatch.apply_primitive, batch_last_p))
+batch_last_p.def_abstract_eval(_abstract_eval)
+_batching.primitive_batchers[batch_last_p] = _batch_rule
+_ad.primitive_jvps[batch_last_p] = _jvp_rule
+_mlir.register_lowering(batch_last_p, _mlir.lower_fun(_evaluate, multiple_results=True))
+
+
+def _lazy_kernel(kernel, out_shape):
+    """:func:`batch_last` with declared output shapes: one ``batch_last_p`` per call."""
+
+    @functools.wraps(kernel)
+    def public(model, *xs):
+        dyn, static = eqx.partition(model, eqx.is_array)
+        xs = tuple(jnp.asarray(x) for x in xs)
+        leaves, tree = jax.tree.flatten(dyn)
+        shapes = out_shape(model, *xs)
+        flat_shapes, out_tree = jax.tree.flatten(shapes)
+
+        def apply(*flat):
+            d = jax.tree.unflatten(tree, flat[: len(leaves)])
+            return jax.tree.leaves(kernel(eqx.combine(d, static), *flat[len(leaves):]))
+
+        apply.__name__ = getattr(kernel, "__name__", "kernel")
+        avals = tuple(jax.core.ShapedArray(tuple(s.shape), jnp.dtype(s.dtype)) for s in flat_shapes)
+        outs = batch_last_p.bind(*leaves, *xs, apply=apply, n_model=len(leaves), n_batch=0, axis_size=0,
+                                 out_avals=avals)
+        return jax.tree.unflatten(out_tree, outs)
 
     return public

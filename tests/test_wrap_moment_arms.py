@@ -23,6 +23,8 @@ import pytest
 import mbjax
 from mbjax.io import load_osim
 from mbjax.muscles import moment_arms, muscle_lengths
+from mbjax.muscles.moment_arms import wrapped_coordinate_spans
+from mbjax.muscles.paths import get_paths
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _osim_models import MOBL, RAJAGOPAL, needs_mobl, needs_rajagopal  # noqa: E402
@@ -52,6 +54,7 @@ def _differences(model, qs):
 
 def _compare(model, qs, r, atol, max_left_out):
     fd, fd10 = _differences(model, qs)
+    moved, spans = _check_spans(model, fd)
     smooth = np.isfinite(fd) & (np.abs(fd - fd10) < 1e-7)
     err = np.where(smooth, np.abs(r - fd), 0.0)
     print(f"\n{len(qs)} poses: max |R - FD| {err.max():.2e} over {smooth.sum()} entries, "
@@ -59,6 +62,19 @@ def _compare(model, qs, r, atol, max_left_out):
     assert np.mean(~smooth) <= max_left_out
     assert np.abs(fd[smooth]).max() > 0.01
     np.testing.assert_allclose(np.where(smooth, r, 0.0), np.where(smooth, fd, 0.0), rtol=0, atol=atol)
+    return moved, spans
+
+
+def _check_spans(model, fd):
+    """The static spans (the coordinates a wrapped path's JVP runs for) cover every coordinate whose
+    difference quotient is not zero; outside them the differences vanish (rigid motions)."""
+    rows = np.asarray(get_paths(model).wraps.muscles)
+    spans = wrapped_coordinate_spans(model)
+    moved = np.nanmax(np.abs(fd[:, :, rows]), axis=0) > 1e-9  # (nq, rows)
+    for r, span in enumerate(spans):
+        outside = np.setdiff1d(np.nonzero(moved[:, r])[0], span)
+        assert outside.size == 0, f"{get_paths(model).names[rows[r]]}: coordinates {outside} move it, span {span}"
+    return moved, spans
 
 
 def test_arm26_moment_arms_equal_differences_of_lengths():
@@ -66,7 +82,8 @@ def test_arm26_moment_arms_equal_differences_of_lengths():
     model = mbjax.models.load("arm26")
     qs = _poses(model, 16, 11)
     r = np.asarray(jax.jit(jax.vmap(moment_arms, in_axes=(None, 0)))(model, jnp.asarray(qs)))
-    _compare(model, qs, r, 1e-8, 0.0)
+    moved, spans = _compare(model, qs, r, 1e-8, 0.0)
+    assert [tuple(np.nonzero(m)[0]) for m in moved.T] == list(spans)  # tight on arm26: TRIlong and BIClong span both
 
 
 def _load(path):

@@ -223,6 +223,11 @@ def _lengths_kernel(model: Model, q):
     return lengths if functions is None else function_lengths(functions, q, lengths)
 
 
+def _lengths_shape(model: Model, q) -> jax.ShapeDtypeStruct:
+    """The output of :func:`_lengths_kernel` at one pose, without computing it."""
+    return jax.ShapeDtypeStruct((get_paths(model).n_muscles,), jnp.result_type(q, model.axis))
+
+
 def _points_kernel(model: Model, q):
     geo = path_geometry(model, q, forward_pass(model, q))
     return geo.world, geo.active
@@ -242,7 +247,7 @@ def muscle_lengths(model: Model, q) -> jnp.ndarray:
     q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)  # values: in the fused check below
     if not get_paths(model).n_muscles:  # no muscles: (0,)
         return empty_result(model, _checks.finite(q, "q", ctx), (0,))
-    return require_pose_and_path(batch_last(_lengths_kernel)(model, q), model, q, "muscle_lengths")
+    return require_pose_and_path(batch_last(_lengths_kernel, _lengths_shape)(model, q), model, q, "muscle_lengths")
 
 
 def path_points(model: Model, q):

@@ -38,7 +38,8 @@ from .._batching import materialize as _materialize
 from .._kinematics import forward_pass, joint_values
 from .._model import Model
 from ..wrapping._jacobian_rule import raw_forward_mode
-from .geometry import muscle_lengths, path_geometry
+from ..wrapping.path import wrap_rows
+from .geometry import _lanes_last, _wrap_lanes, muscle_lengths, path_geometry
 from .geometry import wrapped_lengths as _wrapped_lengths
 from .path_functions import all_paths_are_functions, function_moment_arms, get_path_functions, refuse_path_functions
 from .. import _checks
@@ -148,19 +149,109 @@ def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
 
     The tangent points of OpenSim's surfaces are not exact geodesic tangencies (its cylinder and
     ellipsoid use heuristics, its iterations stop on loose tolerances), so the envelope theorem does
-    not apply: the moment arm is the derivative of the whole pass, iterations included as they stop,
-    one JVP per coordinate, batch-last like the rest.
+    not apply: the moment arm is the derivative of the whole pass, iterations included as they stop.
+
+    OpenSim's pass runs one JVP whose lanes are (muscle, coordinate it spans, pose): each wrapped
+    row is repeated once per coordinate that moves its points or wrap objects
+    (:func:`wrapped_coordinate_spans`, static), with that coordinate's tangent, so no lane carries
+    a derivative that is zero by structure, and the pass is transformed once (a ``vmap`` over
+    coordinates of a JVP would batch every loop of the pass a second time: twice the program).
     """
     nq = q.shape[0]
     batch = q.shape[1:]
+    wraps = get_paths(model).wraps
 
-    def wrapped_lengths(x):
-        kin = forward_pass(model, x)
-        return _wrapped_lengths(model, x, kin, path_geometry(model, x, kin))
+    if wraps.wrapping != "opensim":
+        def wrapped_lengths(x):
+            kin = forward_pass(model, x)
+            return _wrapped_lengths(model, x, kin, path_geometry(model, x, kin))
 
-    basis = jnp.broadcast_to(jnp.eye(nq, dtype=q.dtype).reshape((nq, nq) + (1,) * len(batch)), (nq, nq) + batch)
-    with raw_forward_mode():  # one JVP per coordinate through the surfaces' loops, not their reverse rule
+        basis = jnp.broadcast_to(jnp.eye(nq, dtype=q.dtype).reshape((nq, nq) + (1,) * len(batch)), (nq, nq) + batch)
         return -jax.vmap(lambda t: jax.jvp(wrapped_lengths, (q,), (t,))[1])(basis)
+
+    spans = wrapped_coordinate_spans(model)
+    n_rows = len(wraps.muscles)
+    out = jnp.zeros((nq, n_rows) + batch, q.dtype)
+    directions = sorted(set().union(*spans))
+    if not directions:
+        return out
+    row_of, dir_of, coord_of = [], [], []
+    for r, span in enumerate(spans):
+        for c in span:
+            row_of.append(r)
+            dir_of.append(directions.index(c))
+            coord_of.append(c)
+    row_of, dir_of, coord_of = (np.asarray(a, np.int64) for a in (row_of, dir_of, coord_of))
+
+    def lane_inputs(x):
+        kin = forward_pass(model, x)
+        world, active, rot, org = _wrap_lanes(wraps, kin, path_geometry(model, x, kin), model, len(batch))
+        return (world, rot, org), active
+
+    basis = np.zeros((len(directions), nq) + (1,) * len(batch))
+    basis[np.arange(len(directions)), directions] = 1.0
+    basis = jnp.broadcast_to(jnp.asarray(basis, q.dtype), (len(directions), nq) + batch)
+    (world, rot, org), d_inputs, active = jax.vmap(
+        lambda t: jax.jvp(lane_inputs, (q,), (t,), has_aux=True), out_axes=(None, 0, None))(basis)
+    d_world, d_rot, d_org = d_inputs  # (J, B, M, P, 3), (J, B, O, 3, 3), (J, B, O, 3)
+    n_dir = len(directions)
+    B = world.shape[0]
+
+    def sets(a):  # (B, O, ...) primal frames: one copy per direction
+        return jnp.broadcast_to(a[:, None], (B, n_dir) + a.shape[1:]).reshape((B, -1) + a.shape[2:])
+
+    def d_sets(a):  # (J, B, O, ...) tangents: set j holds direction j
+        return jnp.moveaxis(a, 0, 1).reshape((B, -1) + a.shape[3:])
+
+    primals = (world[:, row_of], sets(rot), sets(org))
+    tangents = (jnp.moveaxis(d_world[dir_of, :, row_of], 0, 1), d_sets(d_rot), d_sets(d_org))
+    lanes_active = active[:, row_of]
+    with raw_forward_mode():  # through the surfaces' loops as they run, not their reverse rule
+        _, d_length = jax.jvp(lambda w, r, o: wrap_rows(wraps, row_of, w, lanes_active, r, o, dir_of).length,
+                              primals, tangents)  # (B, R')
+    d_length = _lanes_last(d_length, batch)  # (R', *batch)
+    return out.at[coord_of, row_of].set(-d_length)
+
+
+def wrapped_coordinate_spans(model: Model) -> tuple[tuple[int, ...], ...]:
+    """Static: per wrapped muscle (rows of ``wraps.muscles``), the coordinates its wrapped length can
+    depend on smoothly.
+
+    Those of the joint maps between the deepest body ``c`` above all of its points and wrap objects
+    and those bodies, and of its moving points' maps.  A coordinate that only moves ``c`` and what
+    is above it moves the whole path rigidly (a pelvis's six coordinates for a leg muscle), and a
+    conditional point's coordinate switches the point on or off (a step with no derivative).
+    Outside its span a muscle's moment arm is zero by structure.
+    """
+    paths = get_paths(model)
+    wraps = paths.wraps
+    top = model.topology
+    nb = top.n_bodies
+    own = [set() for _ in range(nb)]
+    for bodies, inputs in zip(top.map_bodies, top.map_inputs):
+        for b, ins in zip(bodies, inputs):
+            own[int(b)].update(int(i) for i in ins)
+    anc = top.ancestor_mask().astype(bool)  # anc[b, j]: j is b or above it
+    moving = {}
+    for slots, inputs in zip(paths.moving_slots, paths.moving_inputs):
+        for (m, _, _), ins in zip(slots, inputs):
+            moving.setdefault(int(m), set()).update(int(i) for i in ins)
+    spans = []
+    for row, m in enumerate(wraps.muscles):
+        bodies = {int(b) for b, v in zip(paths.body[m], paths.valid[m]) if v}
+        bodies |= {int(wraps.body[o]) for o, used in zip(wraps.obj[row], wraps.used[row]) if used}
+        span = set(moving.get(int(m), ()))
+        if bodies and min(bodies) >= 0:  # all on moving bodies: the part above their common ancestor is rigid
+            common = np.logical_and.reduce([anc[b] for b in bodies])
+            rigid = anc[int(np.argmax(np.where(common, anc.sum(1), -1)))] if common.any() else np.zeros(nb, bool)
+        else:
+            rigid = np.zeros(nb, bool)
+        for b in bodies:
+            if b >= 0:
+                for j in np.nonzero(anc[b] & ~rigid)[0]:
+                    span |= own[j]
+        spans.append(tuple(sorted(span)))
+    return tuple(spans)
 
 
 def moment_arms(model: Model, q) -> jnp.ndarray:
@@ -177,7 +268,12 @@ def moment_arms(model: Model, q) -> jnp.ndarray:
     q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)  # values: in the fused check below
     if not get_paths(model).n_muscles:  # no muscles: (nq, 0)
         return empty_result(model, _checks.finite(q, "q", ctx), (model.n_coordinates, 0))
-    return require_pose_and_path(batch_last(_moment_arm_kernel)(model, q), model, q, "moment_arms")
+    return require_pose_and_path(batch_last(_moment_arm_kernel, _moment_arm_shape)(model, q), model, q, "moment_arms")
+
+
+def _moment_arm_shape(model: Model, q) -> jax.ShapeDtypeStruct:
+    """The output of :func:`_moment_arm_kernel` at one pose, without computing it."""
+    return jax.ShapeDtypeStruct((model.n_coordinates, get_paths(model).n_muscles), jnp.result_type(q, model.axis))
 
 
 def moment_arms_batched(model: Model, q_batch, batch_size: int | None = None) -> jnp.ndarray:

@@ -259,15 +259,32 @@ def wrap_paths(wraps: MuscleWraps, world, active, obj_rot, obj_pos) -> WrappedPa
     return out if batched else WrappedPath(*(a[0] for a in out))
 
 
-def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> WrappedPath:
+def wrap_rows(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos, frame_of_row=None) -> WrappedPath:
+    """The wrap pass for the wrapped-muscle rows ``rows`` (static, repeats allowed) at ``B`` poses.
+
+    ``world (B, R, P, 3)``, ``active (B, R, P)`` hold the points of each row; the object frames
+    ``obj_rot (B, S·O, 3, 3)``, ``obj_pos (B, S·O, 3)`` come in ``S`` sets of the ``O`` objects, row
+    ``r`` reading set ``frame_of_row[r]`` (static; default: one set).  Repeated rows with their own
+    frame sets carry one derivative direction each through a single JVP
+    (:func:`mbjax.muscles.moment_arms`).  Lane ``b·R + r`` is row ``rows[r]`` at pose ``b``.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    frame_of_row = np.zeros(len(rows), np.int32) if frame_of_row is None else np.asarray(frame_of_row, np.int32)
+    return _wrap_group(wraps, rows, world, active, obj_rot, obj_pos, frame_of_row)
+
+
+def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos, frame_of_row=None) -> WrappedPath:
     """The wrap pass for the static group ``rows`` of wrapped muscles at ``B`` poses.
 
-    ``world (B, R, P, 3)``, ``active (B, R, P)``, ``obj_rot (B, O, 3, 3)``, ``obj_pos (B, O, 3)``;
-    lane ``b·R + r`` is muscle ``rows[r]`` at pose ``b`` (see :func:`wrap_paths`).
+    ``world (B, R, P, 3)``, ``active (B, R, P)``, ``obj_rot (B, S·O, 3, 3)``, ``obj_pos (B, S·O, 3)``;
+    lane ``b·R + r`` is muscle ``rows[r]`` at pose ``b``, reading frame set ``frame_of_row[r]``
+    (see :func:`wrap_paths`, :func:`wrap_rows`).
     """
     dtype = world.dtype
     B, R, P, _ = world.shape
-    O = obj_rot.shape[1]
+    O = len(wraps.kinds)
+    S = obj_rot.shape[1] // O
+    frame_of_row = np.zeros(R, np.int32) if frame_of_row is None else np.asarray(frame_of_row, np.int32)
     M = B * R  # lanes
     world = world.reshape(M, P, 3)
     active = active.reshape(M, P)
@@ -287,8 +304,9 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
     single = jnp.asarray(np.tile(n_wraps == 1, B))
     static_single = bool(np.all(n_wraps == 1))  # a Python True drops the cylinder's restart loop
     dims = wraps.dimensions.astype(dtype)
-    obj_rot = obj_rot.reshape(B * O, 3, 3)
-    obj_pos = obj_pos.reshape(B * O, 3)
+    obj_rot = obj_rot.reshape(B * S * O, 3, 3)
+    obj_pos = obj_pos.reshape(B * S * O, 3)
+    frame_of_lane = (pose_of_lane * S + np.tile(frame_of_row, B)) * O
     # static element tables: the wrap object of each element (-1 for path points)
     elem_obj = np.full((M, N), -1, dtype=np.int32)
     for w in range(W):
@@ -302,7 +320,7 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
         slot_of[P + 2 * w: P + 2 * w + 2] = w
     arange_n = jnp.arange(N)
     inf = jnp.asarray(jnp.inf, dtype)
-    plan = surface_plan(kinds_of_rows(wraps, used[:R], obj_table[:R]), B)
+    plan = surface_plan(kinds_of_rows(wraps, used[:R], obj_table[:R]), B, N)
 
     def successor(act, key):
         later = act[:, None, :] & (key[:, None, :] > key[:, :, None])  # [m, e, e']: e' after e
@@ -352,7 +370,7 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos) -> Wr
         seen = jnp.where(frozen[..., None], ground, pos)  # calcPathLengthChange: getLocationInGround
         ga = seen
         gb = jnp.take_along_axis(seen, nxt[..., None], axis=1)
-        lane_obj = jnp.asarray(pose_of_lane * O) + o  # this lane's object at this lane's pose
+        lane_obj = jnp.asarray(frame_of_lane) + o  # this lane's object at this lane's pose (and frame set)
         rot = obj_rot[lane_obj]  # (M, 3, 3)
         org = obj_pos[lane_obj]
         a_loc = jnp.einsum("mji,mnj->mni", rot, a - org[:, None])

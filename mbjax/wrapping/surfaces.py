@@ -71,25 +71,30 @@ def _code_only(k, p1, p2, dims):
 
 #: lanes per chunk at least (smaller chunks cost more loop overhead than they save)
 CHUNK_MIN_LANES = 16
+#: (lane, segment) pairs per chunk at least, for the kinds evaluated segment by segment
+CHUNK_MIN_PAIRS = 64
 #: chunks per kind at most (larger batches get larger chunks)
 MAX_CHUNKS = 64
 
 
-def surface_plan(rows_by_kind, lanes_per_row: int) -> dict[int, tuple[int, int]]:
+def surface_plan(rows_by_kind, lanes_per_row: int, segments: int = 1) -> dict[int, tuple[int, int]]:
     """Static: per kind, ``(n_chunks, chunk)`` for :func:`evaluate_surface`.
 
     ``rows_by_kind[k]`` are the muscle rows that may meet kind ``k`` and each row holds
     ``lanes_per_row`` lanes (poses), so at most ``n = len(rows) * lanes_per_row`` lanes need kind
-    ``k`` in one wrap step (a lane wraps over one object per step).  They are evaluated in
-    ``n_chunks`` chunks of ``chunk`` lanes, each skipped (``lax.cond``) when no lane is left.
-    Chunks are small (``CHUNK_MIN_LANES``, or ``n / MAX_CHUNKS`` for large batches) because in
-    later steps and passes few lanes need a surface and a chunk costs its full size: on the MoBL
-    arm (16 poses) chunks of 16 lanes instead of a quarter of the rows took 76 -> 36 ms per pose.
+    ``k`` in one wrap step (a lane wraps over one object per step).  A :data:`DEFERRED` kind runs
+    once per lane, in chunks of lanes; the others run on each candidate segment, in chunks of
+    (lane, segment) pairs out of ``n * segments``.  Each chunk is skipped (``lax.cond``) when no
+    work is left, and chunks are small (``CHUNK_MIN_*``, or a ``MAX_CHUNKS``-th of the most work
+    for large batches) because in later steps and passes few lanes need a surface and a chunk
+    costs its full size: on the MoBL arm (16 poses) chunks of 16 lanes instead of a quarter of the
+    rows took 76 -> 36 ms per pose, and candidate segments are fewer than half of a lane's slots.
     """
     out = {}
     for k, rows in rows_by_kind.items():
-        n = len(rows) * lanes_per_row
-        chunk = min(n, max(CHUNK_MIN_LANES, -(-n // MAX_CHUNKS)))
+        n = len(rows) * lanes_per_row * (1 if k in DEFERRED else segments)
+        least = CHUNK_MIN_LANES if k in DEFERRED else CHUNK_MIN_PAIRS
+        chunk = min(n, max(least, -(-n // MAX_CHUNKS)))
         out[k] = (-(-n // chunk), chunk)
     return out
 
@@ -127,9 +132,9 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
     ``plan`` (static, :func:`surface_plan`) gives each kind present its chunking; ``kind``,
     ``axis``, ``sign``, ``method``, ``single`` are ``(M,)`` (``single`` may be a static bool),
     ``dims (M, 3)``, ``cand (M, N)``, ``key (M, N)`` the path-order keys.  Each kind runs only on
-    the lanes with a candidate segment of that kind, gathered into chunks (one traced kernel per
-    kind), vmapped over the candidate segments; segments that are not candidates get a far-away
-    dummy pair, so no unused branch can put a NaN into values or gradients.  For a
+    its candidate segments, gathered into chunks of (lane, segment) pairs (one traced kernel per
+    kind); the padding of a chunk gets a far-away dummy pair, so no unused branch can put a NaN
+    into values or gradients.  For a
     :data:`DEFERRED` kind every candidate gets its code, but only the first ``MANDATORY``
     candidate in path order (the one :func:`~mbjax.wrapping.path.wrap_paths` must choose) gets
     tangent points and a length; the others report ``has_path`` False, which no caller reads for them.
@@ -191,24 +196,23 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
             has_path, r1, r2, length = _chunks(n_chunks, chunk, any_mand, run, (has_path, r1, r2, length))
             continue
 
-        def run(idx, valid, mine, back, c, _k=k, use=use):
+        def run(idx, valid, mine, back, c, _k=k):
+            # a chunk of candidate (lane, segment) pairs, flattened as lane * N + segment
             cd, hp, r1_, r2_, ln = c
-            u, a, b, d_, ax, sg, me, f1, f2, *si = gather(idx, use, p1, p2, dims, axis, sign, method, far1, far2, *sg_in)
-            u = u & valid[:, None]
-            q1 = jnp.where(u[..., None], a, f1[:, None])
-            q2 = jnp.where(u[..., None], b, f2[:, None])
-            # one vmap over the (lane, segment) pairs: nested vmaps batch every loop body twice
-            rep = lambda x: jnp.repeat(x, N, axis=0)  # noqa: E731
-            out = lanes(_k, 0)(q1.reshape(-1, 3), q2.reshape(-1, 3), rep(d_), rep(ax), rep(sg), rep(me),
-                                        *(rep(x) for x in si))
-            out = jax.tree.map(lambda x: x.reshape((-1, N) + x.shape[1:]), out)
-            u = mine[:, None] & use
-            cd = jnp.where(u, out.code.astype(jnp.int32)[back], cd)
-            hp = jnp.where(u, out.has_path[back], hp)
-            r1_ = jnp.where(u[..., None], out.r1.astype(dtype)[back], r1_)
-            r2_ = jnp.where(u[..., None], out.r2.astype(dtype)[back], r2_)
-            ln = jnp.where(u, out.length.astype(dtype)[back], ln)
+            lane = jnp.minimum(idx // N, M - 1)
+            safe = jnp.minimum(idx, M * N - 1)
+            a = jnp.where(valid[:, None], p1.reshape(-1, 3)[safe], far1[lane])
+            b = jnp.where(valid[:, None], p2.reshape(-1, 3)[safe], far2[lane])
+            si = tuple(x[lane] for x in sg_in)
+            out = lanes(_k, 0)(a, b, dims[lane], axis[lane], sign[lane], method[lane], *si)
+            take = lambda x: x[back].reshape((M, N) + x.shape[1:])  # noqa: E731
+            u = mine.reshape(M, N)
+            cd = jnp.where(u, take(out.code.astype(jnp.int32)), cd)
+            hp = jnp.where(u, take(out.has_path), hp)
+            r1_ = jnp.where(u[..., None], take(out.r1.astype(dtype)), r1_)
+            r2_ = jnp.where(u[..., None], take(out.r2.astype(dtype)), r2_)
+            ln = jnp.where(u, take(out.length.astype(dtype)), ln)
             return cd, hp, r1_, r2_, ln
 
-        code, has_path, r1, r2, length = _chunks(n_chunks, chunk, jnp.any(use, -1), run, (code, has_path, r1, r2, length))
+        code, has_path, r1, r2, length = _chunks(n_chunks, chunk, use.reshape(-1), run, (code, has_path, r1, r2, length))
     return WrapLine(code, has_path, r1, r2, length)
