@@ -15,6 +15,10 @@ tool setup file (the files the OpenSim GUI runs): ``ik`` an ``InverseKinematicsT
 ``--model`` replaces the setup's ``<model_file>`` (a path or a shipped name), ``--out`` the output
 file (ik, id) or folder (so, jr); ``--plot`` draws the result over time.
 
+``mbjax run SETUP.xml [SETUP.xml ...]`` runs several such files in order in one process (a trial's
+IK → ID → SO → JR): each model file is read once and each program compiled once, and every file is
+checked before the first runs (:func:`run_setups`, also the Python entry point).
+
 ``mbjax info MODEL [--json]`` lists the coordinates (joint, type, range with units, default),
 bodies, muscles and wrap objects that the ``.osim`` file declares (read from its XML).
 
@@ -638,7 +642,7 @@ def _setup_model(args, tool):
         except ValueError as e:  # an unwritable cache folder costs speed, not the run
             print(f"mbjax: warning: {e}; compiling without the cache", file=sys.stderr)
     if args.model is not None:
-        return load_model(args.model), _osim_path(args.model)
+        return _loaded(args.model), _osim_path(args.model)
     if not os.path.exists(args.setup):
         raise Failure(f"SETUP {args.setup}: no such file")
     if os.path.isdir(args.setup):
@@ -649,7 +653,94 @@ def _setup_model(args, tool):
         raise UsageError(f"{args.setup}: no <model_file>; give --model")
     if not os.path.exists(path):
         raise Failure(f"{args.setup}: <model_file> {path}: no such file (give --model to use another)")
-    return load_model(path), path
+    return _loaded(path), path
+
+
+#: models loaded by the setups of one ``mbjax run`` (None outside it): each file is read once
+_RUN_MODELS: dict | None = None
+
+
+def _loaded(spec: str):
+    """:func:`load_model`, once per file and modification time within ``mbjax run``."""
+    if _RUN_MODELS is None:
+        return load_model(spec)
+    path = _osim_path(spec)
+    key = (os.path.abspath(path), os.path.getmtime(path)) if path is not None and os.path.exists(path) else spec
+    if key not in _RUN_MODELS:
+        _RUN_MODELS[key] = load_model(spec)
+    return _RUN_MODELS[key]
+
+
+#: the OpenSim tools ``mbjax run`` runs, by the setup file's tool element
+_RUNNABLE = {"InverseKinematicsTool": ("ik",), "InverseDynamicsTool": ("id",)}
+#: the analyses of an AnalyzeTool setup that ``mbjax run`` runs, in this order
+_ANALYSES = (("StaticOptimization", "so"), ("JointReaction", "jr"))
+
+
+def tools_of_setup(path: str) -> tuple[str, ...]:
+    """The mbjax tools (``ik``, ``id``, ``so``, ``jr``) an OpenSim setup file asks for, read from its
+    tool element (and an ``AnalyzeTool``'s analyses, switched-off ones left out); anything else is
+    refused by name."""
+    import xml.etree.ElementTree as ET
+
+    if not os.path.exists(path):
+        raise Failure(f"SETUP {path}: no such file")
+    if os.path.isdir(path):
+        raise UsageError(f"SETUP {path}: is a directory, expected an OpenSim setup .xml file")
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        raise UsageError(f"SETUP {path}: not an XML file ({e})") from None
+    tool = root[0] if root.tag == "OpenSimDocument" and len(root) else root
+    if tool.tag in _RUNNABLE:
+        return _RUNNABLE[tool.tag]
+    if tool.tag == "AnalyzeTool":
+        found, off = [], []
+        for element, name in _ANALYSES:
+            for el in tool.iter(element):
+                on = (el.findtext("on") or "true").strip().lower() != "false"
+                (found if on else off).append(name)
+                break
+        others = sorted({el.tag for analyses in tool.iter("AnalysisSet") for objs in analyses.iter("objects")
+                         for el in objs} - {e for e, _ in _ANALYSES})
+        if not found:
+            raise UsageError(f"SETUP {path}: its AnalyzeTool has no StaticOptimization or JointReaction analysis "
+                             f"switched on ({', '.join(others) or 'no analyses'}); mbjax runs those two")
+        if others:
+            print(f"mbjax run: warning: {path}: analyses mbjax does not run, left out: {', '.join(others)}",
+                  file=sys.stderr)
+        return tuple(n for _, n in _ANALYSES if n in found)
+    raise UsageError(f"SETUP {path}: <{tool.tag}> is not a tool mbjax runs (InverseKinematicsTool, "
+                     "InverseDynamicsTool, AnalyzeTool with StaticOptimization or JointReaction)")
+
+
+def run_setups(setups, model: str | None = None, quiet: bool = False, compile_cache: bool = True) -> int:
+    """Run OpenSim setup files in order in one process (``mbjax run``): IK, ID, static optimization
+    and joint reactions as each file asks (:func:`tools_of_setup`), each writing the files its setup
+    names, so a setup reading the previous one's output chains.  Every file is checked before the
+    first runs; each model file is read once and each program compiled once.  Returns the exit
+    status: 0, or the worst of the steps (1: a step did not converge everywhere; its files are
+    still written and the next steps run)."""
+    global _RUN_MODELS
+
+    plan = [(path, tool) for path in setups for tool in tools_of_setup(path)]
+    commands = {"ik": ik_command, "id": id_command, "so": so_command, "jr": jr_command}
+    status = EXIT_OK
+    _RUN_MODELS = {}
+    try:
+        for i, (path, tool) in enumerate(plan):
+            if not quiet:
+                print(f"mbjax run [{i + 1}/{len(plan)}]: {tool} {path}", flush=True)
+            args = argparse.Namespace(setup=path, model=model, out=None, plot=None, quiet=quiet,
+                                      no_compile_cache=not compile_cache, accuracy=None)
+            status = max(status, commands[tool](args))
+    finally:
+        _RUN_MODELS = None
+    return status
+
+
+def run_command(args):
+    return run_setups(args.setups, model=args.model, quiet=args.quiet, compile_cache=not args.no_compile_cache)
 
 
 def _plot_series(path, time, data, labels, ylabel, title):
@@ -796,7 +887,7 @@ def build_parser():
     p = argparse.ArgumentParser(prog="mbjax", description="mbjax: empirical multibody musculoskeletal models in JAX",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"mbjax {_version()}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{moment-arms,info,ik,id,so,jr}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{moment-arms,info,ik,id,so,jr,run}")
     model_help = f"an .osim file, a shipped example ({', '.join(_EXAMPLES)}), 'shoulder' or 'shoulder:degroot_brand'"
 
     ma = sub.add_parser("moment-arms", help="sweep muscle lengths and moment arms of a model", epilog=EPILOG,
@@ -863,6 +954,15 @@ def build_parser():
             tool.add_argument("--accuracy", type=float, default=None,
                               help="solver tolerance (default: the setup's <accuracy>, not below 1e-9)")
         tool.set_defaults(func=fn)
+    run = sub.add_parser("run", help="run several OpenSim setup files in order in one process (IK, ID, SO, JR as "
+                         "each file asks; a setup reading the previous one's output chains)", epilog=EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("setups", nargs="+", metavar="SETUP.xml", help="OpenSim setup files, run in this order")
+    run.add_argument("--model", help="use this model for every setup instead of their <model_file> (" + model_help + ")")
+    run.add_argument("--quiet", action="store_true", help="no progress output")
+    run.add_argument("--no-compile-cache", action="store_true",
+                     help="do not keep compiled programs on disk between runs")
+    run.set_defaults(func=run_command)
     return p
 
 
@@ -872,7 +972,7 @@ def main(argv=None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     if given and given[0].startswith("-") and given[0] not in ("-h", "--help", "--version"):
         parser.error(f"unrecognized option {given[0]!r} before the command; the command comes first "
-                     "(moment-arms, info, ik, id, so, jr)")  # argparse would only say a command is required
+                     "(moment-arms, info, ik, id, so, jr, run)")  # argparse would only say a command is required
     args = parser.parse_args(argv)
     try:
         return args.func(args)

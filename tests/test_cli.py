@@ -667,3 +667,71 @@ def test_tool_outputs_checked_before_the_work(tmp_path, capsys, monkeypatch, too
             os.symlink(os.path.join(os.path.dirname(src), f), tmp_path / f)
     rc, _, err = _main(capsys, tool, str(bad), "--model", "arm26" if tool != "id" else "gait2354")
     assert rc == 2 and "/proc/mbjax_results" in err, err
+
+
+def _chained_arm26_trial(tmp_path):
+    """The arm26 tutorial's IK and static-optimization setups in one folder, the SO reading the IK's
+    output (its own copy of the IK result left out) and both reading a straight-path arm26.osim."""
+    import shutil
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _osim_models import strip_wrapping
+
+    for name in ("arm26_Setup_InverseKinematics.xml", "arm26_elbow_flex.trc"):
+        shutil.copy(os.path.join(OPENSIM_DATA, "arm26_ik", name), tmp_path / name)
+    shutil.copy(os.path.join(OPENSIM_DATA, "arm26_so", "arm26_Setup_StaticOptimization.xml"),
+                tmp_path / "arm26_Setup_StaticOptimization.xml")
+    strip_wrapping(ARM26, str(tmp_path / "arm26.osim"))
+    return tmp_path / "arm26_Setup_InverseKinematics.xml", tmp_path / "arm26_Setup_StaticOptimization.xml"
+
+
+def test_run_chains_setups_in_one_process(tmp_path, capsys, monkeypatch):
+    """``mbjax run IK.xml SO.xml``: the SO reads the IK's output; the model file is read once; the
+    results equal the two tools run one by one."""
+    from mbjax.io import read_storage
+
+    ik_setup, so_setup = _chained_arm26_trial(tmp_path)
+    loads = []
+    real = cli.load_model
+    monkeypatch.setattr(cli, "load_model", lambda *a, **k: loads.append(a) or real(*a, **k))
+    code, out, err = _main(capsys, "run", str(ik_setup), str(so_setup), "--no-compile-cache")
+    assert code == 0, err
+    assert "[1/2]: ik" in out and "[2/2]: so" in out and "all frames converged" in out
+    assert len(loads) == 1, loads
+    ik = read_storage(tmp_path / "arm26_InverseKinematics.mot")
+    act = read_storage(tmp_path / "PhysiologicalResults" / "arm26_StaticOptimization_activation.sto")
+    # the same two tools one by one, into another folder
+    one = tmp_path / "one_by_one"
+    one.mkdir()
+    code, _, err = _main(capsys, "ik", str(ik_setup), "--out", str(one / "arm26_InverseKinematics.mot"))
+    assert code == 0, err
+    np.testing.assert_array_equal(read_storage(one / "arm26_InverseKinematics.mot").data, ik.data)
+    code, _, err = _main(capsys, "so", str(so_setup), "--out", str(one / "so"))
+    assert code == 0, err
+    ref = read_storage(one / "so" / "arm26_StaticOptimization_activation.sto")
+    assert act.labels == ref.labels
+    np.testing.assert_array_equal(act.data, ref.data)
+    # and the SO did read the IK written in this run: OpenSim's IK of the same trial differs slightly
+    opensim_ik = read_storage(os.path.join(OPENSIM_DATA, "arm26_ik", "arm26_InverseKinematics.mot"))
+    assert np.abs(ik.data - opensim_ik.data).max() > 0
+
+
+def test_run_refuses_what_it_cannot_run_before_any_work(tmp_path, capsys):
+    """Every setup is read before the first runs: a ScaleTool, a non-XML file, a missing file and an
+    AnalyzeTool without a runnable analysis are refused by name and nothing is written."""
+    ik_setup, _ = _chained_arm26_trial(tmp_path)
+    scale = tmp_path / "scale.xml"
+    scale.write_text('<?xml version="1.0"?>\n<OpenSimDocument Version="40000"><ScaleTool name="s"/></OpenSimDocument>\n')
+    kinematics = tmp_path / "analyze.xml"
+    kinematics.write_text('<?xml version="1.0"?>\n<OpenSimDocument Version="40000"><AnalyzeTool name="a"><AnalysisSet>'
+                          '<objects><Kinematics name="k"/></objects></AnalysisSet></AnalyzeTool></OpenSimDocument>\n')
+    junk = tmp_path / "junk.xml"
+    junk.write_text("not xml at all")
+    for bad, words in ((scale, ["<ScaleTool> is not a tool mbjax runs"]),
+                       (kinematics, ["no StaticOptimization or JointReaction", "Kinematics"]),
+                       (junk, ["not an XML file"]),
+                       (tmp_path / "missing.xml", ["no such file"])):
+        code, out, err = _main(capsys, "run", str(ik_setup), str(bad))
+        assert code in (1, 2) and all(w in err for w in words), (bad, err)
+        assert str(bad) in err
+        assert not (tmp_path / "arm26_InverseKinematics.mot").exists()
