@@ -7,6 +7,11 @@ OpenSim 4.6's tools on the same setup files, in one run.
 * SO: ``arm26_Setup_StaticOptimization.xml`` (121 frames, 6 muscles, 6 Hz filter) on arm26 with its
   wrap objects (``--straight``: without); mbjax :func:`mbjax.static_optimization_from_setup` vs
   ``opensim.AnalyzeTool(setup).run()``.
+* Command (``--case command``): the Gait2354 cycle as a user runs it, one command for the trial:
+  ``mbjax run IK.xml ID.xml SO.xml`` in a new process (import, model load, tracing, compilation,
+  solving, writing: wall time) with an empty compilation cache, then again with the cache it
+  filled, against a new Python process that imports ``opensim`` and runs its three tools on the
+  same files.
 * Gait (``--case gait``): the shipped Gait2354 walking pipeline (``mbjax.models.pipeline_path``), one
   gait cycle 0.4-1.6 s: its IK setup (73 frames, 39 markers), its ID setup (ground reactions, 6 Hz),
   and the static-optimization setup with the pipeline's 6 pelvis residuals and 17 reserves
@@ -42,8 +47,10 @@ from _timing import device_setup  # noqa: E402
 def _extra(ap):
     ap.add_argument("--straight", action="store_true", help="arm26 without its wrap objects")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--case", choices=("arm26", "gait", "all"), default="all",
-                    help="the arm26 tutorial (IK + SO), the Gait2354 gait cycle (IK + ID + SO), or both")
+    ap.add_argument("--case", choices=("arm26", "gait", "command", "all"), default="all",
+                    help="the arm26 tutorial (IK + SO), the Gait2354 gait cycle (IK + ID + SO), the Gait2354 "
+                         "cycle as one command per tool chain (`mbjax run` vs OpenSim's three tools in a fresh "
+                         "process), or all")
     ap.add_argument("--no-cached-cold", action="store_true",
                     help="skip the gait case's cold run with the persistent compilation cache (two child processes)")
     ap.add_argument("--cache-child", metavar="DIR", help=argparse.SUPPRESS)
@@ -267,6 +274,52 @@ def gait(tmp):
             print(f"{k:8s} {c[k]:15.3f} s   OpenSim {refs[k]:8.3f} s   ratio {refs[k] / c[k]:6.2f}x")
 
 
+_OPENSIM_TOOLS = """
+import os, sys, time
+t0 = time.perf_counter()
+import opensim as osim
+os.chdir(sys.argv[1])
+osim.InverseKinematicsTool("subject01_Setup_IK.xml").run()
+osim.InverseDynamicsTool("subject01_Setup_InverseDynamics.xml").run()
+osim.AnalyzeTool("subject01_Setup_StaticOptimization.xml").run()
+print("OPENSIM_IN_PROCESS", time.perf_counter() - t0)
+"""
+
+
+def command(tmp):
+    """One trial's IK → ID → SO as commands: `mbjax run` (empty, then filled compilation cache) vs
+    OpenSim's three tools in one new process; wall times of whole processes, the same files."""
+    results = {}
+    cache = tmp / "command_cache"
+    for label in ("mbjax run, empty cache", "mbjax run, filled cache"):
+        folder = tmp / label.replace(" ", "_").replace(",", "")
+        shutil.copytree(mbjax.models.pipeline_path("gait2354_walk"), folder)
+        (folder / "subject01_walk1_ik.mot").unlink()  # ID and SO read what this run's IK writes
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "mbjax.cli", "run", "--quiet", "subject01_Setup_IK.xml",
+                               "subject01_Setup_InverseDynamics.xml", "subject01_Setup_StaticOptimization.xml"],
+                              cwd=folder, capture_output=True, text=True, timeout=1800,
+                              env={**os.environ, "MBJAX_CACHE_DIR": str(cache)})
+        results[label] = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"mbjax run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    folder = tmp / "opensim_command"
+    shutil.copytree(mbjax.models.pipeline_path("gait2354_walk"), folder)
+    text = (folder / "subject01_Setup_IK.xml").read_text()  # keep the shipped IK file the other two read
+    (folder / "subject01_Setup_IK.xml").write_text(text.replace(
+        "<output_motion_file>subject01_walk1_ik.mot</output_motion_file>", "<output_motion_file>ik_opensim.mot</output_motion_file>"))
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _OPENSIM_TOOLS, str(folder)], capture_output=True, text=True,
+                          timeout=1800)
+    opensim_wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        print(f"OpenSim's tools did not run ({proc.stderr.strip()[-300:]}); no ratio")
+        opensim_wall = float("nan")
+    print("\nGait2354 gait cycle, one command for IK + ID + SO (wall time of the whole process)")
+    for label, t in results.items():
+        print(f"{label:28s} {t:8.1f} s   OpenSim's three tools {opensim_wall:8.1f} s   ratio {opensim_wall / t:6.2f}x")
+
+
 def main():
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="mbjax_pipeline_"))
     if args.cache_child:
@@ -278,6 +331,8 @@ def main():
         arm26(tmp)
     if args.case in ("gait", "all"):
         gait(tmp)
+    if args.case in ("command", "all"):
+        command(tmp)
     print("\nratio = OpenSim time / mbjax time (above 1: mbjax faster); cold = first call, compilation included")
 
 
