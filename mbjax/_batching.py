@@ -293,8 +293,7 @@ def _batch_rule(args, dims, *, apply, n_model, n_batch, axis_size, out_avals):
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     if n_batch or any(d is not None for d in dims[:n_model]):
         # a second batch axis, or a batch of models: plain vmap of the kernel as it stands
-        axes = tuple(None if d is None else d for d in dims)
-        outs = jax.vmap(functools.partial(_evaluate, **params), in_axes=axes)(*args)
+        outs = jax.vmap(functools.partial(_evaluate, **params), in_axes=tuple(dims))(*args)
         return outs, [0] * len(outs)
     moved = tuple(
         jnp.moveaxis(x, d, -1) if d is not None else jnp.broadcast_to(x[..., None], x.shape + (size,))
@@ -307,21 +306,13 @@ def _batch_rule(args, dims, *, apply, n_model, n_batch, axis_size, out_avals):
 
 
 def _jvp_rule(primals, tangents, **params):
-    """Derivatives of the kernel as written, through the perturbed inputs only (symbolic zeros
-    stay constants: a derivative in q pushes no tangent through the model's parameters)."""
-    live = [i for i, t in enumerate(tangents) if not isinstance(t, _ad.Zero)]
-    if not live:
+    """Derivatives of the kernel as written, through the perturbed inputs only (:func:`jvp_of_perturbed`:
+    a derivative in q pushes no tangent through the model's parameters)."""
+    if all(isinstance(t, _ad.Zero) for t in tangents):
         outs = batch_last_p.bind(*primals, **params)
         return outs, [_ad.Zero.from_primal_value(o) for o in outs]
-
-    def of_live(*xs):
-        full = list(primals)
-        for i, x in zip(live, xs):
-            full[i] = x
-        return _evaluate(*full, **params)
-
-    outs, t_outs = jax.jvp(of_live, tuple(primals[i] for i in live), tuple(tangents[i] for i in live))
-    return outs, t_outs
+    return jvp_of_perturbed(lambda *flat: _evaluate(*flat, **params), tuple(primals), tuple(tangents),
+                            is_zero=lambda t: isinstance(t, _ad.Zero))
 
 
 batch_last_p.def_impl(functools.partial(_dispatch.apply_primitive, batch_last_p))
