@@ -4,7 +4,7 @@ Run: ``.venv/bin/python benchmarks/dynamics.py [--quick] [--device gpu] [--float
 ``jax.vmap(mbjax.inverse_dynamics)`` (batch-last Newton-Euler kernel) over N poses of a 7-dof
 chain and a 20-dof random tree, both URDF files that Pinocchio loads too; Pinocchio's C++
 ``rnea`` / ``crba`` / ``aba`` are timed per call in the same run (where ``pin`` is installed),
-and the results are compared (max |τ_mbjax − τ_pinocchio|).  Target (issue 13): mbjax µs/pose ≤
+and the results are compared (max |τ_mbjax − τ_pinocchio|).  Target: mbjax µs/pose ≤
 Pinocchio µs/call.  The autodiff-Lagrangian route is timed on fewer poses as a reference.
 """
 

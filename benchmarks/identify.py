@@ -1,5 +1,5 @@
 """Identification benchmark: cost of a trajectory-loss gradient through ``simulate``, and of a
-Gauss-Newton step of the inertial fit (issue 16, item 7).
+Gauss-Newton step of the inertial fit.
 
 Run: ``.venv/bin/python benchmarks/identify.py [--quick] [--device gpu] [--float32]``
 (``MBJAX_BENCH_PARTS``: a comma list of ``chain``, ``shoulder``, ``gn``, ``floor``, default

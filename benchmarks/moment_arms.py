@@ -4,8 +4,8 @@ Run: ``.venv/bin/python benchmarks/moment_arms.py [--quick] [--device gpu] [--fl
 (``--compile``: trace / lower / XLA-compile seconds of the wrapped models only, :func:`compile_times`;
 ``--compile-cache DIR`` with it: the persistent compilation cache, run twice to time a cache read).
 
-Models: the full MoBL-ARMS file (54 paths × 7 coordinates) with its 87 wrap objects (issue 14:
-≥ 1000× OpenSim, load + compile ≤ 10 s), the same file with its wrap objects removed (issue 13:
+Models: the full MoBL-ARMS file (54 paths × 7 coordinates) with its 87 wrap objects (target:
+≥ 1000× OpenSim, load + compile ≤ 10 s), the same file with its wrap objects removed (target:
 ≥ 5000× OpenSim per pose through plain vmap on CPU) and the 14-muscle × 3-coordinate
 shoulder of the Ehsani experiment.  N random poses uniform in the file's coordinate ranges.
 Routes, all in one run: the fast path ``jax.vmap(moment_arms)`` (batch-last kernel, cache-sized
@@ -178,8 +178,8 @@ def main():
     finally:
         os.remove(full)
         os.remove(shoulder)
-    print("targets: jax.vmap(moment_arms) >= 5000x OpenSim on the wrap-free full MoBL (issue 13), "
-          ">= 1000x with wrapping and load + compile <= 10 s (issue 14), CPU")
+    print("targets: jax.vmap(moment_arms) >= 5000x OpenSim on the wrap-free full MoBL, "
+          ">= 1000x with wrapping and load + compile <= 10 s, CPU")
 
 
 if __name__ == "__main__":

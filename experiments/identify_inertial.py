@@ -1,4 +1,4 @@
-"""Inertial parameters of a 7-dof arm from noisy joint torques (issue 16, experiment b).
+"""Inertial parameters of a 7-dof arm from noisy joint torques.
 
 The 7-dof URDF chain of ``benchmarks/dynamics.py`` (``tests/_trees.urdf_tree(7, 0, chain=True)``)
 is the truth.  Exciting trajectories: per joint a 5-harmonic Fourier series (fundamental 0.1 Hz,

@@ -1,4 +1,4 @@
-"""arm26 optimal fibre and tendon slack lengths from isometric torque-angle curves (issue 16, experiment d).
+"""arm26 optimal fibre and tendon slack lengths from isometric torque-angle curves.
 
 OpenSim's arm26 (``mbjax.models.arm26(ignore_wrapping=True)``, Thelen2003 muscles with compliant tendons, straight
 paths) is the truth.  Synthetic "stimulation" data: each of the six muscles activated alone

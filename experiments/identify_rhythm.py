@@ -1,4 +1,4 @@
-"""The de Groot & Brand shoulder rhythm recovered from noisy segment orientations (issue 16, experiment c).
+"""The de Groot & Brand shoulder rhythm recovered from noisy segment orientations.
 
 Truth: the MoBL shoulder with de Groot & Brand (2001)'s rhythm (``shoulder_model("degroot_brand")``):
 the clavicle and scapula angles are two-coordinate affine maps of the humerus elevation and plane

@@ -1,4 +1,4 @@
-"""Masses and joint damping of a two-link arm from an observed free swing (issue 16, experiment e).
+"""Masses and joint damping of a two-link arm from an observed free swing.
 
 Truth: a planar two-link arm (upper arm 2.0 kg, forearm 1.2 kg, fixed COMs and inertias) with
 viscous joint damping Q = −c q̇ (c = 0.15, 0.08 N·m·s), released from rest at q0 = (1.0, −0.5) rad

@@ -1,4 +1,4 @@
-"""Anterior drawer (laxity) sweep of the synthetic ACL as an mbjax force element (issue 7, item 6).
+"""Anterior drawer (laxity) sweep of the synthetic ACL as an mbjax force element.
 
 Femur-tibia model built with ``mbjax.ModelBuilder``: the femur is fixed; the tibia hangs from the
 ground by a 6-dof chain of zero-inertia bodies (3 prismatic tx, ty, tz along the femur's x anterior,

@@ -1,5 +1,4 @@
-"""OpenSim's Gait2354 subject scaled by least squares from the static trial, next to OpenSim's ScaleTool
-(issue 17 item 4; issue 16 item 5a).
+"""OpenSim's Gait2354 subject scaled by least squares from the static trial, next to OpenSim's ScaleTool.
 
 OpenSim (``Pipelines/Gait2354_Simbody/subject01_Setup_Scale.xml``): one factor per measurement from
 marker-pair distances (torso, pelvis, thigh, shank, foot; manual femur 1.14724 and tibia 0.988523

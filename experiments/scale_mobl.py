@@ -1,5 +1,5 @@
 """MoBL arm scale factors and marker offsets recovered from noisy synthetic marker trajectories of a
-reaching motion (issue 16 item 5a).
+reaching motion.
 
 Truth: the MoBL-ARMS 4.1 arm (7 coordinates, the 13-coupler shoulder rhythm) scaled by one uniform
 factor per OpenSim body (11 bodies, phantoms included) with :func:`mbjax.identify.scale_kinematics`

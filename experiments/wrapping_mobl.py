@@ -1,4 +1,4 @@
-"""Issue 14 figures: MoBL-ARMS muscles wrapped over each surface kind, mbjax vs OpenSim 4.6.
+"""Figures: MoBL-ARMS muscles wrapped over each surface kind, mbjax vs OpenSim 4.6.
 
 One muscle per surface kind of the full MoBL-ARMS model (loaded *with* its wrap objects), each
 swept over the coordinate it moves most, the other coordinates at the file's defaults:

@@ -1,4 +1,4 @@
-"""Issue 14 item 3 figure: smooth wrapping vs OpenSim's through a contact transition.
+"""Figure: smooth wrapping vs OpenSim's through a contact transition.
 
 arm26's TRIlat wraps over the ``TRI`` cylinder at the elbow (quadrant ``all``), swept over
 ``r_elbow_flex`` with the shoulder at 0: the path is straight at small flexion and starts touching

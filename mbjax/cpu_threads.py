@@ -3,10 +3,9 @@
 The IK, ID and static-optimization programs of a gait trial are loops over frames of small dense
 products (a 117 x 23 marker Jacobian and its 23 x 23 normal equations, a 23 x 83 dual Newton
 matrix).  XLA:CPU hands each to Eigen, whose multi-threaded path splits even these over its
-intra-op thread pool; on a 2-core machine the hand-offs cost more than they save.  Measured on the
-Gait2354 pipeline (2 cores, float64, three interleaved pairs of processes, ``benchmarks/RESULTS.md``
-session 17): warm IK 9.9-11.6 → 8.5-9.0 ms, static optimization 14.2-16.8 → 12.4-13.5 ms, while
-batched moment-arm kernels (elementwise, batch-last) are unchanged.
+intra-op thread pool; on a 2-core machine the hand-offs cost more than they save (the Gait2354
+pipeline's warm IK and static optimization, measured in ``benchmarks/RESULTS.md``), while batched
+moment-arm kernels (elementwise, batch-last) are unchanged.
 
 XLA reads its flags once, when the CPU backend starts, so :func:`single_threaded_matmuls` must run
 before the first JAX computation of the process (e.g. first cell of a notebook); it sets

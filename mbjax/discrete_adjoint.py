@@ -46,7 +46,7 @@ silently truncated gradient.  The undifferentiated call does not use the buffer.
 loop runs over the accepted steps only, so the buffer size costs mostly memory (``max_steps × (s +
 2) × 2 nq`` numbers, ~4 MB for Tsit5 on 7 coordinates at the default 4096, filled once per solve).
 
-Cost (``benchmarks/RESULTS.md``, session 14): the backward pass is s − 1 vector-field VJPs per
+Cost (measured in ``benchmarks/RESULTS.md``): the backward pass is s − 1 vector-field VJPs per
 accepted step plus a little loop overhead, so the vector-field VJP sets the cost.  Since
 :func:`mbjax.forward_dynamics` is differentiated through inverse dynamics (a Cholesky solve and the
 VJP of Newton-Euler) and the batch-last kernels push tangents only through the perturbed

@@ -21,8 +21,8 @@ by a Levenberg-Marquardt written out on the normal equations
 (:func:`_solve_tracking`: a kinematics pass and a 23 x 23 Cholesky per step, with a secant
 (Dennis-Gay-Welsch) model of the curvature Gauss-Newton leaves out, carried from frame to frame:
 about 6 steps per Gait2354 frame); a frame it does not solve is solved again by ``optimistix.LevenbergMarquardt`` from the
-same start.  (Before 2026-11-24 session 12: optimistix for frame 0 and Gauss-Newton for the others,
-with ``jacfwd`` Jacobians: 877 steps for Gait2354's 73 frames, the same solutions to 5e-10 rad, 6x slower.)
+same start.  (An earlier design, optimistix for frame 0 and Gauss-Newton with ``jacfwd`` Jacobians for
+the others, took many more steps to the same solutions: ``benchmarks/RESULTS.md``.)
 ``method="vmap"``: every frame in parallel from its own start ``q0 (T, nq)`` (a previous or coarser
 solution: the batched polish on an accelerator) by ``optimistix.LevenbergMarquardt``.  Each
 frame is solved to the same tolerance either way, and both take one compilation per marker count:

@@ -1,4 +1,4 @@
-"""No silent wrong answers: each class of bad input, fed to each public entry point (issue 18 §2).
+"""No silent wrong answers: each class of bad input, fed to each public entry point.
 
 Policy (mbjax/_checks.py): shapes and dtypes are refused at trace time with a ``ValueError``
 naming the argument and its expected shape with dimension names; NaN/inf and other bad values

@@ -1,4 +1,4 @@
-"""The one kinematics pass and its batch-last dispatch (issue 13): every public route through it.
+"""The one kinematics pass and its batch-last dispatch: every public route through it.
 
 Independent references: autodiff of ``body_poses`` along a curve q(t) for body velocities and
 accelerations, the autodiff Lagrangian for dynamics, plain ``vmap`` of the un-dispatched kernel

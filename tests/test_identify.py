@@ -1,4 +1,4 @@
-"""Parameter identification (issue 16): noise-free recovery by every method, named unidentifiable
+"""Parameter identification: noise-free recovery by every method, named unidentifiable
 combinations, gradients through simulate vs finite differences, native save/load, physically
 consistent inertia parametrization, Huber residuals vs optax's Huber loss."""
 

@@ -1,4 +1,4 @@
-"""Isometric torque-angle data term (issue 16, experiment d): arm26's optimal fibre and tendon slack
+"""Isometric torque-angle data term: arm26's optimal fibre and tendon slack
 lengths from the elbow torques of each muscle activated alone.
 
 The residual Jacobian (through the compliant tendons' equilibrium solve, implicit-function

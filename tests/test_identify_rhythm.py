@@ -1,4 +1,4 @@
-"""Experiment (c) of issue 16, noise-free: the 20 coefficients of de Groot & Brand's two-coordinate
+"""The rhythm experiment, noise-free: the 20 coefficients of de Groot & Brand's two-coordinate
 shoulder rhythm recovered from clavicle, scapula and humerus orientations to ≤ 1e-6 relative, from
 Holzbaur's slopes (plane-of-elevation terms zero); the orientation residual Jacobian has full rank.
 (The truth is the published coefficients, not the code's output; experiments/identify_rhythm.py

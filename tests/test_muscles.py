@@ -223,7 +223,7 @@ def test_bad_paths_raise():
             model.coordinate_names,
             {"m": [PathPoint("b0", [0, 0, 0]), ConditionalPathPoint("b1", [0, 0, 0], coordinate="zz")]},
         )
-    # a model without muscles is valid: quantities over no muscles are empty (issue 18)
+    # a model without muscles is valid: quantities over no muscles are empty
     assert muscle_lengths(model, jnp.zeros(2)).shape == (0,)
 
 

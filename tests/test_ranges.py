@@ -1,4 +1,4 @@
-"""A map that leaves its fitted range is named: joint, coordinate, value and range (issue 18 §4).
+"""A map that leaves its fitted range is named: joint, coordinate, value and range.
 
 Independent check: the host-side diagnostic (``mbjax.range_violations``) lists a map exactly when
 the compiled map with policy ``"nan"`` returns NaN for it (the compiled ``range_guard`` decides).

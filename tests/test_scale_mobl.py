@@ -1,5 +1,5 @@
 """MoBL arm scale factors and marker offsets from a noise-free synthetic reaching trial
-(experiments/scale_mobl.py, issue 16 item 5a).
+(experiments/scale_mobl.py).
 
 The truth is made by ``scale_kinematics``/``scale_markers`` (checked against OpenSim's Model::scale in
 tests/validation/test_scaling_opensim.py); the fit must give back every parameter the identifiability

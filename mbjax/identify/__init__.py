@@ -1,4 +1,4 @@
-"""Gradient-based parameter identification (issue 16): :func:`fit`, parametrizations, data
+"""Gradient-based parameter identification: :func:`fit`, parametrizations, data
 terms, identifiability.  One concept per file:
 
 * ``fit.py`` — :func:`fit` (adam, L-BFGS, Gauss-Newton, Levenberg-Marquardt); ``report.py``;

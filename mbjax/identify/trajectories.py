@@ -16,8 +16,8 @@ that Gauss-Newton / Levenberg-Marquardt and :func:`~mbjax.identify.identifiabili
 :mod:`mbjax.discrete_adjoint`: the same gradient for ≈ 3.2× one forward solve on the 7-dof chain,
 4.3× on the shoulder, half the compile time), ``diffrax.RecursiveCheckpointAdjoint()`` (≈ 4.8×
 and 6.3×; diffrax's machinery alone costs ≈ 4.5-6.6×) or ``BacksolveAdjoint()`` (≈ 8×) give the
-reverse-mode gradients of ``adam`` / ``lbfgs`` (``benchmarks/identify.py``, session 14; the
-forward-mode Jacobian costs ≈ 4.2× and 3.6×).
+reverse-mode gradients of ``adam`` / ``lbfgs`` (``benchmarks/identify.py``; the
+forward-mode Jacobian costs more; numbers in ``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from .osim import load_osim as load_osim
 from .osim_write import write_osim as write_osim
 from .urdf import load_urdf as load_urdf
-# OpenSim data files and model markers (issue 17 items 3-4)
+# OpenSim data files and model markers
 from .osim_markers import load_markers as load_markers
 from .osim_markers import load_marker_set as load_marker_set
 from .scale_setup import read_scale_setup as read_scale_setup
@@ -16,7 +16,7 @@ from .storage import table_from_coordinates as table_from_coordinates
 from .storage import write_storage as write_storage
 from .storage import write_trc as write_trc
 
-# OpenSim ExternalLoads files and the signal processing of OpenSim's tools (issue 17 item 5)
+# OpenSim ExternalLoads files and the signal processing of OpenSim's tools
 from . import signal as signal
 from .external_loads import ExternalForceSpec as ExternalForceSpec
 from .external_loads import ExternalLoadsFile as ExternalLoadsFile

@@ -1,4 +1,4 @@
-"""A ligament as a force element between two bodies of an mbjax ``Model`` (issue 7, item 6).
+"""A ligament as a force element between two bodies of an mbjax ``Model``.
 
 The ligament's fibres (TPSM-n or MBM, a :class:`FibreSet`) are fixed in body A (tibia, integration
 side) and body B (femur).  Its wrench depends only on the two world poses; the generalized force is

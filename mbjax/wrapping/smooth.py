@@ -1,6 +1,6 @@
 """Smooth wrapping: the shortest path over a sphere or an infinite cylinder (exact geodesics).
 
-The option issue 14 asks for beside the OpenSim-exact default, for gradient-based optimal
+An option beside the OpenSim-exact default, for gradient-based optimal
 control: closed forms with no iterations, no quadrant heuristics and no branch that a gradient
 cannot cross, so ``jax.grad`` (reverse mode) works and the length is C¹ across the start and end
 of contact (a segment touching the surface tangentially) and C^∞ elsewhere.  They are not

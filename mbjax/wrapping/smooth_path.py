@@ -1,6 +1,6 @@
 """Smooth wrapping of whole paths: a taut cable over cylinders and spheres (the model-level option).
 
-The option issue 14 asks for beside the OpenSim-exact default (:mod:`mbjax.wrapping.path`), for
+An option beside the OpenSim-exact default (:mod:`mbjax.wrapping.path`), for
 gradient-based optimal control: no iterations, no segment choice, no 0.5 mm rule, no tangent-point
 slides, so lengths and moment arms are differentiable in forward and reverse mode (``jax.grad``,
 ``jax.jacrev``, ``jax.jacfwd``, ``vmap``, ``jit``), and the length is C¹ across contact.  Turn it on
