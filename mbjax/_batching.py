@@ -12,7 +12,7 @@ derivatives (``jvp``, ``grad``, ``jacfwd``/``jacrev``, also under ``vmap``) are 
 kernel (a ``jax.custom_jvp`` around it, since ``custom_vmap`` alone is not differentiable).  That
 JVP takes symbolic zeros: only the perturbed arguments and model leaves carry tangents through the
 kernel (a derivative in q does not push zero tangents through every axis, offset, map coefficient
-and inertia; the mass matrix VJP on the shoulder 37 → 21 µs).  A batched *model* (vmapping over
+and inertia).  A batched *model* (vmapping over
 parameters) falls back to plain ``vmap`` of the kernel.
 """
 
@@ -134,8 +134,7 @@ CPU_CHUNK = 64
 
 def chunk_size(axis_size: int) -> int | None:
     """Poses per kernel call for a batch of ``axis_size``: on CPU at most ``CPU_CHUNK``, in equal
-    chunks (73 poses run as 2 x 37, not as 2 x 64 with 55 padding poses: Gait2354's 73-frame moment
-    arms 3.1 -> 1.3 ms); all at once elsewhere.
+    chunks (73 poses run as 2 x 37, not as 2 x 64 with 55 padding poses); all at once elsewhere.
 
     On a GPU one kernel over the whole batch is fastest (chunks of 64 in a sequential ``lax.map``
     were measured 48x slower than one call); :func:`mbjax.sweep`-style helpers chunk huge sweeps

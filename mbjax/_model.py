@@ -51,7 +51,7 @@ class Model(eqx.Module):
 
     def with_extras(self, extras: dict) -> "Model":
         """This model with ``extras`` replaced (the arrays shared): ``eqx.tree_at(lambda m: m.extras,
-        model, extras)`` without its tree walk (55 instead of 94 µs on Gait2354)."""
+        model, extras)`` without its tree walk."""
         return dataclasses.replace(self, extras=extras)
 
     @property

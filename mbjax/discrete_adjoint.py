@@ -17,9 +17,8 @@ first stage of step n+1; its two cotangents meet in one VJP, so a step costs s �
 diffrax's forward computes.
 
 Why not the VJP of diffrax's own ``solver.step``: it runs the stages in a checkpointed
-``while_loop`` whose reverse pass, measured on the 7-dof chain, took 606 µs per step against
-7 × 22 µs for the seven vector-field VJPs it contains (8.3× one forward solve in
-``benchmarks/identify.py``, more than diffrax's reverse pass).  The tableau adjoint is checked
+``while_loop`` whose reverse pass, measured on the 7-dof chain, costs several times the
+vector-field VJPs it contains (``benchmarks/identify.py``, ``benchmarks/RESULTS.md``).  The tableau adjoint is checked
 against ``RecursiveCheckpointAdjoint`` to 1e-12 with fixed steps
 (``tests/test_discrete_adjoint.py``).
 

@@ -235,8 +235,8 @@ def check_frames(model, q, qd, qdd, external=None):
 def padded_length(n: int) -> int:
     """The frame count a trial of ``n`` frames is padded to: the next power of two up to 8, then the
     next quarter octave ``m 2^k``, ``m`` in 4..7 (73 -> 80, 129 -> 160): at most 25 % padding, four
-    compiled programs per octave of trial lengths.  (Powers of two padded Gait2354's 73 frames to
-    128: its ID 1.8 -> 1.0 ms.)"""
+    compiled programs per octave of trial lengths (powers of two would pad Gait2354's 73 frames to
+    128)."""
     n = max(int(n), 1)
     if n <= 8:
         return 1 << (n - 1).bit_length()

@@ -53,7 +53,7 @@ class Markers(eqx.Module):
         own = self.names  # one attribute read: a method of an eqx.Module is rebuilt at every access
         k = [own.index(n) if n in own else self.index(n) for n in names]
         offset = self.offset
-        # concrete offsets are gathered on the host (an eager jnp gather costs ~1 ms); traced ones
+        # concrete offsets are gathered on the host (an eager jnp gather is a dispatch of its own); traced ones
         # (marker placement being fitted) by jnp, so the selection stays differentiable
         offset = offset[np.asarray(k, int)] if isinstance(offset, jax.core.Tracer) else np.asarray(offset)[k]
         return Markers([own[i] for i in k], [self.body[i] for i in k], offset)

@@ -269,7 +269,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
         kw["actuator_bounds"] = (np.array([r.min_control for r in actuators], float),
                                  np.array([r.max_control for r in actuators], float))
     dtype = np.dtype(jnp.result_type(float))
-    # every host array to the device in one transfer (one device_put per array costs ~40 µs each)
+    # every host array to the device in one transfer (a device_put per array is a transfer each)
     (q_d, qd_d, qdd_d, forces_on), kw, loads_d = jax.device_put(jax.tree_util.tree_map(
         lambda a: np.asarray(a, dtype), ((q, qd, qdd, np.asarray(1.0 if with_forces else 0.0)), kw, loads)))
     # frames are warm-started in order (multipliers included): the dual Newton polish converges from

@@ -4,7 +4,7 @@ The surfaces' iterations (a cylinder's tangency restarts, an ellipsoid's tangent
 Newton iterations) are written for one segment and ``vmap``-ped over many (muscles × poses ×
 segments).  ``jax.vmap`` of ``lax.while_loop`` runs the body on *every* lane until the last lane
 stops, so one lane that needs OpenSim's iteration limit (a cylinder's 100 restarts that never
-become tangent) makes the whole batch pay it: on the MoBL arm that was 85 of 90 ms per pose.
+become tangent) makes the whole batch pay it: on the MoBL arm that was most of the time per pose.
 
 Here, under ``vmap`` (a ``custom_vmap`` rule), all lanes share the first ``shared`` iterations
 (almost every lane has stopped by then); the lanes still running are then gathered ``chunk`` at a

@@ -87,8 +87,8 @@ def surface_plan(rows_by_kind, lanes_per_row: int, segments: int = 1) -> dict[in
     (lane, segment) pairs out of ``n * segments``.  Each chunk is skipped (``lax.cond``) when no
     work is left, and chunks are small (``CHUNK_MIN_*``, or a ``MAX_CHUNKS``-th of the most work
     for large batches) because in later steps and passes few lanes need a surface and a chunk
-    costs its full size: on the MoBL arm (16 poses) chunks of 16 lanes instead of a quarter of the
-    rows took 76 -> 36 ms per pose, and candidate segments are fewer than half of a lane's slots.
+    costs its full size (on the MoBL arm candidate segments are fewer than half of a lane's slots;
+    ``benchmarks/RESULTS.md``).
     """
     out = {}
     for k, rows in rows_by_kind.items():
