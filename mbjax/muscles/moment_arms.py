@@ -167,7 +167,8 @@ def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
             return _wrapped_lengths(model, x, kin, path_geometry(model, x, kin))
 
         basis = jnp.broadcast_to(jnp.eye(nq, dtype=q.dtype).reshape((nq, nq) + (1,) * len(batch)), (nq, nq) + batch)
-        return -jax.vmap(lambda t: jax.jvp(wrapped_lengths, (q,), (t,))[1])(basis)
+        with raw_forward_mode():  # one JVP per coordinate through the surfaces' loops, not their reverse rule
+            return -jax.vmap(lambda t: jax.jvp(wrapped_lengths, (q,), (t,))[1])(basis)
 
     spans = wrapped_coordinate_spans(model)
     n_rows = len(wraps.muscles)
