@@ -268,9 +268,7 @@ def wrap_rows(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos, frame_o
     frame sets carry one derivative direction each through a single JVP
     (:func:`mbjax.muscles.moment_arms`).  Lane ``b·R + r`` is row ``rows[r]`` at pose ``b``.
     """
-    rows = np.asarray(rows, dtype=np.int64)
-    frame_of_row = np.zeros(len(rows), np.int32) if frame_of_row is None else np.asarray(frame_of_row, np.int32)
-    return _wrap_group(wraps, rows, world, active, obj_rot, obj_pos, frame_of_row)
+    return _wrap_group(wraps, np.asarray(rows, dtype=np.int64), world, active, obj_rot, obj_pos, frame_of_row)
 
 
 def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos, frame_of_row=None) -> WrappedPath:
