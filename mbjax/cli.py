@@ -643,10 +643,7 @@ def _setup_model(args, tool):
             print(f"mbjax: warning: {e}; compiling without the cache", file=sys.stderr)
     if args.model is not None:
         return _loaded(args.model), _osim_path(args.model)
-    if not os.path.exists(args.setup):
-        raise Failure(f"SETUP {args.setup}: no such file")
-    if os.path.isdir(args.setup):
-        raise UsageError(f"SETUP {args.setup}: is a directory, expected an OpenSim setup .xml file")
+    _require_setup_file(args.setup)
     setup = tool(args.setup)
     path = setup.model_file
     if path is None:
@@ -654,6 +651,13 @@ def _setup_model(args, tool):
     if not os.path.exists(path):
         raise Failure(f"{args.setup}: <model_file> {path}: no such file (give --model to use another)")
     return _loaded(path), path
+
+
+def _require_setup_file(path: str) -> None:
+    if not os.path.exists(path):
+        raise Failure(f"SETUP {path}: no such file")
+    if os.path.isdir(path):
+        raise UsageError(f"SETUP {path}: is a directory, expected an OpenSim setup .xml file")
 
 
 #: models loaded by the setups of one ``mbjax run`` (None outside it): each file is read once
@@ -683,10 +687,7 @@ def tools_of_setup(path: str) -> tuple[str, ...]:
     refused by name."""
     import xml.etree.ElementTree as ET
 
-    if not os.path.exists(path):
-        raise Failure(f"SETUP {path}: no such file")
-    if os.path.isdir(path):
-        raise UsageError(f"SETUP {path}: is a directory, expected an OpenSim setup .xml file")
+    _require_setup_file(path)
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as e:
@@ -709,6 +710,9 @@ def tools_of_setup(path: str) -> tuple[str, ...]:
         if others:
             print(f"mbjax run: warning: {path}: analyses mbjax does not run, left out: {', '.join(others)}",
                   file=sys.stderr)
+        if off:
+            print(f"mbjax run: warning: {path}: analyses switched off (<on> false), not run: "
+                  f"{', '.join(e for e, n in _ANALYSES if n in off)}", file=sys.stderr)
         return tuple(n for _, n in _ANALYSES if n in found)
     raise UsageError(f"SETUP {path}: <{tool.tag}> is not a tool mbjax runs (InverseKinematicsTool, "
                      "InverseDynamicsTool, AnalyzeTool with StaticOptimization or JointReaction)")

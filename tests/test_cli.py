@@ -735,3 +735,15 @@ def test_run_refuses_what_it_cannot_run_before_any_work(tmp_path, capsys):
         assert code in (1, 2) and all(w in err for w in words), (bad, err)
         assert str(bad) in err
         assert not (tmp_path / "arm26_InverseKinematics.mot").exists()
+
+
+def test_run_names_switched_off_and_other_analyses(tmp_path, capsys):
+    """An AnalyzeTool's analyses mbjax does not run, and those switched off, are named in a warning."""
+    setup = tmp_path / "analyze.xml"
+    setup.write_text('<?xml version="1.0"?>\n<OpenSimDocument Version="40000"><AnalyzeTool name="a"><AnalysisSet>'
+                     '<objects><StaticOptimization name="so"><on>false</on></StaticOptimization>'
+                     '<JointReaction name="jr"><on>true</on></JointReaction><Kinematics name="k"/></objects>'
+                     '</AnalysisSet></AnalyzeTool></OpenSimDocument>\n')
+    assert cli.tools_of_setup(str(setup)) == ("jr",)
+    err = capsys.readouterr().err
+    assert "switched off" in err and "StaticOptimization" in err and "Kinematics" in err
