@@ -156,16 +156,37 @@ def test_gait_static_optimization_with_residuals_equals_opensim(tmp_path):
         f_opt, _ = muscle_force_coefficients(model, q, qd, R=R)
         return R, f_opt, actuator_matrix(model, body, q), mbjax.mass_matrix(model, q)
 
-    ours_violation = np.empty(T)
-    for k in range(T):
-        R, f_opt, B, M = (np.asarray(v) for v in pieces(res.q[k], res.qd[k]))
-        gen = R @ (x[k, :nm] * f_opt)
+    def columns(R, f_opt, B):  # ∂(generalized force)/∂(activation or control), (nq, nm + na)
+        A = np.zeros((len(names), nm + len(res.reserves)))
+        A[:, :nm] = R * f_opt[None, :]
         for j, r in enumerate(res.reserves):
             if isinstance(r, Reserve):
-                gen[names.index(r.coordinate)] += x[k, nm + j] * r.optimal_force
+                A[names.index(r.coordinate), nm + j] = r.optimal_force
             else:
-                gen += B[:, body.index(r)] * x[k, nm + j]
-        ours_violation[k] = np.linalg.norm(np.linalg.solve(M, gen - res.tau[k]))
+                A[:, nm + j] = B[:, body.index(r)]
+        return A
+
+    lo = np.concatenate([np.asarray(mbjax.muscles.parameters.hill_parameters(
+        mbjax.muscles.paths.get_paths(model))["minimum_activation"]), [r.min_control for r in res.reserves]])
+    hi = np.concatenate([np.ones(nm), [r.max_control for r in res.reserves]])
+    ours_violation = np.empty(T)
+    kkt = np.empty(T)
+    for k in range(T):
+        R, f_opt, B, M = (np.asarray(v) for v in pieces(res.q[k], res.qd[k]))
+        A = columns(R, f_opt, B)
+        ours_violation[k] = np.linalg.norm(np.linalg.solve(M, R @ (x[k, :nm] * f_opt) + A[:, nm:] @ x[k, nm:]
+                                                           - res.tau[k]))
+        # mbjax's optimum certified on its own (KKT of min Σ x² s.t. A x = τ - passive, lo <= x <= hi):
+        # one λ with 2 x_j = (Aᵀλ)_j where x_j is free, and the bound's sign where it is not
+        xk = res.activations[k]
+        assert np.all(xk >= lo - 1e-9) and np.all(xk <= hi + 1e-9)
+        free = (xk > lo + 1e-7) & (xk < hi - 1e-7)
+        lam = np.linalg.lstsq(A[:, free].T, 2 * xk[free], rcond=None)[0]
+        g = 2 * xk - A.T @ lam
+        kkt[k] = max(np.abs(g[free]).max(), np.maximum(0, -g[xk <= lo + 1e-7]).max(initial=0),
+                     np.maximum(0, g[xk >= hi - 1e-7]).max(initial=0))
+    print(f"mbjax's KKT residual (stationarity, bound signs) at most {kkt.max():.1e}")
+    assert kkt.max() < 1e-6
     dv = np.abs(ours_violation - reported)
     print(f"\ngait SO, {T} frames: OpenSim's reported constraint violation {reported.min():.1e}-{reported.max():.2f} "
           f"rad/s²; recomputed in mbjax's problem: max |Δ| {dv.max():.1e}")
@@ -198,6 +219,8 @@ def test_gait_static_optimization_with_residuals_equals_opensim(tmp_path):
           f"|Δa| median {np.median(da):.1e}, max {da.max():.1e} ({res.labels[int(da.max(0).argmax())]}); "
           f"|ΔF| max {df.max():.1e} N")
     assert np.median(da) < 1e-6
-    # where OpenSim's IPOPT failed outright (violations of tens of rad/s² on some CPUs) its
-    # activations are not a solution; (1) shows they are what it reports
-    assert da[close].max() < 2e-2
+    # where OpenSim's IPOPT met its constraints the two optima agree; elsewhere its activations are
+    # not a solution ((1) shows they are what it reports; how many frames it solves, and how far it
+    # stops from the optimum elsewhere, depends on the CPU: 0-19 frames, |Δa| up to 3e-2 seen), and
+    # mbjax's is certified by its KKT conditions above
+    assert np.all(da[feasible] < 1e-4)
