@@ -352,7 +352,24 @@ def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
         u, ok, steps = jax.vmap(lambda u0, xk, wk, rk: _solve(spec, fx, u0, xk, wk, rk))(u_start, x, w, qref)
     q = jax.vmap(lambda uk: _to_q(fx, uk))(u)
     xm = jax.vmap(lambda qk: marker_positions(fx.model, fx.markers, qk))(q)
-    return u, q, xm, ok, steps
+    loose = jax.vmap(lambda qk, wk: undetermined_coordinates(fx, qk, wk))(q, w)
+    return u, q, xm, ok, steps, loose
+
+
+def undetermined_coordinates(fx: _Fixed, q, w):
+    """Free coordinates ``(nq,)`` that one frame's tasks do not determine at ``q``: those in a null
+    direction of the normal matrix ``JᵀJ = Σ w_m J_mᵀ J_m + diag(w_c)`` of the weighted marker and
+    coordinate tasks in q (held coordinates excluded; eigenvalues below ``100 eps`` of the largest),
+    e.g. a coordinate moving only bodies without markers in this frame, or rotation about the line
+    through a body's only two markers."""
+    _, jac = marker_positions_and_jacobian(fx.model, fx.markers, q)
+    j = (jnp.sqrt(w)[:, None, None] * jac).reshape(-1, q.shape[0])
+    free = fx.free > 0
+    a = j.T @ j + jnp.diag(fx.wc)
+    a = jnp.where(free[:, None] & free[None, :], a, jnp.eye(q.shape[0], dtype=a.dtype))
+    lam, vec = jnp.linalg.eigh(a)
+    null = lam <= 100.0 * jnp.finfo(a.dtype).eps * lam[-1]
+    return free & jnp.any(null[None, :] & (jnp.abs(vec) > 0.1), axis=1)
 
 
 def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
@@ -407,6 +424,34 @@ def underdetermined_frames(w, wc, free) -> np.ndarray:
     can still leave a coordinate free (markers on one body)."""
     equations = 3 * np.sum(np.asarray(w) > 0, axis=1) + int(np.sum(np.asarray(wc)[np.asarray(free)] > 0))
     return equations < int(np.sum(free))
+
+
+def _report_undetermined(names, times, loose, ok, skip):
+    """Name the coordinates the tasks leave free (``loose (T, nq)``, :func:`undetermined_coordinates`).
+    One the tasks determine in no frame (no marker on a body it moves, no coordinate task) is the
+    setup's choice, as in OpenSim (its assembler leaves it where it starts): it stays at its start
+    (the default pose, then the previous frame's value) and is named in a warning, the frames being
+    converged.  One the tasks determine in other frames (missing markers) makes a frame where they
+    do not one of many poses: reported as not converged (``ok`` is updated in place), with a warning
+    naming the coordinates and the first such frame.  Frames in ``skip`` (already reported) are left
+    out."""
+    loose = loose & ~skip[:, None]
+    if not loose.any():
+        return
+    never = loose[~skip].all(axis=0)
+    if never.any():
+        warnings.warn(f"IK: no marker or coordinate task determines {', '.join(repr(names[k]) for k in np.flatnonzero(never))} "
+                      "in any frame: held at the start (the default value, as OpenSim's assembler leaves it); "
+                      "weight a marker on a body it moves, add a coordinate task, or lock it", stacklevel=3)
+    partial = loose & ~never[None, :]
+    frames = partial.any(axis=1)
+    if frames.any():
+        ok &= ~frames
+        first = int(np.argmax(frames))
+        coords = ", ".join(repr(names[k]) for k in np.flatnonzero(partial.any(axis=0)))
+        warnings.warn(f"IK: at {int(frames.sum())} of {len(times)} frame(s) (first at t = {times[first]:.6g} s) the "
+                      f"markers present do not determine {coords}: those poses are one of many and are reported "
+                      "as not converged", stacklevel=3)
 
 
 def _default_tolerance() -> float:
@@ -510,6 +555,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     xm_out = np.empty((T, len(used), 3))
     ok_out = np.empty(T, bool)
     steps_out = np.empty(T, int)
+    loose_out = np.zeros((T, nq), bool)
     t0 = _time.perf_counter()
     with _checks.checks(False):  # inputs are checked above; no host callbacks inside the solver
         for c in range(n_chunks):
@@ -517,8 +563,10 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
             n = b - a
             pad = np.r_[np.arange(a, b), np.full(C - n, b - 1)].astype(int)
             u_start = u if method == "scan" else u[pad]
-            uc, qc, xmc, okc, stc = _solve_chunk(spec, fx, *jax.device_put((j(x[pad]), j(w[pad]), j(qref[pad]), u_start)))
+            uc, qc, xmc, okc, stc, lc = _solve_chunk(spec, fx, *jax.device_put((j(x[pad]), j(w[pad]), j(qref[pad]),
+                                                                                u_start)))
             q_out[a:b] = np.asarray(qc)[:n]
+            loose_out[a:b] = np.asarray(lc)[:n]
             xm_out[a:b] = np.asarray(xmc)[:n]
             ok_out[a:b] = np.asarray(okc)[:n]
             steps_out[a:b] = np.asarray(stc)[:n]
@@ -536,6 +584,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
                       f"marker present) and coordinate tasks than free coordinates ({int(free.sum())}; first at "
                       f"t = {times[np.argmax(under)]:.6g} s): their poses are not determined by the data and are "
                       "reported as not converged", stacklevel=2)
+    _report_undetermined(names, times, loose_out, ok_out, skip=under)
     err = np.where(present, np.linalg.norm(xm_out - x, axis=-1), np.nan)
     count = present.sum(axis=1)
     sq = np.where(present, err, 0.0) ** 2

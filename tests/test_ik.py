@@ -143,8 +143,40 @@ def test_locked_coordinate_task_and_missing_markers(arm):
     np.testing.assert_allclose(r.rms, rms, rtol=1e-12)
     np.testing.assert_allclose(r.max, np.nanmax(r.marker_errors, axis=1), rtol=1e-12)
     # the task pulls the elbow towards 1.0 rad: without it the solution differs
-    plain = inverse_kinematics(model, markers, d, locked={"r_shoulder_elev": 0.25})
+    with pytest.warns(UserWarning, match="do not determine 'r_elbow_flex'"):  # the wrist's lost frames
+        plain = inverse_kinematics(model, markers, d, locked={"r_shoulder_elev": 0.25})
     assert np.all(np.abs(r.q[:, 1] - 1.0) <= np.abs(plain.q[:, 1] - 1.0) + 1e-12)
+
+
+def test_frames_whose_markers_leave_a_coordinate_free_are_not_converged(arm):
+    """Without the wrist marker (frames 5-8) nothing fixes the elbow: the marker Jacobian's elbow
+    column is zero there (jacfwd), and those frames, only those, are reported as not converged."""
+    model, markers, pos, _, jac = arm
+    q = _motion()
+    x = np.asarray(pos(q)) + 0.003
+    x[5:9, 2] = np.nan
+    j = np.asarray(jac(jnp.asarray(q[6])))  # (markers, 3, nq)
+    assert np.abs(j[:2, :, 1]).max() == 0.0 and np.abs(j[2, :, 1]).max() > 0.01
+    d = MarkerData(np.arange(T) / 120.0, markers.names, x)
+    with pytest.warns(UserWarning, match=r"at 4 of 24 frame\(s\) \(first at t = 0.0416667 s\).*'r_elbow_flex'"):
+        r = inverse_kinematics(model, markers, d)
+    expected = np.ones(T, bool)
+    expected[5:9] = False
+    np.testing.assert_array_equal(r.converged, expected)
+
+
+def test_a_coordinate_no_task_determines_is_named_and_held(arm):
+    """Only the shoulder's markers weighted: the elbow is determined in no frame (the setup's choice,
+    as in OpenSim): named in a warning, held at the default pose, every frame converged."""
+    model, markers, pos = arm[:3]
+    q = _motion()
+    d = MarkerData(np.arange(T) / 120.0, markers.names, np.asarray(pos(q)))
+    weights = {"r_acromion": 1.0, "r_humerus_epicondyle": 1.0, "r_radius_styloid": 0.0}
+    with pytest.warns(UserWarning, match=r"no marker or coordinate task determines 'r_elbow_flex' in any frame"):
+        r = inverse_kinematics(model, markers, d, weights=weights)
+    assert r.converged.all()
+    np.testing.assert_array_equal(r.q[:, 1], np.asarray(model.extras["osim"].default)[1])
+    np.testing.assert_allclose(r.q[:, 0], q[:, 0], atol=1e-7)
 
 
 def test_coordinate_task_from_file(arm):
