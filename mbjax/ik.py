@@ -73,6 +73,8 @@ from jax.custom_derivatives import SymbolicZero
 
 from . import _checks
 from .io.storage import (
+    TRC_UNIT_NAMES,
+    TRC_UNITS,
     MarkerData,
     Table,
     coordinates_from_table,
@@ -426,6 +428,39 @@ def underdetermined_frames(w, wc, free) -> np.ndarray:
     return equations < int(np.sum(free))
 
 
+#: marker data spread this many times as far as (or this fraction of) the model's markers at the
+#: solution is refused: a subject differs from a generic model by far less, a unit by 10-1000 times
+_SCALE_LIMIT = 4.0
+
+
+def _check_marker_scale(data, x, xm, present):
+    """Refuse marker data whose size does not match the model's: the median over frames (with three
+    or more markers present) of the data's spread (RMS distance of the markers from their centroid)
+    over the model's markers' at the IK solution.  Millimetre data under ``Units m`` gives ~1000
+    (the pose cannot stretch the model, so IK returns a pose and a huge error, not an error)."""
+    use = present.sum(axis=1) >= 3
+    if not use.any():
+        return
+
+    def spread(p):
+        p = np.where(present[use][..., None], p[use], np.nan)
+        c = np.nanmean(p, axis=1, keepdims=True)
+        return np.sqrt(np.nanmean(np.sum((p - c) ** 2, axis=-1), axis=1))
+
+    model_spread = spread(xm)
+    ok = model_spread > 0
+    if not ok.any():
+        return
+    ratio = float(np.median(spread(x)[ok] / model_spread[ok]))
+    if 1.0 / _SCALE_LIMIT <= ratio <= _SCALE_LIMIT:
+        return
+    factor = TRC_UNITS.get(TRC_UNIT_NAMES.get(data.units, data.units), 1.0) / ratio  # metres per file unit
+    guess = min(TRC_UNITS, key=lambda u: abs(np.log(TRC_UNITS[u] / factor)))
+    raise ValueError(f"IK: the marker data (Units={data.units!r}) spread {ratio:.3g} times as far as the model's "
+                     f"markers at the best pose: the file's units do not match its values (they look like "
+                     f"{guess!r}); fix its Units header")
+
+
 def _report_undetermined(names, times, loose, ok, skip):
     """Name the coordinates the tasks leave free (``loose (T, nq)``, :func:`undetermined_coordinates`).
     One the tasks determine in no frame (no marker on a body it moves, no coordinate task) is the
@@ -585,6 +620,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
                       f"t = {times[np.argmax(under)]:.6g} s): their poses are not determined by the data and are "
                       "reported as not converged", stacklevel=2)
     _report_undetermined(names, times, loose_out, ok_out, skip=under)
+    _check_marker_scale(data, x, xm_out, present)
     err = np.where(present, np.linalg.norm(xm_out - x, axis=-1), np.nan)
     count = present.sum(axis=1)
     sq = np.where(present, err, 0.0) ** 2

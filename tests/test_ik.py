@@ -179,6 +179,26 @@ def test_a_coordinate_no_task_determines_is_named_and_held(arm):
     np.testing.assert_allclose(r.q[:, 0], q[:, 0], atol=1e-7)
 
 
+@pytest.mark.parametrize("written, read, looks", [("mm", "m", "mm"), ("m", "mm", "m"), ("cm", "mm", "cm")])
+def test_marker_units_that_do_not_match_the_values_are_refused(arm, tmp_path, written, read, looks):
+    """A .trc whose Units header does not say what its numbers are (mm data under ``Units m``: the
+    pose cannot stretch the model, so IK alone returns a pose with a huge error) is refused, naming
+    the unit the values look like; the right header passes."""
+    model, markers, pos = arm[:3]
+    x = np.asarray(pos(_motion()))
+    scale = {"mm": 1e3, "cm": 1e2, "m": 1.0}[written]
+    path = tmp_path / "arm.trc"
+    write_trc(path, MarkerData(np.arange(T) / 120.0, markers.names, x), units=written)
+    text = path.read_text().replace(f"\t{written}\t", f"\t{read}\t", 1)
+    path.write_text(text)
+    d = read_trc(path)
+    assert d.units == read and np.allclose(d.positions * {"mm": 1e3, "cm": 1e2, "m": 1.0}[read], x * scale)
+    with pytest.raises(ValueError, match=rf"Units='{read}'.*look like '{looks}'"):
+        inverse_kinematics(model, markers, d)
+    ok = inverse_kinematics(model, markers, MarkerData(d.time, d.names, x, written))  # the values in metres
+    assert ok.converged.all()
+
+
 def test_coordinate_task_from_file(arm):
     """``from_file`` tasks track a coordinate table (degrees in the file), interpolated at marker times."""
     model, markers, pos = arm[:3]
