@@ -127,7 +127,7 @@ def test_radians_header_and_range_warning_in_process(tmp_path, capsys):
 
 def test_wrapping_error_names_the_flag(tmp_path, capsys, monkeypatch):
     """Raised through the CLI, the loader's ``ignore_wrapping=True`` hint becomes ``--ignore-wrapping`` (exit 2)."""
-    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
+    monkeypatch.setattr(cli.moment_arms_sweep, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
     # arm26 with one wrap surface mbjax does not model (OpenSim's WrapDoubleCylinderObst)
     with open(ARM26) as fh:
         text = fh.read()
@@ -155,7 +155,7 @@ def test_smooth_wrapping_refusal_names_the_flags(tmp_path, capsys, monkeypatch):
     assert n == 1
     path = tmp_path / "arm26_torus.osim"
     path.write_text(text)
-    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
+    monkeypatch.setattr(cli.moment_arms_sweep, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
     rc, _, err = _main(capsys, "moment-arms", str(path), "--wrapping", "smooth", "--vary", "r_elbow_flex=0:1:0.5",
                        "--out", str(tmp_path / "x.csv"))
     assert rc == 2 and "WrapTorus 'TRIlonghh'" in err, err
@@ -198,7 +198,7 @@ def test_option_before_the_command_is_named(capsys):
 
 def test_outputs_checked_before_the_sweep(tmp_path, capsys, monkeypatch):
     """A directory, a missing folder, an unknown image type: refused (2) before any sweep; nothing written."""
-    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran before the output check"))
+    monkeypatch.setattr(cli.moment_arms_sweep, "sweep", lambda *a, **k: pytest.fail("the sweep ran before the output check"))
     base = ["moment-arms", "arm26", "--ignore-wrapping", "--vary", "r_elbow_flex=0:1:0.5"]
     cases = [
         (["--out", str(tmp_path)], f"--out {tmp_path}: is a directory"),
@@ -246,7 +246,7 @@ def test_unexpected_error_is_one_line_and_traceback_on_request(tmp_path, capsys,
     def boom(*a, **k):
         raise RuntimeError("XLA ran out of something")
 
-    monkeypatch.setattr(cli, "sweep", boom)
+    monkeypatch.setattr(cli.moment_arms_sweep, "sweep", boom)
     args = ["moment-arms", "arm26", "--ignore-wrapping", "--out", str(tmp_path / "x.csv")]
     rc, _, err = _main(capsys, *args)
     assert rc == 1 and "unexpected RuntimeError: XLA ran out of something" in err and "MBJAX_TRACEBACK" in err
@@ -262,7 +262,7 @@ def test_unexpected_error_is_one_line_and_traceback_on_request(tmp_path, capsys,
 
 def test_forgotten_degrees_refused_far_outside_the_range(tmp_path, capsys, monkeypatch):
     """0:130 without --degrees is 130 rad on an elbow whose range is [0, 2.27] rad: refused, with the hint."""
-    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("a refused sweep ran"))
+    monkeypatch.setattr(cli.moment_arms_sweep, "sweep", lambda *a, **k: pytest.fail("a refused sweep ran"))
     base = ["moment-arms", "arm26", "--ignore-wrapping", "--vary", "r_elbow_flex=0:130:1", "--out",
             str(tmp_path / "x.csv")]
     rc, _, err = _main(capsys, *base)
@@ -277,7 +277,7 @@ def test_forgotten_degrees_refused_far_outside_the_range(tmp_path, capsys, monke
 
 def test_size_guard_before_allocating(tmp_path, capsys, monkeypatch):
     """10⁹ poses (16 GB for the grid alone) is refused in milliseconds; nothing of that size is allocated."""
-    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("a refused sweep ran"))
+    monkeypatch.setattr(cli.moment_arms_sweep, "sweep", lambda *a, **k: pytest.fail("a refused sweep ran"))
     base = ["moment-arms", "arm26", "--ignore-wrapping", "--out", str(tmp_path / "x.csv")]
     rc, _, err = _main(capsys, *base, "--vary", "r_elbow_flex=0:2:2e-9")
     assert rc == 2 and "makes 1,000,000,001 poses" in err and "--max-poses" in err  # STOP on the grid
@@ -693,7 +693,7 @@ def test_run_chains_setups_in_one_process(tmp_path, capsys, monkeypatch):
     ik_setup, so_setup = _chained_arm26_trial(tmp_path)
     loads = []
     real = cli.load_model
-    monkeypatch.setattr(cli, "load_model", lambda *a, **k: loads.append(a) or real(*a, **k))
+    monkeypatch.setattr(cli.tools, "load_model", lambda *a, **k: loads.append(a) or real(*a, **k))
     code, out, err = _main(capsys, "run", str(ik_setup), str(so_setup), "--no-compile-cache")
     assert code == 0, err
     assert "[1/2]: ik" in out and "[2/2]: so" in out and "all frames converged" in out

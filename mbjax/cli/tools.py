@@ -1,0 +1,281 @@
+"""``mbjax ik|id|so|jr SETUP.xml`` and ``mbjax run SETUP.xml ...``: OpenSim tool setup files run by
+mbjax's tools, one by one or a trial's chain in one process."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from .common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    Failure,
+    UsageError,
+    _check_plot_format,
+    _check_writable,
+    _osim_path,
+    load_model,
+)
+from .moment_arms_sweep import curve_styles
+
+
+def _setup_model(args, tool):
+    """The model a tool runs on: ``--model`` or the setup's ``<model_file>`` (float64 enabled: the
+    results are compared with OpenSim's)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    if not args.no_compile_cache:
+        from ..compilation_cache import enable_compilation_cache
+
+        try:
+            enable_compilation_cache()
+        except ValueError as e:  # an unwritable cache folder costs speed, not the run
+            print(f"mbjax: warning: {e}; compiling without the cache", file=sys.stderr)
+    if args.model is not None:
+        return _loaded(args.model), _osim_path(args.model)
+    _require_setup_file(args.setup)
+    setup = tool(args.setup)
+    path = setup.model_file
+    if path is None:
+        raise UsageError(f"{args.setup}: no <model_file>; give --model")
+    if not os.path.exists(path):
+        raise Failure(f"{args.setup}: <model_file> {path}: no such file (give --model to use another)")
+    return _loaded(path), path
+
+
+def _require_setup_file(path: str) -> None:
+    if not os.path.exists(path):
+        raise Failure(f"SETUP {path}: no such file")
+    if os.path.isdir(path):
+        raise UsageError(f"SETUP {path}: is a directory, expected an OpenSim setup .xml file")
+
+
+_RUN_MODELS: dict | None = None
+
+
+def _loaded(spec: str):
+    """:func:`load_model`, once per file and modification time within ``mbjax run``."""
+    if _RUN_MODELS is None:
+        return load_model(spec)
+    path = _osim_path(spec)
+    key = (os.path.abspath(path), os.path.getmtime(path)) if path is not None and os.path.exists(path) else spec
+    if key not in _RUN_MODELS:
+        _RUN_MODELS[key] = load_model(spec)
+    return _RUN_MODELS[key]
+
+
+_RUNNABLE = {"InverseKinematicsTool": ("ik",), "InverseDynamicsTool": ("id",)}
+
+
+_ANALYSES = (("StaticOptimization", "so"), ("JointReaction", "jr"))
+
+
+def tools_of_setup(path: str) -> tuple[str, ...]:
+    """The mbjax tools (``ik``, ``id``, ``so``, ``jr``) an OpenSim setup file asks for, read from its
+    tool element (and an ``AnalyzeTool``'s analyses, switched-off ones left out); anything else is
+    refused by name."""
+    import xml.etree.ElementTree as ET
+
+    _require_setup_file(path)
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        raise UsageError(f"SETUP {path}: not an XML file ({e})") from None
+    tool = root[0] if root.tag == "OpenSimDocument" and len(root) else root
+    if tool.tag in _RUNNABLE:
+        return _RUNNABLE[tool.tag]
+    if tool.tag == "AnalyzeTool":
+        found, off = [], []
+        for element, name in _ANALYSES:
+            for el in tool.iter(element):
+                on = (el.findtext("on") or "true").strip().lower() != "false"
+                (found if on else off).append(name)
+                break
+        others = sorted({el.tag for analyses in tool.iter("AnalysisSet") for objs in analyses.iter("objects")
+                         for el in objs} - {e for e, _ in _ANALYSES})
+        if not found:
+            raise UsageError(f"SETUP {path}: its AnalyzeTool has no StaticOptimization or JointReaction analysis "
+                             f"switched on ({', '.join(others) or 'no analyses'}); mbjax runs those two")
+        if others:
+            print(f"mbjax run: warning: {path}: analyses mbjax does not run, left out: {', '.join(others)}",
+                  file=sys.stderr)
+        if off:
+            print(f"mbjax run: warning: {path}: analyses switched off (<on> false), not run: "
+                  f"{', '.join(e for e, n in _ANALYSES if n in off)}", file=sys.stderr)
+        return tuple(n for _, n in _ANALYSES if n in found)
+    raise UsageError(f"SETUP {path}: <{tool.tag}> is not a tool mbjax runs (InverseKinematicsTool, "
+                     "InverseDynamicsTool, AnalyzeTool with StaticOptimization or JointReaction)")
+
+
+def run_setups(setups, model: str | None = None, quiet: bool = False, compile_cache: bool = True) -> int:
+    """Run OpenSim setup files in order in one process (``mbjax run``): IK, ID, static optimization
+    and joint reactions as each file asks (:func:`tools_of_setup`), each writing the files its setup
+    names, so a setup reading the previous one's output chains.  Every file is checked before the
+    first runs; each model file is read once and each program compiled once.  Returns the exit
+    status: 0, or the worst of the steps (1: a step did not converge everywhere; its files are
+    still written and the next steps run)."""
+    global _RUN_MODELS
+
+    plan = [(path, tool) for path in setups for tool in tools_of_setup(path)]
+    commands = {"ik": ik_command, "id": id_command, "so": so_command, "jr": jr_command}
+    status = EXIT_OK
+    _RUN_MODELS = {}
+    try:
+        for i, (path, tool) in enumerate(plan):
+            if not quiet:
+                print(f"mbjax run [{i + 1}/{len(plan)}]: {tool} {path}", flush=True)
+            args = argparse.Namespace(setup=path, model=model, out=None, plot=None, quiet=quiet,
+                                      no_compile_cache=not compile_cache, accuracy=None)
+            status = max(status, commands[tool](args))
+    finally:
+        _RUN_MODELS = None
+    return status
+
+
+def run_command(args):
+    return run_setups(args.setups, model=args.model, quiet=args.quiet, compile_cache=not args.no_compile_cache)
+
+
+def _plot_series(path, time, data, labels, ylabel, title):
+    _plot_panels(path, time, [(data, labels, ylabel)], title)
+
+
+def _plot_panels(path, time, panels, title):
+    """One panel per ``(data (T, n), labels, ylabel)``, stacked, sharing the time axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 4.5 if len(panels) == 1 else 3.2 * len(panels)),
+                             sharex=True, squeeze=False)
+    for ax, (data, labels, ylabel) in zip(axes[:, 0], panels):
+        for k, (color, style, _) in enumerate(curve_styles(len(labels))):
+            ax.plot(time, data[:, k], color=color, linestyle=style, label=labels[k])
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        if len(labels) <= 24:
+            ax.legend(fontsize=6, ncol=1 if len(labels) <= 8 else 3)
+    axes[-1, 0].set_xlabel("time (s)")
+    axes[0, 0].set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _tool_outputs(args, is_dir):
+    if args.out is not None:
+        if is_dir:
+            if os.path.exists(args.out) and not os.path.isdir(args.out):
+                raise UsageError(f"--out {args.out}: exists and is not a directory")
+        else:
+            _check_writable(args.out, "--out")
+    if args.plot is not None:
+        _check_writable(args.plot, "--plot")
+        _check_plot_format(args.plot)
+
+
+def ik_command(args):
+    from ..ik import inverse_kinematics_from_setup, read_ik_setup, write_ik_marker_errors
+    from ..io.storage import prepare_output, table_from_coordinates, write_storage
+
+    _tool_outputs(args, is_dir=False)
+    from ..io.osim_markers import load_markers
+
+    model, model_file = _setup_model(args, read_ik_setup)
+    if model_file is None:
+        raise UsageError(f"--model {args.model}: IK needs an .osim model (its MarkerSet)")
+    setup = read_ik_setup(args.setup)
+    out = args.out or setup.output_motion_file
+    if out is None:
+        raise UsageError(f"{args.setup}: no <output_motion_file>; give --out")
+    errors = None
+    if setup.errors_file is not None:  # OpenSim's report_errors file: results_directory, or beside --out
+        errors = setup.errors_file if not args.out else os.path.join(
+            os.path.dirname(os.path.abspath(out)), os.path.basename(setup.errors_file))
+    try:  # the folders made (as OpenSim makes them) and both files checked before the solve
+        prepare_output(out, args.setup, "IK motion file")
+        if errors is not None:
+            prepare_output(errors, args.setup, "IK marker errors file")
+    except OSError as e:
+        raise UsageError(str(e)) from None
+    t0 = time.time()
+    res = inverse_kinematics_from_setup(args.setup, model, load_markers(model_file, model), progress=not args.quiet,
+                                        accuracy=args.accuracy)
+    write_storage(out, table_from_coordinates(model, res.time, res.q, in_degrees=True), format="storage")
+    if errors is not None:
+        write_ik_marker_errors(errors, res)
+    if not args.quiet:
+        print(f"mbjax ik: {res.time.size} frames in {time.time() - t0:.1f} s; marker RMS max {np.nanmax(res.rms) * 1e3:.2f} mm, "
+              f"worst marker error {np.nanmax(res.max) * 1e3:.2f} mm; {int(np.sum(~res.converged))} frames not converged; "
+              f"wrote {out}")
+    if args.plot:
+        from ..io.storage import _rotational
+
+        scale = np.where(_rotational(model), 180.0 / np.pi, 1.0)
+        _plot_series(args.plot, res.time, res.q * scale, list(model.coordinate_names), "coordinate (deg or m)",
+                     f"inverse kinematics: {os.path.basename(args.setup)}")
+    return EXIT_OK if np.all(res.converged) else EXIT_FAILURE
+
+
+def id_command(args):
+    from ..id_tool import inverse_dynamics_from_setup, read_id_setup
+
+    _tool_outputs(args, is_dir=False)
+    model, _ = _setup_model(args, read_id_setup)
+    t0 = time.time()
+    res = inverse_dynamics_from_setup(args.setup, model, output_file=args.out)
+    out = args.out or read_id_setup(args.setup).output_file
+    if not args.quiet:
+        print(f"mbjax id: {res.time.size} frames in {time.time() - t0:.1f} s; wrote {out}")
+    if args.plot:
+        _plot_series(args.plot, res.time, res.tau, list(res.labels), "generalized force (N·m or N)",
+                     f"inverse dynamics: {os.path.basename(args.setup)}")
+    return EXIT_OK
+
+
+def so_command(args):
+    from ..so_tool import read_so_setup, static_optimization_from_setup
+
+    _tool_outputs(args, is_dir=True)
+    model, _ = _setup_model(args, read_so_setup)
+    t0 = time.time()
+    res = static_optimization_from_setup(args.setup, model, results_directory=args.out, progress=not args.quiet)
+    out = args.out or read_so_setup(args.setup).results_directory
+    ok = bool(np.all(np.asarray(res.result.converged)))
+    if not args.quiet:
+        print(f"mbjax so: {res.time.size} frames, {len(res.labels)} actuators in {time.time() - t0:.1f} s; "
+              f"{'all frames converged' if ok else 'NOT all frames converged'}; wrote {out}")
+    if args.plot:
+        nm = len(res.muscle_names)
+        panels = [(res.activations[:, :nm], list(res.labels[:nm]), "muscle activation")]
+        if len(res.labels) > nm:  # reserve and residual actuators: their forces (N·m or N), not controls
+            panels.append((res.forces[:, nm:], list(res.labels[nm:]), "actuator force (N·m or N)"))
+        _plot_panels(args.plot, res.time, panels, f"static optimization: {os.path.basename(args.setup)}")
+    return EXIT_OK if ok else EXIT_FAILURE
+
+
+def jr_command(args):
+    from ..jr_tool import read_jr_setup, joint_reactions_from_setup
+
+    _tool_outputs(args, is_dir=True)
+    model, _ = _setup_model(args, read_jr_setup)
+    t0 = time.time()
+    res = joint_reactions_from_setup(args.setup, model, results_directory=args.out, progress=not args.quiet)
+    out = args.out or read_jr_setup(args.setup).results_directory
+    if not args.quiet:
+        print(f"mbjax jr: {res.time.size} frames, {len(res.keys)} joint reactions in {time.time() - t0:.1f} s; "
+              f"wrote {out}")
+    if args.plot:
+        keys = [k.label for k in res.keys]
+        panels = [(res.loads[:, :, :3].reshape(res.time.size, -1), [f"{k}_f{c}" for k in keys for c in "xyz"],
+                   "reaction force (N)"),
+                  (res.loads[:, :, 3:6].reshape(res.time.size, -1), [f"{k}_m{c}" for k in keys for c in "xyz"],
+                   "reaction moment (N·m)")]
+        _plot_panels(args.plot, res.time, panels, f"joint reactions: {os.path.basename(args.setup)}")
+    return EXIT_OK
