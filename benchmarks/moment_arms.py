@@ -32,7 +32,7 @@ ARGS = device_setup(extra=lambda ap: (ap.add_argument("--poses", type=int, defau
                                                       help="only time trace, lowering and XLA compile of the wrapped models"),
                                       ap.add_argument("--compile-cache", metavar="DIR",
                                                       help="with --compile: JAX's persistent compilation cache in DIR "
-                                                           "(mbjax.enable_compilation_cache); run twice, the second "
+                                                           "(mbjax.config.enable_compilation_cache); run twice, the second "
                                                            "run's compile column is the time to read the program back")))
 
 import equinox as eqx  # noqa: E402
@@ -90,14 +90,15 @@ def compile_times():
     (arm26 with its 4 wrap objects, the full MoBL), f = ``muscle_lengths`` and ``moment_arms``,
     then µs/pose of the compiled program (best of 3).  Process CPU seconds in brackets (the machine
     is shared: wall time is noisy, CPU time much less so)."""
-    from mbjax import enable_compilation_cache, models, muscle_lengths
+    from mbjax import models, muscle_lengths
+    from mbjax.config import enable_compilation_cache
 
     if ARGS.compile_cache:
         import mbjax
 
         print(f"persistent compilation cache: {enable_compilation_cache(ARGS.compile_cache, min_compile_time=0.0)}; "
               "run-time checks off (JAX does not cache programs with host callbacks)")
-        mbjax.set_checks(False)
+        mbjax.config.set_checks(False)
     n = ARGS.poses or 64
     print(f"compile times on {jax.devices()[0].platform}, jit(vmap(f)) over {n} poses, float64")
     print(f"{'model':<12}{'function':<16}{'load s':>8}{'trace s':>16}{'lower s':>9}{'compile s':>18}{'µs/pose':>11}")

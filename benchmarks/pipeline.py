@@ -17,7 +17,7 @@ OpenSim 4.6's tools on the same setup files, in one run.
   and the static-optimization setup with the pipeline's 6 pelvis residuals and 17 reserves
   (76 frames, 54 muscles), each vs the OpenSim tool on the same file.
 
-JAX runs with :func:`mbjax.single_threaded_matmuls` (Eigen's products on the calling thread:
+JAX runs with :func:`mbjax.config.single_threaded_matmuls` (Eigen's products on the calling thread:
 faster for these loops of small products on few cores); ``--eigen-threads`` keeps XLA's default.
 For mbjax, *cold* is the first call in a fresh process (tracing and XLA compilation included) and
 *warm* the best of ``--repeat`` further calls on the same files (compiled programs reused).  The
@@ -56,7 +56,7 @@ def _extra(ap):
     ap.add_argument("--cache-child", metavar="DIR", help=argparse.SUPPRESS)
     ap.add_argument("--eigen-threads", action="store_true",
                     help="keep XLA:CPU's multi-threaded Eigen products (default here: "
-                         "mbjax.single_threaded_matmuls(), faster for these per-frame loops)")
+                         "mbjax.config.single_threaded_matmuls(), faster for these per-frame loops)")
 
 
 args = device_setup(__doc__.splitlines()[0], _extra)
@@ -67,7 +67,7 @@ import mbjax  # noqa: E402
 from mbjax.io.osim_markers import load_markers  # noqa: E402
 
 if not args.eigen_threads:
-    mbjax.single_threaded_matmuls()  # before any JAX computation (module docstring of mbjax.cpu_threads)
+    mbjax.config.single_threaded_matmuls()  # before any JAX computation (module docstring of mbjax.cpu_threads)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "opensim_models"
@@ -175,7 +175,7 @@ def _gait_setups(tmp):
 
 def _cache_child(tmp, cache):
     """A fresh process with the persistent compilation cache at ``cache``: the three cold calls."""
-    mbjax.enable_compilation_cache(cache)
+    mbjax.config.enable_compilation_cache(cache)
     folder, (ik_setup, id_setup, so_setup) = _gait_setups(tmp)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -193,7 +193,7 @@ def _cache_child(tmp, cache):
 
 def _cached_cold(tmp):
     """Cold times (s) of IK, ID, SO in a new process whose compiled programs come from the
-    persistent cache a first child process wrote (:func:`mbjax.enable_compilation_cache`)."""
+    persistent cache a first child process wrote (:func:`mbjax.config.enable_compilation_cache`)."""
     cache = tmp / "xla_cache"
     times = None
     for _ in range(2):  # the first child compiles and writes, the second reads back
@@ -268,7 +268,7 @@ def gait(tmp):
         c = _cached_cold(tmp)
         c["total"] = c["IK"] + c["ID"] + c["SO"]
         refs = {"IK": os_ik, "ID": os_id, "SO": os_so, "total": os_ik + os_id + os_so}
-        print("\ncold in a new process with the persistent compilation cache (mbjax.enable_compilation_cache; "
+        print("\ncold in a new process with the persistent compilation cache (mbjax.config.enable_compilation_cache; "
               "tracing still runs, XLA compilation is read back)")
         for k in ("IK", "ID", "SO", "total"):
             print(f"{k:8s} {c[k]:15.3f} s   OpenSim {refs[k]:8.3f} s   ratio {refs[k] / c[k]:6.2f}x")
@@ -326,7 +326,7 @@ def main():
         _cache_child(tmp, args.cache_child)
         return
     print(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r} "
-          f"({'XLA default Eigen threads' if args.eigen_threads else 'mbjax.single_threaded_matmuls(); --eigen-threads: XLA default'})")
+          f"({'XLA default Eigen threads' if args.eigen_threads else 'mbjax.config.single_threaded_matmuls(); --eigen-threads: XLA default'})")
     if args.case in ("arm26", "all"):
         arm26(tmp)
     if args.case in ("gait", "all"):

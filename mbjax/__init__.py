@@ -88,7 +88,16 @@ _export('forces', 'ModelForces', 'model_forces', 'with_force_elements')
 _submodules('identify')
 
 
-__all__ = sorted(_EXPORTS)
+# the tiers beside the core: reference twins (test oracles) and process settings
+_submodules('reference', 'config')
+
+#: names that moved to a tier, kept here for one release with a DeprecationWarning
+_MOVED = {name: "reference" for name in ('mass_matrix_kron', 'bias_forces_kron', 'gravity_forces_kron',
+                                         'pose_derivatives_kron', 'joint_reactions_classical')}
+_MOVED.update({name: "config" for name in ('checks', 'checks_enabled', 'set_checks', 'enable_compilation_cache',
+                                           'single_threaded_matmuls')})
+
+__all__ = sorted(n for n in _EXPORTS if n not in _MOVED)
 
 
 def __getattr__(name: str):
@@ -96,6 +105,12 @@ def __getattr__(name: str):
         module, attribute = _EXPORTS[name]
     except KeyError:
         raise AttributeError(f"module 'mbjax' has no attribute {name!r}") from None
+    if name in _MOVED:
+        import warnings
+
+        warnings.warn(f"mbjax.{name} is mbjax.{_MOVED[name]}.{name}; the top-level name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(f"{__name__}.{_MOVED[name]}"), name)  # not cached: warns each time
     mod = importlib.import_module(f"{__name__}.{module}")
     value = mod if attribute is None else getattr(mod, attribute)
     globals()[name] = value
@@ -103,4 +118,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(__all__))

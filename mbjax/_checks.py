@@ -18,10 +18,10 @@ error is raised at the call (``equinox.EquinoxRuntimeError``, a ``RuntimeError``
 message).  These checks cost a reduction and a host callback per argument; turn them off for speed
 once inputs are known to be good::
 
-    with mbjax.checks(False):          # context manager (restores the previous setting)
+    with mbjax.config.checks(False):          # context manager (restores the previous setting)
         fast = jax.jit(jax.vmap(mbjax.moment_arms, in_axes=(None, 0)))
         r = fast(model, qs)
-    mbjax.set_checks(False)            # or globally; MBJAX_CHECKS=0 in the environment at import
+    mbjax.config.set_checks(False)            # or globally; MBJAX_CHECKS=0 in the environment at import
 
 The switch is read when a function is *traced*: a function jitted while checks were on keeps
 them (and vice versa), so set it before the first call of a jitted function.  With checks off a

@@ -261,7 +261,7 @@ def forward_dynamics(model: Model, q, qd, tau=None):
     ``tau`` ``(nq,)`` is any applied generalized force (actuation plus external Q).  M must be
     positive definite: a singular M (a coordinate that moves only zero-inertia bodies, joint axes
     aligned through zero-inertia bodies) raises at run time (``eqx.error_if``, see
-    :func:`_cholesky_checked`) while checks are on; with ``mbjax.checks(False)`` it gives
+    :func:`_cholesky_checked`) while checks are on; with ``mbjax.config.checks(False)`` it gives
     non-finite or meaningless q̈.
 
     Derivatives (``jvp``/``grad``/``jacfwd``/``jacrev``, any order) come from inverse dynamics,

@@ -41,7 +41,7 @@ def _as_input(x):
 def compiled_when_eager(fn):
     """``fn(model, *arrays, **options)`` compiled once per structure when called eagerly (``eqx.filter_jit``).
 
-    The bad-input switch (:func:`mbjax.checks`) is read while tracing, so it is part of the cache
+    The bad-input switch (:func:`mbjax.config.checks`) is read while tracing, so it is part of the cache
     key: a program compiled with checks off is never reused once they are back on.
     """
 

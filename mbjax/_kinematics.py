@@ -94,7 +94,7 @@ def check_vector(model: Model, x, name: str = "q"):
 
     Shape and dtype at trace time (``ValueError`` naming the argument, ``nq`` and the
     coordinates); NaN/inf at run time by ``eqx.error_if`` unless checks are off
-    (:mod:`mbjax._checks`, ``mbjax.checks(False)``).
+    (:mod:`mbjax._checks`, ``mbjax.config.checks(False)``).
     """
     return _checks.vector(x, name, model.n_coordinates, "nq", _checks.coordinates_context(model))
 

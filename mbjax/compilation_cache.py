@@ -12,11 +12,11 @@ The command line enables it by default (``--no-compile-cache`` to switch off); i
 explicit call, since it changes JAX's global configuration::
 
     import mbjax
-    mbjax.enable_compilation_cache()            # ~/.cache/mbjax/xla, or $MBJAX_CACHE_DIR
+    mbjax.config.enable_compilation_cache()            # ~/.cache/mbjax/xla, or $MBJAX_CACHE_DIR
 
 It takes effect from the next compilation on, also when called late.  A program whose compilation took less than
 ``min_compile_time`` seconds is not written (reading it back would gain nothing).  Programs with
-host callbacks (``eqx.error_if`` run-time checks, ``mbjax.checks(True)``) are never cached by JAX;
+host callbacks (``eqx.error_if`` run-time checks, ``mbjax.config.checks(True)``) are never cached by JAX;
 the OpenSim tools trace their solvers with checks off after validating inputs, so they are.
 """
 

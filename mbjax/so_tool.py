@@ -290,7 +290,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
         raise ValueError(f"static optimization: activations are NaN or inf at {nan.size} of {t.shape[0]} frames "
                          f"(first at t = {t[nan[0]]:.6g} s): the model's muscle lengths, moment arms or force "
                          "curves are not finite there (check them at that pose, e.g. mbjax.moment_arms under "
-                         "mbjax.checks(True))")
+                         "mbjax.config.checks(True))")
     _report_failures(model, t, res)
     act = np.asarray(res.activations)
     force = np.asarray(res.forces)

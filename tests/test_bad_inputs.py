@@ -2,7 +2,7 @@
 
 Policy (mbjax/_checks.py): shapes and dtypes are refused at trace time with a ``ValueError``
 naming the argument and its expected shape with dimension names; NaN/inf and other bad values
-raise at run time (``eqx.error_if``, a ``RuntimeError``) while ``mbjax.checks`` is on.  Every
+raise at run time (``eqx.error_if``, a ``RuntimeError``) while ``mbjax.config.checks`` is on.  Every
 refusal here is triggered by the bad input itself; the valid twin of each call is checked
 against an independent route where it defines a value (finite differences, NumPy, float64).
 """
@@ -74,8 +74,8 @@ ENTRY = {
     "kinetic_energy": (lambda q, qd: mbjax.kinetic_energy(ARM, q, qd), ("q", "qd")),
     "potential_energy": (lambda q: mbjax.potential_energy(ARM, q), ("q",)),
     "total_energy": (lambda q, qd: mbjax.total_energy(ARM, q, qd), ("q", "qd")),
-    "mass_matrix_kron": (lambda q: mbjax.mass_matrix_kron(ARM, q), ("q",)),
-    "bias_forces_kron": (lambda q, qd: mbjax.bias_forces_kron(ARM, q, qd), ("q", "qd")),
+    "mass_matrix_kron": (lambda q: mbjax.reference.mass_matrix_kron(ARM, q), ("q",)),
+    "bias_forces_kron": (lambda q, qd: mbjax.reference.bias_forces_kron(ARM, q, qd), ("q", "qd")),
     "muscle_lengths": (lambda q: mbjax.muscle_lengths(MUSCLED, q), ("q",)),
     "moment_arms": (lambda q: mbjax.moment_arms(MUSCLED, q), ("q",)),
     "path_points": (lambda q: mbjax.muscles.path_points(MUSCLED, q), ("q",)),
@@ -128,13 +128,13 @@ def test_errors_under_jit_and_vmap():
 
 def test_checks_switch():
     """Off: NaN propagates (IEEE), no error; the setting is restored on exit; on by default."""
-    assert mbjax.checks_enabled()
+    assert mbjax.config.checks_enabled()
     nan_q = jnp.array([jnp.nan, 0.0])
-    with mbjax.checks(False):
-        assert not mbjax.checks_enabled()
+    with mbjax.config.checks(False):
+        assert not mbjax.config.checks_enabled()
         assert np.all(np.isnan(mbjax.mass_matrix(ARM, nan_q)))
         assert np.all(np.isnan(mbjax.forward_dynamics(ARM, nan_q, jnp.zeros(2))))
-    assert mbjax.checks_enabled()
+    assert mbjax.config.checks_enabled()
     with pytest.raises(RuntimeError):
         mbjax.mass_matrix(ARM, nan_q)
 
@@ -377,7 +377,7 @@ def test_path_with_one_active_point_is_reported():
     for fn in (mbjax.muscle_lengths, mbjax.moment_arms):
         with pytest.raises(RuntimeError, match="fewer than 2 active points"):
             fn(model, outside)
-    with mbjax.checks(False):  # never a plausible 0: NaN for that muscle, the other one intact
+    with mbjax.config.checks(False):  # never a plausible 0: NaN for that muscle, the other one intact
         lengths = mbjax.muscle_lengths(model, outside)
         r = mbjax.moment_arms(model, outside)
     assert np.isnan(lengths[1]) and np.isfinite(lengths[0])
@@ -545,7 +545,7 @@ def test_muscle_pose_checks_are_one_fused_check():
     pays one check per pose, not two); both rules still fire with their own message."""
     one = str(jax.make_jaxpr(lambda x: eqx.error_if(x, x > 1, "m"))(1.0)).count("callback")
     for fn in (mbjax.muscle_lengths, mbjax.moment_arms):
-        with mbjax.checks(False):
+        with mbjax.config.checks(False):
             off = str(jax.make_jaxpr(lambda q: fn(MUSCLED, q))(_z())).count("callback")
         on = str(jax.make_jaxpr(lambda q: fn(MUSCLED, q))(_z())).count("callback")
         assert on - off == one, (fn.__name__, on, off)

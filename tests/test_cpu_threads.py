@@ -1,4 +1,4 @@
-"""mbjax.single_threaded_matmuls: XLA_FLAGS set before JAX starts, refused (with a warning) after.
+"""mbjax.config.single_threaded_matmuls: XLA_FLAGS set before JAX starts, refused (with a warning) after.
 Each case runs in a fresh Python process, since XLA reads its flags once per process."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from mbjax.cpu_threads import FLAG
 out = {}
 with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always")
-    out["first"] = mbjax.single_threaded_matmuls()
+    out["first"] = mbjax.config.single_threaded_matmuls()
     import jax, jax.numpy as jnp
     a = jnp.arange(9.0).reshape(3, 3)
     out["product"] = (a @ a.T).tolist()  # the backend starts with the flag and computes
-    out["again"] = mbjax.single_threaded_matmuls()
+    out["again"] = mbjax.config.single_threaded_matmuls()
     out["warned"] = [str(x.message) for x in w]
 out["flags"] = os.environ.get("XLA_FLAGS", "")
 out["flag"] = FLAG

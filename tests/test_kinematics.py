@@ -57,7 +57,7 @@ def test_kronecker_reference_equals_fast_path(method):
     """Eq. 74 / Eq. 75 (W_ji of Eq. 76) and Eq. 89, literally with Kronecker products."""
     model = random_tree(5, n_bodies=7, n_coordinates=4, chain_depth=6)
     q = random_poses(6, 1, 4)[0]
-    b_ref, d_ref, dd_ref = mbjax.pose_derivatives_kron(model, q, method=method)
+    b_ref, d_ref, dd_ref = mbjax.reference.pose_derivatives_kron(model, q, method=method)
     b, d, dd = mbjax.pose_derivatives(model, q).kron_layout()
     for i in range(model.n_bodies):
         np.testing.assert_allclose(b_ref[i], b[i], atol=1e-14)

@@ -153,7 +153,7 @@ def test_pose_derivatives_kron(seed, n_bodies, n_coordinates):
     # independent: Definition-1 layout of B_i = T_iᵀ and of ∂B_i/∂q, by jacfwd
     b_of = lambda i: (lambda x: mbjax.body_poses(model, x)[i].T)
     for method in ("recursive", "closed"):
-        b_k, d_k, dd_k = mbjax.pose_derivatives_kron(model, q, method)
+        b_k, d_k, dd_k = mbjax.reference.pose_derivatives_kron(model, q, method)
         for i in range(model.n_bodies):
             np.testing.assert_allclose(b_k[i], b_fast[i], atol=1e-14)
             np.testing.assert_allclose(d_k[i], d_fast[i], rtol=1e-12, atol=1e-12)
@@ -189,7 +189,7 @@ def test_pose_derivatives_kron_with_spline_maps():
     q = jnp.asarray([0.4, -0.6])
     _, d_fast, dd_fast = mbjax.pose_derivatives(model, q).kron_layout()
     for method in ("recursive", "closed"):
-        _, d_k, dd_k = mbjax.pose_derivatives_kron(model, q, method)
+        _, d_k, dd_k = mbjax.reference.pose_derivatives_kron(model, q, method)
         for i in range(model.n_bodies):
             np.testing.assert_allclose(d_k[i], d_fast[i], rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(dd_k[i], dd_fast[i], rtol=1e-11, atol=1e-11)

@@ -280,7 +280,7 @@ def reactions_resolved(par: Parameters, q, qd, qdd, force, torques=None, joints=
 
 def reactions_classical(par: Parameters, q, qd, force, torques=None):
     """λ of Eq. 2.11 at all six joints (x, y per joint, paper's sign), by
-    :func:`mbjax.joint_reactions_classical` on :func:`planar_human` (all seven joints opened:
+    :func:`mbjax.reference.joint_reactions_classical` on :func:`planar_human` (all seven joints opened:
     6·7 body coordinates = 9 + 3 (trunk chain) + 6·5); revolute components [F (child axes); ...]."""
     model = planar_human(par)
     sp = reaction_spec(_structure())  # every massive body: the trunk chain and the six joints

@@ -36,7 +36,7 @@ def activation_derivative(excitation, activation, params):
     ``ignore_activation_dynamics``.
 
     ``excitation`` and ``activation`` are ``(nm,)`` (refused otherwise, never broadcast) and finite
-    (a run-time check while :func:`mbjax.checks` is on).  As OpenSim, the activation is clamped to
+    (a run-time check while :func:`mbjax.config.checks` is on).  As OpenSim, the activation is clamped to
     [a_min, 1] before the rate (an activation of 1.5 decays as an activation of 1 does) and the
     excitation is used as given.
     """
