@@ -21,7 +21,9 @@ if os.environ.get("MBJAX_TEST_NO_XLA_CACHE") != "1":
     os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
                           os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                        ".pytest_cache", "jax-compilation-cache"))
-    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+    # every program, tiny ones included: eager model building and checks compile dozens of small
+    # programs per module, dropped at its end (below), which the next module reads back instead
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 import jax
