@@ -28,9 +28,18 @@ def _curve_derivatives(model, q, qd, qdd):
     return jax.jacfwd(c)(0.0), jax.jacfwd(jax.jacfwd(c))(0.0)
 
 
-def test_body_kinematics_matches_autodiff_of_poses(tree):
-    qs, qds, qdds = (random_poses(s, 6, tree.n_coordinates) for s in (1, 2, 3))
-    bk = jax.jit(jax.vmap(mbjax.body_kinematics, (None, 0, 0, 0)))(tree, qs, qds, qdds)
+_batched_body_kinematics = jax.jit(jax.vmap(mbjax.body_kinematics, (None, 0, 0, 0)))
+
+
+@pytest.fixture(scope="module")
+def batched_kinematics(tree):
+    """Six poses and their batched ``body_kinematics`` (one compiled program for the two tests below)."""
+    states = tuple(random_poses(s, 6, tree.n_coordinates) for s in (1, 2, 3))
+    return states, _batched_body_kinematics(tree, *states)
+
+
+def test_body_kinematics_matches_autodiff_of_poses(tree, batched_kinematics):
+    (qs, qds, qdds), bk = batched_kinematics
     td, tdd = jax.jit(jax.vmap(_curve_derivatives, (None, 0, 0, 0)))(tree, qs, qds, qdds)
     rot = bk.pose[..., :3, :3]
     # Ṙ = ω̃ R, ṗ = v_O; R̈ = (ω̇~ + ω̃²) R, p̈ = a_O
@@ -44,10 +53,9 @@ def test_body_kinematics_matches_autodiff_of_poses(tree):
     np.testing.assert_allclose(a, tdd[..., :3, 3], atol=1e-11)
 
 
-def test_body_kinematics_single_pose_equals_batched(tree):
-    q, qd, qdd = (random_poses(s, 3, tree.n_coordinates) for s in (4, 5, 6))
-    batched = jax.vmap(mbjax.body_kinematics, (None, 0, 0, 0))(tree, q, qd, qdd)
-    for k in range(3):
+def test_body_kinematics_single_pose_equals_batched(tree, batched_kinematics):
+    (q, qd, qdd), batched = batched_kinematics
+    for k in (0, 3, 5):
         one = mbjax.body_kinematics(tree, q[k], qd[k], qdd[k])
         for a, b in zip(one, batched):
             np.testing.assert_allclose(a, b[k], rtol=0, atol=1e-13)
@@ -71,12 +79,23 @@ def _kernel_vmap(model, q, qd, qdd):
     return jax.vmap(lambda a, b, c: dyn._inverse_dynamics_kernel(model, a, b, c))(q, qd, qdd)
 
 
-@pytest.mark.parametrize("n", [1, 5, 64, 151])
-def test_vmap_dispatch_equals_plain_vmap(tree, n):
+@pytest.fixture(scope="module")
+def plain_vmap_reference(tree):
+    """151 poses and the kernel under plain vmap: one compiled reference for every batch size below
+    (``random_poses`` draws row by row, so the first n rows are the poses of a batch of n)."""
+    states = tuple(random_poses(s, 151, tree.n_coordinates) for s in (8, 9, 10))
+    return states, jax.jit(_kernel_vmap)(tree, *states)
+
+
+# 64 (= CPU_CHUNK, still one kernel call) takes the same unchunked path as 5; the chunk-size
+# boundary itself is asserted in test_chunk_size_policy
+@pytest.mark.parametrize("n", [1, 5, pytest.param(64, marks=pytest.mark.extended), 151])
+def test_vmap_dispatch_equals_plain_vmap(tree, plain_vmap_reference, n):
     # 151 > CPU_CHUNK: three equal chunks of 51 on CPU, the last padded by two poses
-    q, qd, qdd = (random_poses(s, n, tree.n_coordinates) for s in (8, 9, 10))
+    states, ref = plain_vmap_reference
+    q, qd, qdd = (x[:n] for x in states)
     fast = jax.jit(jax.vmap(mbjax.inverse_dynamics, (None, 0, 0, 0)))(tree, q, qd, qdd)
-    np.testing.assert_allclose(fast, jax.jit(_kernel_vmap)(tree, q, qd, qdd), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast, ref[:n], rtol=0, atol=1e-12)
 
 
 @pytest.mark.extended
@@ -138,12 +157,21 @@ def test_derivatives_through_dispatch():
             np.testing.assert_allclose(ad, fd, rtol=1e-6, atol=1e-8 * max(abs(fd), 1.0), err_msg=name)
 
 
+def _euler_lagrange(model, q, qd, qdd):
+    """τ = d/dt ∂T/∂q̇ - ∂T/∂q + ∂V/∂q by autodiff of the energies: the time derivative as one jvp
+    along (q̇, q̈) (``dyn.inverse_dynamics_lagrangian`` builds the whole Hessian M first)."""
+    dt_dqd = lambda x, v: jax.grad(dyn.kinetic_energy, argnums=2)(model, x, v)  # noqa: E731
+    _, ddt = jax.jvp(dt_dqd, (q, qd), (qd, qdd))
+    return (ddt - jax.grad(dyn.kinetic_energy, argnums=1)(model, q, qd)
+            + jax.grad(dyn.potential_energy, argnums=1)(model, q))
+
+
 def test_vmap_over_models_falls_back(tree):
     q, qd, qdd = (random_poses(s, 1, tree.n_coordinates)[0] for s in (14, 15, 16))
     scales = jnp.asarray([0.5, 1.0, 2.0])
     models = jax.vmap(lambda s: eqx.tree_at(lambda m: m.mass, tree, tree.mass * s))(scales)
     out = jax.vmap(mbjax.inverse_dynamics, (0, None, None, None))(models, q, qd, qdd)
-    lag = jax.jit(dyn.inverse_dynamics_lagrangian)  # one compile for the three models
+    lag = jax.jit(_euler_lagrange)  # one compile for the three models
     for k, s in enumerate(scales):
         one = lag(eqx.tree_at(lambda m: m.mass, tree, tree.mass * s), q, qd, qdd)
         np.testing.assert_allclose(out[k], one, rtol=1e-10, atol=1e-10)
@@ -170,14 +198,17 @@ def test_chunk_size_policy():
         assert size <= _batching.CPU_CHUNK and chunks == -(-n // _batching.CPU_CHUNK) and chunks * size - n < chunks
     if cpu:
         assert _batching.chunk_size(73) == 37
+    assert _batching.chunk_size(_batching.CPU_CHUNK) is None  # a full chunk is still one call
 
 
-def test_float32_runs(tree):
+def test_float32_runs(tree, plain_vmap_reference):
+    """float32 batch vs the float64 values of the same poses (the plain-vmap reference above)."""
     m32 = jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, tree)
-    q, qd, qdd = (random_poses(s, 8, tree.n_coordinates).astype(jnp.float32) for s in (17, 18, 19))
+    states, ref = plain_vmap_reference
+    q, qd, qdd = (x[:8].astype(jnp.float32) for x in states)
     tau = jax.vmap(mbjax.inverse_dynamics, (None, 0, 0, 0))(m32, q, qd, qdd)
     assert tau.dtype == jnp.float32
-    ref = jax.vmap(mbjax.inverse_dynamics, (None, 0, 0, 0))(tree, q.astype(jnp.float64), qd.astype(jnp.float64), qdd.astype(jnp.float64))
+    ref = ref[:8]
     np.testing.assert_allclose(tau, ref, rtol=2e-3, atol=2e-3 * float(jnp.max(jnp.abs(ref))))
 
 

@@ -5,7 +5,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.test_util import check_grads
 
 import mbjax
 from mbjax import _dynamics as dyn
@@ -85,9 +84,10 @@ def test_kronecker_twins_equal_fast_path():
 
     @jax.jit
     def both(model, q, qd):
-        derivs = mbjax.pose_derivatives_kron(model, q)
-        kron = (mbjax.mass_matrix_kron(model, q, derivs), mbjax.bias_forces_kron(model, q, qd, derivs),
-                mbjax.gravity_forces_kron(model, q, derivs))
+        derivs = mbjax.reference.pose_derivatives_kron(model, q)
+        ref = mbjax.reference
+        kron = (ref.mass_matrix_kron(model, q, derivs), ref.bias_forces_kron(model, q, qd, derivs),
+                ref.gravity_forces_kron(model, q, derivs))
         fast = (mbjax.mass_matrix(model, q), mbjax.bias_forces(model, q, qd), mbjax.gravity_forces(model, q))
         return kron, fast
 
@@ -209,18 +209,33 @@ def test_slider_crank_hand_derived():
 
 
 def test_parameter_gradients_check_grads():
-    """Masses, inertias and map coefficients (affine slopes) by check_grads (fwd and rev)."""
+    """Masses, inertias and map coefficients (affine slopes): what ``check_grads`` (order 1, fwd and
+    rev) checks, along the same kind of random directions, from one compiled program: forward mode
+    vs central differences, reverse mode vs forward mode (⟨w, J v⟩ = ⟨Jᵀ w, v⟩)."""
     model = random_tree(7, n_bodies=5, n_coordinates=3, nonlinear=False)
     q, qd, qdd = (random_poses(20 + k, 1, 3)[0] for k in range(3))
     k = next(i for i, mp in enumerate(model.maps) if mp.slope.shape[1] > 1)
 
-    @jax.jit
     def tau_of(mass, inertia, slope):
         mdl = eqx.tree_at(lambda m: (m.mass, m.inertia, m.maps[k].slope), model, (mass, inertia, slope))
         return mbjax.inverse_dynamics(mdl, q, qd, qdd)
 
-    check_grads(tau_of, (model.mass, model.inertia, model.maps[k].slope), order=1, modes=("fwd", "rev"),
-                atol=1e-6, rtol=1e-6)
+    @jax.jit
+    def probe(x, v, w):
+        y, jv = jax.jvp(tau_of, x, v)
+        return y, jv, jax.vjp(tau_of, *x)[1](w)
+
+    x = (model.mass, model.inertia, model.maps[k].slope)
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        v = tuple(jnp.asarray(rng.standard_normal(a.shape)) for a in x)
+        w = jnp.asarray(rng.standard_normal(3))
+        _, jv, jtw = probe(x, v, w)
+        eps = 1e-4  # check_grads' step
+        plus = probe(tuple(a + eps * d for a, d in zip(x, v)), v, w)[0]
+        minus = probe(tuple(a - eps * d for a, d in zip(x, v)), v, w)[0]
+        np.testing.assert_allclose(jv, (plus - minus) / (2 * eps), atol=1e-6, rtol=1e-6)
+        np.testing.assert_allclose(sum(jnp.vdot(a, d) for a, d in zip(jtw, v)), jnp.vdot(w, jv), atol=1e-6, rtol=1e-6)
 
 
 def _forward_dynamics_case():
@@ -248,20 +263,34 @@ def test_forward_dynamics_derivatives_by_inverse_dynamics():
     """q̈' = M⁻¹(τ' - ∂ID/∂x x') (the rule of ``forward_dynamics``): reverse mode equals autodiff
     through the composite-rigid-body M and its Cholesky solve (inertias along symmetric directions,
     the only physical ones: the two routes split an antisymmetric part differently); forward mode
-    in q equals central differences (forward mode in the COM and second order: the extended twin)."""
+    in q equals central differences (forward mode in the COM and second order: the extended twin).
+    Both along random directions (wᵀJ, J dq): equal for a random direction only if equal."""
     model, q, qd, rule, with_params, args = _forward_dynamics_case()
     autodiff = with_params(lambda m, q, qd, tau: dyn._solve_qdd(m, q, qd, tau)[0])
     rev_argnums = (0, 2, 3, 4, 5)
-    rev = jax.jit(jax.jacrev(rule, argnums=rev_argnums))(*args)
-    rev_a = jax.jit(jax.jacrev(autodiff, argnums=rev_argnums))(*args)
+    rng = np.random.default_rng(5)
+    w, dq = jnp.asarray(rng.standard_normal(3)), jnp.asarray(rng.standard_normal(3))
+
+    @jax.jit
+    def reverse(*a):
+        return [jax.grad(lambda *x: w @ f(*x), argnums=rev_argnums)(*a) for f in (rule, autodiff)]
+
+    rev, rev_a = reverse(*args)
     sym = lambda j: j + jnp.swapaxes(j, -1, -2)  # noqa: E731
     for k, (g, a) in zip(rev_argnums, zip(rev, rev_a)):
         if k == 2:
             g, a = sym(g), sym(a)
         assert rel(g, a) < 1e-12, (k, rel(g, a))
+
     # forward mode in q; no applied force (tau=None) takes the same rule
-    fd_q = jax.jit(lambda qq: mbjax.forward_dynamics(model, qq, qd))
-    assert rel(jax.jit(jax.jacfwd(fd_q))(q), _central(fd_q, q)) < 1e-7
+    @jax.jit
+    def value_and_tangent(qq):
+        tangent = jax.jvp(lambda x: mbjax.forward_dynamics(model, x, qd), (qq,), (dq,))[1]
+        return mbjax.forward_dynamics(model, qq, qd), tangent
+
+    eps = 1e-6
+    central = (value_and_tangent(q + eps * dq)[0] - value_and_tangent(q - eps * dq)[0]) / (2 * eps)
+    assert rel(value_and_tangent(q)[1], central) < 1e-7
 
 
 @pytest.mark.extended
@@ -280,6 +309,9 @@ def test_forward_dynamics_derivatives_in_com_and_second_order():
     assert rel(hvp, (grad_q(q + eps * dq) - grad_q(q - eps * dq)) / (2 * eps)) < 1e-6
 
 
+_inverse_dynamics = jax.jit(mbjax.inverse_dynamics)  # float64, on one tree: one compile for the next two tests
+
+
 def test_batched_compiles_once_and_matches_loop():
     model = random_tree(2, n_bodies=7, n_coordinates=3, nonlinear=False)
     qs, qds, qdds = (random_poses(30 + k, 5, 3) for k in range(3))
@@ -287,15 +319,14 @@ def test_batched_compiles_once_and_matches_loop():
     out = fn(model, qs, qds, qdds)
     out2 = fn(model, qs + 0.1, qds, qdds)  # no retrace
     assert out2.shape == (5, 3)
-    one = jax.jit(mbjax.inverse_dynamics)
-    loop = jnp.stack([one(model, qs[k], qds[k], qdds[k]) for k in range(5)])
+    loop = jnp.stack([_inverse_dynamics(model, qs[k], qds[k], qdds[k]) for k in range(5)])
     assert rel(out, loop) < 1e-13
 
 
 def test_float32_runs():
-    model = random_tree(0, n_bodies=6, n_coordinates=3, nonlinear=False)
+    model = random_tree(2, n_bodies=7, n_coordinates=3, nonlinear=False)
     m32 = jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, model)
     q, qd, qdd = (random_poses(40 + k, 1, 3)[0] for k in range(3))
-    t32 = jax.jit(mbjax.inverse_dynamics)(m32, q.astype(jnp.float32), qd.astype(jnp.float32), qdd.astype(jnp.float32))
+    t32 = _inverse_dynamics(m32, q.astype(jnp.float32), qd.astype(jnp.float32), qdd.astype(jnp.float32))
     assert t32.dtype == jnp.float32
-    assert rel(t32, jax.jit(mbjax.inverse_dynamics)(model, q, qd, qdd)) < 1e-4
+    assert rel(t32, _inverse_dynamics(model, q, qd, qdd)) < 1e-4
