@@ -41,8 +41,10 @@ def test_isometric_residual_jacobian_equals_central_differences():
     def r(x):
         return res(eqx.tree_at(lambda m: WHERE(m)[0], truth, x))
 
-    jac = np.asarray(jax.jit(jax.jacfwd(r))(lopt))
-    rj = jax.jit(r)
+    value_and_jac = jax.jit(lambda x: (r(x), jax.jacfwd(r)(x)))  # one program for both
+    jac = np.asarray(value_and_jac(lopt)[1])
+    rj = lambda x: value_and_jac(x)[0]  # noqa: E731
+
     def central(h):
         return np.stack([(np.asarray(rj(lopt.at[k].add(h))) - np.asarray(rj(lopt.at[k].add(-h)))) / (2 * h)
                          for k in range(lopt.size)], 1)
@@ -54,7 +56,8 @@ def test_isometric_residual_jacobian_equals_central_differences():
 
 def test_noise_free_isometric_fit_recovers_fibre_and_tendon_lengths():
     truth, q, act = _problem()
-    tau = np.asarray(idf.isometric_torque_residuals(q, act, np.zeros_like(q)).predict(truth))
+    predict = eqx.filter_jit(lambda res, m: res.predict(m))  # compiled whole, not op by op
+    tau = np.asarray(predict(idf.isometric_torque_residuals(q, act, np.zeros_like(q)), truth))
     rng = np.random.default_rng(1)
     start = eqx.tree_at(WHERE, truth, tuple(x * (1 + 0.2 * rng.choice([-1, 1], x.shape)) for x in WHERE(truth)))
     fitted, report = idf.fit(start, idf.isometric_torque_residuals(q, act, tau), WHERE, method="levenberg_marquardt",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import warnings
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -157,20 +158,27 @@ def test_constraints_hold_at_random_poses(model, variant):
         assert worst < 1e-12
 
 
+@eqx.filter_jit
+def _both_routes(loop, q):
+    """(f, ∇f, H) by the implicit route (autodiff through the Newton solve) and by the projection
+    route (Ehsani's closed form, no autodiff): one compiled program for both."""
+    return loop_values(loop, q, "implicit"), loop_values(loop, q, "projection")
+
+
 def test_derivatives_match_finite_differences_and_projection(variant):
     """On the variant (as written, H = 0 identically)."""
     model = variant[0]
     loop = _loop(model)
     q = jnp.asarray(_poses(model, 1, seed=1)[0])
-    f, g, h = loop_values(loop, q, "implicit")
-    _, g_p, h_p = loop_values(loop, q, "projection")  # Ehsani's closed form, no autodiff
-    # central differences of the projection route's f and ∇f (already compiled for these shapes:
-    # no third compilation), against the implicit route's ∇f and H
+    (f, g, h), (_, g_p, h_p) = _both_routes(loop, q)
+    # central differences of the projection route's f and ∇f (the same program, already compiled),
+    # against the implicit route's ∇f and H
     step = 1e-5
     eye = np.eye(q.size)
-    at = lambda x: loop_values(loop, x, "projection")  # noqa: E731
-    g_fd = np.stack([(at(q + step * e)[0] - at(q - step * e)[0]) / (2 * step) for e in eye], axis=1)
-    h_fd = np.stack([(at(q + step * e)[1] - at(q - step * e)[1]) / (2 * step) for e in eye], axis=2)
+    plus = [_both_routes(loop, q + step * e)[1] for e in eye]
+    minus = [_both_routes(loop, q - step * e)[1] for e in eye]
+    g_fd = np.stack([(p[0] - m[0]) / (2 * step) for p, m in zip(plus, minus)], axis=1)
+    h_fd = np.stack([(p[1] - m[1]) / (2 * step) for p, m in zip(plus, minus)], axis=2)
     scale = 1 + np.max(np.abs(g))
     assert np.max(np.abs(g - g_fd)) < 1e-8 * scale
     assert np.max(np.abs(h - h_fd)) < 1e-7 * (1 + np.max(np.abs(h)))
@@ -184,17 +192,21 @@ def test_mass_matrix_is_projected_full_one(variant):
     """M_reduced = Dᵀ M_full D, D = ∂q_full/∂q_ind (the premodel is the file loaded without the
     constraints, an independent route to the mass matrix).  On the variant only (tilted line,
     off-origin points: D varies with the pose; the file as written passed too, 4e-34 relative,
-    and costs a second 20 s compile)."""
+    and costs a second compile)."""
     model, premodel = variant
-    for q in _poses(model, 2, seed=2):
-        q = jnp.asarray(q)
-        qf = _full(model, premodel, q)
-        d = jax.jacfwd(lambda x: _full(model, premodel, x))(q)
+
+    @jax.jit  # both models' quantities in one program (compiled once, run at each pose)
+    def both_models(q):
+        full = lambda x: _full(model, premodel, x)  # noqa: E731
+        qf, d = full(q), jax.jacfwd(full)(q)
         expected = d.T @ mbjax.mass_matrix(premodel, qf) @ d
-        got = mbjax.mass_matrix(model, q)
+        return (expected, mbjax.mass_matrix(model, q)), (mbjax.body_poses(model, q), mbjax.body_poses(premodel, qf))
+
+    for q in _poses(model, 2, seed=2):
+        (expected, got), (poses, full_poses) = both_models(jnp.asarray(q))
         assert np.max(np.abs(got - expected)) < 1e-10 * np.max(np.abs(expected))
         # the same pose from both models
-        np.testing.assert_allclose(mbjax.body_poses(model, q), mbjax.body_poses(premodel, qf), atol=1e-12)
+        np.testing.assert_allclose(poses, full_poses, atol=1e-12)
 
 
 def test_independent_coordinates_keyword():

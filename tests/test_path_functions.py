@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -45,11 +46,12 @@ def test_moment_arms_are_minus_the_gradient_of_the_lengths():
     fitted = mbjax.with_path_functions(model, _random_functions(model, 0))
     qs = jnp.asarray(np.random.default_rng(1).uniform(-1, 1, size=(5, model.n_coordinates)))
     R = jax.vmap(mbjax.moment_arms, in_axes=(None, 0))(fitted, qs)
+    lengths = lambda x: mbjax.muscle_lengths(fitted, x)  # noqa: E731
+    fwd = jax.jit(jax.vmap(jax.jacfwd(lengths)))(qs)  # one program per mode for all poses
+    rev = jax.jit(jax.vmap(jax.jacrev(lengths)))(qs)
     for k in range(len(qs)):
-        fwd = jax.jacfwd(lambda x: mbjax.muscle_lengths(fitted, x))(qs[k])
-        rev = jax.jacrev(lambda x: mbjax.muscle_lengths(fitted, x))(qs[k])
-        np.testing.assert_allclose(R[k], -fwd.T, rtol=0, atol=1e-14)
-        np.testing.assert_allclose(R[k], -rev.T, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(R[k], -fwd[k].T, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(R[k], -rev[k].T, rtol=0, atol=1e-14)
         np.testing.assert_allclose(mbjax.moment_arms(fitted, qs[k]), R[k], rtol=0, atol=1e-15)
     # OpenSim's moment-arm rule is the same derivative for a FunctionBasedPath
     np.testing.assert_allclose(mbjax.muscles.opensim_moment_arms(fitted, qs[0]), R[0], rtol=0, atol=1e-15)
@@ -135,15 +137,19 @@ def test_consumers_run_on_the_fitted_model(fit):
     qd = jnp.full(model.n_coordinates, 0.3)
     names = list(model.extras["muscles"].names)
     smooth = np.asarray([names.index(m) for m in SMOOTH])
-    # static optimization's frame data (what the optimizer reads: R, force per unit activation, τ)
-    exact = mbjax.sharing.sharing_problem(model, q, qd, jnp.zeros_like(q))
-    approx = mbjax.sharing.sharing_problem(fitted, q, qd, jnp.zeros_like(q))
+    # static optimization's frame data (what the optimizer reads: R, force per unit activation, τ);
+    # the three frames in one compiled program
+    @eqx.filter_jit
+    def frames(model, fitted, q, qd):
+        problem = lambda m, **kw: mbjax.sharing.sharing_problem(m, q, qd, jnp.zeros_like(q), **kw)  # noqa: E731
+        return problem(model), problem(fitted), problem(fitted, moment_arm_rule="opensim")
+
+    exact, approx, opensim_rule = frames(model, fitted, q, qd)
     np.testing.assert_allclose(approx.f_opt[smooth], exact.f_opt[smooth], rtol=0.02)
     np.testing.assert_allclose(approx.moment_arms[:, smooth], exact.moment_arms[:, smooth], rtol=0, atol=3e-3)
     np.testing.assert_allclose(approx.tau, exact.tau, rtol=1e-12)
     # OpenSim's unit-force rule on a FunctionBasedPath is -∂L/∂q too (the moving patella of the
     # vasti makes the rules differ on the exact path, not on the function)
-    opensim_rule = mbjax.sharing.sharing_problem(fitted, q, qd, jnp.zeros_like(q), moment_arm_rule="opensim")
     np.testing.assert_array_equal(opensim_rule.moment_arms, approx.moment_arms)
 
 
@@ -154,7 +160,7 @@ def test_gradients_in_the_coefficients_equal_differences(fit):
     def total(m):
         return jnp.sum(mbjax.moment_arms(m, q) ** 2) + jnp.sum(mbjax.muscle_lengths(m, q))
 
-    g = jax.grad(total)(fitted).extras["path_functions"].groups[0].coefficients
+    g = eqx.filter_jit(jax.grad(total))(fitted).extras["path_functions"].groups[0].coefficients
     c0 = fitted.extras["path_functions"].groups[0].coefficients
     h = 1e-6
     for idx in [(0, 0), (0, 1), (-1, -1)]:
@@ -165,8 +171,6 @@ def test_gradients_in_the_coefficients_equal_differences(fit):
 
 
 def eqx_tree_at(model, coefficients):
-    import equinox as eqx
-
     return eqx.tree_at(lambda m: m.extras["path_functions"].groups[0].coefficients, model, coefficients)
 
 
@@ -208,8 +212,9 @@ def test_point_consumers_refuse_path_functions():
 
 def test_joint_reaction_loads_of_a_function_path_are_mobility_forces():
     """OpenSim applies a FunctionBasedPath's tension as generalized forces R F, no body load."""
-    from mbjax.jr_tool import muscle_loads
+    from mbjax.jr_tool import muscle_loads as eager_loads
 
+    muscle_loads = eqx.filter_jit(eager_loads)  # one program per model structure, not op by op
     model = mbjax.models.load(MODEL)
     funcs = _random_functions(model, 6)
     some = {k: funcs[k] for k in ("soleus_r", "vasti_l")}
