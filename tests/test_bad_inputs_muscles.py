@@ -184,7 +184,7 @@ def test_muscle_forces_checks_velocity_and_activation():
     # the valid twin: finite, and the ends of the activation range are accepted
     for a in (A, jnp.zeros(NM), jnp.ones(NM)):
         assert np.isfinite(np.asarray(mbjax.muscle_forces(ARM, Q, QD, a))).all()
-    with mbjax.checks(False):  # checks off: the NaN propagates (never a plausible number)
+    with mbjax.config.checks(False):  # checks off: the NaN propagates (never a plausible number)
         f = mbjax.muscle_forces(ARM, Q, QD, A.at[0].set(jnp.nan))
     assert np.isnan(np.asarray(f)[0])
 
@@ -198,7 +198,7 @@ def test_one_fused_check_per_call():
         return str(jax.make_jaxpr(fn)(L, jnp.zeros(NM), A)).count("callback")
 
     one = str(jax.make_jaxpr(lambda x: eqx.error_if(x, x > 1, "m"))(1.0)).count("callback")
-    with mbjax.checks(False):
+    with mbjax.config.checks(False):
         off = callbacks()
     assert callbacks() - off == one
 
