@@ -23,18 +23,27 @@ def _check(model, n=6, seed=0):
     info = model.extras["osim"]
     rng = np.random.default_rng(seed)
     qs = jnp.asarray(rng.uniform(np.maximum(info.lower, -1.5), np.minimum(info.upper, 1.5), (n, model.n_coordinates)))
-    reference = jax.jit(jax.vmap(lambda x: -jax.jacfwd(lambda y: cross_body_lengths(model, y))(x).T))(qs)
-    R, L = jax.jit(lambda q: opensim_moment_arms_and_lengths(model, q))(qs)
-    np.testing.assert_allclose(R, reference, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(opensim_moment_arms(model, qs[1]), reference[1], rtol=0, atol=1e-12)
-    # the lengths split into cross-body and same-body segments
-    cross = jax.vmap(lambda x: cross_body_lengths(model, x))(qs)
-    same = jax.vmap(lambda x: same_body_lengths(model, x))(qs)
-    np.testing.assert_allclose(cross + same, L, rtol=1e-12)
     rows = np.array([0, len(model.muscle_names) - 1])  # the subset the fast path differentiates: those rows
-    np.testing.assert_array_equal(same_body_lengths(model, qs[0], rows), same[0, rows])
-    geometric = jax.vmap(lambda x: mbjax.moment_arms(model, x))(qs)
-    return float(jnp.abs(R - geometric).max())
+
+    @jax.jit
+    def everything(qs):  # one compiled program for all the values compared below
+        return dict(
+            reference=jax.vmap(lambda x: -jax.jacfwd(lambda y: cross_body_lengths(model, y))(x).T)(qs),
+            fast=opensim_moment_arms_and_lengths(model, qs),
+            one=opensim_moment_arms(model, qs[1]),
+            cross=jax.vmap(lambda x: cross_body_lengths(model, x))(qs),
+            same=jax.vmap(lambda x: same_body_lengths(model, x))(qs),
+            same_rows=same_body_lengths(model, qs[0], rows),
+            geometric=jax.vmap(lambda x: mbjax.moment_arms(model, x))(qs))
+
+    v = jax.device_get(everything(qs))
+    reference, (R, L) = v["reference"], v["fast"]
+    np.testing.assert_allclose(R, reference, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(v["one"], reference[1], rtol=0, atol=1e-12)
+    # the lengths split into cross-body and same-body segments
+    np.testing.assert_allclose(v["cross"] + v["same"], L, rtol=1e-12)
+    np.testing.assert_array_equal(v["same_rows"], v["same"][0, rows])
+    return float(np.abs(R - v["geometric"]).max())
 
 
 def test_fast_path_equals_cross_body_rule_gait():

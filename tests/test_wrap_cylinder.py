@@ -34,8 +34,12 @@ def test_planar_belt_formula():
     z = rng.uniform(-0.1, 0.1, 20)
     p1 = np.stack([d1 * np.cos(a1), d1 * np.sin(a1), z], 1)
     p2 = np.stack([d2 * np.cos(a2), d2 * np.sin(a2), z], 1)
-    w = jax.jit(jax.vmap(lambda a, b: wrap_cylinder(a, b, r, 1.0, 0, 0, True)))(p1, p2)
-    got = np.asarray(jax.vmap(_total)(w, p1, p2))
+    def one(a, b):
+        w = wrap_cylinder(a, b, r, 1.0, 0, 0, True)
+        return w, _total(w, a, b)
+
+    w, got = jax.jit(jax.vmap(one))(p1, p2)
+    got = np.asarray(got)
     # independent: angle between the two tangent points = angle(p1, p2) - acos(r/d1) - acos(r/d2)
     gap = np.abs(np.angle(np.exp(1j * (a2 - a1))))
     arc = gap - np.arccos(r / d1) - np.arccos(r / d2)
@@ -47,17 +51,21 @@ def test_planar_belt_formula():
     assert crosses.sum() >= 5 and (~crosses).sum() >= 2
 
 
+_WRAP_CYLINDER = jax.jit(wrap_cylinder)  # one segment, one surface: one compiled program for the cases below
+
+
 def test_codes_inside_and_beyond_ends():
     r, L = 0.05, 0.2
-    inside = wrap_cylinder(jnp.array([0.01, 0.0, 0.0]), jnp.array([0.2, 0.1, 0.0]), r, L, 0, 0, True)
+    wrap = _WRAP_CYLINDER
+    inside = wrap(jnp.array([0.01, 0.0, 0.0]), jnp.array([0.2, 0.1, 0.0]), r, L, 0, 0, True)
     assert int(inside.code) == INSIDE and not bool(inside.has_path)
     # crossing the axis line far beyond the cylinder's end: both tangent points |z| > L/2
-    beyond = wrap_cylinder(jnp.array([0.2, 0.0, 0.5]), jnp.array([-0.2, 0.0, 0.5]), r, L, 0, 0, True)
+    beyond = wrap(jnp.array([0.2, 0.0, 0.5]), jnp.array([-0.2, 0.0, 0.5]), r, L, 0, 0, True)
     assert int(beyond.code) == NO_WRAP
-    hit = wrap_cylinder(jnp.array([0.2, 0.0, 0.05]), jnp.array([-0.2, 0.0, 0.05]), r, L, 0, 0, True)
+    hit = wrap(jnp.array([0.2, 0.0, 0.05]), jnp.array([-0.2, 0.0, 0.05]), r, L, 0, 0, True)
     assert int(hit.code) == MANDATORY and bool(hit.has_path)
     # constrained +y, segment passing on the -y side without touching: OpenSim's 'wrapped'
-    side = wrap_cylinder(jnp.array([0.2, -0.06, 0.0]), jnp.array([-0.2, -0.07, 0.0]), r, L, 1, 1, True)
+    side = wrap(jnp.array([0.2, -0.06, 0.0]), jnp.array([-0.2, -0.07, 0.0]), r, L, 1, 1, True)
     assert int(side.code) == WRAPPED and bool(side.has_path)
     assert float(side.r1[1]) > 0 and float(side.r2[1]) > 0  # wraps round the +y side
 
@@ -81,22 +89,35 @@ def _central_differences(f, x, h=1e-6):
     return (np.asarray(plus) - np.asarray(minus)) / (2 * h)
 
 
+@jax.jit
+@jax.vmap
+def _cylinder_derivatives(x, axis, sign):
+    """The path length over the cylinder (radius x[6], length 0.3) from x[:3] to x[3:6], whether it
+    wraps, and its derivatives in x: the Jacobian in forward mode (as jax.jacfwd) and the gradient
+    in reverse mode (the transpose of the linearisation, as jax.grad)."""
+    def f(y):
+        w = wrap_cylinder(y[:3], y[3:6], y[6], 0.3, axis, sign, True)
+        return _total(w, y[:3], y[3:6]), w.wraps
+
+    length, jvp, wraps = jax.linearize(f, x, has_aux=True)
+    (rev,) = jax.linear_transpose(jvp, x)(jnp.ones_like(length))
+    return length, wraps, jax.vmap(jvp)(jnp.eye(7, dtype=x.dtype)), rev
+
+
 def test_cylinder_jacobian_matches_central_differences():
     """Forward- and reverse-mode derivatives of the path length (points and radius) vs FD."""
     x = np.concatenate([CYL_POINTS, np.full((4, 1), 0.05)], 1)
-    axis, sign = np.repeat(CYL_QUAD[0], 7), np.repeat(CYL_QUAD[1], 7)
-
-    def f(x, a, s):
-        return cyl_length(x[:3], x[3:6], x[6], 0.3, a, s, True)
-
-    w = jax.vmap(lambda x, a, s: wrap_cylinder(x[:3], x[3:6], x[6], 0.3, a, s, True))(x, *CYL_QUAD)
-    assert np.all(np.asarray(w.wraps))
-    jac = jax.jit(jax.vmap(jax.jacfwd(f)))(x, *CYL_QUAD)
-    rev = jax.jit(jax.vmap(jax.grad(f)))(x, *CYL_QUAD)
-    fd = _central_differences(lambda y: jax.jit(jax.vmap(f))(y, axis, sign), x)
-    assert np.all(np.isfinite(np.asarray(jac)))
-    np.testing.assert_allclose(np.asarray(jac), fd, rtol=0, atol=2e-8)
-    np.testing.assert_allclose(np.asarray(rev), np.asarray(jac), rtol=0, atol=1e-12)
+    h = 1e-6
+    # one call: the 4 points, then each point moved by +h and -h along each coordinate
+    pts = np.concatenate([x] + [np.repeat(x, 7, 0) + s * h * np.tile(np.eye(7), (4, 1)) for s in (1, -1)])
+    axis, sign = (np.concatenate([q, np.repeat(q, 7), np.repeat(q, 7)]) for q in CYL_QUAD)
+    length, wraps, jac, rev = jax.device_get(_cylinder_derivatives(pts, axis, sign))
+    assert np.all(wraps[:4])
+    fd = (length[4:32] - length[32:]).reshape(4, 7) / (2 * h)
+    jac, rev = jac[:4], rev[:4]
+    assert np.all(np.isfinite(jac))
+    np.testing.assert_allclose(jac, fd, rtol=0, atol=2e-8)
+    np.testing.assert_allclose(rev, jac, rtol=0, atol=1e-12)
 
 
 @pytest.mark.extended
@@ -152,12 +173,14 @@ def test_vmap_over_poses_and_surfaces_traces_once():
     assert w.r1.shape == (k, n, 3) and w.code.shape == (k, n)
     w2 = over_both(p1 + 0.01, p2, radius * 1.1, length, axis[::-1], sign, ~single)
     assert len(traces) == 1 and w2.length.shape == (k, n)
-    # the same (surface, pose) pairs flattened into one batch
-    flat = jax.jit(jax.vmap(wrap_cylinder))(
-        np.tile(p1, (k, 1)), np.tile(p2, (k, 1)), *(np.repeat(a, n) for a in (radius, length, axis, sign, single)))
-    for name in ("code", "has_path", "r1", "r2", "length"):
-        a, b = np.asarray(getattr(w, name)), np.asarray(getattr(flat, name))
-        np.testing.assert_allclose(a.reshape(b.shape), b, rtol=0, atol=1e-14)
+    # the same (surface, pose) pairs one by one
+    for i in range(k):
+        for j in range(n):
+            case = _WRAP_CYLINDER(p1[j], p2[j], float(radius[i]), float(length[i]), int(axis[i]), int(sign[i]),
+                                  bool(single[i]))
+            for name in ("code", "has_path", "r1", "r2", "length"):
+                np.testing.assert_allclose(np.asarray(getattr(w, name))[i, j], np.asarray(getattr(case, name)),
+                                           rtol=0, atol=1e-14)
     assert int(jnp.sum(w.wraps)) > 10
     tw = jax.jit(jax.vmap(wrap_torus, (0, 0, None, None, None, None, None)))(p1, p2, 0.03, 0.1, 0, 0, True)
     assert tw.r1.shape == (n, 3) and np.all(np.isfinite(np.asarray(tw.length)))

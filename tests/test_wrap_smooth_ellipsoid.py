@@ -7,12 +7,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.test_util import check_grads
 
 from mbjax.wrapping.smooth import sphere_geodesic
 from mbjax.wrapping.smooth_ellipsoid import ellipsoid_geodesic, ellipsoid_geodesic_length, shoot
 
 RADII = np.array([0.035, 0.02, 0.025])
+SPHERE = 0.03  # the radius of the equal-semi-axes cases
 
 
 def _wrapping_pairs(rng, n, radii):
@@ -24,17 +24,44 @@ def _wrapping_pairs(rng, n, radii):
 
 
 @pytest.fixture(scope="module")
-def triaxial():
+def solved():
+    """60 segments over the triaxial ellipsoid and 120 over a sphere (equal semi-axes) in one call."""
     p1, p2 = _wrapping_pairs(np.random.default_rng(3), 60, RADII)
-    geo = jax.jit(ellipsoid_geodesic)(p1, p2, RADII)
-    return p1, p2, geo
+    s1, s2 = _wrapping_pairs(np.random.default_rng(0), 120, np.full(3, SPHERE))
+    radii = np.concatenate([np.tile(RADII, (60, 1)), np.full((120, 3), SPHERE)])
+    geo = jax.jit(ellipsoid_geodesic)(np.concatenate([p1, s1]), np.concatenate([p2, s2]), radii)
+    return (p1, p2, jax.tree.map(lambda x: x[:60], geo)), (s1, s2, jax.tree.map(lambda x: x[60:], geo))
 
 
-def test_equal_semi_axes_give_the_spheres_great_circle():
-    R = 0.03
-    p1, p2 = _wrapping_pairs(np.random.default_rng(0), 120, np.full(3, R))
-    geo = jax.jit(ellipsoid_geodesic)(p1, p2, np.full(3, R))
-    ref = sphere_geodesic(p1, p2, R)
+@pytest.fixture(scope="module")
+def triaxial(solved):
+    return solved[0]
+
+
+@jax.jit
+def _length_and_derivatives(p1, p2, radii):
+    """The length and its derivatives in (p1, p2, radii) (9 coordinates): the gradient in reverse
+    mode (the transpose of the linearisation, as jax.grad) and the Jacobian in forward mode (as
+    jax.jacfwd).  One compiled program for every derivative test here; its length serves the
+    central differences."""
+    length, jvp = jax.linearize(ellipsoid_geodesic_length, p1, p2, radii)
+    grad = jax.linear_transpose(jvp, p1, p2, radii)(jnp.ones_like(length))
+    basis = jnp.eye(9, dtype=p1.dtype)
+    jac = jax.vmap(jvp)(basis[:, :3], basis[:, 3:6], basis[:, 6:])
+    return length, jnp.concatenate(grad), jac
+
+
+def _central_differences(x, h):
+    """Central differences of the length in the 9 coordinates x = (p1, p2, radii)."""
+    def length(y):
+        return float(_length_and_derivatives(y[:3], y[3:6], y[6:])[0])
+
+    return np.array([(length(x + h * e) - length(x - h * e)) / (2 * h) for e in np.eye(9)])
+
+
+def test_equal_semi_axes_give_the_spheres_great_circle(solved):
+    p1, p2, geo = solved[1]
+    ref = jax.jit(sphere_geodesic)(p1, p2, SPHERE)
     w = np.asarray(ref.wraps)
     assert w.sum() > 60 and (~w).sum() > 3
     np.testing.assert_array_equal(np.asarray(geo.wraps), w)
@@ -63,65 +90,67 @@ def test_geodesic_keeps_joachimsthals_integral(triaxial):
     integrator does not impose.  Also: the lines are tangent at T1 and T2, and the geodesic leaves
     T1 along the incoming line and reaches T2 along the outgoing one."""
     p1, p2, geo = triaxial
-    r = jnp.asarray(RADII)
-    for i in np.nonzero(np.asarray(geo.wraps))[0][:6]:
-        t1, t2 = np.asarray(geo.t1[i]), np.asarray(geo.t2[i])
-        n1, n2 = t1 / RADII**2, t2 / RADII**2
+    idx = np.nonzero(np.asarray(geo.wraps))[0][:6]
+    t1, t2 = np.asarray(geo.t1)[idx], np.asarray(geo.t2)[idx]
+    d1 = (t1 - p1[idx]) / np.linalg.norm(t1 - p1[idx], axis=1, keepdims=True)
+    d2 = (p2[idx] - t2) / np.linalg.norm(p2[idx] - t2, axis=1, keepdims=True)
+    # the geodesics shot from T1 along d1 over k/8 of their arcs, k = 0..8: one vmapped call
+    fraction = np.arange(9) / 8
+    ends = jax.jit(jax.vmap(shoot, in_axes=(0, 0, 0, None)))(
+        np.repeat(t1, 9, 0), np.repeat(d1, 9, 0), (np.asarray(geo.arc)[idx][:, None] * fraction).ravel(), RADII)
+    xs, vs = (np.asarray(e).reshape(len(idx), 9, 3) for e in ends)
+    for i in range(len(idx)):
+        x, v = xs[i], vs[i]
+        n1, n2 = t1[i] / RADII**2, t2[i] / RADII**2
         n1, n2 = n1 / np.linalg.norm(n1), n2 / np.linalg.norm(n2)
-        d1 = (t1 - p1[i]) / np.linalg.norm(t1 - p1[i])
-        d2 = (p2[i] - t2) / np.linalg.norm(p2[i] - t2)
-        assert abs(d1 @ n1) < 1e-10 and abs(d2 @ n2) < 1e-10
-        ell = float(geo.arc[i])
-        ends = [shoot(jnp.asarray(t1), jnp.asarray(d1), ell * k / 8, r) for k in range(9)]
-        x = np.stack([np.asarray(e[0]) for e in ends])
-        v = np.stack([np.asarray(e[1]) for e in ends])
-        np.testing.assert_allclose(x[-1], t2, atol=1e-12)  # the same shot as the solver's
-        np.testing.assert_allclose(v[-1], d2, atol=1e-9)
+        assert abs(d1[i] @ n1) < 1e-10 and abs(d2[i] @ n2) < 1e-10
+        np.testing.assert_allclose(x[-1], t2[i], atol=1e-12)  # the same shot as the solver's
+        np.testing.assert_allclose(v[-1], d2[i], atol=1e-9)
         invariant = 1.0 / np.sqrt(np.sum(x**2 / RADII**4, axis=1)) / np.sqrt(np.sum(v**2 / RADII**2, axis=1))
         np.testing.assert_allclose(invariant, invariant[0], rtol=1e-8)
         np.testing.assert_allclose(np.sum(x**2 / RADII**2, axis=1), 1.0, atol=1e-8)  # on the surface
 
 
 def test_envelope_gradients_and_central_differences(triaxial):
-    """∂L/∂P = unit(P − T1), ∂L/∂S = unit(S − T2) at the solution (envelope theorem), and jax.grad
+    """∂L/∂P = unit(P − T1), ∂L/∂S = unit(S − T2) at the solution (envelope theorem), and reverse mode
     through the implicit derivatives equals central differences in the semi-axes."""
     p1, p2, geo = triaxial
     i = int(np.nonzero(np.asarray(geo.wraps))[0][0])
-    f = jax.jit(lambda a, b, r: ellipsoid_geodesic_length(a, b, r))
-    ga, gb, gr = jax.grad(f, argnums=(0, 1, 2))(jnp.asarray(p1[i]), jnp.asarray(p2[i]), jnp.asarray(RADII))
+    _, grad, _ = _length_and_derivatives(p1[i], p2[i], RADII)
+    ga, gb, gr = np.split(np.asarray(grad), 3)
     t1, t2 = np.asarray(geo.t1[i]), np.asarray(geo.t2[i])
     np.testing.assert_allclose(ga, (p1[i] - t1) / np.linalg.norm(p1[i] - t1), atol=1e-7)
     np.testing.assert_allclose(gb, (p2[i] - t2) / np.linalg.norm(p2[i] - t2), atol=1e-7)
-    h = 1e-6
-    fd = [(f(p1[i], p2[i], RADII + h * e) - f(p1[i], p2[i], RADII - h * e)) / (2 * h) for e in np.eye(3)]
-    np.testing.assert_allclose(gr, np.asarray(fd), rtol=1e-5, atol=1e-8)
+    fd = _central_differences(np.concatenate([p1[i], p2[i], RADII]), 1e-6)[6:]
+    np.testing.assert_allclose(gr, fd, rtol=1e-5, atol=1e-8)
 
 
-def test_check_grads_forward_and_reverse(triaxial):
+def test_forward_and_reverse_derivatives_equal_central_differences(triaxial):
+    """Forward mode (the Jacobian) and reverse mode (the gradient) in all 9 coordinates."""
     p1, p2, geo = triaxial
     i = int(np.nonzero(np.asarray(geo.wraps))[0][1])
-    check_grads(jax.jit(ellipsoid_geodesic_length), (jnp.asarray(p1[i]), jnp.asarray(p2[i]),
-                jnp.asarray(RADII)), order=1, modes=("fwd", "rev"), eps=1e-6, atol=1e-5, rtol=1e-5)
+    _, grad, jac = _length_and_derivatives(p1[i], p2[i], RADII)
+    fd = _central_differences(np.concatenate([p1[i], p2[i], RADII]), 1e-6)
+    np.testing.assert_allclose(np.asarray(jac), fd, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(grad), fd, atol=1e-5, rtol=1e-5)
 
 
 def test_clear_and_inside_segments_are_straight_with_finite_gradients():
-    a = jnp.asarray([0.1, 0.05, 0.0])
-    value_and_grad = jax.jit(jax.value_and_grad(lambda a, b: ellipsoid_geodesic_length(a, b, RADII), argnums=(0, 1)))
-    for b in (jnp.asarray([-0.1, 0.06, 0.01]),  # clears the ellipsoid
-              jnp.asarray([0.01, 0.0, 0.0])):  # inside it
-        L, g = value_and_grad(a, b)
-        np.testing.assert_allclose(L, jnp.linalg.norm(a - b), rtol=1e-14)
-        np.testing.assert_allclose(g[0], (a - b) / jnp.linalg.norm(a - b), rtol=1e-12)
-        assert np.isfinite(np.asarray(g)).all()
+    a = np.asarray([0.1, 0.05, 0.0])
+    for b in (np.asarray([-0.1, 0.06, 0.01]),  # clears the ellipsoid
+              np.asarray([0.01, 0.0, 0.0])):  # inside it
+        L, g, jac = (np.asarray(x) for x in _length_and_derivatives(a, b, RADII))
+        np.testing.assert_allclose(L, np.linalg.norm(a - b), rtol=1e-14)
+        np.testing.assert_allclose(g[:3], (a - b) / np.linalg.norm(a - b), rtol=1e-12)
+        assert np.isfinite(g).all() and np.isfinite(jac).all()
 
 
 def test_length_is_c1_where_contact_starts():
     """A chord moved across the ellipsoid's top (y = r_y at x = 0): the length's one-sided slopes
     agree where the chord starts to touch."""
-    @jax.jit
-    def L(h):
-        return ellipsoid_geodesic_length(jnp.asarray([0.09, RADII[1] + h, 0.004]),
-                                         jnp.asarray([-0.08, RADII[1] + h, -0.003]), RADII)
+    def L(h):  # (the derivative tests' compiled program)
+        return _length_and_derivatives(np.array([0.09, RADII[1] + h, 0.004]),
+                                       np.array([-0.08, RADII[1] + h, -0.003]), RADII)[0]
 
     # the contact height: the chord touches where the line's scaled distance to the centre is 1
     from scipy.optimize import brentq

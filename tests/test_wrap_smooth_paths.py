@@ -145,15 +145,15 @@ def test_disjoint_ranges_are_sums_of_segment_geodesics():
 
 def test_moment_arms_are_minus_the_gradient_in_both_modes():
     model = smooth_wrapping(_finger())
-    lengths = jax.jit(lambda x: mbjax.muscle_lengths(model, x))
     arms_of = jax.jit(lambda x: (mbjax.moment_arms(model, x), opensim_moment_arms(model, x)))
     rev_of = jax.jit(jax.jacrev(lambda x: mbjax.muscle_lengths(model, x)))  # moment_arms is forward mode
-    for q in ([0.55, 0.3], [1.05, 0.27], [0.7, 0.3]):  # both muscles over both surfaces, away from contact
-        q = jnp.asarray(q)
+    qs = np.array([[0.55, 0.3], [1.05, 0.27], [0.7, 0.3]])  # both muscles over both surfaces, away from contact
+    h = 1e-6
+    steps = np.tile(h * np.eye(2), (3, 1))  # rows (pose, coordinate): 6, as in the test above (one compiled program)
+    plus, minus = _lengths(model, np.repeat(qs, 2, 0) + steps), _lengths(model, np.repeat(qs, 2, 0) - steps)
+    for q, fd in zip(jnp.asarray(qs), -((plus - minus) / (2 * h)).reshape(3, 2, -1)):
         arms, unit_force = (np.asarray(r) for r in arms_of(q))
         rev = -np.asarray(rev_of(q)).T
-        h = 1e-6
-        fd = -np.stack([(np.asarray(lengths(q + h * e)) - np.asarray(lengths(q - h * e))) / (2 * h) for e in np.eye(2)])
         np.testing.assert_allclose(arms, rev, atol=1e-13)
         np.testing.assert_allclose(arms, fd, atol=1e-8)
         assert np.all(np.abs(arms) > 1e-3)  # both muscles cross both joints
@@ -192,7 +192,12 @@ def test_c1_across_the_start_of_contact(kind):
     """θ crosses the pose where the segment starts to touch the surface (ends at different heights):
     the one-sided slopes meet, their gap shrinking with the step (first order)."""
     model = smooth_wrapping(_hinge(kind, h=0.05, z1=-0.02 if kind == "WrapSphere" else 0.0))
-    length = jax.jit(lambda t: mbjax.muscle_lengths(model, jnp.reshape(t, (1,)))[0])
+    # the length and its derivative (reverse mode) in one compiled program
+    value_and_grad = jax.jit(jax.value_and_grad(lambda t: mbjax.muscle_lengths(model, jnp.reshape(t, (1,)))[0]))
+
+    def length(t):
+        return value_and_grad(t)[0]
+
     dz = 0.05 - (-0.02 if kind == "WrapSphere" else 0.0)
 
     def straight(t):
@@ -210,8 +215,7 @@ def test_c1_across_the_start_of_contact(kind):
         right = (float(length(t0 + d)) - float(length(t0))) / d
         gaps.append(abs(right - left))
     assert gaps[2] < 1e-5 and gaps[1] < 0.2 * gaps[0] and gaps[2] < 0.2 * gaps[1], gaps
-    grad = jax.grad(length)
-    assert abs(float(grad(t0 - 1e-9)) - float(grad(t0 + 1e-9))) < 1e-7
+    assert abs(float(value_and_grad(t0 - 1e-9)[1]) - float(value_and_grad(t0 + 1e-9)[1])) < 1e-7
 
 
 def test_two_surfaces_on_one_piece_chain():
@@ -228,16 +232,17 @@ def test_two_surfaces_on_one_piece_chain():
                                                    for r, ur in zip(ws.obj, ws.used)))
 
     @jax.jit
-    def lengths(x):  # the chain's length: each surface alone, both after 0, 2, 5 passes; its chord
+    def lengths(x):  # the chain's length: each surface alone, both after 0, 2, 5 passes; its chord; the default
         kin = forward_pass(smooth, x)
         geo = path_geometry(smooth, x, kin)
         args = (geo.world[rows], geo.active[rows], *wrap_frames(smooth, kin))
         out = [smooth_wrap_paths(keep("cyl"), *args).length[row], smooth_wrap_paths(keep("sph"), *args).length[row]]
         out += [smooth_wrap_paths(ws, *args, passes=n).length[row] for n in (0, 2, 5)]
-        return jnp.stack(out + [jnp.linalg.norm(geo.world[chain, 1] - geo.world[chain, 0])])
+        out += [jnp.linalg.norm(geo.world[chain, 1] - geo.world[chain, 0]), mbjax.muscle_lengths(smooth, x)[chain]]
+        return jnp.stack(out)
 
-    cyl, sph, sequential, both, converged, straight = (float(v) for v in lengths(q))
-    assert abs(both - float(mbjax.muscle_lengths(smooth, q)[chain])) < 1e-15  # the default: 2 passes
+    cyl, sph, sequential, both, converged, straight, default = (float(v) for v in lengths(q))
+    assert abs(both - default) < 1e-15  # the default: 2 passes
     # the cylinder alone wraps the chord; the sphere misses the chord but obstructs the piece from
     # the cylinder's tangent point to the insertion, which it wraps only in the chain
     assert cyl > straight + 1e-2 and abs(sph - straight) < 1e-12, (cyl, sph, straight)

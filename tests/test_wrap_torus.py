@@ -118,6 +118,27 @@ def _length(x, axis, sign):
 
 @jax.jit
 @jax.vmap
+def _derivatives_chunk(x, axis, sign):
+    length, jvp, wraps = jax.linearize(lambda y: _length(y, axis, sign), x, has_aux=True)
+    jac = jax.vmap(jvp)(jnp.eye(6, dtype=x.dtype))
+    (grad,) = jax.linear_transpose(jvp, x)(jnp.ones_like(length))
+    return length, wraps, jac, grad
+
+
+def _length_and_derivatives(x, axis, sign, chunk=512):
+    """The length, whether it wraps, its Jacobian in the 6 end-point coordinates in forward mode
+    (as jax.jacfwd) and its gradient in reverse mode (the transpose of the linearisation, as
+    jax.grad), per row of x: one compiled program for the derivative tests here (rows in chunks of
+    a fixed size, the last one padded)."""
+    n = len(x)
+    pad = -n % chunk
+    args = [np.concatenate([a, np.repeat(a[:1], pad, 0)]) for a in (np.asarray(x), np.asarray(axis), np.asarray(sign))]
+    out = [jax.device_get(_derivatives_chunk(*(a[i:i + chunk] for a in args))) for i in range(0, n + pad, chunk)]
+    return tuple(np.concatenate(parts)[:n] for parts in zip(*out))
+
+
+@jax.jit
+@jax.vmap
 def _lmdif_probe(x):
     """Both passes' nfev and the larger |u_lmdif - root| (Newton from the stopped iterate)."""
     p1, p2 = x[:3], x[3:]
@@ -149,19 +170,12 @@ def _smooth_segments(n_per_quadrant, seed):
 
 def test_length_jvp_matches_central_differences():
     x, axis, sign = _smooth_segments(30, 2)
-
-    # one compile (the jvp program): lanes = the 13 stencil points with zero tangents, then the
-    # centre with each unit tangent; the primal outputs give the differences
-    nx = len(x)
-    pts = np.concatenate([(x[:, None] + STENCIL[None]).reshape(-1, 6), np.repeat(x, 6, 0)])
-    tan = np.concatenate([np.zeros((nx * len(STENCIL), 6)), np.tile(np.eye(6), (nx, 1))])
-    ax = np.concatenate([np.repeat(axis, len(STENCIL)), np.repeat(axis, 6)])
-    sg = np.concatenate([np.repeat(sign, len(STENCIL)), np.repeat(sign, 6)])
-    run = jax.jit(jax.vmap(lambda y, t, a, s: jax.jvp(lambda z: _length(z, a, s), (y,), (t,))))
-    (vals, wraps), (dvals, _) = jax.device_get(run(pts, tan, ax, sg))
-    length = vals[: nx * len(STENCIL)].reshape(nx, len(STENCIL))
-    wraps = wraps[: nx * len(STENCIL)].reshape(nx, len(STENCIL))
-    jac = dvals[nx * len(STENCIL):].reshape(nx, 6)
+    # one call over the 13 stencil points of every segment: the lengths give the differences, the
+    # Jacobian (forward mode) is the one at the centre (stencil point 0)
+    k = len(STENCIL)
+    length, wraps, jac, _ = jax.device_get(_length_and_derivatives(
+        (x[:, None] + STENCIL[None]).reshape(-1, 6), np.repeat(axis, k), np.repeat(sign, k)))
+    length, wraps, jac = length.reshape(-1, k), wraps.reshape(-1, k), jac.reshape(-1, k, 6)[:, 0]
     ok = np.all(wraps, 1)  # wrapping all over the stencil
     assert ok.sum() >= 15, ok.sum()
     fd = (length[:, 1:7] - length[:, 7:]) / (2 * H_FD)
@@ -173,9 +187,7 @@ def test_length_jvp_matches_central_differences():
 def test_length_grad_matches_jacfwd():
     """Reverse mode (lmdif's transposable JVP rule, ``iterate_rule``) equals forward mode."""
     x, axis, sign = _smooth_segments(5, 3)
-    f = lambda y, a, s: _length(y, a, s)[0]  # noqa: E731
-    jac = jax.jit(jax.vmap(jax.jacfwd(f)))(x, axis, sign)
-    grad = jax.jit(jax.vmap(jax.grad(f)))(x, axis, sign)
+    _, _, jac, grad = _length_and_derivatives(x, axis, sign)
     assert len(x) >= 5
     np.testing.assert_allclose(np.asarray(grad), np.asarray(jac), rtol=0, atol=1e-12)
 
@@ -206,7 +218,8 @@ def _off_root_segments(n, seed):
     not at a root of F) and no decision switches near them: the same info and nfev of both passes
     over the stencils x ± h e_k and x ± h/10 e_k, and central differences with h and h/10 agreeing
     to 1e-7.  Returns the segments, the differences of the length (h: at h/10 lmdif's round-off
-    shows) and of u* (h/10, per pass), and each pass's -dF/F'."""
+    shows) and of u* (h/10, per pass), each pass's -dF/F', and the length's Jacobian (forward
+    mode) and gradient (reverse mode) at the segments."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (n, 6)) * np.array([0.2, 0.2, 0.15] * 2)
     k = len(STENCIL)
@@ -215,13 +228,15 @@ def _off_root_segments(n, seed):
     same = lambda v: np.all(v == v[:, :, :1], axis=(0, 2, 3))  # noqa: E731
     keep = (resid[0, :, 0].max(-1) > 1e-3) & same(info) & same(nfev)
     x, u, root_du = x[keep], u[:, keep], root_du[1, keep, 0]
-    length, wraps = jax.device_get(jax.jit(jax.vmap(_length))(
+    length, wraps, jac, grad = jax.device_get(_length_and_derivatives(
         pts.reshape(2, n, k, 6)[:, keep].reshape(-1, 6), np.zeros(2 * len(x) * k, int), np.zeros(2 * len(x) * k, int)))
     length = length.reshape(2, len(x), k)
     fd = (length[:, :, 1:7] - length[:, :, 7:]) / (2 * H_FD * np.array([1.0, 0.1]))[:, None, None]
     fd_u = (u[1, :, 1:7] - u[1, :, 7:]) / (0.2 * H_FD)  # (m, 6, 2 passes)
     ok = wraps.reshape(2, len(x), k).all((0, 2)) & (np.abs(fd[0] - fd[1]).max(1) < 1e-7)
-    return x[ok], fd[0][ok], fd_u[ok], root_du[ok]
+    # the derivatives at the segments themselves (stencil point 0 of the h stencil)
+    jac, grad = jac.reshape(2, len(x), k, 6)[0, :, 0], grad.reshape(2, len(x), k, 6)[0, :, 0]
+    return x[ok], fd[0][ok], fd_u[ok], root_du[ok], jac[ok], grad[ok]
 
 
 def test_length_derivatives_where_lmdif_stops_off_root():
@@ -229,12 +244,9 @@ def test_length_derivatives_where_lmdif_stops_off_root():
     length's forward (jacfwd) and reverse (grad) derivatives are those of the stopped iterate:
     equal to central differences of the lengths.  The root's derivative -dF/F' is not u*'s there
     (checked against differences of u*), so the implicit-function rule fails these cases."""
-    x, fd, fd_u, root_du = _off_root_segments(1500, 5)
+    x, fd, fd_u, root_du, jac, grad = _off_root_segments(1500, 5)
     assert len(x) >= 20, len(x)
     assert np.mean(np.abs(root_du - np.moveaxis(fd_u, -1, 1)).max((1, 2)) > 1e-3) > 0.2
-    f = lambda y: _length(y, 0, 0)[0]  # noqa: E731
-    jac = np.asarray(jax.jit(jax.vmap(jax.jacfwd(f)))(x))
     print(f"\n{len(x)} off-root segments: max |jacfwd - FD| {np.abs(jac - fd).max():.1e}")
     np.testing.assert_allclose(jac, fd, rtol=0, atol=1e-7)
-    grad = np.asarray(jax.jit(jax.vmap(jax.grad(f)))(x[:8]))
-    np.testing.assert_allclose(grad, fd[:8], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(grad, fd, rtol=0, atol=1e-7)
