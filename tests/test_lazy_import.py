@@ -19,6 +19,10 @@ def _modules_after(code: str) -> set[str]:
 def test_import_and_cli_parser_do_not_import_jax():
     assert "jax" not in _modules_after("import mbjax")
     assert "jax" not in _modules_after("import mbjax.cli as c; c.build_parser()")
+    # `mbjax info` reads the file's XML: neither JAX nor the model loader
+    info = _modules_after("import mbjax.cli as c, contextlib, io; "
+                          "exec(\"with contextlib.redirect_stdout(io.StringIO()): assert c.main(['info', 'arm26']) == 0\")")
+    assert "mbjax.io.osim_summary" in info and "jax" not in info and "mbjax.io.osim" not in info
     out = subprocess.run([sys.executable, "-m", "mbjax.cli", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("mbjax ")
 

@@ -1,4 +1,5 @@
-"""Griffe extension for the API reference: make mbjax's lazily loaded public names visible.
+"""Griffe extension for the API reference: make mbjax's lazily loaded public names visible
+(``mbjax`` and ``mbjax.io``).
 
 ``mbjax/__init__.py`` loads its public names on first use (PEP 562 ``__getattr__`` over the
 ``_EXPORTS`` table), so static analysis sees none of them.  This extension reads that table, imports
@@ -15,18 +16,30 @@ from typing import Any
 import griffe
 
 
+#: the packages whose public names load on first use, each with an ``_EXPORTS`` table
+LAZY_PACKAGES = ("mbjax", "mbjax.io")
+
+
 class LazyExports(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
-        if pkg.path != "mbjax":
+        self._add_exports(pkg)
+
+    def on_module(self, *, mod: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
+        self._add_exports(mod)
+
+    @staticmethod
+    def _add_exports(pkg: griffe.Module) -> None:
+        if pkg.path not in LAZY_PACKAGES:
             return
-        exports = importlib.import_module("mbjax")._EXPORTS
-        for name, (module, attribute) in exports.items():
+        package = importlib.import_module(pkg.path)
+        for name, entry in package._EXPORTS.items():
+            module, attribute = entry if isinstance(entry, tuple) else (entry, name)
             if attribute is None:  # a submodule: in the package already
                 continue
             # where the object is defined (``mbjax.muscles.moment_arms`` is also a submodule's name)
-            obj = getattr(importlib.import_module(f"mbjax.{module}"), attribute)
+            obj = getattr(importlib.import_module(f"{pkg.path}.{module}"), attribute)
             where = getattr(obj, "__module__", None)
             qualname = getattr(obj, "__qualname__", None)
-            target = f"{where}.{qualname}" if where and qualname else f"mbjax.{module}.{attribute}"
+            target = f"{where}.{qualname}" if where and qualname else f"{pkg.path}.{module}.{attribute}"
             pkg.set_member(name, griffe.Alias(name, target, parent=pkg))
-        pkg.exports = sorted(exports)
+        pkg.exports = sorted(package.__all__)

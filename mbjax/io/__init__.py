@@ -1,30 +1,54 @@
-"""Model import: URDF and OpenSim (.osim 3.x and 4.x); OpenSim data files (.mot/.sto/.trc)."""
+"""Model import: URDF and OpenSim (.osim 3.x and 4.x); OpenSim data files (.mot/.sto/.trc).
 
-from .osim import load_osim as load_osim
-from .osim_write import write_osim as write_osim
-from .urdf import load_urdf as load_urdf
-# OpenSim data files and model markers
-from .osim_markers import load_markers as load_markers
-from .osim_markers import load_marker_set as load_marker_set
-from .scale_setup import read_scale_setup as read_scale_setup
-from .storage import MarkerData as MarkerData
-from .storage import Table as Table
-from .storage import coordinates_from_table as coordinates_from_table
-from .storage import read_storage as read_storage
-from .storage import read_trc as read_trc
-from .storage import table_from_coordinates as table_from_coordinates
-from .storage import write_storage as write_storage
-from .storage import write_trc as write_trc
+Names load on first use (PEP 562): ``mbjax info`` reads a file's summary without importing JAX.
+"""
 
-# OpenSim ExternalLoads files and the signal processing of OpenSim's tools
-from . import signal as signal
-from .external_loads import ExternalForceSpec as ExternalForceSpec
-from .external_loads import ExternalLoadsFile as ExternalLoadsFile
-from .external_loads import read_external_loads as read_external_loads
+from __future__ import annotations
 
-# OpenSim 4.6 FunctionBasedPath sets (path functions of a model's muscles)
-from .osim_path_functions import read_path_functions as read_path_functions
-from .osim_path_functions import write_path_functions as write_path_functions
+import importlib
 
-from .native import load_model as load_model
-from .native import save_model as save_model
+#: public name -> submodule that defines it
+_EXPORTS = {
+    'load_osim': 'osim',
+    'write_osim': 'osim_write',
+    'load_urdf': 'urdf',
+    'load_markers': 'osim_markers',
+    'load_marker_set': 'osim_markers',
+    'read_scale_setup': 'scale_setup',
+    'MarkerData': 'storage',
+    'Table': 'storage',
+    'coordinates_from_table': 'storage',
+    'read_storage': 'storage',
+    'read_trc': 'storage',
+    'table_from_coordinates': 'storage',
+    'write_storage': 'storage',
+    'write_trc': 'storage',
+    'ExternalForceSpec': 'external_loads',
+    'ExternalLoadsFile': 'external_loads',
+    'read_external_loads': 'external_loads',
+    'read_path_functions': 'osim_path_functions',
+    'write_path_functions': 'osim_path_functions',
+    'load_model': 'native',
+    'save_model': 'native',
+}
+_SUBMODULES = ('signal',)
+
+__all__ = sorted(set(_EXPORTS) | set(_SUBMODULES))
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    else:
+        try:  # a submodule (mbjax.io.osim, mbjax.io.signal, ...)
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
