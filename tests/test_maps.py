@@ -130,6 +130,10 @@ def _stack_autodiff(m, x):
 
 _stack_jit = jax.jit(jax.vmap(_stack_autodiff, in_axes=(None, 0)))
 
+# one compiled program per map (and batch size) instead of op-by-op eager dispatch of every primitive
+_call = jax.jit(lambda m, x: m(x))
+_call_each = jax.jit(jax.vmap(lambda m, x: m(x), in_axes=(None, 0)))
+
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_closed_form_matches_autodiff_and_stacking(family):
@@ -145,7 +149,7 @@ def test_closed_form_matches_autodiff_and_stacking(family):
     for i, m in enumerate(maps):
         k = len(m.coordinates[0])
         xi = xs[0, i, :k]
-        f1, g1, h1 = m(xi)  # the single map on its own (eager)
+        f1, g1, h1 = _call(m, xi)  # the single map on its own
         np.testing.assert_allclose(f[0, i], f1, rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(g[0, i, :k], g1, rtol=1e-12, atol=1e-13)
         np.testing.assert_allclose(h[0, i, :k, :k], h1, rtol=1e-12, atol=1e-12)
@@ -154,7 +158,7 @@ def test_closed_form_matches_autodiff_and_stacking(family):
         np.testing.assert_array_equal(h[:, i, k:], 0.0)
         np.testing.assert_array_equal(h[:, i, :, k:], 0.0)
         # select() undoes stack()
-        f2, g2, _ = stack.select(i)(xi)
+        f2, g2, _ = _call(stack.select(i), xi)
         np.testing.assert_allclose(f2, f1, rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(g2, g1, rtol=1e-13, atol=1e-13)
 
@@ -170,7 +174,7 @@ def test_spline_matches_scipy_natural_cubic_spline():
     for m, (x, y) in zip(maps, data):
         cs = CubicSpline(x, np.asarray(y), bc_type="natural")
         pts = np.concatenate([rng.uniform(x[0], x[-1], 50), x])
-        f, g, h = jax.vmap(lambda v: m(v[None]))(jnp.asarray(pts))
+        f, g, h = _call_each(m, jnp.asarray(pts)[:, None])
         scale = max(1.0, np.abs(cs(pts, 2)).max())
         np.testing.assert_allclose(f, cs(pts), atol=1e-13 * scale)
         np.testing.assert_allclose(g[:, 0], cs(pts, 1), atol=1e-12 * scale)
@@ -189,11 +193,11 @@ def test_fourier_matches_plain_series():
             k = jnp.arange(1, a.shape[0] + 1)
             return a0 + jnp.sum(a * jnp.cos(k * w * x) + b * jnp.sin(k * w * x))
 
-        for x in xs:
-            f, g, h = m(x[None])
-            np.testing.assert_allclose(f, series(x), rtol=1e-14, atol=1e-14)
-            np.testing.assert_allclose(g[0], jax.grad(series)(x), rtol=1e-13, atol=1e-13)
-            np.testing.assert_allclose(h[0, 0], jax.grad(jax.grad(series))(x), rtol=1e-13, atol=1e-13)
+        both = lambda x: (m(x[None]), series(x), jax.grad(series)(x), jax.grad(jax.grad(series))(x))
+        (f, g, h), f_ref, g_ref, h_ref = jax.jit(jax.vmap(both))(xs)  # all points, one compile per map
+        np.testing.assert_allclose(f, f_ref, rtol=1e-14, atol=1e-14)
+        np.testing.assert_allclose(g[:, 0], g_ref, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(h[:, 0, 0], h_ref, rtol=1e-13, atol=1e-13)
 
 
 def test_polynomial_matches_plain_monomials():
@@ -212,12 +216,12 @@ def test_polynomial_matches_plain_monomials():
                 out = out + term
             return out
 
-        for _ in range(2):
-            x = jnp.asarray(rng.uniform(-1.5, 1.5, size=e.shape[1]))
-            f, g, h = m(x)
-            np.testing.assert_allclose(f, plain(x), rtol=1e-13, atol=1e-13)
-            np.testing.assert_allclose(g, jax.grad(plain)(x), rtol=1e-12, atol=1e-12)
-            np.testing.assert_allclose(h, jax.hessian(plain)(x), rtol=1e-12, atol=1e-12)
+        x = jnp.asarray(rng.uniform(-1.5, 1.5, size=(2, e.shape[1])))  # two points
+        both = lambda x: (m(x), plain(x), jax.grad(plain)(x), jax.hessian(plain)(x))
+        (f, g, h), f_ref, g_ref, h_ref = jax.jit(jax.vmap(both))(x)  # one compile per map
+        np.testing.assert_allclose(f, f_ref, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(h, h_ref, rtol=1e-12, atol=1e-12)
 
 
 def _bicubic_scipy(x1, x2, y, p, q, d1=0, d2=0):
@@ -231,38 +235,41 @@ def test_bicubic_matches_scipy_tensor_product():
     rng = np.random.default_rng(6)
     for m, (x1, x2, y) in zip(maps, data):
         pts = np.stack([rng.uniform(x1[0], x1[-1], 6), rng.uniform(x2[0], x2[-1], 6)], -1)
-        for p, q in pts:
-            f, g, h = m(jnp.asarray([p, q]))
+        nodes = np.stack(np.meshgrid(x1, x2, indexing="ij"), -1).reshape(-1, 2)
+        f_all, g_all, h_all = _call_each(m, jnp.asarray(np.concatenate([pts, nodes])))  # one call
+        for k, (p, q) in enumerate(pts):
+            f, g, h = f_all[k], g_all[k], h_all[k]
             ref = lambda d1, d2: _bicubic_scipy(x1, x2, y, p, q, d1, d2)
             np.testing.assert_allclose(f, ref(0, 0), atol=1e-12)
             np.testing.assert_allclose(g, [ref(1, 0), ref(0, 1)], atol=1e-11)
             np.testing.assert_allclose(h, [[ref(2, 0), ref(1, 1)], [ref(1, 1), ref(0, 2)]], atol=1e-10)
         # exact at the nodes
-        f = jax.vmap(jax.vmap(lambda p, q: m(jnp.stack([p, q]))[0], (None, 0)), (0, None))(
-            jnp.asarray(x1), jnp.asarray(x2)
-        )
+        f = f_all[len(pts) :].reshape(len(x1), len(x2))
         np.testing.assert_allclose(f, y, atol=1e-13)
+
+
+@jax.jit
+def _composed_and_autodiff(m, x):
+    """The composed map and autodiff of the outer map's value at A x + b (one compile per map)."""
+    plain = lambda z: m.outer.value((m.matrix[0] @ z + m.offset[0])[None])[0]
+    return m(x), plain(x), jax.grad(plain)(x), jax.hessian(plain)(x)
 
 
 def test_composed_chain_rule():
     """Composed = outer(A x + b): against autodiff of the outer map's value at the inner variables."""
     for m in (_composed()[0][1], _composed()[1][0]):
-        a = m.matrix[0]
-        b = m.offset[0]
-        outer = m.outer
-        x = jnp.linspace(-0.5, 0.7, a.shape[1])
-        plain = lambda z: outer.value((a @ z + b)[None])[0]
-        f, g, h = m(x)
-        np.testing.assert_allclose(f, plain(x), rtol=1e-14)
-        np.testing.assert_allclose(g, jax.grad(plain)(x), rtol=1e-12, atol=1e-13)
-        np.testing.assert_allclose(h, jax.hessian(plain)(x), rtol=1e-11, atol=1e-12)
+        x = jnp.linspace(-0.5, 0.7, m.matrix[0].shape[1])
+        (f, g, h), f_ref, g_ref, h_ref = _composed_and_autodiff(m, x)
+        np.testing.assert_allclose(f, f_ref, rtol=1e-14)
+        np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(h, h_ref, rtol=1e-11, atol=1e-12)
     # the Affine-inner form equals the matrix form
     xk = np.linspace(-3, 3, 13)
     s = NaturalCubicSpline("u", xk, np.tanh(xk))
     m1 = Composed(s, Affine(["q2", "q1"], [0.25, 0.75], 0.1))
     m2 = Composed(s, [[0.25, 0.75]], [0.1], ("q2", "q1"))
     x = jnp.asarray([0.3, -0.2])
-    for u, v in zip(m1(x), m2(x)):
+    for u, v in zip(_call(m1, x), _call(m2, x)):
         np.testing.assert_allclose(u, v, rtol=1e-15)
 
 
@@ -292,7 +299,7 @@ def test_spline_fit_of_sin_on_a_0p01_grid():
     x = np.linspace(0, np.pi, 315)
     s = NaturalCubicSpline.fit("q", x, np.sin(x))
     xs = np.linspace(0, np.pi, 4001)
-    f = jax.vmap(lambda v: s(v[None])[0])(jnp.asarray(xs))
+    f = _call_each(s, jnp.asarray(xs)[:, None])[0]
     assert np.abs(f - np.sin(xs)).max() < 5 / 384 * (x[1] - x[0]) ** 4
 
 
@@ -304,7 +311,7 @@ def test_smoothing_spline_fit():
         s = NaturalCubicSpline.fit("q", x, y, smoothing=lam)
         ref = make_smoothing_spline(x, y, lam=None if lam == "gcv" else lam)
         xs = np.linspace(x[0], x[-1], 500)
-        f = jax.vmap(lambda v: s(v[None])[0])(jnp.asarray(xs))
+        f = _call_each(s, jnp.asarray(xs)[:, None])[0]
         np.testing.assert_allclose(f, ref(xs), atol=1e-9)  # the same natural cubic spline
     # smoothing removes most of the noise
     assert np.sqrt(np.mean((f - np.sin(xs)) ** 2)) < 0.03
@@ -326,7 +333,7 @@ def test_fourier_fit_recovers_periodic_function():
     # a smooth non-periodic function (like Andrews' joint angles): few harmonics fit it closely
     y = np.exp(0.5 * x) * np.sin(x)
     m = Fourier.fit("q", x, y, 4)
-    f = jax.vmap(lambda v: m(v[None])[0])(jnp.asarray(x))
+    f = _call_each(m, jnp.asarray(x)[:, None])[0]
     assert np.abs(f - y).max() < 1e-4
     with pytest.raises(ValueError, match="cannot determine"):
         Fourier.fit("q", x[:5], y[:5], 3)
@@ -339,7 +346,7 @@ def test_polynomial_fit_reproduces_a_polynomial():
     m = Polynomial.fit(("a", "b"), x, y, 3)
     xt = rng.uniform(-1, 1, size=(10, 2))
     yt = 0.3 - xt[:, 0] + 2 * xt[:, 0] * xt[:, 1] ** 2 + 0.5 * xt[:, 1] ** 3
-    f = jax.vmap(lambda v: m(v)[0])(jnp.asarray(xt))
+    f = _call_each(m, jnp.asarray(xt))[0]
     np.testing.assert_allclose(f, yt, atol=1e-12)
     np.testing.assert_allclose(m.lower[0], x.min(0))
     np.testing.assert_allclose(m.upper[0], x.max(0))
@@ -351,7 +358,7 @@ def test_bicubic_fit_of_a_smooth_function():
     x1, x2 = np.linspace(-1, 1, 41), np.linspace(0, 2, 41)
     m = BicubicSpline.fit(("a", "b"), x1[::-1], x2, fn(x1[::-1, None], x2[None]))
     p = np.random.default_rng(9).uniform([-1, 0], [1, 2], (400, 2))
-    f = jax.vmap(lambda v: m(v)[0])(jnp.asarray(p))
+    f = _call_each(m, jnp.asarray(p))[0]
     err = np.abs(f - fn(p[:, 0], p[:, 1]))
     inner = (np.abs(p[:, 0]) < 0.7) & (np.abs(p[:, 1] - 1) < 0.7)
     assert err[inner].max() < 2e-7
@@ -403,7 +410,7 @@ def test_policy_clamp_nan(family):
     upper = {"spline": [1.0], "fourier": [1.0], "polynomial": [1.0, 1.0], "bicubic": [1.0, 1.0]}[family]
     x_clip = jnp.clip(x_out, jnp.asarray(lower), jnp.asarray(upper))
     out = np.asarray(x_out != x_clip)
-    f_in, g_in, h_in = make("extrapolate")(x_clip)
+    f_in, g_in, h_in = _call(make("extrapolate"), x_clip)
     f, g, h = jax.jit(lambda x: make("clamp")(x))(x_out)
     np.testing.assert_allclose(f, f_in, rtol=1e-14)
     # the clamped function: zero derivative in every clamped coordinate
@@ -413,7 +420,7 @@ def test_policy_clamp_nan(family):
     np.testing.assert_array_equal(np.asarray(h)[:, out], 0.0)
     f, g, h = jax.jit(lambda x: make("nan")(x))(x_out)
     assert np.isnan(f) and np.all(np.isnan(g)) and np.all(np.isnan(h))
-    f, g, h = make("nan")(x_clip)
+    f, g, h = _call(make("nan"), x_clip)
     assert np.isfinite(f)
 
 
@@ -584,14 +591,17 @@ def test_maps_inside_a_model_pose_derivatives_match_autodiff():
             np.testing.assert_allclose(u[k], v, rtol=1e-14, atol=1e-15)
 
 
+_local = jax.jit(lambda m, x: m.local(x))
+
+
 def test_float32_runs():
     maps = [_splines()[0][0], _fouriers()[0], _polynomials()[0], _bicubics()[0][0], _composed()[1][0]]
     for m in maps:
         m32 = jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, m)
         x = jnp.full((1, m.width), 0.25, jnp.float32)
-        f, g, h = jax.jit(lambda mm, xx: mm.local(xx))(m32, x)
+        f, g, h = _local(m32, x)
         assert f.dtype == g.dtype == h.dtype == jnp.float32
-        f64 = m.local(x.astype(jnp.float64))[0]
+        f64 = _local(m, x.astype(jnp.float64))[0]
         np.testing.assert_allclose(f, f64, rtol=1e-4, atol=1e-5)
 
 
