@@ -84,7 +84,7 @@ from .io.storage import (
     table_from_coordinates,
     write_storage,
 )
-from .markers import Markers, _marker_kinematics, marker_positions, marker_positions_and_jacobian
+from .markers import Markers, _marker_kinematics, marker_positions_and_jacobian
 
 
 class CoordinateTask(NamedTuple):
@@ -353,22 +353,27 @@ def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
     else:
         u, ok, steps = jax.vmap(lambda u0, xk, wk, rk: _solve(spec, fx, u0, xk, wk, rk))(u_start, x, w, qref)
     q = jax.vmap(lambda uk: _to_q(fx, uk))(u)
-    xm = jax.vmap(lambda qk: marker_positions(fx.model, fx.markers, qk))(q)
-    loose = jax.vmap(lambda qk, wk: undetermined_coordinates(fx, qk, wk))(q, w)
+
+    def at_solution(qk, wk):  # the markers and, from their Jacobian, the coordinates left free
+        pos, jac = marker_positions_and_jacobian(fx.model, fx.markers, qk)
+        return pos, undetermined_coordinates(fx, jac, wk)
+
+    xm, loose = jax.vmap(at_solution)(q, w)
     return u, q, xm, ok, steps, loose
 
 
-def undetermined_coordinates(fx: _Fixed, q, w):
-    """Free coordinates ``(nq,)`` that one frame's tasks do not determine at ``q``: those in a null
-    direction of the normal matrix ``JᵀJ = Σ w_m J_mᵀ J_m + diag(w_c)`` of the weighted marker and
-    coordinate tasks in q (held coordinates excluded; eigenvalues below ``100 eps`` of the largest),
-    e.g. a coordinate moving only bodies without markers in this frame, or rotation about the line
-    through a body's only two markers."""
-    _, jac = marker_positions_and_jacobian(fx.model, fx.markers, q)
-    j = (jnp.sqrt(w)[:, None, None] * jac).reshape(-1, q.shape[0])
+def undetermined_coordinates(fx: _Fixed, jac, w):
+    """Free coordinates ``(nq,)`` that one frame's tasks do not determine, from the marker
+    Jacobian ``jac (nm, 3, nq)`` at its solution: those in a null direction of the normal matrix
+    ``JᵀJ = Σ w_m J_mᵀ J_m + diag(w_c)`` of the weighted marker and coordinate tasks in q (held
+    coordinates excluded; eigenvalues below ``100 eps`` of the largest), e.g. a coordinate moving
+    only bodies without markers in this frame, or rotation about the line through a body's only two
+    markers."""
+    nq = jac.shape[-1]
+    j = (jnp.sqrt(w)[:, None, None] * jac).reshape(-1, nq)
     free = fx.free > 0
     a = j.T @ j + jnp.diag(fx.wc)
-    a = jnp.where(free[:, None] & free[None, :], a, jnp.eye(q.shape[0], dtype=a.dtype))
+    a = jnp.where(free[:, None] & free[None, :], a, jnp.eye(nq, dtype=a.dtype))
     lam, vec = jnp.linalg.eigh(a)
     null = lam <= 100.0 * jnp.finfo(a.dtype).eps * lam[-1]
     return free & jnp.any(null[None, :] & (jnp.abs(vec) > 0.1), axis=1)
