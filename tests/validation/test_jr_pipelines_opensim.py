@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 sys.path.insert(0, os.path.dirname(__file__))
 from _osim_models import OPENSIM_MODELS  # noqa: E402
 from test_jr_opensim import _compare, _opensim  # noqa: E402
+from test_so_pipelines_opensim import _smooth_motion  # noqa: E402
 
 LIB = pathlib.Path(OPENSIM_MODELS) if OPENSIM_MODELS else None
 needs_library = pytest.mark.skipif(LIB is None or not (LIB / "Pipelines").is_dir(),
@@ -106,17 +107,6 @@ def _still_motion(model, path, t0, t1):
     return path
 
 
-def _swing_motion(model, path, t0, t1):
-    """Each independent coordinate its default plus a slow sine of 5 % of its range."""
-    info = model.extras["osim"]
-    lo, hi = np.asarray(info.lower), np.asarray(info.upper)
-    mid = np.clip(np.asarray(info.default), lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo))
-    t = np.linspace(t0 - 0.2, t1 + 0.2, 41)
-    q = mid[None] + 0.05 * (hi - lo)[None] * np.sin(2 * np.pi * t[:, None] + np.arange(mid.size)[None])
-    write_storage(path, mbjax.io.table_from_coordinates(model, t, q, in_degrees=True))
-    return path
-
-
 P = "Pipelines"
 CASES = {
     "gait10dof18musc": dict(model=f"{P}/Gait10dof18musc/OutputReference/subject01.osim",
@@ -127,7 +117,8 @@ CASES = {
                    coords=f"{P}/Hamner/outputReference/ResultsIK/subject02_running_ik.mot",
                    loads=f"{P}/Hamner/External_Loads.xml", window=(0.6, 0.66), cutoff=6,
                    apply="parent", frame="child"),
-    "leg39": dict(model="Models/Leg39/leg39.osim", motion=_swing_motion, window=(0.3, 0.4), cutoff=-1,
+    "leg39": dict(model="Models/Leg39/leg39.osim", motion=lambda model, path, t0, t1: _smooth_motion(model, path),
+                  window=(0.3, 0.4), cutoff=-1,
                   apply="child", frame="parent"),
     "rajagopal": dict(model="Models/Rajagopal/Rajagopal2016.osim", motion=_still_motion, window=(0.3, 0.35),
                       cutoff=-1, apply="child", frame="ground"),
