@@ -23,8 +23,12 @@ from jax.custom_batching import custom_vmap
 
 #: iterations every lane of a batch runs together before the lanes still running are compacted
 SHARED_ITERATIONS = 8
-#: lanes per compacted chunk of the remaining iterations
+#: lanes per compacted chunk of the remaining iterations, at least
 CHUNK_LANES = 16
+#: compacted chunks per batch, at most (larger batches get larger chunks): every iteration of a
+#: chunk costs a loop step whose fixed cost on CPU exceeds a few hundred lanes' arithmetic, so a
+#: batch with many slow lanes (a cylinder's 100 restarts) must not run them 16 at a time
+MAX_APART_CHUNKS = 8
 
 
 def _select(mask, new, old):
@@ -32,12 +36,14 @@ def _select(mask, new, old):
 
 
 def lane_while_loop(cond_fun, body_fun, init_val, consts=(), shared: int = SHARED_ITERATIONS,
-                    chunk: int = CHUNK_LANES):
+                    chunk: int = CHUNK_LANES, max_chunks: int = MAX_APART_CHUNKS):
     """``lax.while_loop(lambda s: cond_fun(s, *consts), lambda s: body_fun(s, *consts), init_val)``
     for one lane (see the module docstring).
 
     ``cond_fun`` and ``body_fun`` must not close over traced values: pass them in ``consts``
     (a tuple of arrays; the ones batched by an outer ``vmap`` are gathered with the lanes).
+    The lanes still running after ``shared`` iterations go on in compacted chunks of
+    ``max(chunk, n / max_chunks)`` lanes.
     """
     consts = tuple(jnp.asarray(c) for c in consts)
 
@@ -70,7 +76,7 @@ def lane_while_loop(cond_fun, body_fun, init_val, consts=(), shared: int = SHARE
 
         live = vcond(init, *consts)
         state, live, _ = jax.lax.while_loop(lambda c: (c[2] < shared) & jnp.any(c[1]), together, (init, live, 0))
-        size = min(n, chunk)
+        size = min(n, max(chunk, -(-n // max_chunks)))
 
         def apart(c):  # the first `size` lanes still running, to their end
             state, live = c

@@ -152,60 +152,48 @@ def _ellipse_special(a, b, u, v):
     return near_x | near_y, x, y
 
 
-def _f2d(t, ea2, eb2, a2u2, b2v2):
-    """Eberly's 2-D polynomial f = P²Q² - a²u²Q² - b²v²P², its derivative, and (P, Q)."""
-    pn, qn = t + ea2, t + eb2
-    pp, qq = pn * pn, qn * qn
-    f = pp * qq - a2u2 * qq - b2v2 * pp
-    fp = 2.0 * (pn * qn * (pn + qn) - a2u2 * qn - b2v2 * pn)
-    return f, fp, jnp.stack([pn, qn])
+def _polynomial(t, c, kk, s):
+    """Eberly's polynomial in t and its derivative, 2-D and 3-D in one form.
 
-
-def _f3d(t, a2, kk):
-    """The 3-D one: f = P²Q²R² - a²u²Q²R² - b²v²P²R² - c²w²P²Q², f', and (P, Q, R)."""
-    pn, qn, rn = t + a2[0], t + a2[1], t + a2[2]
+    ``P, Q = t + c0, t + c1`` and ``R = s t + c2``: ``f = P²Q²R² - k0 Q²R² - k1 P²R² - k2 P²Q²``.
+    3-D: ``s = 1``, ``c = a²``, ``k = a²u²``.  The plane's ellipse: ``s = 0``, ``c2 = 1``, ``k2 = 0``,
+    which is ``P²Q² - a²u²Q² - b²v²P²`` (the products by 1 and 0 are exact, so its iterates are
+    those of the 2-D formula).  Returns ``f, f', (P, Q, R)``.
+    """
+    pn, qn, rn = t + c[0], t + c[1], s * t + c[2]
     pp, qq, rr = pn * pn, qn * qn, rn * rn
     f = pp * qq * rr - kk[0] * qq * rr - kk[1] * pp * rr - kk[2] * pp * qq
     pq_, pr_, qr_ = pn * qn, pn * rn, qn * rn
-    fp = 2.0 * (pn * qn * rn * (qr_ + pr_ + pq_) - kk[0] * qr_ * (qn + rn)
-                - kk[1] * pr_ * (pn + rn) - kk[2] * pq_ * (pn + qn))
+    fp = 2.0 * (pn * qn * rn * (qr_ + pr_ + s * pq_) - kk[0] * qr_ * (s * qn + rn)
+                - kk[1] * pr_ * (s * pn + rn) - kk[2] * pq_ * (pn + qn))
     return f, fp, jnp.stack([pn, qn, rn])
 
 
-def _newton_step(st, ea2, eb2, a2u2, b2v2, a2, kk, planar):
-    """One Newton step of both (2-D and 3-D) iterations; a converged one is left unchanged."""
-    t2, pq, done2, t3, pqr, done3, n = st
-    f, fp, pqn = _f2d(t2, ea2, eb2, a2u2, b2v2)
+def _newton_step(st, c, kk, s):
+    """One Newton step; a converged iteration is left unchanged."""
+    t, pqr, done, n = st
+    f, fp, pqrn = _polynomial(t, c, kk, s)
     conv = jnp.abs(f) < NEWTON_TOL
-    pq = jnp.where(done2, pq, pqn)
-    t2 = jnp.where(done2 | conv, t2, t2 - _safe_div(f, fp))
-    done2 = done2 | conv
-    f, fp, pqrn = _f3d(t3, a2, kk)
-    conv = jnp.abs(f) < NEWTON_TOL
-    pqr = jnp.where(done3, pqr, pqrn)
-    t3 = jnp.where(done3 | conv, t3, t3 - _safe_div(f, fp))
-    return t2, pq, done2, t3, pqr, done3 | conv, n + 1
+    pqr = jnp.where(done, pqr, pqrn)
+    t = jnp.where(done | conv, t, t - _safe_div(f, fp))
+    return t, pqr, done | conv, n + 1
 
 
-def _newton_more(st, ea2, eb2, a2u2, b2v2, a2, kk, planar):
-    """Go on while the iteration ``planar`` selects has not converged, at most ``NEWTON_STEPS``."""
-    return ~jnp.where(planar, st[2], st[5]) & (st[6] < NEWTON_STEPS)
+def _newton_more(st, c, kk, s):
+    """Go on while not converged, at most ``NEWTON_STEPS``."""
+    return ~st[2] & (st[3] < NEWTON_STEPS)
 
 
-def _newton_iterate(t2, t3, ea2, eb2, a2u2, b2v2, a2, kk, planar):
-    """Both Newton iterations of :func:`_closest_point` from t2, t3: the last (P, Q), (P, Q, R) and
-    whether the 3-D one converged (1.0 / 0.0); ``planar`` (1.0 / 0.0) picks the one that must stop."""
-    # a converged lane never changes again, and only the iteration that ``planar`` selects is
-    # read, so stopping when that one has converged returns exactly what OpenSim's loops return
-    false = jnp.zeros((), bool)
-    init = (t2, jnp.ones(2, t2.dtype), false, t3, jnp.ones(3, t3.dtype), false, jnp.zeros((), jnp.int32))
-    consts = (ea2, eb2, a2u2, b2v2, a2, kk, planar > 0.5)
-    st = init
+def _newton_iterate(t, c, kk, s):
+    """The Newton iteration of :func:`_closest_point` from t: the last (P, Q, R) and whether it
+    converged (1.0 / 0.0).  ``s`` is 1.0 for the 3-D problem, 0.0 for a plane's ellipse."""
+    st = (t, jnp.ones(3, t.dtype), jnp.zeros((), bool), jnp.zeros((), jnp.int32))
+    consts = (c, kk, s)
     for _ in range(NEWTON_UNROLLED):  # straight-line steps XLA fuses; most projections stop here
         st = _newton_step(st, *consts)
     # under vmap the few projections still iterating finish apart (lane_while_loop), not all of them
-    _, pq, _, _, pqr, ok3, _ = lane_while_loop(_newton_more, _newton_step, st, consts)
-    return pq, pqr, ok3.astype(t2.dtype)
+    _, pqr, ok, _ = lane_while_loop(_newton_more, _newton_step, st, consts)
+    return pqr, ok.astype(t.dtype)
 
 
 #: the projections' Newton iterations, differentiated as they run (the iterate's derivative; a
@@ -218,11 +206,11 @@ def _closest_point(a, dims, uvw, special, previous):
 
     ``special`` (int): -1 = OpenSim's default: a coordinate within ``ROUNDOFF_ERROR`` of 0 reduces
     the problem to that coordinate plane's ellipse (the smallest radii sum ``dims`` wins, first axis
-    on ties), else the 3-D problem; 0..2 = that plane's ellipse (``closestPointToEllipse``).  Both
-    Newton iterations on Eberly's polynomial in t run 64 steps at most and stop at ``|f| < 1e-9``;
-    the 2-D one then uses its last P, Q; a 3-D one that never meets the test leaves OpenSim's
-    output untouched, i.e. ``previous`` is returned.  One merged ``while_loop`` runs both until
-    the selected one has stopped; it is differentiated as it runs (the derivative of the iterate).
+    on ties), else the 3-D problem; 0..2 = that plane's ellipse (``closestPointToEllipse``).  The
+    Newton iteration on Eberly's polynomial in t (:func:`_polynomial`, the 2-D or the 3-D one, the
+    only one that runs) takes 64 steps at most and stops at ``|f| < 1e-9``; the 2-D one then uses
+    its last P, Q; a 3-D one that never meets the test leaves OpenSim's output untouched, i.e.
+    ``previous`` is returned.  It is differentiated as it runs (the derivative of the iterate).
     """
     near = jnp.abs(uvw) <= ROUNDOFF_ERROR
     sums = jnp.stack([dims[1] + dims[2], dims[0] + dims[2], dims[0] + dims[1]])
@@ -244,8 +232,13 @@ def _closest_point(a, dims, uvw, special, previous):
     in3 = jnp.sum((uvw / a) ** 2) < 1.0
     t3 = jnp.where(in3, 0.0, jnp.max(a) * safe_norm(uvw))
 
-    pq, pqr, ok3 = _newton(t2, t3, ea2, eb2, a2u2, b2v2, a2, kk, planar.astype(t2.dtype))
-    ok3 = ok3 > 0.5
+    # one iteration per projection: the plane's ellipse when ``planar``, else the 3-D problem
+    one = jnp.ones((), ea2.dtype)
+    c = jnp.where(planar, jnp.stack([ea2, eb2, one]), a2)
+    k3 = jnp.where(planar, jnp.stack([a2u2, b2v2, 0.0 * one]), kk)
+    pqr, ok = _newton(jnp.where(planar, t2, t3), c, k3, jnp.where(planar, 0.0, one))
+    ok3 = ~planar & (ok > 0.5)
+    pq = pqr[:2]
 
     special_2d, sx, sy = _ellipse_special(ea, eb, eu, ev)
     x = jnp.where(special_2d, sx, ea2 * eu / pq[0])
@@ -387,8 +380,13 @@ def _norm3(v):
     return _safe_sqrt(sq)
 
 
-def _surface_path(r1, r2, a, vs, vs4, n_seg, far):
-    """``CalcDistanceOnEllipsoid``: the N + 1 path points (padded to 500) and the chord sum."""
+#: the path's angles k·Δφ, k = BLOCK·i + j, by angle addition from BLOCK + MAX_SEGMENTS/BLOCK sines
+#: and cosines instead of one per point (a few ulp from ``cos(k·Δφ)``)
+ANGLE_BLOCK = 32
+
+
+def _path_frame(r1, r2, a, vs, vs4):
+    """``CalcDistanceOnEllipsoid``'s ray origin a0, the unit rays to r1 and the in-plane normal, phi0."""
     imax = jnp.argmax(jnp.abs(vs))
     idx = jnp.arange(3)
     vs_imax = jnp.take(vs, imax)
@@ -399,26 +397,39 @@ def _surface_path(r1, r2, a, vs, vs4, n_seg, far):
     c = _dot(ar1, ar2)
     inner = jnp.abs(c) < 1.0
     phi0 = jnp.where(inner, jnp.arccos(jnp.where(inner, c, 0.0)), jnp.where(c > 0, 0.0, jnp.pi))
-    nf = n_seg.astype(r1.dtype)
-    dphi = jnp.where(far, -(2.0 * math.pi - phi0) / nf, phi0 / nf)
     vsz, _ = normalize_or_zero(jnp.cross(ar1, ar2))
     vsy = jnp.cross(vsz, ar1)
+    return a0, ar1, vsy, phi0
 
-    k = jnp.arange(1, MAX_SEGMENTS + 1)  # point index along the path (0 = r1)
-    phi = k.astype(r1.dtype) * dphi
-    ray = ar1[None, :] * jnp.cos(phi)[:, None] + vsy[None, :] * jnp.sin(phi)[:, None]
-    f1 = ray / a
-    f2 = a0 / a
-    aa = jnp.sum(f1 * f1, axis=-1)
-    bb = 2.0 * jnp.sum(f1 * f2, axis=-1)
-    cc = jnp.sum(f2 * f2) - 1.0
+
+def _ray_points(a0, ar1, vsy, a, cos, sin):
+    """Where the rays ``a0 + μ (ar1 cos φ + vsy sin φ)`` leave the ellipsoid, per component (x, y, z)."""
+    ray = [ar1[i] * cos + vsy[i] * sin for i in range(3)]
+    f1 = [ray[i] / a[i] for i in range(3)]
+    f2 = [a0[i] / a[i] for i in range(3)]
+    aa = f1[0] * f1[0] + f1[1] * f1[1] + f1[2] * f1[2]
+    bb = 2.0 * (f1[0] * f2[0] + f1[1] * f2[1] + f1[2] * f2[2])
+    cc = f2[0] * f2[0] + f2[1] * f2[1] + f2[2] * f2[2] - 1.0
     mu3 = (-bb + _safe_sqrt(bb * bb - 4.0 * aa * cc)) / (2.0 * aa)
-    s = a0 + mu3[:, None] * ray
-    pts = jnp.where((k == n_seg)[:, None], r2, s)
-    pts = jnp.concatenate([r1[None], pts], axis=0)  # (500, 3)
-    seg = _norm3(pts[1:] - pts[:-1])
-    length = jnp.sum(jnp.where(k <= n_seg, seg, 0.0))
-    return pts, length
+    return [a0[i] + mu3 * ray[i] for i in range(3)]
+
+
+def _surface_length(r1, r2, a0, ar1, vsy, a, dphi, n_seg):
+    """The chord sum r1 -> s_1 -> ... -> s_(N-1) -> r2 over the rays at angles k·dphi (N = n_seg)."""
+    nb = -(-MAX_SEGMENTS // ANGLE_BLOCK)
+    j = jnp.arange(ANGLE_BLOCK).astype(r1.dtype) * dphi
+    i = jnp.arange(nb).astype(r1.dtype) * (ANGLE_BLOCK * dphi)
+    cj, sj, ci, si = jnp.cos(j), jnp.sin(j), jnp.cos(i), jnp.sin(i)
+    cos = (ci[:, None] * cj[None, :] - si[:, None] * sj[None, :]).reshape(-1)[1:MAX_SEGMENTS + 1]
+    sin = (si[:, None] * cj[None, :] + ci[:, None] * sj[None, :]).reshape(-1)[1:MAX_SEGMENTS + 1]
+    s = _ray_points(a0, ar1, vsy, a, cos, sin)
+    k = jnp.arange(1, MAX_SEGMENTS + 1)
+    last = k == n_seg
+    pts = [jnp.where(last, r2[c], s[c]) for c in range(3)]
+    prev = [jnp.concatenate([r1[c][None], pts[c][:-1]]) for c in range(3)]
+    d = [pts[c] - prev[c] for c in range(3)]
+    seg = _safe_sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+    return jnp.sum(jnp.where(k <= n_seg, seg, 0.0))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -596,19 +607,23 @@ def _wrap_impl(p1, p2, dimensions, wrap_axis, wrap_sign, method):
     chord = _norm3(t1 - t2)
     length_m = chord / factor
     n_seg = jnp.clip(jnp.floor(length_m / DESIRED_SEG_LENGTH), 1, MAX_SEGMENTS).astype(jnp.int32)
-    sp = jax.vmap(_surface_path, in_axes=(None, None, None, None, None, None, 0))
-    pts, lens = sp(t1, t2, a, vs, vs4, n_seg, jnp.array([False, True]))
-    pts, near_len, far_len = pts[0], lens[0], lens[1]
-    # wrong-way test (quadrant only, at least one interior point)
-    w1 = pts[1]
-    w2 = pts[jnp.maximum(n_seg - 1, 0)]
+    # wrong-way test (quadrant only, at least one interior point): the near path's first and last
+    # interior points decide which way round the one path below goes
+    a0, ar1, vsy, phi0 = _path_frame(t1, t2, a, vs, vs4)
+    nf = n_seg.astype(t1.dtype)
+    near = phi0 / nf
+    ends = jnp.stack([near, jnp.maximum(nf - 1.0, 0.0) * near])
+    w = _ray_points(a0, ar1, vsy, a, jnp.cos(ends), jnp.sin(ends))
+    w1 = jnp.stack([c[0] for c in w])
+    w2 = jnp.stack([c[1] for c in w])
     d1, _ = normalize_or_zero(q1 - t1)
     e1, _ = normalize_or_zero(w1 - t1)
     d2, _ = normalize_or_zero(q2 - t2)
     e2, _ = normalize_or_zero(w2 - t2)
     wrong = (_dot(d1, e1) > 0.0) | (_dot(d2, e2) > 0.0)
     far = (wrap_sign != 0) & (n_seg >= 2) & wrong
-    length = jnp.where(far, far_len, near_len)
+    dphi = jnp.where(far, -(2.0 * math.pi - phi0) / nf, near)
+    length = _surface_length(t1, t2, a0, ar1, vsy, a, dphi, n_seg)
     length = jnp.where(length_m < DESIRED_SEG_LENGTH, chord, length)
 
     length = jnp.where(wraps, length / factor, 0.0)

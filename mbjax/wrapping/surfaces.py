@@ -99,31 +99,40 @@ def surface_plan(rows_by_kind, lanes_per_row: int, segments: int = 1) -> dict[in
     return out
 
 
-def _chunks(n_chunks, chunk, need, fn, carry):
-    """Run ``fn(idx, valid, mine, back, carry)`` on the lanes where ``need (M,)``, ``chunk`` at a time.
+def _chunks(n_chunks, chunk, need, fn, like):
+    """``fn(idx, valid)`` on the items where ``need (M,)``, ``chunk`` at a time; each item's result.
 
-    ``idx (chunk,)`` are the lanes of the chunk in lane order (``M`` past the last one),
-    ``valid`` marks the real ones; ``mine (M,)`` marks the lanes in this chunk and ``back (M,)``
-    their position in it, so results go back to the lanes by a gather and a select (a scatter is
-    slow on CPU, more so batched under ``vmap``).  Every kernel ``fn`` calls is traced once; a
-    chunk with no lane left is skipped by a real branch (``lax.cond``).
+    ``idx (chunk,)`` are the chunk's items in order (``M`` past the last one), ``valid`` marks the
+    real ones; ``fn`` returns a pytree of ``(chunk, ...)`` arrays shaped like ``like``'s leaves
+    (one item).  Each chunk writes its slice of a compacted buffer in place, and one gather at the
+    end brings item ``m``'s result back (rank of ``m`` among the needed items): the cost of a chunk
+    is its own size, not the number of items (a select over all items per chunk made the pass
+    quadratic in the batch).  Items not needed get an arbitrary value (the caller selects).  Every
+    kernel ``fn`` calls is traced once; a chunk with no item left is skipped by a real branch
+    (``lax.cond``).
     """
     M = need.shape[0]
     rank = jnp.cumsum(need.astype(jnp.int32)) - 1
     total = jnp.sum(need.astype(jnp.int32))
-    lanes = jnp.arange(M, dtype=jnp.int32)
+    items = jnp.arange(M, dtype=jnp.int32)
+    size = n_chunks * chunk
+    # the compacted order: slot r holds the item of rank r (M = none)
+    order = jnp.full((size,), M, jnp.int32).at[jnp.where(need, rank, size)].set(items, mode="drop")
+    buf = jax.tree.map(lambda x: jnp.zeros((size,) + x.shape, x.dtype), like)
+    buf = jax.tree.map(lambda b, x: seeded(b, x), buf, like)
 
-    def one(j, carry):
-        at = rank - j * chunk
-        mine = need & (at >= 0) & (at < chunk)
-        idx = jnp.full((chunk,), M, jnp.int32).at[jnp.where(mine, at, chunk)].set(lanes, mode="drop")
-        valid = idx < M
-        back = jnp.clip(at, 0, chunk - 1)
-        return jax.lax.cond(j * chunk < total, lambda c: fn(idx, valid, mine, back, c), lambda c: c, carry)
+    def one(j, buf):
+        def run(buf):
+            idx = jax.lax.dynamic_slice_in_dim(order, j * chunk, chunk)
+            out = fn(idx, idx < M)
+            return jax.tree.map(lambda b, o: jax.lax.dynamic_update_slice_in_dim(b, o.astype(b.dtype), j * chunk, 0),
+                                buf, out)
 
-    if n_chunks == 1:
-        return one(0, carry)
-    return jax.lax.fori_loop(0, n_chunks, one, carry)
+        return jax.lax.cond(j * chunk < total, run, lambda b: b, buf)
+
+    buf = one(0, buf) if n_chunks == 1 else jax.lax.fori_loop(0, n_chunks, one, buf)
+    at = jnp.clip(rank, 0, size - 1)
+    return jax.tree.map(lambda b: b[at], buf)
 
 
 def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand, key) -> WrapLine:
@@ -167,6 +176,7 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
         return tuple(x[safe] for x in xs)
 
     sg_in = () if static_single else (single,)
+    one_lane = (has_path[0, 0], r1[0, 0], r2[0, 0], length[0, 0])  # one item's outputs (seeded like p1)
     for k, (n_chunks, chunk) in plan.items():
         use = cand & (kind == k)[:, None]  # (M, N)
         if k in DEFERRED:
@@ -179,40 +189,37 @@ def evaluate_surface(plan, kind, p1, p2, dims, axis, sign, method, single, cand,
             w2 = jnp.take_along_axis(p2, win[:, None, None], 1)[:, 0]
             code = jnp.where(use, codes, code)
 
-            def run(idx, valid, mine, back, c, _k=k, w1=w1, w2=w2, win=win, use=use):
-                hp, r1_, r2_, ln = c
+            def run(idx, valid, _k=k, w1=w1, w2=w2):
                 a, b, d_, ax, sg, me, f1, f2, *si = gather(idx, w1, w2, dims, axis, sign, method, far1, far2, *sg_in)
                 a = jnp.where(valid[:, None], a, f1)
                 b = jnp.where(valid[:, None], b, f2)
                 fn = lanes(_k, (0, 0, 0, 0, 0, 0) + ((0,) if si else ()))
                 out = fn(a, b, d_, ax, sg, me, *si)
-                u = mine[:, None] & use & (jnp.arange(N)[None] == win[:, None])  # (M, N)
-                hp = jnp.where(u, out.has_path[back][:, None], hp)
-                r1_ = jnp.where(u[..., None], out.r1[back][:, None].astype(dtype), r1_)
-                r2_ = jnp.where(u[..., None], out.r2[back][:, None].astype(dtype), r2_)
-                ln = jnp.where(u, out.length[back][:, None].astype(dtype), ln)
-                return hp, r1_, r2_, ln
+                return out.has_path, out.r1, out.r2, out.length
 
-            has_path, r1, r2, length = _chunks(n_chunks, chunk, any_mand, run, (has_path, r1, r2, length))
+            hp_, r1_, r2_, ln_ = _chunks(n_chunks, chunk, any_mand, run, one_lane)
+            u = any_mand[:, None] & use & (jnp.arange(N)[None] == win[:, None])  # (M, N)
+            has_path = jnp.where(u, hp_[:, None], has_path)
+            r1 = jnp.where(u[..., None], r1_[:, None], r1)
+            r2 = jnp.where(u[..., None], r2_[:, None], r2)
+            length = jnp.where(u, ln_[:, None], length)
             continue
 
-        def run(idx, valid, mine, back, c, _k=k):
+        def run(idx, valid, _k=k):
             # a chunk of candidate (lane, segment) pairs, flattened as lane * N + segment
-            cd, hp, r1_, r2_, ln = c
             lane = jnp.minimum(idx // N, M - 1)
             safe = jnp.minimum(idx, M * N - 1)
             a = jnp.where(valid[:, None], p1.reshape(-1, 3)[safe], far1[lane])
             b = jnp.where(valid[:, None], p2.reshape(-1, 3)[safe], far2[lane])
             si = tuple(x[lane] for x in sg_in)
             out = lanes(_k, 0)(a, b, dims[lane], axis[lane], sign[lane], method[lane], *si)
-            take = lambda x: x[back].reshape((M, N) + x.shape[1:])  # noqa: E731
-            u = mine.reshape(M, N)
-            cd = jnp.where(u, take(out.code.astype(jnp.int32)), cd)
-            hp = jnp.where(u, take(out.has_path), hp)
-            r1_ = jnp.where(u[..., None], take(out.r1.astype(dtype)), r1_)
-            r2_ = jnp.where(u[..., None], take(out.r2.astype(dtype)), r2_)
-            ln = jnp.where(u, take(out.length.astype(dtype)), ln)
-            return cd, hp, r1_, r2_, ln
+            return out.code.astype(jnp.int32), out.has_path, out.r1, out.r2, out.length
 
-        code, has_path, r1, r2, length = _chunks(n_chunks, chunk, use.reshape(-1), run, (code, has_path, r1, r2, length))
+        got = _chunks(n_chunks, chunk, use.reshape(-1), run, (code[0, 0],) + one_lane)
+        cd_, hp_, r1_, r2_, ln_ = (x.reshape((M, N) + x.shape[1:]) for x in got)
+        code = jnp.where(use, cd_, code)
+        has_path = jnp.where(use, hp_, has_path)
+        r1 = jnp.where(use[..., None], r1_, r1)
+        r2 = jnp.where(use[..., None], r2_, r2)
+        length = jnp.where(use, ln_, length)
     return WrapLine(code, has_path, r1, r2, length)
