@@ -72,6 +72,7 @@ import optimistix as optx
 from jax.custom_derivatives import SymbolicZero
 
 from . import _checks
+from .io.motion_ranges import warn_outside_ranges
 from .io.storage import (
     TRC_UNIT_NAMES,
     TRC_UNITS,
@@ -626,6 +627,11 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
                       "reported as not converged", stacklevel=2)
     _report_undetermined(names, times, loose_out, ok_out, skip=under)
     _check_marker_scale(data, x, xm_out, present)
+    if info is not None:  # a free coordinate the solver took far beyond its range: named, not silent
+        loose = [i for i in range(nq) if free[i] and not bounded[i]]
+        warn_outside_ranges(model, [names[i] for i in loose], q_out[:, loose], "IK", None, stacklevel=3,
+                            times=times, cause=". The markers may not fit the model there (scaling, marker "
+                            "placement or labels), or the coordinate should be clamped")
     err = np.where(present, np.linalg.norm(xm_out - x, axis=-1), np.nan)
     count = present.sum(axis=1)
     sq = np.where(present, err, 0.0) ** 2

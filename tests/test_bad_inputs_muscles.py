@@ -244,3 +244,25 @@ def test_float32_checks_refuse_and_accept_the_same():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+
+@pytest.mark.parametrize("axis, value", [(0, math.nan), (0, -0.05), (0, 0.0), (1, math.inf)])
+def test_wrap_dimensions_changed_after_loading_are_refused_by_object(axis, value):
+    """A wrap object's dimensions set outside what a file may hold (``eqx.tree_at``, a fit step) give
+    an error naming the object, not the straight path (NaN) or a mirrored surface (negative)."""
+    from test_wrap_path import _hinge_model
+
+    model = _hinge_model("link")  # a string over a hinge cylinder (radius, length)
+    q = jnp.asarray([2.9])
+    wraps = model.extras["muscles"].wraps
+    leaf = lambda m: m.extras["muscles"].wraps.dimensions  # noqa: E731
+    bad = eqx.tree_at(leaf, model, wraps.dimensions.at[0, axis].set(value))
+    name, kind = wraps.names[0], wraps.kinds[0]
+    for fn in (mbjax.muscle_lengths, mbjax.moment_arms):
+        with pytest.raises(RuntimeError, match=rf"{fn.__name__}: wrap object '{name}' \({kind}\) has dimensions "
+                                               "that are not finite and positive"):
+            fn(bad, q)
+    # a cylinder's third dimension is not used: any value there is no error, and changes nothing
+    fine = eqx.tree_at(leaf, model, wraps.dimensions.at[0, 2].set(-1.0))
+    np.testing.assert_array_equal(np.asarray(mbjax.muscle_lengths(fine, q)), np.asarray(mbjax.muscle_lengths(model, q)))

@@ -112,6 +112,23 @@ def test_bounds_honoured(arm):
     assert r.rms[out].min() > 1e-4  # the bound costs marker error
 
 
+def test_a_free_coordinate_far_outside_its_range_is_named(arm):
+    model, markers, pos = arm[:3]
+    q = _motion(elbow=(0.3, -2.9))  # the elbow (range [0, 2.269], not clamped) driven to -2.9 rad
+    d = MarkerData(np.arange(T) / 120.0, markers.names, np.asarray(pos(q)))
+    with pytest.warns(UserWarning, match=r"IK: coordinate\(s\) far outside their range.*r_elbow_flex reaches "
+                      r"-2\.9.*range \[0, 2\.269\] \(first at t = 0\.1\d+ s\)") as rec:
+        r = inverse_kinematics(model, markers, d)
+    np.testing.assert_allclose(r.q, q, atol=1e-8)  # the markers were made there: the answer is right, and named
+    assert not any("r_shoulder_elev" in str(w.message) for w in rec)
+    first = np.argmax(q[:, 1] < -2.269)  # by the generating motion, independently of the solver
+    assert f"t = {d.time[first]:.6g} s" in " ".join(str(w.message) for w in rec)
+    import warnings as _w
+    with _w.catch_warnings():
+        _w.simplefilter("error")  # bounded: the solver keeps it in range, nothing to say
+        inverse_kinematics(model, markers, d, bounds="all")
+
+
 def test_weights_matter(arm):
     model, markers, pos = arm[:3]
     q = _motion()

@@ -17,9 +17,13 @@ import numpy as np
 RADIAN_LIMIT = 4.0 * np.pi
 
 
-def warn_outside_ranges(model, names, values, source: str, in_degrees: bool, stacklevel: int = 3) -> None:
+def warn_outside_ranges(model, names, values, source: str, in_degrees: bool, stacklevel: int = 3,
+                        times=None, cause: str = "") -> None:
     """Warn naming each coordinate of ``names`` whose ``values (T, k)`` (model units) leave its range
-    by more than the range's width, and each rotational one beyond :data:`RADIAN_LIMIT`."""
+    by more than the range's width, and each rotational one beyond :data:`RADIAN_LIMIT` read from a
+    file labelled radians (``in_degrees`` False; ``None``: values that were not read from a file, e.g.
+    a solver's result, for which that is only "far outside").  With ``times (T,)`` each coordinate's
+    first such time is named; ``cause`` is appended to the warning (the likely reason)."""
     info = model.extras.get("osim")
     if info is None or not len(names):
         return
@@ -33,14 +37,16 @@ def warn_outside_ranges(model, names, values, source: str, in_degrees: bool, sta
         rotational = info.motion_types[i] == "rotational"
         far = max(hi - lo, 1e-3 if not rotational else np.radians(10.0))
         v_min, v_max = float(np.min(col)), float(np.max(col))
-        if rotational and not in_degrees and max(abs(v_min), abs(v_max)) > RADIAN_LIMIT:
+        outside = (col < lo - far) | (col > hi + far)
+        at = f" (first at t = {float(times[np.argmax(outside)]):.6g} s)" if times is not None and outside.any() else ""
+        if rotational and in_degrees is False and max(abs(v_min), abs(v_max)) > RADIAN_LIMIT:
             units.append(f"{name} reaches {max(v_min, v_max, key=abs):.4g} rad")
-        elif v_min < lo - far or v_max > hi + far:
+        elif outside.any():
             worst = v_min if lo - v_min > v_max - hi else v_max
-            lines.append(f"{name} reaches {worst:.4g}, range [{lo:.4g}, {hi:.4g}]")
+            lines.append(f"{name} reaches {worst:.4g}, range [{lo:.4g}, {hi:.4g}]{at}")
     if units:
         warnings.warn(f"{source}: rotational coordinate(s) beyond two turns: {'; '.join(units)}. Is the file in "
                       "degrees? Its header says inDegrees=no (values read as radians)", stacklevel=stacklevel)
     if lines:
         warnings.warn(f"{source}: coordinate(s) far outside their range (by more than its width): "
-                      f"{'; '.join(lines)}", stacklevel=stacklevel)
+                      f"{'; '.join(lines)}{cause}", stacklevel=stacklevel)

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _checks
+from ..wrapping.objects import DIMENSIONS_USED
 from .._kinematics import body_poses
 from .._model import GROUND, Model
 from ..maps._base import AbstractJointMap, local_index
@@ -335,7 +336,29 @@ def require_pose_and_path(out, model: Model, q, where: str):
     smooth option for an ellipsoid wrap whose shooting solve failed."""
     ctx = _checks.coordinates_context(model)
     return _checks.all_of(out, [(~jnp.isfinite(q), f"q contains NaN or inf{ctx}"),
+                                *wrap_dimension_rules(model, where),
                                 (jnp.isnan(out), f"{where}: {PATH_UNDEFINED}")])
+
+
+def wrap_dimension_rules(model: Model, where: str) -> list:
+    """``(bad, message)`` per wrap object whose dimensions are not finite and positive (a torus: inner
+    below outer radius), as :class:`~mbjax.wrapping.objects.WrapObject` requires when a file is read;
+    checked again at call time because a model's arrays can be changed after loading
+    (``eqx.tree_at``, an identification step), and a NaN or negative radius would otherwise give a
+    straight or mirrored path without a word."""
+    wraps = get_paths(model).wraps
+    if wraps is None:
+        return []
+    used = np.array([[k < DIMENSIONS_USED[kind] for k in range(3)] for kind in wraps.kinds])
+    torus = np.array([kind == "WrapTorus" for kind in wraps.kinds])
+    d = wraps.dimensions
+    bad = ~jnp.all(jnp.where(used, jnp.isfinite(d) & (d > 0), True), axis=1) | (torus & ~(d[:, 0] < d[:, 1]))
+    rules = []
+    for o, (name, kind) in enumerate(zip(wraps.names, wraps.kinds)):
+        rules.append((bad[o], f"{where}: wrap object {name!r} ({kind}) has dimensions that are not finite and "
+                              f"positive{' (inner radius below outer)' if kind == 'WrapTorus' else ''}: "
+                              "was the model changed after loading (eqx.tree_at, a fit step)?"))
+    return rules
 
 
 def get_paths(model: Model) -> MusclePaths:

@@ -28,6 +28,8 @@ import numpy as np
 
 #: the surfaces mbjax models, in OpenSim's element names
 KINDS = ("WrapCylinder", "WrapSphere", "WrapEllipsoid", "WrapTorus")
+#: how many of the three ``dimensions`` each kind uses (all of them must be positive)
+DIMENSIONS_USED = {"WrapCylinder": 2, "WrapSphere": 1, "WrapEllipsoid": 3, "WrapTorus": 2}
 #: PathWrap ``method`` names, in the order of OpenSim's ``PathWrap::WrapMethod``
 METHODS = ("hybrid", "midpoint", "axial")
 
@@ -85,7 +87,7 @@ class WrapObject:
         trans = np.asarray(self.translation, dtype=float)
         if dims.shape != (3,) or not np.all(np.isfinite(dims)):
             raise ValueError(f"wrap object {self.name!r}: dimensions must be a finite 3-vector, got {dims!r}")
-        needed = {"WrapCylinder": 2, "WrapSphere": 1, "WrapEllipsoid": 3, "WrapTorus": 2}[self.kind]
+        needed = DIMENSIONS_USED[self.kind]
         if np.any(dims[:needed] <= 0):
             raise ValueError(f"wrap object {self.name!r} ({self.kind}): dimensions must be positive, got {dims[:needed]}")
         if self.kind == "WrapTorus" and not dims[0] < dims[1]:
