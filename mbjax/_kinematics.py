@@ -419,6 +419,10 @@ def joint_matrices(model: Model) -> jnp.ndarray:
 def joint_transforms(model: Model, f) -> jnp.ndarray:
     """Parent-to-child transforms ᵖʳ⁽ⁱ⁾ᵢA₄ = O_i J_i(f_i) (Eq. 38-39), ``(nb, 4, 4)``."""
     f = jnp.asarray(f)
+    nf = model.axis.shape[0]
+    if f.ndim < 1 or f.shape[0] != nf:
+        raise ValueError(f"joint_transforms: f (the joint values, one per body) must have shape (nb,) = ({nf},) "
+                         f"(bodies {model.topology.body_names}), got {f.shape}")
     ops = Small(f.ndim - 1, jnp.result_type(f, model.axis))
     return _to4x4(*_local_frames(model, f.astype(ops.dtype), ops))
 

@@ -53,6 +53,14 @@ def range_violations(model: Model, q) -> list[RangeViolation]:
     exactly when the compiled check passes.
     """
     q = np.asarray(q, dtype=float)
+    nq = model.n_coordinates
+    if q.ndim not in (1, 2) or q.shape[-1] != nq:
+        raise ValueError(f"range_violations: q must have shape (nq,) or (N, nq) with nq = {nq} "
+                         f"(coordinates {model.coordinate_names}), got {q.shape}")
+    if not np.all(np.isfinite(q)):
+        at = np.argwhere(~np.isfinite(np.atleast_2d(q)))[0]
+        where = f"coordinate {model.coordinate_names[at[1]]!r}" + ("" if q.ndim == 1 else f" of pose {at[0]}")
+        raise ValueError(f"range_violations: q holds NaN or inf ({where}): no range can be judged there")
     single = q.ndim == 1
     qs = q[None] if single else q.reshape(-1, q.shape[-1])
     top = model.topology

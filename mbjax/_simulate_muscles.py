@@ -33,6 +33,7 @@ import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 
+from . import _checks
 from ._checks import checks
 from ._dynamics import _forward_dynamics
 from ._excitations import ConstantExcitation
@@ -85,6 +86,19 @@ def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, mome
     excitation stands for the activation where ``ignore_activation_dynamics``); ``moment_arms``
     picks the path speed as in :func:`simulate_muscles`."""
     rule = lengths_speeds_rule(moment_arms)
+    ctx = _checks.coordinates_context(model)
+    names = model.extras["muscles"].names if "muscles" in model.extras else ()
+    mctx = _checks.names_context("muscles", names)
+    q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)
+    qd = _checks.as_array(qd, "qd", (model.n_coordinates,), ("nq",), ctx)
+    activation = _checks.as_array(activation, "activation", (len(names),), ("nm",), mctx)
+    rules = [(~jnp.isfinite(q), f"initial_fiber_lengths: q contains NaN or inf{ctx}"),
+             (~jnp.isfinite(qd), f"initial_fiber_lengths: qd contains NaN or inf{ctx}"),
+             (~jnp.isfinite(activation), f"initial_fiber_lengths: activation contains NaN or inf{mctx}")]
+    if excitation is not None:
+        excitation = _checks.as_array(excitation, "excitation", (len(names),), ("nm",), mctx)
+        rules.append((~jnp.isfinite(excitation), f"initial_fiber_lengths: excitation contains NaN or inf{mctx}"))
+    q = _checks.all_of(q, rules)
     with checks(False):
         L, V, _ = rule(model, q, qd)
         a = activation if excitation is None else effective_activation(model, activation, excitation)

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._kinematics import body_poses
 from .._model import Model
+from .. import _checks
 
 
 class ForceElement(eqx.Module):
@@ -140,10 +141,13 @@ def model_forces(model: Model, q, qd):
     Zero for a model without any.  Add it to the right side of Eq. 198; for :func:`mbjax.simulate`
     pass ``forces=ModelForces(model)``.
     """
-    q = jnp.asarray(q)
+    ctx = _checks.coordinates_context(model)
+    q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)
     if not jnp.issubdtype(q.dtype, jnp.inexact):
         q = q.astype(float)
-    qd = jnp.asarray(qd, dtype=q.dtype)
+    qd = _checks.as_array(qd, "qd", (model.n_coordinates,), ("nq",), ctx).astype(q.dtype)
+    q = _checks.all_of(q, [(~jnp.isfinite(q), f"model_forces: q contains NaN or inf{ctx}"),
+                           (~jnp.isfinite(qd), f"model_forces: qd contains NaN or inf{ctx}")])
     fs = model.extras.get("forces")
     if fs is None:
         return jnp.zeros_like(q)

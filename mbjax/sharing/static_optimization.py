@@ -61,6 +61,7 @@ from ..muscles.pennation import pennation_angle
 from ..muscles.schutte1993 import SCHUTTE
 from ..muscles.paths import get_paths
 from . import qp
+from .. import _checks
 
 
 class SharingProblem(NamedTuple):
@@ -222,22 +223,47 @@ def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, rese
     dtype = R.dtype
     A = R * f_opt[None, :]
     b = tau - R @ f_pas
-    w = jnp.ones((nm,), dtype) if weights is None else jnp.broadcast_to(jnp.asarray(weights, dtype), (nm,))
-    lo = jnp.broadcast_to(jnp.asarray(activation_bounds[0], dtype), (nm,))
-    hi = jnp.broadcast_to(jnp.asarray(activation_bounds[1], dtype), (nm,))
+    if weights is None:
+        w = jnp.ones((nm,), dtype)
+    else:
+        w = jnp.asarray(weights, dtype)
+        if w.shape not in ((), (nm,)):  # never broadcast another length
+            raise ValueError(f"weights must be a scalar or have shape (nm,) = ({nm},), got {w.shape}")
+        w = jnp.broadcast_to(w, (nm,))
+    lo, hi = (jnp.broadcast_to(jnp.asarray(_bound(activation_bounds, k, "activation_bounds", nm), dtype), (nm,))
+              for k in (0, 1))
     fr = _reserve_vector(reserves, nq, dtype)
     if fr is not None:
         A = jnp.concatenate([A, jnp.diag(fr)], axis=1)
         w = jnp.concatenate([w, jnp.ones((nq,), dtype)])
-        lo = jnp.concatenate([lo, jnp.broadcast_to(jnp.asarray(reserve_bounds[0], dtype), (nq,))])
-        hi = jnp.concatenate([hi, jnp.broadcast_to(jnp.asarray(reserve_bounds[1], dtype), (nq,))])
+        lo = jnp.concatenate([lo, jnp.broadcast_to(jnp.asarray(_bound(reserve_bounds, 0, "reserve_bounds", nq), dtype), (nq,))])
+        hi = jnp.concatenate([hi, jnp.broadcast_to(jnp.asarray(_bound(reserve_bounds, 1, "reserve_bounds", nq), dtype), (nq,))])
     if B is not None:
         na = B.shape[1]
         A = jnp.concatenate([A, B.astype(dtype)], axis=1)
         w = jnp.concatenate([w, jnp.ones((na,), dtype)])
-        lo = jnp.concatenate([lo, jnp.broadcast_to(jnp.asarray(actuator_bounds[0], dtype), (na,))])
-        hi = jnp.concatenate([hi, jnp.broadcast_to(jnp.asarray(actuator_bounds[1], dtype), (na,))])
+        lo = jnp.concatenate([lo, jnp.broadcast_to(jnp.asarray(_bound(actuator_bounds, 0, "actuator_bounds", na), dtype), (na,))])
+        hi = jnp.concatenate([hi, jnp.broadcast_to(jnp.asarray(_bound(actuator_bounds, 1, "actuator_bounds", na), dtype), (na,))])
+    # one fused run-time check: weights finite and >= 0, every lower bound at most its upper bound
+    b = _checks.all_of(b, [(~jnp.all(jnp.isfinite(w) & (w >= 0)), "static optimization: weights must be finite and >= 0"),
+                           (jnp.any(lo > hi) | jnp.any(jnp.isnan(lo)) | jnp.any(jnp.isnan(hi)),
+                            "static optimization: a lower bound (activation_bounds, reserve_bounds or "
+                            "actuator_bounds) is above its upper bound or NaN")])
     return A, b, lo, hi, w, fr
+
+
+def _bound(bounds, k: int, name: str, n: int):
+    """``bounds[k]`` (a scalar or ``(n,)``), refusing anything that is not a (lower, upper) pair."""
+    try:
+        lower_upper = tuple(bounds)
+    except TypeError:
+        raise ValueError(f"{name} must be a (lower, upper) pair, got {bounds!r}") from None
+    if len(lower_upper) != 2:
+        raise ValueError(f"{name} must be a (lower, upper) pair, got {len(lower_upper)} values")
+    x = jnp.asarray(lower_upper[k])
+    if x.shape not in ((), (n,)):
+        raise ValueError(f"{name}[{k}] must be a scalar or have shape ({n},), got {x.shape}")
+    return x
 
 
 def _n_actuators(problem: SharingProblem) -> int:
@@ -325,6 +351,11 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
     ``actuators (T, nq, na)``: other actuators' generalized force per unit control per frame.
     """
     qs = jnp.asarray(qs)
+    nq = model.n_coordinates
+    shapes = [jnp.shape(x) for x in (qs, qds, qdds)]
+    if any(len(sh) != 2 or sh[1] != nq or sh[0] != shapes[0][0] for sh in shapes):
+        raise ValueError(f"qs, qds, qdds must have the same shape (T, nq) = (T, {nq}), got "
+                         f"{', '.join(str(tuple(sh)) for sh in shapes)}")
 
     def build(q, qd, qdd, tau, ext, R, L, B):
         return sharing_problem(model, q, qd, qdd, tau=tau, external=ext, use_muscle_physiology=use_muscle_physiology,
