@@ -226,5 +226,10 @@ def muscle_vector_field(model: Model, t, state: MuscleSimState, excitations, mom
     lengths_speeds_rule(moment_arms)
     if not callable(excitations):
         excitations = ConstantExcitation(jnp.asarray(excitations))
-    return MuscleDrivenField(excitations, None, tendon_kinds(model), moment_arms)(t, MuscleSimState(*state), model)
+    nq = model.n_coordinates
+    nm = len(model.extras["muscles"].names) if "muscles" in model.extras else 0
+    state = MuscleSimState(*state)
+    for field, n, dim in zip(MuscleSimState._fields, (nq, nq, nm, nm), ("nq", "nq", "nm", "nm")):
+        _checks.as_array(getattr(state, field), f"state.{field}", (n,), (dim,))
+    return MuscleDrivenField(excitations, None, tendon_kinds(model), moment_arms)(t, state, model)
 

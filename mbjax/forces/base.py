@@ -124,6 +124,10 @@ class ForceSet(eqx.Module):
 
 def with_force_elements(model: Model, *elements: ForceElement) -> Model:
     """A copy of ``model`` whose force set also holds ``elements`` (stacks of one kind each)."""
+    for e in elements:
+        if e is not None and not isinstance(e, ForceElement):
+            raise TypeError(f"with_force_elements: {type(e).__name__} {str(e)[:80]!r} is not a ForceElement "
+                            "(mbjax.forces: CoordinateSpring, HuntCrossleyForce, ...)")
     old = model.extras.get("forces", ForceSet())
     extras = dict(model.extras)
     extras["forces"] = ForceSet(tuple(old.elements) + tuple(e for e in elements if e is not None))

@@ -158,9 +158,16 @@ def build_path_functions(muscle_names: Sequence[str], coordinate_names: Sequence
     muscle_names = list(muscle_names)
     coordinate_names = list(coordinate_names)
     by_key: dict[tuple[int, int], list] = {}
-    for name, (coords, order, coefficients) in functions.items():
+    if not isinstance(functions, dict):
+        raise TypeError(f"path functions must be a PathFunctions or a dict {{muscle: (coordinates, order, "
+                        f"coefficients)}}, got {type(functions).__name__}")
+    for name, spec in functions.items():
         if name not in muscle_names:
             raise ValueError(f"path function for {name!r}: the model has no muscle of that name")
+        if not isinstance(spec, (tuple, list)) or len(spec) != 3:
+            raise ValueError(f"path function for muscle {name!r}: expected (coordinates, order, coefficients), "
+                             f"got {spec!r}"[:300])
+        coords, order, coefficients = spec
         coords = tuple(coords)
         if not coords:
             raise ValueError(f"path function for muscle {name!r}: it names no coordinate")
