@@ -37,12 +37,14 @@ def default_cache_dir() -> str:
 
 
 def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compile_time: float = 0.2,
-                             max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+                             max_bytes: int = DEFAULT_MAX_BYTES, programs: bool = True) -> str:
     """Keep compiled programs in ``path`` (default :func:`default_cache_dir`) across sessions.
 
     ``min_compile_time``: seconds a compilation must take to be written; ``max_bytes``: the folder's
-    size cap (JAX evicts the least recently used entries beyond it; ``-1``: no cap).  Returns the
-    folder.  Raises ``ValueError`` for a path that exists and is not a folder, or that cannot be
+    size cap (JAX evicts the least recently used entries beyond it; ``-1``: no cap); ``programs``:
+    also keep the OpenSim tools' traced programs in ``<path>-programs``
+    (:mod:`mbjax.program_store`), so a new process neither traces nor compiles them again.  Returns
+    the folder.  Raises ``ValueError`` for a path that exists and is not a folder, or that cannot be
     created or written.
     """
     import jax
@@ -67,6 +69,10 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compi
     from jax.experimental.compilation_cache import compilation_cache as _cc
 
     _cc.reset_cache()
+    if programs:
+        from .program_store import enable_program_store
+
+        enable_program_store(folder + "-programs")
     return folder
 
 

@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .program_store import persistent
 from . import _checks
 from ._dynamics import inverse_dynamics
 from ._loads import ExternalLoads
@@ -200,7 +201,7 @@ def dynamics_model(model):
     return model.with_extras({"forces": fs} if fs is not None and fs.elements else {})
 
 
-@eqx.filter_jit
+@persistent("mbjax.id_tool._frames")
 def _frames(model, q, qd, qdd, external, forces_on):
     """``forces_on`` (traced 0/1) weighs the model's force elements, when it has any: one program."""
     return torques_of_frames(model, q, qd, qdd, external, forces_on)

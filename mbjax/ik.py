@@ -71,6 +71,7 @@ import numpy as np
 import optimistix as optx
 from jax.custom_derivatives import SymbolicZero
 
+from .program_store import persistent
 from . import _checks
 from .io.motion_ranges import warn_outside_ranges
 from .io.storage import (
@@ -333,7 +334,7 @@ def _solve_warm(spec: _Spec, fx: _Fixed, u0, x, w, qref, curv):
     return jax.lax.cond(ok, lambda _: gn, fallback, None)
 
 
-@eqx.filter_jit
+@persistent("mbjax.ik._solve_chunk")
 def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
     """One chunk of frames: ``lax.scan`` (each frame from the previous solution, the first from
     ``u_start (nq,)``, all by :func:`_solve_warm`) or ``vmap`` (every frame from its own

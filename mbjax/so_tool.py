@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .program_store import persistent
 from . import _checks
 from .forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator, actuator_matrix
 from .io.osim_coordinates import coordinate_jacobian, coordinate_names
@@ -122,8 +123,8 @@ class SOResult(NamedTuple):
 
 def _external_records(external_loads, resolved, q):
     """``ExternalForce::getRecordValues`` at every frame: labels and values ``(T, k)``, from the
-    loads ``resolved`` at every frame (in :func:`_solve_frames`' program)."""
-    forces, points, torques = (np.asarray(a) for a in (resolved.forces, resolved.points, resolved.torques))
+    loads ``resolved`` at every frame (in :func:`_solve_frames`' program): ``(forces, points, torques)``."""
+    forces, points, torques = (np.asarray(a) for a in resolved)
     labels, cols = [], []
     for k, f in enumerate(external_loads.forces):
         stem = f"{f.applied_to_body}_{f.name}_"
@@ -324,7 +325,7 @@ def _report_failures(model, t, res):
                   "actuators or see mbjax.sharing.infeasibility_report", stacklevel=3)
 
 
-@eqx.filter_jit
+@persistent("mbjax.so_tool._solve_frames")
 def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent, use_muscle_physiology,
                   pennation_rule, moment_arm_rule, solver_options, loads=None):
     """All frames, compiled once per model, frame count and (static) options: a second run of the
@@ -332,10 +333,12 @@ def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent
     τ of the frames (:func:`mbjax.id_tool.torques_of_frames`, ``forces_on`` weighing the model's
     force elements), the actuators' generalized forces (:func:`actuator_columns`) and the
     activations' lower bounds (each muscle's ``minimum_activation``) are computed here too, not in
-    programs of their own.  Returns the result, the external ``loads (T, ...)`` resolved at every
-    frame (None without) and τ ``(T, nq)``."""
+    programs of their own.  Returns the result, the external loads resolved at every frame as
+    ``(forces, points, torques)`` ``(T, k, 3)`` each (None without) and τ ``(T, nq)``."""
     tau = torques_of_frames(dynamics_model(model), q, qd, qdd, loads, forces_on)
     resolved = None if loads is None else jax.vmap(lambda L, x: L.resolved(model, x))(loads, q)
+    if resolved is not None:  # arrays only: the program's outputs are kept on disk (mbjax.program_store)
+        resolved = (resolved.forces, resolved.points, resolved.torques)
     paths = get_paths(model)
     lo, hi = hill_parameters(paths)["minimum_activation"], jnp.ones((paths.n_muscles,), q.dtype)
     mask, _, min_control, max_control = path_actuator_properties(paths, q.dtype)

@@ -470,9 +470,9 @@ def test_id_and_ik_setups(tmp_path, capsys):
 
 
 def test_tool_compile_cache(tmp_path):
-    """``mbjax ik`` in two fresh processes sharing $MBJAX_CACHE_DIR: the first writes compiled
-    programs, the second reads them back (writes none) and writes the same motion as a run without
-    the cache in this process."""
+    """``mbjax ik`` in two fresh processes sharing $MBJAX_CACHE_DIR: the first writes compiled and
+    traced programs, the second reads them back (writes none) and writes the same motion as a run
+    without either in this process."""
     from mbjax.io import read_storage
 
     setup = os.path.join(OPENSIM_DATA, "arm26_ik", "arm26_Setup_InverseKinematics.xml")
@@ -485,10 +485,14 @@ def test_tool_compile_cache(tmp_path):
         assert proc.returncode == 0, proc.stderr
         return read_storage(tmp_path / out).data, sorted(os.listdir(cache))
 
+    programs = tmp_path / "xla-programs"  # the traced programs (mbjax.program_store), beside the cache
     first, entries = run("a.mot")
     assert entries, "the first run wrote no compiled program"
+    kept = sorted(os.listdir(programs))
+    assert [f for f in kept if f.endswith(".mbjaxprog")], f"IK's traced program was not kept: {kept}"
     second, entries2 = run("b.mot")
     assert entries2 == entries  # every program read back, none compiled and written again
+    assert sorted(os.listdir(programs)) == kept  # and none traced and exported again
     np.testing.assert_array_equal(second, first)
     code = cli.main(["ik", setup, "--model", "arm26", "--out", str(tmp_path / "c.mot"), "--quiet",
                      "--no-compile-cache"])

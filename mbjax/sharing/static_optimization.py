@@ -101,6 +101,12 @@ class StaticOptimizationResult(NamedTuple):
     actuator_controls: jnp.ndarray | None = None
 
 
+# the OpenSim SO tool's program returns it: kept on disk by mbjax.program_store (jax.export)
+if hasattr(jax, "export") and hasattr(jax.export, "register_namedtuple_serialization"):
+    jax.export.register_namedtuple_serialization(StaticOptimizationResult,
+                                                 serialized_name="mbjax.sharing.StaticOptimizationResult")
+
+
 def _inextensible(kind, p, L, V, a, pennation_rule="opensim"):
     """Rigid-tendon active (at ``a``) and passive fibre forces along the tendon (N).
 
