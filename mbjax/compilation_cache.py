@@ -49,15 +49,9 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compi
     """
     import jax
 
-    folder = os.path.abspath(os.path.expanduser(os.fspath(path))) if path is not None else default_cache_dir()
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise ValueError(f"compilation cache {folder}: exists and is not a folder")
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"compilation cache {folder}: cannot create the folder ({e.strerror})") from None
-    if not os.access(folder, os.W_OK):
-        raise ValueError(f"compilation cache {folder}: the folder is not writable")
+    from .program_store import writable_folder
+
+    folder = writable_folder(path if path is not None else default_cache_dir(), "compilation cache")
     if not min_compile_time >= 0:
         raise ValueError(f"min_compile_time must be >= 0 seconds, got {min_compile_time}")
     jax.config.update("jax_compilation_cache_dir", folder)

@@ -42,18 +42,25 @@ _SOURCE_HASH: list[str | None] = [None]
 _MEMOS: list[dict] = []  # every persistent function's in-process table (forget() empties them)
 
 
-def enable_program_store(path: str | os.PathLike) -> str:
-    """Keep exported programs in ``path`` (created if missing); returns the folder.  Raises
-    ``ValueError`` for a path that is not a folder or cannot be written."""
+def writable_folder(path: str | os.PathLike, what: str) -> str:
+    """``path`` as an absolute folder, created if missing; ``ValueError`` naming ``what`` when it is a
+    file or cannot be created or written (the compilation cache and this store alike)."""
     folder = os.path.abspath(os.path.expanduser(os.fspath(path)))
     if os.path.exists(folder) and not os.path.isdir(folder):
-        raise ValueError(f"program store {folder}: exists and is not a folder")
+        raise ValueError(f"{what} {folder}: exists and is not a folder")
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
-        raise ValueError(f"program store {folder}: cannot create the folder ({e.strerror})") from None
+        raise ValueError(f"{what} {folder}: cannot create the folder ({e.strerror})") from None
     if not os.access(folder, os.W_OK):
-        raise ValueError(f"program store {folder}: the folder is not writable")
+        raise ValueError(f"{what} {folder}: the folder is not writable")
+    return folder
+
+
+def enable_program_store(path: str | os.PathLike) -> str:
+    """Keep exported programs in ``path`` (created if missing); returns the folder.  Raises
+    ``ValueError`` for a path that is not a folder or cannot be written."""
+    folder = writable_folder(path, "program store")
     _FOLDER[0] = folder
     return folder
 
