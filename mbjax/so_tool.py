@@ -281,7 +281,10 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
               f"{len(actuators)} other actuators: inverse dynamics and solve (one compilation per model and frame "
               "count, frames warm-started in order) ...", flush=True)
     with _checks.checks(False):  # q, qd, qdd and the loads checked finite above: no host callbacks in the solver
-        res, resolved, tau = _solve_frames(model, q_d, qd_d, qdd_d, forces_on, kw, actuators,
+        # the file's metadata (its path among it) is not read by the program: left out, so that the
+        # same model in another folder reuses the traced program kept on disk (mbjax.program_store)
+        program_model = model.with_extras({k: v for k, v in model.extras.items() if k != "osim"})
+        res, resolved, tau = _solve_frames(program_model, q_d, qd_d, qdd_d, forces_on, kw, actuators,
                                            float(exponent), bool(use_muscle_physiology), str(pennation_rule),
                                            moment_arm_rule, tuple(sorted(options.items())), loads_d)
     tau = np.asarray(tau)
