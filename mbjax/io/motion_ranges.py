@@ -39,7 +39,7 @@ def warn_outside_ranges(model, names, values, source: str, in_degrees: bool, sta
         v_min, v_max = float(np.min(col)), float(np.max(col))
         outside = (col < lo - far) | (col > hi + far)
         at = f" (first at t = {float(times[np.argmax(outside)]):.6g} s)" if times is not None and outside.any() else ""
-        if rotational and in_degrees is False and max(abs(v_min), abs(v_max)) > RADIAN_LIMIT:
+        if rotational and in_degrees is not None and not in_degrees and max(abs(v_min), abs(v_max)) > RADIAN_LIMIT:
             units.append(f"{name} reaches {max(v_min, v_max, key=abs):.4g} rad")
         elif outside.any():
             worst = v_min if lo - v_min > v_max - hi else v_max
