@@ -2,7 +2,8 @@
 
 One trial per command, as a biomechanist runs it: each case is a copy of an OpenSim pipeline's
 folder, and ``mbjax run SETUP...`` runs its setups in a new Python process, first with an empty
-persistent compilation cache, then again with the cache the first run filled.  Phases per tool,
+persistent compilation cache, then again (a fresh copy at the same place) with the caches the first
+run filled: compiled programs and the tools' traced programs (:mod:`mbjax.program_store`).  Phases per tool,
 from inside that process: *parse* (reading the model file), *trace* (Python tracing to jaxprs),
 *lower* (jaxpr to StableHLO), *compile* (XLA, or reading the program back from the cache) from
 JAX's own monitoring events (``jax.monitoring``), and *rest* (solving, filtering, writing files:
@@ -151,7 +152,8 @@ def run_case(name, make, tmp: pathlib.Path) -> None:
     cache = tmp / f"{name}_cache"
     results = []
     for label in ("empty cache", "filled cache"):
-        folder = tmp / f"{name}_{label.split()[0]}"
+        folder = tmp / f"{name}_mbjax"  # the same trial run again: a fresh copy at the same place
+        shutil.rmtree(folder, ignore_errors=True)
         setups = make(folder)
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, __file__, "--child", str(folder), *setups], capture_output=True,

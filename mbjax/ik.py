@@ -29,7 +29,9 @@ frame is solved to the same tolerance either way, and both take one compilation 
 weights, bounds, locks and tasks are traced arrays.
 
 Long trials are cut into chunks of ``chunk`` frames (the last chunk padded, so one compilation), a
-chunk warm-started from the previous one; ``progress`` prints one line per chunk.
+chunk warm-started from the previous one; a shorter trial is padded to the next quarter octave
+(:func:`mbjax.id_tool.padded_length`), so trials of similar lengths share one program; ``progress``
+prints one line per chunk.
 
 * **Missing markers** (NaN in the data) have weight 0 in that frame, as in OpenSim; their error is NaN.
 * **Bounds**: OpenSim restricts only ``clamped`` coordinates to their range (``AssemblySolver::
@@ -72,6 +74,7 @@ import optimistix as optx
 from jax.custom_derivatives import SymbolicZero
 
 from .program_store import persistent
+from .id_tool import padded_length
 from . import _checks
 from .io.motion_ranges import warn_outside_ranges
 from .io.storage import (
@@ -590,7 +593,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     fx = _Fixed(kin_model, mk, *jax.device_put(tuple(j(a) for a in (free, bounded, q_fix, lo, hi, wc))))
     u = j(_to_u(_Fixed(None, None, free, bounded, q_fix, lo, hi, wc), start, np))  # on the host: no eager ops
     # ---- chunks ------------------------------------------------------------------------------
-    C = min(int(chunk), T)
+    C = min(int(chunk), padded_length(T))  # a short trial: the next quarter octave (one program per bucket)
     n_chunks = -(-T // C)
     progress = n_chunks > 1 if progress is None else progress
     q_out = np.empty((T, nq))

@@ -56,7 +56,7 @@ from .program_store import persistent
 from . import _checks
 from .forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator, actuator_matrix
 from .io.osim_coordinates import coordinate_jacobian, coordinate_names
-from .id_tool import (_force_elements_applied, check_frames, coordinate_trajectory, dynamics_model,
+from .id_tool import (_force_elements_applied, check_frames, coordinate_trajectory, dynamics_model, padded_length,
                       torques_of_frames)
 from .io.storage import Table, prepare_output, read_storage, write_storage
 from .muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
@@ -270,23 +270,31 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
         kw["actuator_bounds"] = (np.array([r.min_control for r in actuators], float),
                                  np.array([r.max_control for r in actuators], float))
     dtype = np.dtype(jnp.result_type(float))
+    # the frames padded to the next quarter octave by repeating the last (solved after the real ones,
+    # which they cannot change): a trial of another length in the same bucket reuses the program
+    T, P = q.shape[0], padded_length(q.shape[0])
+
+    def pad(a):
+        a = np.asarray(a, dtype)
+        return np.concatenate([a, np.repeat(a[-1:], P - T, axis=0)]) if P > T else a
+
     # every host array to the device in one transfer (a device_put per array is a transfer each)
-    (q_d, qd_d, qdd_d, forces_on), kw, loads_d = jax.device_put(jax.tree_util.tree_map(
-        lambda a: np.asarray(a, dtype), ((q, qd, qdd, np.asarray(1.0 if with_forces else 0.0)), kw, loads)))
+    (q_d, qd_d, qdd_d, forces_on), kw, loads_d = jax.device_put((
+        (pad(q), pad(qd), pad(qdd), np.asarray(1.0 if with_forces else 0.0, dtype)),
+        jax.tree_util.tree_map(lambda a: np.asarray(a, dtype), kw),
+        None if loads is None else jax.tree_util.tree_map(pad, loads)))
     # frames are warm-started in order (multipliers included): the dual Newton polish converges from
     # any multipliers of a feasible problem, so it starts at once (the ALM runs only where it fails)
     options = {"first_outer": 0, **dict(solver_options or {})}
     if progress:
         print(f"static optimization: {t.shape[0]} frames, {t[0]:.4g}-{t[-1]:.4g} s, {len(muscles)} muscles, "
-              f"{len(actuators)} other actuators: inverse dynamics and solve (one compilation per model and frame "
-              "count, frames warm-started in order) ...", flush=True)
+              f"{len(actuators)} other actuators: inverse dynamics and solve (one compilation per model and "
+              "padded frame count, frames warm-started in order) ...", flush=True)
     with _checks.checks(False):  # q, qd, qdd and the loads checked finite above: no host callbacks in the solver
-        # the file's metadata (its path among it) is not read by the program: left out, so that the
-        # same model in another folder reuses the traced program kept on disk (mbjax.program_store)
-        program_model = model.with_extras({k: v for k, v in model.extras.items() if k != "osim"})
-        res, resolved, tau = _solve_frames(program_model, q_d, qd_d, qdd_d, forces_on, kw, actuators,
+        res, resolved, tau = _solve_frames(model, q_d, qd_d, qdd_d, forces_on, kw, actuators,
                                            float(exponent), bool(use_muscle_physiology), str(pennation_rule),
                                            moment_arm_rule, tuple(sorted(options.items())), loads_d)
+    res, resolved, tau = jax.tree_util.tree_map(lambda a: a[:T], (res, resolved, tau))  # the padding dropped
     tau = np.asarray(tau)
     finite = np.all(np.isfinite(np.asarray(res.activations)), axis=1)
     if not finite.all():  # the solver runs without run-time checks: a NaN is reported here

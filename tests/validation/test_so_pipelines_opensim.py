@@ -123,8 +123,15 @@ def _compare(setup, tmp_path, model=None, **kwargs):
     # mbjax meets the constraints (asserted below) within its bounds: with a lower objective it is
     # nearer the unique optimum of this strictly convex problem than OpenSim's stopped iterate
     nm = len(res.muscle_names)
-    lo = np.concatenate([np.zeros(nm), [r.min_control for r in res.reserves]])
-    hi = np.concatenate([np.ones(nm), [r.max_control for r in res.reserves]])
+    # a PathActuator solves beside the muscles with its own control range (OpenSim's default: unbounded)
+    from mbjax.so_tool import read_so_setup
+    import xml.etree.ElementTree as ET
+
+    path_actuators = {e.get("name"): (float(e.findtext("min_control") or "-inf"), float(e.findtext("max_control") or "inf"))
+                      for e in ET.parse(read_so_setup(setup).model_file).getroot().iter("PathActuator")}
+    bounds = [path_actuators.get(n, (0.0, 1.0)) for n in res.muscle_names]
+    lo = np.concatenate([[b[0] for b in bounds], [r.min_control for r in res.reserves]])
+    hi = np.concatenate([[b[1] for b in bounds], [r.max_control for r in res.reserves]])
     in_bounds = ((res.activations >= lo - 1e-12) & (res.activations <= hi + 1e-12)).all(axis=1)
     lower = objective < performance * (1 - 1e-12)
     opensim_short = np.asarray(res.result.converged) & in_bounds & (lower | (~solved & (diff < 1e-2)))
