@@ -37,6 +37,9 @@ import warnings
 
 MAGIC = b"MBJAXPROG1\n"
 SUFFIX = ".mbjaxprog"
+#: files kept at most: past it, the least recently used are removed when a new one is written (each
+#: mbjax or JAX version makes new keys, so old files would otherwise stay for ever)
+MAX_FILES = 500
 _FOLDER: list[str | None] = [None]
 _SOURCE_HASH: list[str | None] = [None]
 _MEMOS: list[dict] = []  # every persistent function's in-process table (forget() empties them)
@@ -136,6 +139,7 @@ def _read(path: str, key: str):
     try:
         with open(path, "rb") as fh:
             data = fh.read()
+        os.utime(path)  # recently used (the eviction order), whatever the file system's atime policy
         head = MAGIC + key.encode() + b"\n"
         if not data.startswith(head):
             raise ValueError("its header does not hold this program's key (stale or foreign)")
@@ -153,9 +157,24 @@ def _write(folder: str, path: str, key: str, blob: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(MAGIC + key.encode() + b"\n" + blob)
         os.replace(tmp, path)
+        _evict(folder)
     except OSError as e:
         warnings.warn(f"program store: cannot write {path} ({e.strerror}); the program is traced again "
                       "next time", stacklevel=4)
+
+
+def _evict(folder: str, keep: int | None = None) -> None:
+    """Remove the least recently used files beyond ``keep`` (default :data:`MAX_FILES`)."""
+    keep = MAX_FILES if keep is None else keep
+    files = [os.path.join(folder, f) for f in os.listdir(folder) if f.endswith((SUFFIX, ".skip"))]
+    if len(files) <= keep:
+        return
+    files.sort(key=lambda f: os.stat(f).st_atime, reverse=True)
+    for f in files[keep:]:
+        try:
+            os.remove(f)
+        except OSError:
+            pass
 
 
 def persistent(name: str):

@@ -129,3 +129,20 @@ def test_off_by_default_and_refuses_bad_folders(tmp_path):
     with pytest.raises(ValueError, match="not a folder"):
         ps.enable_program_store(tmp_path / "file")
     assert ps.program_store_dir() is None
+
+
+def test_the_least_recently_used_files_go_past_the_cap(store, monkeypatch):
+    monkeypatch.setattr(ps, "MAX_FILES", 2)
+    cfg = Cfg(jnp.asarray(2.0), 3)
+    for n in (3, 4):
+        affine(cfg, jnp.arange(float(n)))
+    first = _files(store)
+    ps.forget()
+    affine(cfg, jnp.arange(3.0))  # read back: now the most recently used
+    affine(cfg, jnp.arange(5.0))  # a third program: the least recently used (n = 4) goes
+    kept = _files(store)
+    assert len(kept) == 2 and len(set(first) - set(kept)) == 1
+    ps.forget()
+    TRACES.clear()
+    _check(affine(cfg, jnp.arange(3.0)), cfg, jnp.arange(3.0))
+    assert not TRACES  # the one read most recently is still there
