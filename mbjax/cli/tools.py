@@ -223,59 +223,71 @@ def ik_command(args):
     return EXIT_OK if np.all(res.converged) else EXIT_FAILURE
 
 
+def _run_tool(args, reader, run, *, is_dir: bool, out_of, summary, plot):
+    """The skeleton of ``mbjax id|so|jr``: outputs checked before any work, the model the setup
+    names (or ``--model``), ``run(model)``, one summary line (``summary(res, seconds, out)``) and
+    the plot ``plot(res, title)`` when ``--plot`` asks.  Returns the tool's result."""
+    _tool_outputs(args, is_dir=is_dir)
+    model, _ = _setup_model(args, reader)
+    t0 = time.time()
+    res = run(model)
+    out = args.out or out_of(reader(args.setup))
+    if not args.quiet:
+        print(summary(res, time.time() - t0, out))
+    if args.plot:
+        plot(res, os.path.basename(args.setup))
+    return res
+
+
 def id_command(args):
     from ..id_tool import inverse_dynamics_from_setup, read_id_setup
 
-    _tool_outputs(args, is_dir=False)
-    model, _ = _setup_model(args, read_id_setup)
-    t0 = time.time()
-    res = inverse_dynamics_from_setup(args.setup, model, output_file=args.out)
-    out = args.out or read_id_setup(args.setup).output_file
-    if not args.quiet:
-        print(f"mbjax id: {res.time.size} frames in {time.time() - t0:.1f} s; wrote {out}")
-    if args.plot:
-        _plot_series(args.plot, res.time, res.tau, list(res.labels), "generalized force (N·m or N)",
-                     f"inverse dynamics: {os.path.basename(args.setup)}")
+    _run_tool(args, read_id_setup, lambda model: inverse_dynamics_from_setup(args.setup, model, output_file=args.out),
+              is_dir=False, out_of=lambda setup: setup.output_file,
+              summary=lambda res, s, out: f"mbjax id: {res.time.size} frames in {s:.1f} s; wrote {out}",
+              plot=lambda res, title: _plot_series(args.plot, res.time, res.tau, list(res.labels),
+                                                   "generalized force (N·m or N)", f"inverse dynamics: {title}"))
     return EXIT_OK
 
 
 def so_command(args):
     from ..so_tool import read_so_setup, static_optimization_from_setup
 
-    _tool_outputs(args, is_dir=True)
-    model, _ = _setup_model(args, read_so_setup)
-    t0 = time.time()
-    res = static_optimization_from_setup(args.setup, model, results_directory=args.out, progress=not args.quiet)
-    out = args.out or read_so_setup(args.setup).results_directory
-    ok = bool(np.all(np.asarray(res.result.converged)))
-    if not args.quiet:
-        print(f"mbjax so: {res.time.size} frames, {len(res.labels)} actuators in {time.time() - t0:.1f} s; "
-              f"{'all frames converged' if ok else 'NOT all frames converged'}; wrote {out}")
-    if args.plot:
+    def summary(res, seconds, out):
+        ok = bool(np.all(np.asarray(res.result.converged)))
+        return (f"mbjax so: {res.time.size} frames, {len(res.labels)} actuators in {seconds:.1f} s; "
+                f"{'all frames converged' if ok else 'NOT all frames converged'}; wrote {out}")
+
+    def plot(res, title):
         nm = len(res.muscle_names)
         panels = [(res.activations[:, :nm], list(res.labels[:nm]), "muscle activation")]
         if len(res.labels) > nm:  # reserve and residual actuators: their forces (N·m or N), not controls
             panels.append((res.forces[:, nm:], list(res.labels[nm:]), "actuator force (N·m or N)"))
-        _plot_panels(args.plot, res.time, panels, f"static optimization: {os.path.basename(args.setup)}")
-    return EXIT_OK if ok else EXIT_FAILURE
+        _plot_panels(args.plot, res.time, panels, f"static optimization: {title}")
+
+    res = _run_tool(args, read_so_setup,
+                    lambda model: static_optimization_from_setup(args.setup, model, results_directory=args.out,
+                                                                 progress=not args.quiet),
+                    is_dir=True, out_of=lambda setup: setup.results_directory, summary=summary, plot=plot)
+    return EXIT_OK if bool(np.all(np.asarray(res.result.converged))) else EXIT_FAILURE
 
 
 def jr_command(args):
     from ..jr_tool import read_jr_setup, joint_reactions_from_setup
 
-    _tool_outputs(args, is_dir=True)
-    model, _ = _setup_model(args, read_jr_setup)
-    t0 = time.time()
-    res = joint_reactions_from_setup(args.setup, model, results_directory=args.out, progress=not args.quiet)
-    out = args.out or read_jr_setup(args.setup).results_directory
-    if not args.quiet:
-        print(f"mbjax jr: {res.time.size} frames, {len(res.keys)} joint reactions in {time.time() - t0:.1f} s; "
-              f"wrote {out}")
-    if args.plot:
+    def plot(res, title):
         keys = [k.label for k in res.keys]
         panels = [(res.loads[:, :, :3].reshape(res.time.size, -1), [f"{k}_f{c}" for k in keys for c in "xyz"],
                    "reaction force (N)"),
                   (res.loads[:, :, 3:6].reshape(res.time.size, -1), [f"{k}_m{c}" for k in keys for c in "xyz"],
                    "reaction moment (N·m)")]
-        _plot_panels(args.plot, res.time, panels, f"joint reactions: {os.path.basename(args.setup)}")
+        _plot_panels(args.plot, res.time, panels, f"joint reactions: {title}")
+
+    _run_tool(args, read_jr_setup,
+              lambda model: joint_reactions_from_setup(args.setup, model, results_directory=args.out,
+                                                       progress=not args.quiet),
+              is_dir=True, out_of=lambda setup: setup.results_directory,
+              summary=lambda res, s, out: (f"mbjax jr: {res.time.size} frames, {len(res.keys)} joint reactions in "
+                                           f"{s:.1f} s; wrote {out}"),
+              plot=plot)
     return EXIT_OK
