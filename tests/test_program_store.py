@@ -146,3 +146,23 @@ def test_the_least_recently_used_files_go_past_the_cap(store, monkeypatch):
     TRACES.clear()
     _check(affine(cfg, jnp.arange(3.0)), cfg, jnp.arange(3.0))
     assert not TRACES  # the one read most recently is still there
+
+
+def test_programs_calling_jaxlibs_own_kernels_are_kept(store):
+    """LAPACK calls (QR's Householder products have no cross-version guarantee in jax.export; the key
+    pins the jaxlib version) are kept like any other program."""
+    @ps.persistent("tests.test_program_store.least_squares")
+    def least_squares(a, b):
+        TRACES.append(1)
+        q, r = jnp.linalg.qr(a)
+        return (jax.scipy.linalg.solve_triangular(r, q.T @ b),)
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(6, 3)), rng.normal(size=6)
+    ref = np.linalg.lstsq(a, b, rcond=None)[0]
+    np.testing.assert_allclose(np.asarray(least_squares(jnp.asarray(a), jnp.asarray(b))[0]), ref, rtol=1e-12)
+    assert len(_files(store)) == 1 and not _files(store, ".skip")
+    ps.forget()
+    TRACES.clear()
+    np.testing.assert_allclose(np.asarray(least_squares(jnp.asarray(a), jnp.asarray(2 * b))[0]), 2 * ref, rtol=1e-12)
+    assert not TRACES
