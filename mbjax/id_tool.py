@@ -43,6 +43,7 @@ import numpy as np
 
 from .program_store import persistent
 from . import _checks
+from ._batching import padded_length
 from ._dynamics import inverse_dynamics
 from ._loads import ExternalLoads
 from .io.signal import NaturalSpline, lowpass_storage
@@ -231,18 +232,6 @@ def check_frames(model, q, qd, qdd, external=None):
     if bad:
         raise ValueError(f"inverse_dynamics_frames: {bad} contain NaN or inf")
     return q, qd, qdd, external
-
-
-def padded_length(n: int) -> int:
-    """The frame count a trial of ``n`` frames is padded to: the next power of two up to 8, then the
-    next quarter octave ``m 2^k``, ``m`` in 4..7 (73 -> 80, 129 -> 160): at most 25 % padding, four
-    compiled programs per octave of trial lengths (powers of two would pad Gait2354's 73 frames to
-    128)."""
-    n = max(int(n), 1)
-    if n <= 8:
-        return 1 << (n - 1).bit_length()
-    step = 1 << ((n - 1).bit_length() - 3)
-    return -(-n // step) * step
 
 
 def inverse_dynamics_frames(model, q, qd, qdd, external=None, *, forces: bool = False, chunk: int = 256):

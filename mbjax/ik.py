@@ -74,7 +74,7 @@ import optimistix as optx
 from jax.custom_derivatives import SymbolicZero
 
 from .program_store import persistent
-from .id_tool import padded_length
+from ._batching import padded_length
 from . import _checks
 from .io.motion_ranges import warn_outside_ranges
 from .io.storage import (

@@ -56,7 +56,8 @@ from .program_store import persistent
 from . import _checks
 from .forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator, actuator_matrix
 from .io.osim_coordinates import coordinate_jacobian, coordinate_names
-from .id_tool import (_force_elements_applied, check_frames, coordinate_trajectory, dynamics_model, padded_length,
+from ._batching import padded_length
+from .id_tool import (_force_elements_applied, check_frames, coordinate_trajectory, dynamics_model,
                       torques_of_frames)
 from .io.storage import Table, prepare_output, read_storage, write_storage
 from .muscles.opensim_moment_arms import opensim_moment_arms_and_lengths

@@ -17,7 +17,7 @@ import numpy as np
 RADIAN_LIMIT = 4.0 * np.pi
 
 
-def warn_outside_ranges(model, names, values, source: str, in_degrees: bool, stacklevel: int = 3,
+def warn_outside_ranges(model, names, values, source: str, in_degrees: bool | None, stacklevel: int = 3,
                         times=None, cause: str = "") -> None:
     """Warn naming each coordinate of ``names`` whose ``values (T, k)`` (model units) leave its range
     by more than the range's width, and each rotational one beyond :data:`RADIAN_LIMIT` read from a
