@@ -34,8 +34,8 @@ _export('_kinematics', 'JointValues', 'PoseDerivatives', 'BodyKinematics', 'Kine
         'pose_derivatives_kron', 'virtual_displacement')
 _export('_model', 'GROUND', 'Model')
 _export('_builder', 'ModelBuilder')
-_export('_dynamics', 'mass_matrix', 'bias_forces', 'gravity_forces', 'generalized_forces',
-        'body_wrench_forces', 'inverse_dynamics', 'forward_dynamics', 'mass_matrix_kron', 'bias_forces_kron',
+_export('_wrenches', 'generalized_forces', 'body_wrench_forces')
+_export('_dynamics', 'mass_matrix', 'bias_forces', 'gravity_forces', 'inverse_dynamics', 'forward_dynamics', 'mass_matrix_kron', 'bias_forces_kron',
         'gravity_forces_kron', 'kinetic_energy', 'potential_energy', 'total_energy')
 _export('_simulate', 'simulate')
 _export('discrete_adjoint', 'DiscreteAdjoint')

@@ -17,7 +17,9 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from ._kinematics import body_poses
 from ._model import GROUND, Model
+from ._wrenches import generalized_forces
 
 
 def _frame_key(f):
@@ -86,8 +88,6 @@ class ExternalLoads(eqx.Module):
         axes, re-expressed with the body poses at ``q`` (one pose; ``jax.vmap`` for frames)."""
         if self.in_body_frames:
             return ExternalLoads(self.bodies, self.points, self.forces, self.torques, names=self.names)
-        from ._kinematics import body_poses
-
         poses = body_poses(model, q)
         poses = jnp.concatenate([poses, jnp.eye(4, dtype=poses.dtype)[None]], 0)  # last: ground
         nb = model.n_bodies
@@ -110,8 +110,6 @@ class ExternalLoads(eqx.Module):
     def generalized_forces(self, model: Model, q):
         """Generalized force ``Q (nq,)`` of these loads at ``q`` (virtual work,
         :func:`mbjax.generalized_forces`); one pose, ``jax.vmap`` for frames."""
-        from ._dynamics import generalized_forces
-
         loads = self.resolved(model, q)
         if not loads.bodies:
             return jnp.zeros(model.n_coordinates, jnp.result_type(q, float))

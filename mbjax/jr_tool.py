@@ -27,7 +27,7 @@ module does for each:
    optimization forces q̈ equals the splines' only as far as the optimization met its constraints.
 4. Reaction (``Joint::calcReactionOnChildExpressedInGround``, Simbody's mobilizer reaction at the
    joint's child frame M): the Newton-Euler balance of the subtree below the joint, W = Σ (I a +
-   v ×* I v − applied body loads) (:func:`mbjax._dynamics.subtree_wrenches`), moved from the child
+   v ×* I v − applied body loads) (:func:`mbjax._wrenches.subtree_wrenches`), moved from the child
    body origin to the child frame origin.  On the parent (``apply_on_bodies`` = parent) it is
    −W moved to the parent frame origin (``findMobilizerReactionOnParentAtFInGround``).  Force,
    moment and the point of application (that frame origin) are expressed in ``express_in_frame``:
@@ -62,7 +62,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._batching import Small
-from ._dynamics import _cross_force, _inertia_times, forward_dynamics, subtree_wrenches
+from ._dynamics import _cross_force, _inertia_times, forward_dynamics
+from ._wrenches import subtree_wrenches
 from ._kinematics import forward_pass
 from ._loads import ExternalLoads
 from ._model import GROUND

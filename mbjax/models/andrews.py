@@ -45,7 +45,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._dynamics import bias_forces, generalized_forces, inverse_dynamics, mass_matrix
+from .._dynamics import bias_forces, inverse_dynamics, mass_matrix
+from .._wrenches import generalized_forces
 from .._kinematics import point_positions, pose_derivatives
 from .._builder import ModelBuilder
 from .._model import Model

@@ -37,7 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._builder import ModelBuilder
-from .._dynamics import forward_dynamics, generalized_forces
+from .._dynamics import forward_dynamics
+from .._wrenches import generalized_forces
 from .._kinematics import body_poses
 from ..maps import Affine
 from ..reactions import ExternalLoads, joint_reactions, joint_reactions_classical, reaction_spec

@@ -43,7 +43,6 @@ All outputs are SI: forces in N, lengths in m, velocities in m/s.
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -56,6 +55,7 @@ from .._checks import all_of, as_array, coordinates_context, names_context, vect
 from .geometry import muscle_lengths
 from .moment_arms import moment_arms
 from .parameters import MILLARD, SCHUTTE, THELEN, hill_parameters, kind_mask
+from .muscle_state import MuscleState
 from .paths import get_paths
 from .pennation import SIGNIFICANT_REAL, height, minimum_fiber_length, pennation_angle, rigid_fiber_length
 
@@ -63,26 +63,6 @@ SQRT_EPS = float(np.sqrt(np.finfo(np.float64).eps))
 
 #: iterations of OpenSim's equilibrium loop (it stops earlier once the force error is at rounding)
 OUTER_ITERATIONS = 60
-
-
-class MuscleState(NamedTuple):
-    """Fibre and tendon state of every muscle, ``(nm,)`` each (OpenSim's MuscleLength/FiberVelocity/
-    MuscleDynamics info names)."""
-
-    tendon_force: jnp.ndarray
-    fiber_length: jnp.ndarray
-    fiber_velocity: jnp.ndarray
-    normalized_fiber_length: jnp.ndarray
-    normalized_fiber_velocity: jnp.ndarray
-    pennation_angle: jnp.ndarray
-    tendon_length: jnp.ndarray
-    active_fiber_force: jnp.ndarray
-    passive_fiber_force: jnp.ndarray
-    fiber_force: jnp.ndarray
-    active_force_length_multiplier: jnp.ndarray
-    passive_force_multiplier: jnp.ndarray
-    force_velocity_multiplier: jnp.ndarray
-    tendon_force_multiplier: jnp.ndarray
 
 
 # ------------------------------------------------------------------------------------------------
@@ -239,7 +219,6 @@ def equilibrium_state(fam: _Family, L, V, a):
     consts = jax.lax.stop_gradient((L, V, a))
     lce, v, _ = _opensim_iteration(frozen, *consts)
     x = jax.lax.stop_gradient(jnp.stack([lce, v]))
-    fiso = fam.p["max_isometric_force"]
 
     def residual(x, fam=fam, L=L, V=V, a=a):
         ferr, _, v_new = _equilibrium_terms(fam, x[0], x[1], L, V, a)

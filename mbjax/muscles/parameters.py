@@ -20,6 +20,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from .path_set import MusclePaths, get_paths
 from .schutte1993 import CURVES as SCHUTTE_CURVES
 from .schutte1993 import PASSIVE_GIVEN, SCHUTTE, SCHUTTE_DEFAULTS, curve_parameters
 
@@ -92,8 +93,6 @@ HILL_KINDS = (THELEN, MILLARD, SCHUTTE)
 
 
 def _paths(obj):
-    from .paths import MusclePaths, get_paths
-
     return obj if isinstance(obj, MusclePaths) else get_paths(obj)
 
 

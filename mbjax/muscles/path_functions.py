@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..maps.multivariate import multivariate_exponents
+from .path_set import get_paths
 
 
 class PathFunctionGroup(eqx.Module):
@@ -213,8 +214,6 @@ def with_path_functions(model, functions: PathFunctions | dict | None):
     """A copy of ``model`` whose muscles named in ``functions`` use them for length and moment arms
     (``functions``: a :class:`PathFunctions` or the dict of :func:`build_path_functions`; None
     removes them, every path geometric again)."""
-    from .paths import get_paths
-
     extras = dict(model.extras)
     if functions is None:
         extras.pop("path_functions", None)
@@ -230,8 +229,6 @@ def with_path_functions(model, functions: PathFunctions | dict | None):
 
 def all_paths_are_functions(model) -> bool:
     """True when every muscle of the model has a path function (no path geometry is evaluated)."""
-    from .paths import get_paths
-
     pf = get_path_functions(model)
     return pf is not None and set(pf.rows.tolist()) == set(range(get_paths(model).n_muscles))
 

@@ -52,6 +52,7 @@ import numpy as np
 
 from ..maps.piecewise import PiecewisePolynomial
 from ..maps.simm_spline import pp_simm_spline
+from .muscle_state import MuscleState
 
 SCHUTTE = "Schutte1993Muscle_Deprecated"
 
@@ -231,8 +232,6 @@ def muscle_state(p, fiber_length, length, speed, activation):
     ``calcFiberVelocityInfo`` / ``calcMuscleDynamicsInfo``): the fields of
     :class:`mbjax.muscles.MuscleState`.  ``force_velocity_multiplier`` (which OpenSim does not
     define for this class) is the active fibre force over F_o a max(0, f_L), 1 where that is 0."""
-    from .musculotendon import MuscleState
-
     fiso, ofl = p["max_isometric_force"], p["optimal_fiber_length"]
     act = compute_actuation(p, fiber_length, length, speed, activation)
     phi = pennation_angle(fiber_length, ofl, p["pennation_angle_at_optimal"])

@@ -5,7 +5,7 @@ total applied-minus-inertial wrench of the subtree below the cut (Eq. 2.10 read 
 2.4: E_c moves the subtree rigidly).  That is exactly the backward half of recursive
 Newton-Euler: with body-frame wrenches w_i = I_i a_i + v_i ×* I_i v_i - (applied loads), gravity
 as the base acceleration -g, the subtree sums W_i = Σ_{k ⪰ i} ᵢX*_k w_k
-(:func:`mbjax._dynamics.subtree_wrenches`) are the wrenches the parent transmits to each body
+(:func:`mbjax._wrenches.subtree_wrenches`) are the wrenches the parent transmits to each body
 through its joint, about the body origin (the joint point), in body axes.  So
 
     local_c = W_c = -λ6_c,     components_c = Z_cᵀ W_c (= -λ_c, Eq. 2.10),     reaction_c = Z_c Z_cᵀ W_c.
@@ -35,7 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._batching import Small, batch_last
-from .._dynamics import _cross_force, _inertia_times, subtree_wrenches
+from .._dynamics import _cross_force, _inertia_times
+from .._wrenches import subtree_wrenches
 from .._kinematics import _motion_subspace, check_vector, forward_pass
 from .._model import Model
 from .spec import CHAIN, ExternalLoads, JointReactions, ReactionSpec, as_spec, fixed_directions

@@ -309,16 +309,14 @@ def with_wrapping(model, wrapping: str, source: str = ""):
     """
     if wrapping not in WRAPPINGS:
         raise ValueError(f"wrapping must be one of {WRAPPINGS}, got {wrapping!r}")
-    from ..muscles.paths import get_paths, with_muscles
-
-    paths = get_paths(model)
-    wraps = paths.wraps
+    paths = model.extras.get("muscles")
+    wraps = None if paths is None else paths.wraps
     if wraps is None or wraps.wrapping == wrapping:
         return model
     if wrapping == "smooth":
         check_smooth(wraps, paths.names, source)
     paths = dataclasses.replace(paths, wraps=dataclasses.replace(wraps, wrapping=wrapping))
-    return with_muscles(model, paths)
+    return model.with_extras({**model.extras, "muscles": paths})
 
 
 def smooth_wrapping(model):
