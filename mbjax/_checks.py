@@ -96,11 +96,17 @@ def require(x, bad, message: str):
     return eqx.error_if(x, bad, message)
 
 
+def not_finite(x, name: str, context: str = ""):
+    """The rule ``(bad, message)`` of :func:`all_of` that ``x`` holds no NaN or inf."""
+    return ~jnp.isfinite(x), f"{name} contains NaN or inf{context}"
+
+
 def finite(x, name: str, context: str = ""):
     """``x`` unchanged; raises at run time (``eqx.error_if``) if it holds NaN or inf (checks on)."""
     if not _ENABLED[0] or not jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact):
         return x
-    return eqx.error_if(x, ~jnp.all(jnp.isfinite(x)), f"{name} contains NaN or inf{context}")
+    bad, message = not_finite(x, name, context)
+    return eqx.error_if(x, jnp.any(bad), message)
 
 
 def vector(x, name: str, n: int, dim: str, context: str = ""):

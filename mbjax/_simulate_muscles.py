@@ -92,12 +92,12 @@ def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, mome
     q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)
     qd = _checks.as_array(qd, "qd", (model.n_coordinates,), ("nq",), ctx)
     activation = _checks.as_array(activation, "activation", (len(names),), ("nm",), mctx)
-    rules = [(~jnp.isfinite(q), f"initial_fiber_lengths: q contains NaN or inf{ctx}"),
-             (~jnp.isfinite(qd), f"initial_fiber_lengths: qd contains NaN or inf{ctx}"),
-             (~jnp.isfinite(activation), f"initial_fiber_lengths: activation contains NaN or inf{mctx}")]
+    rules = [_checks.not_finite(q, "initial_fiber_lengths: q", ctx),
+             _checks.not_finite(qd, "initial_fiber_lengths: qd", ctx),
+             _checks.not_finite(activation, "initial_fiber_lengths: activation", mctx)]
     if excitation is not None:
         excitation = _checks.as_array(excitation, "excitation", (len(names),), ("nm",), mctx)
-        rules.append((~jnp.isfinite(excitation), f"initial_fiber_lengths: excitation contains NaN or inf{mctx}"))
+        rules.append(_checks.not_finite(excitation, "initial_fiber_lengths: excitation", mctx))
     q = _checks.all_of(q, rules)
     with checks(False):
         L, V, _ = rule(model, q, qd)

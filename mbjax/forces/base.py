@@ -150,8 +150,8 @@ def model_forces(model: Model, q, qd):
     if not jnp.issubdtype(q.dtype, jnp.inexact):
         q = q.astype(float)
     qd = _checks.as_array(qd, "qd", (model.n_coordinates,), ("nq",), ctx).astype(q.dtype)
-    q = _checks.all_of(q, [(~jnp.isfinite(q), f"model_forces: q contains NaN or inf{ctx}"),
-                           (~jnp.isfinite(qd), f"model_forces: qd contains NaN or inf{ctx}")])
+    q = _checks.all_of(q, [_checks.not_finite(q, "model_forces: q", ctx),
+                           _checks.not_finite(qd, "model_forces: qd", ctx)])
     fs = model.extras.get("forces")
     if fs is None:
         return jnp.zeros_like(q)

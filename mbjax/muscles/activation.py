@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .._checks import all_of, as_array, names_context
+from .._checks import all_of, as_array, names_context, not_finite
 from .parameters import SCHUTTE, hill_parameters, kind_mask
 from .schutte1993 import activation_rate as schutte_activation_rate
 
@@ -50,8 +50,8 @@ def activation_derivative(excitation, activation, params):
         nm, ctx = paths.n_muscles, names_context("muscles", paths.names)
     u = as_array(excitation, "excitation", (nm,), ("nm",), ctx)
     a = as_array(activation, "activation", (nm,), ("nm",), ctx)
-    u = all_of(u, [(~jnp.isfinite(u), f"excitation contains NaN or inf{ctx}"),
-                   (~jnp.isfinite(a), f"activation contains NaN or inf{ctx}")])
+    u = all_of(u, [not_finite(u, "excitation", ctx),
+                   not_finite(a, "activation", ctx)])
     return activation_rate_of_muscles(u, a, params)
 
 

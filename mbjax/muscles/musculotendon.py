@@ -51,7 +51,7 @@ import numpy as np
 from . import millard2012 as mil
 from . import schutte1993 as sch
 from . import thelen2003 as th
-from .._checks import all_of, as_array, coordinates_context, names_context, vector
+from .._checks import all_of, as_array, coordinates_context, names_context, not_finite, vector
 from .geometry import muscle_lengths
 from .moment_arms import moment_arms
 from .parameters import MILLARD, SCHUTTE, THELEN, hill_parameters, kind_mask
@@ -433,7 +433,7 @@ def _muscle_inputs(model, **arrays):
     out = {k: v.astype(dtype) for k, v in out.items()}
     rules = []
     for k, v in out.items():
-        rules.append((~jnp.isfinite(v), f"{k} contains NaN or inf{ctx}"))
+        rules.append(not_finite(v, f"{k}", ctx))
         if k == "length":
             rules.append((v <= 0, f"length must be > 0 (m){ctx}"))
         if k == "fiber_length":  # 0 is a state OpenSim reports (a fibre collapsed to its minimum)

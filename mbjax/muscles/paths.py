@@ -207,7 +207,7 @@ def require_pose_and_path(out, model: Model, q, where: str):
     a path with fewer than 2 active points (all but one conditional point out of range), and the
     smooth option for an ellipsoid wrap whose shooting solve failed."""
     ctx = _checks.coordinates_context(model)
-    return _checks.all_of(out, [(~jnp.isfinite(q), f"q contains NaN or inf{ctx}"),
+    return _checks.all_of(out, [_checks.not_finite(q, "q", ctx),
                                 *wrap_dimension_rules(model, where),
                                 (jnp.isnan(out), f"{where}: {PATH_UNDEFINED}")])
 
