@@ -429,15 +429,6 @@ def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
     return wc, qref
 
 
-def underdetermined_frames(w, wc, free) -> np.ndarray:
-    """Frames ``(T,)`` whose equations cannot fix the free coordinates: 3 per weighted marker present
-    (``w (T, nk)`` > 0) plus one per coordinate task on a free coordinate (``wc (nq,)`` > 0) fewer than
-    the free coordinates (``free (nq,)``).  A necessary condition only: a frame with enough markers
-    can still leave a coordinate free (markers on one body)."""
-    equations = 3 * np.sum(np.asarray(w) > 0, axis=1) + int(np.sum(np.asarray(wc)[np.asarray(free)] > 0))
-    return equations < int(np.sum(free))
-
-
 #: marker data spread this many times as far as (or this fraction of) the model's markers at the
 #: solution is refused: a subject differs from a generic model by far less, a unit by 10-1000 times
 _SCALE_LIMIT = 4.0
@@ -471,19 +462,17 @@ def _check_marker_scale(data, x, xm, present):
                      f"{guess!r}); fix its Units header")
 
 
-def _report_undetermined(names, times, loose, ok, skip):
+def _report_undetermined(names, times, loose, ok):
     """Name the coordinates the tasks leave free (``loose (T, nq)``, :func:`undetermined_coordinates`).
     One the tasks determine in no frame (no marker on a body it moves, no coordinate task) is the
     setup's choice, as in OpenSim (its assembler leaves it where it starts): it stays at its start
     (the default pose, then the previous frame's value) and is named in a warning, the frames being
     converged.  One the tasks determine in other frames (missing markers) makes a frame where they
     do not one of many poses: reported as not converged (``ok`` is updated in place), with a warning
-    naming the coordinates and the first such frame.  Frames in ``skip`` (already reported) are left
-    out."""
-    loose = loose & ~skip[:, None]
+    naming the coordinates and the first such frame (a frame with no marker at all among them)."""
     if not loose.any():
         return
-    never = loose[~skip].all(axis=0)
+    never = loose.all(axis=0)
     if never.any():
         warnings.warn(f"IK: no marker or coordinate task determines {', '.join(repr(names[k]) for k in np.flatnonzero(never))} "
                       "in any frame: held at the start (the default value, as OpenSim's assembler leaves it); "
@@ -622,14 +611,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
                 worst = np.nanmax(err) if np.any(present[a:b]) else float("nan")
                 print(f"IK: {b}/{T} frames ({_time.perf_counter() - t0:.1f} s), max marker error in chunk "
                       f"{worst:.3g} m, {int(np.sum(~ok_out[a:b]))} not converged", flush=True)
-    under = underdetermined_frames(w, np.asarray(wc), free)
-    if under.any():
-        ok_out &= ~under  # the data cannot fix the pose: what came back is one of many, not a solution
-        warnings.warn(f"IK: {int(under.sum())} of {T} frame(s) have fewer marker coordinates (3 per weighted "
-                      f"marker present) and coordinate tasks than free coordinates ({int(free.sum())}; first at "
-                      f"t = {times[np.argmax(under)]:.6g} s): their poses are not determined by the data and are "
-                      "reported as not converged", stacklevel=2)
-    _report_undetermined(names, times, loose_out, ok_out, skip=under)
+    _report_undetermined(names, times, loose_out, ok_out)
     _check_marker_scale(data, x, xm_out, present)
     if info is not None:  # a free coordinate the solver took far beyond its range: named, not silent
         loose = [i for i in range(nq) if free[i] and not bounded[i]]
