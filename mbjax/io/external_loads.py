@@ -36,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._model import GROUND
+from .osim_xml import _Doc
 from .signal import NaturalSpline
 from .storage import Table, read_storage
 
@@ -216,8 +217,6 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
     ``base_dirs``: folders where a relative ``datafile`` is looked up before the XML's own folder
     (OpenSim's tools look in their setup file's folder first).
     """
-    from .osim import _Doc
-
     path = os.fspath(path)
     doc = _Doc(path)
     root = doc.root

@@ -198,7 +198,7 @@ def read_actuators(doc, container, *, version: int, defaults=None, inherited=(),
     """The enabled scalar actuators among the children of ``container`` (a set's ``<objects>``),
     in order, as OpenSim 4.6 reads them (module docstring).
 
-    ``doc``: the parsed file (``where(el)``/``error(el, msg)``, :class:`mbjax.io.osim._Doc`);
+    ``doc``: the parsed file (``where(el)``/``error(el, msg)``, :class:`mbjax.io.osim_xml._Doc`);
     ``version``: its :func:`document_version`; ``defaults``: the set's ``<defaults>`` element(s)
     (an iterable) or None; ``inherited``: the defaults of documents OpenSim read before this one in
     the same run, oldest first (OpenSim's default objects are global: a tool reads its setup file,

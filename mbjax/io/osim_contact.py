@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._model import GROUND
 from ..forces.hunt_crossley import HALF_SPACE, SPHERE, HuntCrossleyForce
+from .osim_xml import _floats, _text, _tf, _xyz_body_fixed
 
 _KINDS = {"ContactSphere": SPHERE, "ContactHalfSpace": HALF_SPACE}
 
@@ -30,8 +32,6 @@ def _geometries(loader):
 
 def _surface(loader, geom):
     """(body, kind, X_body_surface, radius) of one geometry element."""
-    from .osim import _floats, _text, _tf, _xyz_body_fixed
-
     doc = loader.doc
     kind = _KINDS.get(geom.tag)
     if kind is None:
@@ -51,8 +51,6 @@ def _surface(loader, geom):
 def read_hunt_crossley(loader, model, elements):
     """One :class:`~mbjax.forces.hunt_crossley.HuntCrossleyForce` stack for the (applied) forces ``elements``,
     or None when there are none."""
-    from .osim import GROUND, _floats, _text
-
     if not elements:
         return None
     doc = loader.doc

@@ -26,6 +26,7 @@ from ..forces.expression_coordinate import ExpressionBasedCoordinateForce
 from ..forces.point_to_point_spring import PointToPointSpring
 from .osim_contact import read_hunt_crossley
 from ..forces.spring_generalized import SpringGeneralizedForce
+from .osim_xml import _bool, _coordinate_elements, _floats, _text, _tf, _xyz_body_fixed
 
 MODELLED_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce",
                    "PointToPointSpring", "BushingForce", "HuntCrossleyForce")
@@ -37,15 +38,11 @@ _TRANSLATIONAL = {("SliderJoint", 0), ("FreeJoint", 3), ("FreeJoint", 4), ("Free
 
 def applies_force(el) -> bool:
     """OpenSim 4.x ``appliesForce`` (default true); 3.x ``isDisabled`` (default false)."""
-    from .osim import _bool
-
     return _bool(el, "appliesForce", True) and not _bool(el, "isDisabled", False)
 
 
 def _motion_types(loader) -> dict[str, str]:
     """Coordinate -> "rotational" / "translational" as OpenSim 4.x decides it from the joints."""
-    from .osim import _coordinate_elements, _text
-
     out = {}
     for j, *_ in loader.joints:
         coords = [c.get("name") for c in _coordinate_elements(j)]
@@ -67,8 +64,6 @@ def _motion_types(loader) -> dict[str, str]:
 
 def _coordinate_ref(loader, el, dropped):
     """An element's coordinate as a name (independent) or a joint map (coupled); None if locked."""
-    from .osim import _text
-
     doc, coords = loader.doc, loader.coords
     c = _text(el, "coordinate")
     if c is None:
@@ -87,8 +82,6 @@ def _coordinate_ref(loader, el, dropped):
 
 def _frame(loader, el, socket, frames, body_tag, loc_tag, orient_tag):
     """(body, X_body_frame) of a force's frame socket (its own <frames> first), or the 3.x body + offset."""
-    from .osim import _floats, _text, _tf, _xyz_body_fixed
-
     doc = loader.doc
     ref = _text(el, socket)
     if ref is None:
@@ -108,8 +101,6 @@ def _frame(loader, el, socket, frames, body_tag, loc_tag, orient_tag):
 
 
 def _own_frames(loader, el):
-    from .osim import _floats, _text, _tf, _xyz_body_fixed
-
     doc, out = loader.doc, {}
     holder = el.find("frames")
     for fr in (holder if holder is not None else []):
@@ -131,8 +122,6 @@ def read_force_elements(loader, model, elements):
     Returns ``(stacks, dropped)``: ``dropped`` lists ``(class, name)`` of elements on locked
     coordinates (no effect on motion).
     """
-    from .osim import _floats, _text
-
     doc = loader.doc
     dropped: list[tuple[str, str]] = []
     by_kind: dict[str, list] = {k: [] for k in MODELLED_FORCES}

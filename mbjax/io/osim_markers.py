@@ -13,7 +13,8 @@ import numpy as np
 
 from .._model import GROUND
 from ..markers import Markers
-from .osim import _floats, _Loader, _text
+from .osim import _Loader, load_osim
+from .osim_xml import _bool, _Doc, _floats, _text
 
 
 def load_markers(path, model=None) -> Markers:
@@ -25,8 +26,6 @@ def load_markers(path, model=None) -> Markers:
     loader = _Loader(path, ignore_wrapping=True)
     loader.read_structure()
     if model is None:
-        from .osim import load_osim
-
         model = load_osim(path)
     mset = loader.model.find("MarkerSet")
     markers, _ = _read_markers(loader.doc, loader, mset.find("objects") if mset is not None else None, model, path)
@@ -63,8 +62,6 @@ def load_marker_set(path, model):
     the model's markers before scaling) on ``model``'s bodies: ``(Markers, fixed)`` with ``fixed`` the
     tuple of the markers' ``<fixed>`` flags (a fixed marker is not moved by the ``MarkerPlacer``).
     Frames are resolved in ``model``'s source ``.osim``; an unknown body raises ``ValueError``."""
-    from .osim import _Doc, _bool
-
     info = model.extras.get("osim")
     if info is None:
         raise ValueError("load_marker_set: the model was not loaded from an .osim file")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 
-from .osim import _Doc, _coordinate_elements, _function_element, _has_function, _text
+from .osim_xml import _Doc, _coordinate_elements, _function_element, _has_function, _text
 
 _FIXED = {"PinJoint": "R", "SliderJoint": "T", "UniversalJoint": "RR", "GimbalJoint": "RRR", "BallJoint": "RRR",
           "EllipsoidJoint": "RRR", "ScapulothoracicJoint": "RRRR", "PlanarJoint": "RTT", "FreeJoint": "RRRTTT"}

@@ -28,6 +28,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..maps.multivariate import multivariate_exponents
+from .osim_xml import _coordinate_elements, _Doc, _floats
 
 FUNCTION_BASED_PATH = "FunctionBasedPath"
 SET_TAG = "Set_FunctionBasedPath_"
@@ -57,8 +58,6 @@ class CoordinateTable:
 def coordinate_joints(model_element) -> dict:
     """``{coordinate: joint}`` of an OpenSim ``<Model>`` element (4.x ``JointSet`` or 3.x joints
     inside the bodies), without checking anything else of the file."""
-    from .osim import _coordinate_elements
-
     joints = []
     for jointset in model_element.iter("JointSet"):
         joints += list(jointset.find("objects") if jointset.find("objects") is not None else [])
@@ -84,8 +83,6 @@ def table_of_model(model) -> CoordinateTable:
     why = {c: "eliminated by a PointOnLineConstraint" for c, _ in info.eliminated}
     joints = None
     if info.source and os.path.exists(info.source):
-        from .osim import _Doc
-
         root = _Doc(info.source).root
         holder = root.find("Model")
         joints = coordinate_joints(holder) if holder is not None else None
@@ -117,8 +114,6 @@ def _resolve(doc, el, path: str, table: CoordinateTable, muscle: str) -> str:
 
 
 def _number(doc, el, tag, muscle):
-    from .osim import _floats
-
     if el.find(tag) is None:
         raise doc.error(el, f"muscle {muscle!r}: missing <{tag}>")
     value = float(_floats(doc, el, tag, 1)[0])
@@ -129,8 +124,6 @@ def _number(doc, el, tag, muscle):
 
 def _polynomial(doc, holder, muscle: str, n_coordinates: int):
     """``(order, coefficients)`` of the ``MultivariatePolynomialFunction`` in ``<length_function>``."""
-    from .osim import _floats
-
     kids = list(holder)
     if len(kids) != 1:
         raise doc.error(holder, f"muscle {muscle!r}: <length_function> must hold one function, found "
@@ -208,8 +201,6 @@ def read_path_functions(path_set_file, model) -> dict:
     coefficients)}`` (the form :func:`mbjax.with_path_functions` takes), checked against ``model``:
     its path forces (by ``/forceset/<name>``) and its independent coordinates."""
     from ..muscles.paths import get_paths
-    from .osim import _Doc
-
     doc = _Doc(os.fspath(path_set_file))
     root = doc.root
     if root.tag != "OpenSimDocument":

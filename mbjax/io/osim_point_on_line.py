@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._model import GROUND
+from .osim_xml import _floats, _text
 
 #: relative tie tolerance of the pivot choice (near-equal columns are taken in file order)
 PIVOT_TIE = 1e-9
@@ -52,8 +53,6 @@ class PointOnLine:
 
 def read_point_on_line(loader, con) -> PointOnLine:
     """A ``<PointOnLineConstraint>`` element as a :class:`PointOnLine` (errors name file and line)."""
-    from .osim import _floats, _text
-
     doc = loader.doc
     line_ref = _text(con, "socket_line_body") or _text(con, "line_body")
     follower_ref = _text(con, "socket_follower_body") or _text(con, "follower_body")
@@ -223,8 +222,8 @@ def eliminate(path, first, premodel, loader_kwargs, independent_coordinates=None
     import jax
 
     from ..constraints import ImplicitMap, LoopConstraint
-    from .osim import _Loader
 
+    loader_class = type(first)  # mbjax.io.osim._Loader (which imports this module)
     doc = first.doc
     cons = [read_point_on_line(first, el) for el in first.point_on_line]
     names = premodel.coordinate_names
@@ -237,7 +236,7 @@ def eliminate(path, first, premodel, loader_kwargs, independent_coordinates=None
         if premodel.extras["osim"].default.dtype != np.float64:  # the file's doubles, not float32 roundings
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                pre64 = _Loader(path, **loader_kwargs).build()
+                pre64 = loader_class(path, **loader_kwargs).build()
         dep, ind, why, q_ref, f_ref = _choose_and_assemble(doc, first, pre64, cons, independent_coordinates)
         default = np.asarray(pre64.extras["osim"].default, dtype=float)
     line_index, follower_index = _indices(premodel, cons)
@@ -249,7 +248,7 @@ def eliminate(path, first, premodel, loader_kwargs, independent_coordinates=None
     couplings = dict(loader_kwargs.get("couplings") or {})
     for d in dep_names:
         couplings[d] = ImplicitMap(loop, d, method="implicit")
-    loader = _Loader(path, **dict(loader_kwargs, couplings=couplings))
+    loader = loader_class(path, **dict(loader_kwargs, couplings=couplings))
     loader.eliminated = tuple(
         (d, f"PointOnLineConstraint {', '.join(repr(c.name) for c in cons)} ({why}); assembled default "
             f"{assembled[d]!r} (file: {float(default[names.index(d)])!r})") for d in dep_names)

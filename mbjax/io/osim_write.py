@@ -42,8 +42,10 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from .osim import _MUSCLE_FLAGS, MUSCLE_TYPES, _Loader
+from .osim import _Loader
+from .osim_force_set import _MUSCLE_FLAGS, MUSCLE_TYPES
 from .osim_path_functions import FUNCTION_BASED_PATH, coordinate_joints, function_elements
+from .osim_xml import _function_element, _is_identity_function
 
 _INERTIA_3X = ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")
 
@@ -280,8 +282,6 @@ def _scale_text(doc, orig, out, tag, factor):
 def _multiply_function(doc, twin, holder, factor):
     """The function inside ``holder`` times ``factor``, as OpenSim's scaling writes it: a ``Constant``'s
     value, a ``MultiplierFunction``'s scale, else the function wrapped in a ``MultiplierFunction``."""
-    from .osim import _function_element
-
     if holder is None or factor == 1.0:
         return
     fel = _function_element(doc, holder)
@@ -307,8 +307,6 @@ def _multiply_function(doc, twin, holder, factor):
 
 def _write_scaled_frames(loader, twin, factors):
     """Joint frames, translation functions, ellipsoid radii and wrap objects of a scaled model."""
-    from .osim import _coordinate_elements, _is_identity_function
-
     doc, model = loader.doc, loader.model
     for fr in model.iter("PhysicalOffsetFrame"):  # OffsetFrame::extendScale: the base body's factor
         parent = (fr.findtext("socket_parent") or "").strip()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from .osim import _Doc
+from .osim_xml import _Doc
 
 
 class SetupFile:

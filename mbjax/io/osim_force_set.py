@@ -1,0 +1,200 @@
+"""The ``ForceSet`` of an OpenSim file: path forces read into paths and muscle properties; force
+elements and actuators passed on to their readers; forces mbjax does not model refused by name."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._model import GROUND
+from ..muscles.parameter_rules import NUMERIC_PROPERTIES
+from ..muscles.paths import PathPoint
+from ..muscles.schutte1993 import CURVES as SCHUTTE_CURVES
+from ..muscles.schutte1993 import SCHUTTE
+from .osim_actuators import ACTUATOR_TYPES, LEGACY_TYPES, read_actuators
+from .osim_forces import MODELLED_FORCES
+from .osim_path_functions import FUNCTION_BASED_PATH
+from .osim_paths import CONDITIONAL_RANGE_TOLERANCE
+from .osim_xml import FUNCTION_TYPES, _function_element, _pp
+
+MUSCLE_TYPES = (
+    "Thelen2003Muscle",
+    "Millard2012EquilibriumMuscle",
+    "Millard2012AccelerationMuscle",
+    "Schutte1993Muscle_Deprecated",
+    "PathActuator",
+    "PathSpring",
+    "Ligament",
+)
+#: path forces that are read and modelled but may still be left out (path kept, zero tension) by
+#: ``ignore_forces``: the deprecated Schutte muscle, whose opt-out older scripts use
+OPTIONAL_PATH_FORCES = ("Schutte1993Muscle_Deprecated",)
+#: scalar actuators (:mod:`mbjax.io.osim_actuators`): no force without a control, read into
+#: ``OsimInfo.actuators`` for the tools that solve for controls (static optimization)
+RECORDED_FORCES = ACTUATOR_TYPES + tuple(LEGACY_TYPES)
+#: forces refused by name, with what they would change
+_REFUSED_FORCES = {
+    "ElasticFoundationForce": "ElasticFoundationForce (contact, changes dynamics) is not modelled",
+    "Delp1990Muscle_Deprecated": "Delp1990Muscle_Deprecated (spline force-length/velocity curves that the "
+                                 "Thelen and Millard models cannot reproduce) is not modelled",
+}
+#: the placeholder path of a force with a FunctionBasedPath: two points, both marked invalid (no
+#: geometry; its length and moment arms are its path function's, model.extras["path_functions"])
+_NO_POINTS = [PathPoint(GROUND, (0.0, 0.0, 0.0)), PathPoint(GROUND, (0.0, 0.0, 0.0))]
+#: the muscle flags read as 0/1 (and refused for the Schutte muscle)
+_MUSCLE_FLAGS = ("ignore_tendon_compliance", "ignore_activation_dynamics")
+
+
+class _ForceSetMixin:
+    """:class:`~mbjax.io.osim._Loader`'s reading of the ForceSet."""
+
+    def _forces(self, model):
+        doc = self.doc
+        fset = self.model.find("ForceSet")
+        muscles, kinds, params, path_wraps = {}, {}, {}, {}
+        recorded, wrapped, never, locked_off = [], [], [], []
+        if fset is None or fset.find("objects") is None:
+            return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
+        self._locked_off = []
+        actuators = []
+        for f in fset.find("objects"):
+            if f.tag in RECORDED_FORCES:
+                if f.tag in self.ignore_forces:
+                    self.ignored.append((f.tag, f.get("name")))
+                    continue
+                recorded.append((f.tag, f.get("name")))
+                actuators.append(f)
+                continue
+            if f.tag in MODELLED_FORCES:
+                if f.tag in self.ignore_forces:
+                    self.ignored.append((f.tag, f.get("name")))
+                else:
+                    self._force_elements.append(f)
+                continue
+            has_path = f.find("GeometryPath") is not None or f.find(FUNCTION_BASED_PATH) is not None
+            path_only = f.tag in self.ignore_forces and has_path
+            if f.tag not in MUSCLE_TYPES and not path_only:
+                if f.tag in self.ignore_forces:
+                    self.ignored.append((f.tag, f.get("name")))
+                    continue
+                why = _REFUSED_FORCES.get(f.tag, "unsupported force")
+                raise doc.error(f, f"{why}; supported path forces {MUSCLE_TYPES}, force elements "
+                                f"{MODELLED_FORCES}, recorded {RECORDED_FORCES}. Pass ignore_forces=({f.tag!r},) to load the model without "
+                                "it" + (" (its path is kept)" if has_path else ""),
+                                NotImplementedError)
+            if path_only:
+                self.ignored.append((f.tag, f.get("name")))
+            name = f.get("name")
+            gp = f.find("GeometryPath")
+            if f.find(FUNCTION_BASED_PATH) is not None:
+                if gp is not None:
+                    raise doc.error(f, "path force with both <GeometryPath> and <FunctionBasedPath>")
+                self._function_based_path(f, name)
+                muscles[name] = _NO_POINTS
+                kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
+                params[name] = _muscle_properties(doc, f)
+                self._muscle_sources[name] = doc.where(f)
+                if f.tag == SCHUTTE and not path_only:
+                    self._schutte_curves[name] = self._schutte_muscle(f, params[name])
+                continue
+            if gp is None:
+                raise doc.error(f, "path force without <GeometryPath> or <FunctionBasedPath>")
+            pset = gp.find("PathPointSet")
+            if pset is None or pset.find("objects") is None:
+                raise doc.error(gp, "GeometryPath without <PathPointSet><objects>")
+            points = [(p, self._point(p)) for p in pset.find("objects")]
+            never.extend(f"{name}/{p.get('name')}" for p, pt in points
+                         if pt is None and p.get("name") not in self._locked_off)
+            locked_off.extend(f"{name}/{p.get('name')}" for p, pt in points
+                              if pt is None and p.get("name") in self._locked_off)
+            self._locked_off = []
+            muscles[name] = [pt for _, pt in points if pt is not None]
+            wset = gp.find("PathWrapSet")
+            pws = [w for w in (wset.find("objects") if wset is not None and wset.find("objects") is not None else [])]
+            if pws:
+                wrapped.append(name)
+            if pws and not self.ignore_wrapping:
+                kept = [k for k, (_, pt) in enumerate(points) if pt is not None]
+                path_wraps[name] = [self._path_wrap(w, kept) for w in pws]
+            kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
+            params[name] = _muscle_properties(doc, f)
+            self._muscle_sources[name] = doc.where(f)
+            if f.tag == SCHUTTE and not path_only:
+                self._schutte_curves[name] = self._schutte_muscle(f, params[name])
+        if wrapped and self.ignore_wrapping:
+            warnings.warn(
+                f"{doc.path}: wrapping ignored (straight lines), as asked by ignore_wrapping=True, for "
+                f"{len(wrapped)} path(s): {', '.join(wrapped)}",
+                stacklevel=4,
+            )
+            path_wraps = {}
+        if never:
+            warnings.warn(
+                f"{doc.path}: {len(never)} ConditionalPathPoint(s) left out: their <range> has min > max + "
+                f"{2 * CONDITIONAL_RANGE_TOLERANCE:g}, so OpenSim never activates them: {', '.join(never)}",
+                stacklevel=4,
+            )
+        if locked_off:
+            warnings.warn(
+                f"{doc.path}: {len(locked_off)} ConditionalPathPoint(s) left out: their coordinate is locked at a "
+                f"default value outside their <range>, so OpenSim never activates them: {', '.join(locked_off)}",
+                stacklevel=4,
+            )
+        if actuators:
+            defaults = self.model.findall("defaults") + fset.findall("defaults")
+            self._actuators, _ = read_actuators(doc, actuators, version=self.version, defaults=defaults)
+        return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
+
+    def _schutte_muscle(self, f, props):
+        """The curves of a ``Schutte1993Muscle_Deprecated`` (``{curve: PPData}``, absent = default);
+        the two ``ignore_*`` flags OpenSim refuses for the class are refused here too."""
+        doc = self.doc
+        for flag in _MUSCLE_FLAGS:
+            if props.get(flag, 0.0) > 0.5:
+                raise doc.error(f, f"{SCHUTTE} with {flag}=true: OpenSim refuses the flag for this class "
+                                "(ActivationFiberLengthMuscle_Deprecated::extendAddToSystem)", NotImplementedError)
+        out = {}
+        for c in f:
+            if c.tag in SCHUTTE_CURVES:  # 3.x: <tendon_force_length_curve><SimmSpline>...
+                out[c.tag] = _pp(doc, _function_element(doc, c))
+            elif c.get("name") in SCHUTTE_CURVES and len(c):  # 4.x: <SimmSpline name="tendon_force_length_curve">
+                if c.tag not in FUNCTION_TYPES:
+                    raise doc.error(c, f"unsupported function type for {c.get('name')}; supported: {FUNCTION_TYPES}",
+                                    NotImplementedError)
+                out[c.get("name")] = _pp(doc, c)
+        return out
+
+
+def _muscle_properties(doc, f) -> dict[str, float]:
+    """Scalar properties of a muscle element: numbers, the two ``ignore_*`` flags as 0/1, and the
+    properties of its curve elements (``<ActiveForceLengthCurve>`` ...) as ``"Curve.property"``.
+
+    A property mbjax reads as a number (:data:`~mbjax.muscles.parameter_rules.NUMERIC_PROPERTIES`)
+    that does not parse (``1,500``) or is NaN is refused by file, line, muscle and property: OpenSim
+    would not read it either, and a silent default would be a different muscle."""
+    out = {}
+
+    def number(el, key, text):
+        try:
+            value = float(text)
+        except ValueError:
+            if key in NUMERIC_PROPERTIES:
+                raise doc.error(el, f"muscle {f.get('name')!r}: <{el.tag}> must be a number, got "
+                                    f"{text.strip()!r}") from None
+            return
+        if key in NUMERIC_PROPERTIES and np.isnan(value):
+            raise doc.error(el, f"muscle {f.get('name')!r}: <{el.tag}> is NaN (leave the property out "
+                                "for OpenSim's default)")
+        out[key] = value
+
+    for c in f:
+        if c.text is not None and len(c) == 0 and c.tag not in _MUSCLE_FLAGS and c.text.strip():
+            number(c, c.tag, c.text)
+        elif c.tag in _MUSCLE_FLAGS and c.text is not None:
+            out[c.tag] = 1.0 if c.text.strip().lower() == "true" else 0.0
+        elif c.tag.endswith("Curve") and len(c):
+            for g in c:
+                if g.text is not None and len(g) == 0 and g.text.strip():
+                    number(g, f"{c.tag}.{g.tag}", g.text)
+    return out
