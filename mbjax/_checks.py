@@ -48,16 +48,23 @@ def checks_enabled() -> bool:
     return _ENABLED[0]
 
 
+def _flag(enabled) -> bool:
+    if not isinstance(enabled, (bool, np.bool_)):
+        raise TypeError(f"checks: enabled must be True or False, got {enabled!r} (a string such as 'false' "
+                        "would read as True)")
+    return bool(enabled)
+
+
 def set_checks(enabled: bool) -> None:
     """Turn run-time value checks on or off globally (read at trace time; shape checks stay on)."""
-    _ENABLED[0] = bool(enabled)
+    _ENABLED[0] = _flag(enabled)
 
 
 @contextlib.contextmanager
 def checks(enabled: bool = True):
     """Context manager: run-time value checks on (``True``) or off (``False``) inside the block."""
     old = _ENABLED[0]
-    _ENABLED[0] = bool(enabled)
+    _ENABLED[0] = _flag(enabled)
     try:
         yield
     finally:
@@ -137,11 +144,20 @@ def pose(x, name: str):
 def all_of(x, conditions):
     """``x`` unchanged; one fused run-time check (checks on) over ``(bad, message)`` pairs: raises
     the message of the first ``bad`` that holds.  One host callback whatever the number of rules,
-    so a batched call pays for one check, not one per argument."""
+    so a batched call pays for one check, not one per argument.  A message may be a list, one per
+    entry of its ``bad``'s first axis (e.g. per muscle)."""
     if not _ENABLED[0] or not conditions:
         return x
-    bads = jnp.stack([jnp.any(b) for b, _ in conditions])
-    return eqx.branched_error_if(x, jnp.any(bads), jnp.argmax(bads), [m for _, m in conditions])
+    bads, messages = [], []
+    for b, m in conditions:
+        if isinstance(m, (list, tuple)):  # a message per entry of b's first axis
+            bads.append(jnp.reshape(jnp.asarray(b), (len(m), -1)).any(axis=1))
+            messages.extend(m)
+        else:
+            bads.append(jnp.any(b)[None])
+            messages.append(m)
+    bads = jnp.concatenate(bads)
+    return eqx.branched_error_if(x, jnp.any(bads), jnp.argmax(bads), messages)
 
 
 def names_context(kind: str, names: Sequence[str], limit: int = 8) -> str:

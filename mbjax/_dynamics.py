@@ -32,6 +32,7 @@ import numpy as np
 
 from . import _kron
 from ._batching import Small, batch_last, jvp_of_perturbed
+from ._body_rules import body_rules
 from . import _checks
 from ._kinematics import Kinematics, body_poses, check_vector, forward_pass, pose_derivatives_kron
 from ._loads import ExternalLoads
@@ -151,19 +152,25 @@ def _bias_gravity_kernel(model: Model, q, qd):
 _vector = check_vector
 
 
+def _pose(model: Model, q, where: str):
+    """``q`` checked as :func:`check_vector` does, with the model's body parameters (one fused
+    run-time check, :mod:`mbjax._body_rules`)."""
+    return _checks.all_of(_vector(model, q, "q"), body_rules(model, where))
+
+
 def mass_matrix(model: Model, q):
     """Mass matrix M(q) ``(nq, nq)`` of Eq. 188-189, as Fᵀ M_θ F (composite rigid body)."""
-    return batch_last(_mass_matrix_kernel)(model, _vector(model, q, "q"))
+    return batch_last(_mass_matrix_kernel)(model, _pose(model, q, "mass_matrix"))
 
 
 def bias_forces(model: Model, q, qd):
     """Coriolis and centrifugal term N(q, q̇) q̇ ``(nq,)`` (Eq. 146/190), without gravity."""
-    return batch_last(_bias_kernel)(model, _vector(model, q, "q"), _vector(model, qd, "qd"))
+    return batch_last(_bias_kernel)(model, _pose(model, q, "bias_forces"), _vector(model, qd, "qd"))
 
 
 def gravity_forces(model: Model, q):
     """Generalized gravity force G(q) ``(nq,)`` (Eq. 187/197, right-hand side of Eq. 198)."""
-    return batch_last(_gravity_kernel)(model, _vector(model, q, "q"))
+    return batch_last(_gravity_kernel)(model, _pose(model, q, "gravity_forces"))
 
 
 def inverse_dynamics(model: Model, q, qd, qdd, external=None):
@@ -174,7 +181,7 @@ def inverse_dynamics(model: Model, q, qd, qdd, external=None):
     :func:`generalized_forces`) or :class:`~mbjax.ExternalLoads` (point forces and torques, turned
     into Q at this pose by virtual work; OpenSim's ID with an ``external_loads_file``).
     """
-    q = _vector(model, q, "q")
+    q = _pose(model, q, "inverse_dynamics")
     tau = batch_last(_inverse_dynamics_kernel)(model, q, _vector(model, qd, "qd"), _vector(model, qdd, "qdd"))
     if isinstance(external, ExternalLoads):
         external = external.generalized_forces(model, q)
@@ -210,8 +217,9 @@ def _cholesky_checked(m):
     chol = _checks.require(
         chol,
         bad,
-        "forward_dynamics: the mass matrix M(q) is singular (a coordinate moves only zero-inertia "
-        "bodies, or joint axes align through zero-inertia bodies): q̈ is undefined at this q",
+        "forward_dynamics: the mass matrix M(q) is singular or indefinite (a coordinate moves only "
+        "zero-inertia bodies, joint axes align through zero-inertia bodies, or a body's inertia is not a "
+        "mass distribution's): q̈ is undefined at this q",
     )
     return chol, lower
 
@@ -231,7 +239,7 @@ def forward_dynamics(model: Model, q, qd, tau=None):
     autodiff through the mass matrix and its factorization).  For a raw 3x3 inertia leaf the
     derivative is defined along symmetric perturbations (any physical one).
     """
-    q, qd = _vector(model, q, "q"), _vector(model, qd, "qd")
+    q, qd = _pose(model, q, "forward_dynamics"), _vector(model, qd, "qd")
     tau = None if tau is None else _vector(model, tau, "tau")
     return _forward_dynamics(model, q, qd, tau)
 

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._kinematics import body_poses
+from . import _checks
 from ._model import GROUND, Model
 from ._wrenches import generalized_forces
 
@@ -114,3 +115,25 @@ class ExternalLoads(eqx.Module):
         if not loads.bodies:
             return jnp.zeros(model.n_coordinates, jnp.result_type(q, float))
         return generalized_forces(model, q, list(loads.bodies), loads.points, loads.forces, loads.torques)
+
+
+def checked_loads(external, where: str) -> "ExternalLoads | None":
+    """``external`` for one pose: ``None`` or :class:`ExternalLoads` of shape ``(n, 3)`` (no frame
+    axis: ``jax.vmap`` over frames), its arrays finite (one run-time check); anything else refused
+    by name (a generalized-force array cannot be split among the joints)."""
+    if external is None:
+        return None
+    if not isinstance(external, ExternalLoads):
+        raise TypeError(f"{where}: external must be mbjax.ExternalLoads (forces at points of bodies, torques), "
+                        f"got {type(external).__name__}; a generalized force (nq,) says nothing about which "
+                        "body carries the load")
+    n = len(external.bodies)
+    for name in ("points", "forces", "torques"):
+        a = getattr(external, name)
+        if a.shape != (n, 3):
+            raise ValueError(f"{where}: external.{name} must have shape ({n}, 3) for one pose, got {a.shape} "
+                             "(jax.vmap over frames)")
+    ctx = _checks.names_context("loads", external.names or tuple(str(b) for b in external.bodies))
+    points = _checks.all_of(external.points, [_checks.not_finite(getattr(external, k), f"{where}: external.{k}", ctx)
+                                              for k in ("points", "forces", "torques")])
+    return eqx.tree_at(lambda e: e.points, external, points)

@@ -41,7 +41,10 @@ from ._model import Model
 from ._simulate import _as_saveat, _check_interval, _checked_end_time, _checked_saveat
 from .muscles.fiber_dynamics import effective_activation, lengths_speeds_rule, muscle_derivatives, tendon_kinds
 from .muscles.musculotendon import equilibrium_fiber_length
+from .muscles.parameter_rules import parameter_rules
 from .muscles.parameters import hill_parameters
+from .muscles.path_set import get_paths
+from .muscles.paths import path_point_rules, wrap_dimension_rules
 
 #: OpenSim's ``ActivationFiberLengthMuscle::default_activation``
 DEFAULT_ACTIVATION = 0.05
@@ -94,10 +97,15 @@ def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, mome
     activation = _checks.as_array(activation, "activation", (len(names),), ("nm",), mctx)
     rules = [_checks.not_finite(q, "initial_fiber_lengths: q", ctx),
              _checks.not_finite(qd, "initial_fiber_lengths: qd", ctx),
-             _checks.not_finite(activation, "initial_fiber_lengths: activation", mctx)]
+             _checks.not_finite(activation, "initial_fiber_lengths: activation", mctx),
+             ((activation < 0) | (activation > 1), f"initial_fiber_lengths: activation must be in [0, 1]{mctx}"),
+             *path_point_rules(model, "initial_fiber_lengths"),
+             *wrap_dimension_rules(model, "initial_fiber_lengths"),
+             *parameter_rules(get_paths(model), "initial_fiber_lengths")]
     if excitation is not None:
         excitation = _checks.as_array(excitation, "excitation", (len(names),), ("nm",), mctx)
-        rules.append(_checks.not_finite(excitation, "initial_fiber_lengths: excitation", mctx))
+        rules += [_checks.not_finite(excitation, "initial_fiber_lengths: excitation", mctx),
+                  ((excitation < 0) | (excitation > 1), f"initial_fiber_lengths: excitation must be in [0, 1]{mctx}")]
     q = _checks.all_of(q, rules)
     with checks(False):
         L, V, _ = rule(model, q, qd)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from .._checks import all_of, as_array, names_context, not_finite
+from .parameter_rules import parameter_rules
 from .parameters import SCHUTTE, hill_parameters, kind_mask
+from .path_set import MusclePaths, get_paths
 from .schutte1993 import activation_rate as schutte_activation_rate
 
 
@@ -44,14 +46,13 @@ def activation_derivative(excitation, activation, params):
         nm = int(jnp.shape(params["minimum_activation"])[0])
         ctx = ""
     else:
-        from .paths import MusclePaths, get_paths
-
         paths = params if isinstance(params, MusclePaths) else get_paths(params)
         nm, ctx = paths.n_muscles, names_context("muscles", paths.names)
     u = as_array(excitation, "excitation", (nm,), ("nm",), ctx)
     a = as_array(activation, "activation", (nm,), ("nm",), ctx)
     u = all_of(u, [not_finite(u, "excitation", ctx),
-                   not_finite(a, "activation", ctx)])
+                   not_finite(a, "activation", ctx),
+                   *([] if isinstance(params, dict) else parameter_rules(paths, "activation_derivative"))])
     return activation_rate_of_muscles(u, a, params)
 
 

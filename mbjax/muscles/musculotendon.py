@@ -56,6 +56,7 @@ from .geometry import muscle_lengths
 from .moment_arms import moment_arms
 from .parameters import MILLARD, SCHUTTE, THELEN, hill_parameters, kind_mask
 from .muscle_state import MuscleState
+from .parameter_rules import parameter_rules
 from .paths import get_paths
 from .pennation import SIGNIFICANT_REAL, height, minimum_fiber_length, pennation_angle, rigid_fiber_length
 
@@ -440,6 +441,7 @@ def _muscle_inputs(model, **arrays):
             rules.append((v < 0, f"fiber_length must be >= 0 (m){ctx}"))
         if k == "activation":
             rules.append(((v < 0) | (v > 1), f"activation must be in [0, 1]{ctx}"))
+    rules += parameter_rules(paths, "muscle parameters")
     first = next(iter(out))
     out[first] = all_of(out[first], rules)
     return tuple(out.values())

@@ -10,7 +10,10 @@ is not "use the default".
 
 :func:`check_hill_parameters` runs on the parameters as read (float64), *with OpenSim's defaults
 filled in* for the absent ones, once per model (in :func:`~mbjax.muscles.paths.build_paths`), not
-at every pose.
+at every pose.  A model's arrays can still change afterwards (``eqx.tree_at``, a fit step), so
+:func:`parameter_rules` states the same rules on the arrays, for the one fused run-time check of
+the muscle functions; the stored arrays hold the defaults of the absent values
+(:func:`given_or_default`), so that a NaN there is never "use the default".
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Mapping
 
+import jax.numpy as jnp
 import numpy as np
 
 from .parameters import HILL_KINDS, MILLARD, MILLARD_DEFAULTS, MUSCLE_DEFAULTS, SCHUTTE, THELEN, THELEN_DEFAULTS
@@ -155,3 +159,41 @@ def check_hill_parameters(paths, given: Mapping[str, Mapping[str, float]],
     lines = [f"{sources.get(m, f'muscle {m!r}')}: {p}" for m, p in problems]
     head = f"{len(problems)} muscle parameter(s) outside the values the muscle model is defined for:\n  "
     raise ValueError(head + "\n  ".join(lines))
+
+
+def given_or_default(names, kinds, parameters: Mapping[str, Mapping[str, float]], keys) -> dict[str, np.ndarray]:
+    """Per key in ``keys``, the ``(nm,)`` values the muscles are built with: the given value, else
+    its class's OpenSim default, else NaN (a property the class does not have, or an optional curve
+    property OpenSim computes from the others)."""
+    rows = {k: np.full(len(names), np.nan) for k in keys}
+    for m, (name, kind) in enumerate(zip(names, kinds)):
+        given = {k: float(v) for k, v in parameters.get(name, {}).items()}
+        values = _filled(kind, given) if kind in HILL_KINDS else given
+        for k in keys:
+            rows[k][m] = values.get(k, np.nan)
+    return rows
+
+
+def _has_value(kind: str, key: str) -> bool:
+    """Whether every muscle of class ``kind`` holds a value of ``key`` once built (given or default)."""
+    return key in MUSCLE_DEFAULTS or key in {THELEN: THELEN_DEFAULTS, MILLARD: MILLARD_DEFAULTS,
+                                             SCHUTTE: SCHUTTE_DEFAULTS}.get(kind, {})
+
+
+def parameter_rules(paths, where: str) -> list:
+    """:data:`RULES` on the built arrays, as ``(bad (nm,), messages)`` conditions of
+    :func:`mbjax._checks.all_of`: a value outside its range, or NaN where the class has a value."""
+    out = []
+    for key, classes, ok, requirement, who in RULES:
+        v = paths.parameters.get(key)
+        if v is None:
+            continue
+        applies = np.asarray([k in classes for k in paths.kinds], bool)
+        required = np.asarray([_has_value(k, key) for k in paths.kinds], bool)
+        if not applies.any():
+            continue
+        v = jnp.asarray(v)
+        bad = applies & jnp.where(jnp.isnan(v), jnp.asarray(required), ~ok(v))
+        out.append((bad, [f"{where}: muscle {name!r}: {key} must be finite and {requirement}: was the model "
+                          "changed after loading (eqx.tree_at, a fit step)?" for name in paths.names]))
+    return out

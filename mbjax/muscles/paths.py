@@ -35,7 +35,7 @@ from .._kinematics import body_poses
 from .._model import GROUND, Model
 from ..maps._base import AbstractJointMap, local_index
 from ..wrapping.path import build_wraps
-from .parameter_rules import check_hill_parameters
+from .parameter_rules import check_hill_parameters, given_or_default
 from .path_set import ConditionalPathPoint, MovingPathPoint, MusclePaths, PathPoint, get_paths
 
 
@@ -151,10 +151,8 @@ def build_paths(
     wraps = build_wraps(body_names, names, {n: len(paths[n]) for n in names}, tuple(wrap_objects),
                         dict(path_wraps or {}))
     keys = sorted({k for v in parameters.values() for k in v})
-    params = {
-        k: jnp.asarray([float(parameters.get(n, {}).get(k, np.nan)) for n in names], dtype=float)
-        for k in keys
-    }
+    rows = given_or_default(names, [kinds.get(n, "path") for n in names], parameters, keys)
+    params = {k: jnp.asarray(rows[k], dtype=float) for k in keys}
     built = MusclePaths(
         location=jnp.asarray(location),
         cond_range=jnp.asarray(cond_range),
@@ -208,8 +206,22 @@ def require_pose_and_path(out, model: Model, q, where: str):
     smooth option for an ellipsoid wrap whose shooting solve failed."""
     ctx = _checks.coordinates_context(model)
     return _checks.all_of(out, [_checks.not_finite(q, "q", ctx),
+                                *path_point_rules(model, where),
                                 *wrap_dimension_rules(model, where),
                                 (jnp.isnan(out), f"{where}: {PATH_UNDEFINED}")])
+
+
+def path_point_rules(model: Model, where: str) -> list:
+    """``(bad, message)`` per muscle whose path points are not finite (a file refuses them; a model
+    changed after loading is checked at call time, since a NaN point would drop its segments
+    from the length without a word)."""
+    paths = get_paths(model)
+    if not paths.n_muscles:
+        return []
+    valid = np.asarray(paths.valid, bool)
+    bad = ~jnp.all(jnp.where(valid[..., None], jnp.isfinite(paths.location), True), axis=(1, 2))
+    return [(bad[m], f"{where}: muscle {name!r} has a path point that is not finite: was the model changed "
+                     "after loading (eqx.tree_at, a fit step)?") for m, name in enumerate(paths.names)]
 
 
 def wrap_dimension_rules(model: Model, where: str) -> list:
@@ -225,11 +237,19 @@ def wrap_dimension_rules(model: Model, where: str) -> list:
     torus = np.array([kind == "WrapTorus" for kind in wraps.kinds])
     d = wraps.dimensions
     bad = ~jnp.all(jnp.where(used, jnp.isfinite(d) & (d > 0), True), axis=1) | (torus & ~(d[:, 0] < d[:, 1]))
+    rot = wraps.rotation
+    tol = 1e3 * _checks.dtype_eps(rot.dtype)
+    not_rotation = jnp.max(jnp.abs(jnp.einsum("oji,ojk->oik", rot, rot) - jnp.eye(3, dtype=rot.dtype)), axis=(1, 2)) > tol
+    placement = ~jnp.all(jnp.isfinite(rot), axis=(1, 2)) | not_rotation | (jnp.linalg.det(rot) < 0) \
+        | ~jnp.all(jnp.isfinite(wraps.translation), axis=1)
     rules = []
     for o, (name, kind) in enumerate(zip(wraps.names, wraps.kinds)):
         rules.append((bad[o], f"{where}: wrap object {name!r} ({kind}) has dimensions that are not finite and "
                               f"positive{' (inner radius below outer)' if kind == 'WrapTorus' else ''}: "
                               "was the model changed after loading (eqx.tree_at, a fit step)?"))
+        rules.append((placement[o], f"{where}: wrap object {name!r} ({kind}) has a translation that is not finite "
+                                    "or a rotation that is not a finite proper rotation matrix: was the model "
+                                    "changed after loading (eqx.tree_at, a fit step)?"))
     return rules
 
 

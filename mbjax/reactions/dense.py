@@ -33,6 +33,7 @@ import numpy as np
 from .._kinematics import compose as _compose, joint_transforms
 from .._model import Model
 from .._spatial import skew
+from .._loads import checked_loads
 from .spec import CHAIN, ExternalLoads, JointReactions, ReactionSpec, as_spec, fixed_directions, spec_jit
 
 
@@ -174,6 +175,7 @@ def applied_forces(model: Model, q, qd, external: ExternalLoads | None = None):
 
 def _resolved(model: Model, q, external):
     """``external`` with points in body frames, forces/torques in world axes (:meth:`ExternalLoads.resolved`)."""
+    external = checked_loads(external, "joint reactions")
     return None if external is None else external.resolved(model, q)
 
 

@@ -39,6 +39,7 @@ from .._dynamics import _cross_force, _inertia_times
 from .._wrenches import subtree_wrenches
 from .._kinematics import _motion_subspace, check_vector, forward_pass
 from .._model import Model
+from .._loads import checked_loads
 from .spec import CHAIN, ExternalLoads, JointReactions, ReactionSpec, as_spec, fixed_directions
 
 RANK_RTOL = 1e-9  # squared residual of a free direction relative to the largest candidate
@@ -190,6 +191,7 @@ def joint_reactions(model: Model, q, qd, qdd, joints=None, external: ExternalLoa
     q = check_vector(model, q)
     qd = check_vector(model, qd, "qd")
     qdd = check_vector(model, qdd, "qdd")
+    external = checked_loads(external, "joint_reactions")
     if external is not None and not external.in_body_frames:
         external = external.resolved(model, q)
     return _run(model, spec, q, qd, qdd, external)

@@ -193,8 +193,12 @@ def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_ph
     ``actuators (nq, na)``: generalized force per unit control of non-muscle actuators (module docstring);
     ``pennation_rule``: :func:`muscle_force_coefficients`."""
     q = jnp.asarray(q)
+    nq, paths = model.n_coordinates, get_paths(model)
+    nm, mctx = paths.n_muscles, _checks.names_context("muscles", paths.names)
     if R is not None:
-        pass
+        R = _checks.as_array(R, "moment_arms", (nq, nm), ("nq", "nm"), mctx)
+        if L is not None:
+            L = _checks.as_array(L, "lengths", (nm,), ("nm",), mctx)
     elif moment_arm_rule == "opensim":
         from ..muscles.opensim_moment_arms import opensim_moment_arms
 
@@ -207,6 +211,11 @@ def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_ph
                                              passive_forces=passive_forces, R=R, L=L, pennation_rule=pennation_rule)
     if tau is None:
         tau = inverse_dynamics(model, q, qd, qdd, external)
+    else:  # never broadcast: a (1,) torque is not every coordinate's
+        ctx = _checks.coordinates_context(model)
+        tau = _checks.as_array(tau, "tau", (nq,), ("nq",), ctx)
+        tau = _checks.all_of(tau, [_checks.not_finite(tau, "static optimization: tau", ctx),
+                                   _checks.not_finite(R, "static optimization: moment_arms", mctx)])
     if actuators is not None:
         actuators = jnp.asarray(actuators, R.dtype)
         if actuators.ndim != 2 or actuators.shape[0] != R.shape[0]:
@@ -216,9 +225,15 @@ def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_ph
 
 
 def _reserve_vector(reserves, nq, dtype):
+    """Reserve optimal forces ``(nq,)`` from a scalar or ``(nq,)``: finite and >= 0 (0: none there)."""
     if reserves is None:
         return None
-    return jnp.broadcast_to(jnp.asarray(reserves, dtype), (nq,))
+    fr = jnp.asarray(reserves, dtype)
+    if fr.shape not in ((), (nq,)):  # never broadcast another length
+        raise ValueError(f"reserves must be a scalar or have shape (nq,) = ({nq},), got {fr.shape}")
+    fr = _checks.all_of(fr, [(~jnp.isfinite(fr) | (fr < 0),
+                              "static optimization: reserves (optimal forces) must be finite and >= 0")])
+    return jnp.broadcast_to(fr, (nq,))
 
 
 def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, reserve_bounds,
@@ -298,6 +313,9 @@ def solve_problem(problem: SharingProblem, *, exponent=2, weights=None, reserves
             lam0 = initial_guess.multipliers
         else:
             x0 = jnp.asarray(initial_guess, dtype)
+            if x0.shape not in ((nm,), (nm + nr + na,)):
+                raise ValueError(f"initial_guess must have shape (nm,) = ({nm},) (activations) or ({nm + nr + na},) "
+                                 f"(activations, reserves, actuators), got {x0.shape}")
             if x0.shape[0] == nm and nr + na:
                 x0 = jnp.concatenate([x0, jnp.zeros((nr + na,), dtype)])
     sol = qp.solve(A, b, lo, hi, w, exponent, x0, lam0, **(solver_options or {}))
@@ -362,6 +380,18 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
     if any(len(sh) != 2 or sh[1] != nq or sh[0] != shapes[0][0] for sh in shapes):
         raise ValueError(f"qs, qds, qdds must have the same shape (T, nq) = (T, {nq}), got "
                          f"{', '.join(str(tuple(sh)) for sh in shapes)}")
+    T, nm = shapes[0][0], get_paths(model).n_muscles
+    if T == 0:
+        raise ValueError("static_optimization_trajectory: no frames (qs has shape (0, nq))")
+    for name, x, shape in (("taus", taus, (T, nq)),
+                           ("moment_arms", moment_arms, (T, nq, nm)), ("lengths", lengths, (T, nm))):
+        if x is not None and tuple(jnp.shape(x)) != shape:
+            raise ValueError(f"static_optimization_trajectory: {name} must have shape {shape} (T frames, "
+                             f"nq = {nq} coordinates, nm = {nm} muscles), got {tuple(jnp.shape(x))}")
+    if initial_guess is not None and not isinstance(initial_guess, StaticOptimizationResult) \
+            and tuple(jnp.shape(initial_guess)) not in ((nm,), (T, nm)):
+        raise ValueError(f"static_optimization_trajectory: initial_guess must have shape (nm,) = ({nm},) or "
+                         f"(T, nm) = ({T}, {nm}), got {tuple(jnp.shape(initial_guess))}")
 
     def build(q, qd, qdd, tau, ext, R, L, B):
         return sharing_problem(model, q, qd, qdd, tau=tau, external=ext, use_muscle_physiology=use_muscle_physiology,
