@@ -77,18 +77,26 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   ``MusclePaths.wraps`` (:mod:`mbjax.wrapping`) and applied as OpenSim applies them; only wrap
   objects some path uses are kept.  ``ignore_wrapping=True`` is the explicit choice of
   straight-line paths (warned, and recorded in ``OsimInfo.wrapping_ignored``).  An unknown
-  ``<method>`` falls back to hybrid, as in OpenSim.  ``wrapping="smooth"`` reads the same objects
+  ``<method>`` or a reversed ``<range>`` of a ``PathWrap`` is refused (OpenSim refuses the method).  ``wrapping="smooth"`` reads the same objects
   into the smooth option instead (:mod:`mbjax.wrapping.smooth_path`).
 
 * Forces and constraints mbjax does not model (ElasticFoundationForce contact, the deprecated
   ``Delp1990Muscle_Deprecated``, constraints other than couplers and point-on-line) are refused by
-  name unless listed in ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`).
+  name unless listed in ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`); a name
+  there that matches no element of the file is warned.
   ``Schutte1993Muscle_Deprecated`` is modelled, and ``ignore_forces=("Schutte1993Muscle_Deprecated",)``
   still leaves it out explicitly (path kept, zero tension, kind ``"Schutte1993Muscle_Deprecated
   (ignored)"``).  The ContactGeometrySet is
   read only for the geometry a HuntCrossleyForce names.  Sets that change no quantity mbjax
   computes from the model are not read: ControllerSet (mbjax takes excitations as inputs),
-  ProbeSet, visual geometry.
+  ProbeSet, ComponentSet; their objects, and any element of ``<Model>`` or of a ``<Body>`` that
+  OpenSim does not define (``<FooSet>``, a misspelt property), are listed in one warning per file
+  naming each (line, element).  Descriptions, units and visuals (geometry, display preferences)
+  are not read and not warned.  A duplicate name within a set (joints, forces, markers,
+  constraints, ...) is refused: OpenSim renames the second, which breaks the references to it.
+  A body without mass or inertia and without massive bodies beyond it is warned, with the
+  coordinates whose mass matrix it makes singular.  ``<OpenSimDocument>`` without an integer
+  ``Version`` attribute is refused (OpenSim requires it).
 
 * Bodies: inertias are used as given, as OpenSim does; physically impossible ones (not positive
   semidefinite, or principal moments violating the triangle inequality, e.g. MoBL's clavicle and
@@ -96,8 +104,10 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   and a non-zero inertia gets zero inertia (``Body::getInertia``).  A duplicate body name is
   refused (OpenSim renames the second and frees it with a FreeJoint).
 * Coordinates: a non-finite ``default_value`` is refused; a ``clamped`` coordinate whose default
-  is not in ``(min - SqrtEps, max + SqrtEps)`` or whose range has ``max < min`` is refused, as
-  ``Coordinate::extendFinalizeFromProperties`` refuses it (unclamped ones may start outside).
+  is not in ``(min - SqrtEps, max + SqrtEps)`` is refused, as
+  ``Coordinate::extendFinalizeFromProperties`` refuses it; an unclamped (or locked) one outside
+  is warned.  A range with ``max < min`` is refused, clamped or not.  A bool property
+  (``clamped``, ``locked``, ...) other than true/false (or 1/0) is refused.
 * A missing file raises ``FileNotFoundError``.
 
 Anything else unknown raises ``ValueError``/``NotImplementedError`` naming the file, element and
@@ -256,12 +266,25 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
         self._path_functions: dict = {}
         self._unused_path_elements: list = []
         self._coordinate_table = None
+        #: elements of the file that are not used ("line N <tag> in <owner>"), warned once
+        self.unused: list[str] = []
+        #: coordinates whose default is outside their range (unclamped, so OpenSim loads them), warned once
+        self._default_outside: list[str] = []
+        #: OpenSim body -> mass, for the massless-terminal-body check
+        self._masses: dict[str, float] = {}
         self.doc = _Doc(path)
         self.ignore_wrapping = ignore_wrapping
         root = self.doc.root
         if root.tag != "OpenSimDocument":
             raise ValueError(f"{path}: root element is <{root.tag}>, expected <OpenSimDocument>")
-        self.version = int(root.get("Version", "0") or 0)
+        version = root.get("Version")
+        if version is None or not version.strip().isdigit():
+            # XMLDocument::updateDocumentVersion requires it: OpenSim cannot read the file without it
+            raise self.doc.error(root, "the Version attribute of <OpenSimDocument> is "
+                                 + ("missing" if version is None else f"not an integer ({version!r})")
+                                 + ": OpenSim needs it to read the file; write the version the file was saved "
+                                 'in (e.g. Version="40000" for a 4.x file, "30000" for 3.x)')
+        self.version = int(version)
         self.model = root.find("Model")
         if self.model is None:
             raise self.doc.error(root, "no <Model> element")
@@ -307,10 +330,12 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
         for name, value in self._inertias.items():
             inertia[model.body_index(name)] = value
         self._warn_inertias()
+        self._warn_massless_terminal()
         model = eqx.tree_at(lambda m: m.inertia, model, jnp.asarray(inertia))
         self._wrap_objects()
         muscles, kinds, params, recorded, wrapped, path_wraps = self._forces(model)
         info = self._info(indep, recorded, wrapped if self.ignore_wrapping else (), model.body_names)
+        self._warn_loaded()
         if self.ignored:
             warnings.warn(f"{doc.path}: {len(self.ignored)} element(s) not modelled, as asked by ignore_forces / "
                           "ignore_constraints (paths of ignored path forces are kept, with zero tension): "
@@ -341,6 +366,26 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
         extras = dict(model.extras)
         extras["osim"] = info
         return model.with_extras(extras)
+
+    def _warn_loaded(self):
+        """One warning each for the unused elements, the defaults outside their range and the
+        ``ignore_forces`` / ``ignore_constraints`` names that match no element of the file."""
+        path = self.doc.path
+        if self.unused:
+            warnings.warn(f"{path}: {len(self.unused)} element(s) not used (unknown to OpenSim's model, or not "
+                          "modelled by mbjax): " + "; ".join(self.unused), stacklevel=4)
+        if self._default_outside:
+            warnings.warn(f"{path}: {len(self._default_outside)} coordinate(s) with a <default_value> outside their "
+                          "<range> (not clamped, so OpenSim loads them; the default pose is outside the range): "
+                          + "; ".join(self._default_outside), stacklevel=4)
+        for arg, names, holder in (("ignore_forces", self.ignore_forces, "ForceSet"),
+                                   ("ignore_constraints", self.ignore_constraints, "ConstraintSet")):
+            classes = {el.tag for s in self.model.findall(holder)
+                       for el in (s.find("objects") if s.find("objects") is not None else [])}
+            unmatched = [n for n in names if n not in classes]
+            if unmatched:
+                warnings.warn(f"{path}: {arg} names {unmatched}, which no element of the file has (check the "
+                              f"spelling; the classes of its {holder} are {sorted(classes)})", stacklevel=4)
 
     def _scaling(self, body_names):
         segments = tuple(n for n in body_names if n in self.bodies)

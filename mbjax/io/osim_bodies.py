@@ -9,7 +9,7 @@ import numpy as np
 
 from .._builder import ModelBuilder
 from ..maps.constant import Constant
-from .osim_xml import _floats, _inv, _rot, _tf
+from .osim_xml import _coordinate_elements, _floats, _inv, _rot, _tf
 
 #: SimTK::SignificantReal (eps^(7/8)): OpenSim zeroes the inertia of a body with |mass| at most this
 _SIGNIFICANT_REAL = float(np.finfo(float).eps ** 0.875)
@@ -38,6 +38,37 @@ class _BodiesMixin:
         if parts:
             warnings.warn(f"{self.doc.path}: " + ". ".join(parts), stacklevel=4)
 
+    def _warn_massless_terminal(self):
+        """Warn about the coordinates that move only bodies without mass or inertia (a massless
+        terminal body on a joint with dofs, which Simbody's rule for massless bodies forbids): the
+        mass matrix is singular there, so forward dynamics fails while kinematics is fine."""
+        children: dict[str, list[str]] = {}
+        for j, parent, child, _, _ in self.joints:
+            children.setdefault(parent, []).append(child)
+
+        def massless(body):
+            return (self._masses.get(body, 0.0) == 0.0 and not np.any(self._inertias.get(body, 0.0))
+                    and all(massless(c) for c in children.get(body, ())))
+
+        # coordinates a coupler reads also move the coupled joints: not judged here
+        driving = {c for v in self.coords.couplers.values()
+                   for c in (v[1] if v[1] is not None else getattr(v[2], "coordinates", ()))}
+        bad = []
+        for j, parent, child, _, _ in self.joints:
+            names = [c.get("name") for c in _coordinate_elements(j)]
+            coords = [n for n in names if n in self.coords.info and n not in driving
+                      and self.coords.role(n) == "independent"]
+            if coords and massless(child):
+                bad.append(f"body {child!r} (joint {j.get('name')!r}, line {self.doc.lines.get(j, '?')}: "
+                           f"{', '.join(coords)})")
+        if bad:
+            warnings.warn(f"{self.doc.path}: {len(bad)} body(ies) with zero mass and inertia and no massive body "
+                          "beyond them, so the mass matrix is singular in their joint's coordinates (Simbody's "
+                          "rule: a massless body must not be terminal on a joint with dofs); kinematics works, "
+                          "forward dynamics will fail: "
+                          + "; ".join(bad) + ". Give the body a mass and inertia, or lock or weld its joint",
+                          stacklevel=4)
+
     def _mass_props(self, el):
         doc = self.doc
         mass = float(_floats(doc, el, "mass", 1, default=[0.0])[0])
@@ -65,6 +96,7 @@ class _BodiesMixin:
             raise self.doc.error(j, f"child body {child!r} is not in the BodySet")
         mass, com, inertia = self._mass_props(el)
         self._inertias[child] = inertia
+        self._masses[child] = mass
         inertia = None  # set after ModelBuilder.build (see build)
         pending = x_pf.copy()
         # the offset translations as s_parent * unit_parent + s_child * unit_child (OpenSim's uniform

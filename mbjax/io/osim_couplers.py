@@ -115,26 +115,31 @@ class _CouplersMixin:
         rng = _floats(doc, c, "range", 2, default=[-10.0, 10.0])  # OpenSim's default range
         mt = _text(c, "motion_type", "rotational")
         default = float(_floats(doc, c, "default_value", 1, default=[0.0])[0])
-        clamped = _bool(c, "clamped")
-        if _bool(c, "prescribed") and c.find("prescribed_function") is not None and len(c.find("prescribed_function")):
+        clamped = _bool(c, "clamped", doc=doc)
+        if _bool(c, "prescribed", doc=doc) and c.find("prescribed_function") is not None and len(c.find("prescribed_function")):
             # OpenSim drives it as a function of time (a constraint); mbjax has no time-dependent coordinate
             raise doc.error(c, f"prescribed coordinate {name!r} (a function of time) is not supported",
                             NotImplementedError)
         if not np.isfinite(default):
             # OpenSim 4.6 loads an unclamped NaN/inf default (and its default pose is then NaN/inf)
             raise doc.error(c, f"coordinate {name!r}: <default_value> must be finite, got {default}")
-        if clamped:  # OpenSim's Coordinate::extendFinalizeFromProperties refuses these
-            if not rng[0] <= rng[1]:
-                raise doc.error(c, f"clamped coordinate {name!r}: <range> {rng[0]:g} {rng[1]:g} has max < min")
-            if not (rng[0] - _SQRT_EPS < default < rng[1] + _SQRT_EPS):
-                raise doc.error(c, f"clamped coordinate {name!r}: <default_value> {default!r} is outside its "
-                                f"<range> [{rng[0]!r}, {rng[1]!r}]")
+        if not rng[0] <= rng[1]:  # OpenSim refuses it when clamped; unclamped, no range is meant
+            raise doc.error(c, f"{'clamped ' if clamped else ''}coordinate {name!r}: <range> {rng[0]:g} {rng[1]:g} "
+                            "has max < min (write it as min max)")
+        outside = not (rng[0] - _SQRT_EPS < default < rng[1] + _SQRT_EPS)
+        if clamped and outside:  # OpenSim's Coordinate::extendFinalizeFromProperties refuses it
+            raise doc.error(c, f"clamped coordinate {name!r}: <default_value> {default!r} is outside its "
+                            f"<range> [{rng[0]!r}, {rng[1]!r}]")
+        locked = _bool(c, "locked", doc=doc)
+        if outside:  # OpenSim loads it (unclamped); the default pose is then outside the range
+            self._default_outside.append(f"{name} ({'locked at ' if locked else ''}{default:g} not in "
+                                         f"[{rng[0]:g}, {rng[1]:g}], line {doc.lines.get(c, '?')})")
         self.coords.order.append(name)
         self.coords.info[name] = dict(
             default=default,
             range=(float(rng[0]), float(rng[1])),
             clamped=clamped,
-            locked=_bool(c, "locked"),
+            locked=locked,
             motion_type=mt,
             element=c,
         )
@@ -145,7 +150,7 @@ class _CouplersMixin:
         if cset is None or cset.find("objects") is None:
             return
         for con in cset.find("objects"):
-            if not _bool(con, "isEnforced", True) or _bool(con, "isDisabled", False):
+            if not _bool(con, "isEnforced", True, doc) or _bool(con, "isDisabled", False, doc):
                 continue  # a constraint OpenSim does not enforce changes nothing
             if con.tag != "CoordinateCouplerConstraint":
                 if con.tag == "PointOnLineConstraint" and con.tag not in self.ignore_constraints:

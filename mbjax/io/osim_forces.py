@@ -36,9 +36,9 @@ _TRANSLATIONAL = {("SliderJoint", 0), ("FreeJoint", 3), ("FreeJoint", 4), ("Free
                   ("PlanarJoint", 2)}
 
 
-def applies_force(el) -> bool:
+def applies_force(el, doc=None) -> bool:
     """OpenSim 4.x ``appliesForce`` (default true); 3.x ``isDisabled`` (default false)."""
-    return _bool(el, "appliesForce", True) and not _bool(el, "isDisabled", False)
+    return _bool(el, "appliesForce", True, doc) and not _bool(el, "isDisabled", False, doc)
 
 
 def _motion_types(loader) -> dict[str, str]:
@@ -131,7 +131,7 @@ def read_force_elements(loader, model, elements):
         return -1 if body == "ground" else model.body_index(body)
 
     for el in elements:
-        if not applies_force(el):
+        if not applies_force(el, doc):
             continue
         name = el.get("name") or el.tag
         if el.tag in _COORDINATE_FORCES:

@@ -89,7 +89,7 @@ class _JointsMixin:
         if j.tag not in JOINT_TYPES:
             why = _REFUSED_JOINTS.get(j.tag, "unsupported joint type")
             raise doc.error(j, f"{why}; supported: {JOINT_TYPES}", NotImplementedError)
-        if _bool(j, "reverse"):
+        if _bool(j, "reverse", doc=self.doc):
             raise doc.error(j, "reversed joints are not supported", NotImplementedError)
         if self.version >= 30000:
             pf = _text(j, "socket_parent_frame")

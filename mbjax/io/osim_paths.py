@@ -109,6 +109,17 @@ class _PathsMixin:
         self._path_functions[name], unused = read_function_based_path(self.doc, el, name, self._coordinate_table)
         self._unused_path_elements += unused
 
+    def _path_wrap_owner(self, w) -> str:
+        """``muscle 'name'`` of the path force that holds a PathWrap."""
+        for f in self._force_set_objects():
+            if any(x is w for x in f.iter("PathWrap")):
+                return f"muscle {f.get('name')!r}"
+        return "its path force"
+
+    def _force_set_objects(self):
+        fset = self.model.find("ForceSet")
+        return list(fset.find("objects")) if fset is not None and fset.find("objects") is not None else []
+
     def _path_wrap(self, w, kept):
         """A ``<PathWrap>`` as a :class:`~mbjax.wrapping.PathWrap`, its 1-based ``range`` re-indexed
         to the points kept (never-active conditional points are left out of the path)."""
@@ -125,11 +136,20 @@ class _PathsMixin:
             raise doc.error(self.wrap_elements[obj], f"wrap surface <{tag}> (used by PathWrap {w.get('name')!r}) is "
                             f"not supported; supported {WRAP_KINDS}. Pass ignore_wrapping=True to load straight-line "
                             "paths", NotImplementedError)
-        method = (_text(w, "method") or "hybrid").strip().lower()
-        if method not in WRAP_METHODS:
-            method = "hybrid"  # PathWrap::extendFinalizeFromProperties falls back to hybrid
+        text = (_text(w, "method") or "hybrid").strip()
+        method = text.lower()
+        if text == "Unassigned":  # PathWrap::extendFinalizeFromProperties: not specified, hybrid
+            method = "hybrid"
+        elif method not in WRAP_METHODS or text not in (method, method.capitalize(), method.upper()):
+            # PathWrap::extendFinalizeFromProperties throws for any other spelling
+            raise doc.error(w, f"PathWrap {w.get('name')!r} of {self._path_wrap_owner(w)}: unknown <method> {text!r}; "
+                            f"valid methods are {WRAP_METHODS} (or leave it out for hybrid)")
         rng = [int(round(v)) for v in _floats(doc, w, "range", 2, default=[-1, -1])]
         lo, hi = rng
+        if lo >= 1 and hi >= 1 and hi < lo:
+            raise doc.error(w, f"PathWrap {w.get('name')!r} of {self._path_wrap_owner(w)}: <range> {rng[0]} {rng[1]} "
+                            "is reversed (it must be first last, 1-based path point indices, or -1 -1 for the "
+                            "whole path)")
         if lo >= 1:
             lo = 1 + sum(1 for k in kept if k < lo - 1)
         if hi >= 1:

@@ -10,11 +10,69 @@ from .osim_joints import JOINT_TYPES
 from .osim_xml import _coordinate_elements, _floats, _text, _tf, _xyz_body_fixed
 
 
+#: children of <Model> read, or deliberately not read (they change no quantity mbjax computes:
+#: descriptions, units, visuals); the objects of ControllerSet, ProbeSet and ComponentSet are listed
+_MODEL_CHILDREN = ("credits", "publications", "length_units", "force_units", "assembly_accuracy", "gravity",
+                   "Ground", "BodySet", "JointSet", "ConstraintSet", "MarkerSet", "ForceSet", "ControllerSet",
+                   "ContactGeometrySet", "ProbeSet", "ComponentSet", "ModelVisualPreferences", "components",
+                   "defaults", "FrameSet", "Appearance")
+#: children of a <Body> read (mass properties, frames, wrap objects, the 3.x joint) or visual
+_BODY_CHILDREN = ("mass", "mass_center", "inertia", "inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy",
+                  "inertia_xz", "inertia_yz", "WrapObjectSet", "Joint", "frames", "components", "FrameGeometry",
+                  "frame_geometry", "attached_geometry", "VisibleObject", "Appearance", "Displayer")
+#: sets whose objects mbjax does not read, and why
+_UNREAD_SETS = {"ControllerSet": "mbjax takes excitations as inputs", "ProbeSet": "probes are not computed",
+                "ComponentSet": "components are not modelled"}
+#: the sets whose objects must have distinct names (OpenSim renames a duplicate, which breaks every
+#: reference to it)
+_NAMED_SETS = ("JointSet", "ForceSet", "MarkerSet", "ConstraintSet", "ContactGeometrySet",
+               "ControllerSet", "ProbeSet", "ComponentSet")
+
+
 class _StructureMixin:
     """:class:`~mbjax.io.osim._Loader`'s reading of the BodySet, JointSet, frames and coordinates."""
 
+    def _check_model_elements(self):
+        """Refuse duplicate names within a set; list the model's elements that are not used in
+        ``self.unused`` (warned once by the loader)."""
+        doc, model = self.doc, self.model
+        for set_name in _NAMED_SETS:
+            for holder in model.findall(set_name):
+                objects = holder.find("objects")
+                seen = {}
+                for el in (objects if objects is not None else []):
+                    name = el.get("name")
+                    if name is None:
+                        continue
+                    if name in seen:
+                        first = seen[name]
+                        raise doc.error(el, f"duplicate name {name!r} in the {set_name}: also the name of <{first.tag}> "
+                                        f"at line {doc.lines.get(first, '?')} (OpenSim renames the second, which "
+                                        "breaks every reference to it); rename one")
+                    seen[name] = el
+        for el in model:
+            if not isinstance(el.tag, str):
+                continue
+            if el.tag not in _MODEL_CHILDREN:
+                self.unused.append(f"line {doc.lines.get(el, '?')} <{el.tag}> in <Model>")
+            elif el.tag in _UNREAD_SETS and el.find("objects") is not None:
+                for o in el.find("objects"):
+                    self.unused.append(f"line {doc.lines.get(o, '?')} <{o.tag} name={o.get('name')!r}> in the "
+                                       f"{el.tag} ({_UNREAD_SETS[el.tag]})")
+        bodyset = model.find("BodySet")
+        for b in (bodyset.find("objects") if bodyset is not None and bodyset.find("objects") is not None else []):
+            for c in b:
+                if isinstance(c.tag, str) and c.tag not in _BODY_CHILDREN:
+                    self.unused.append(f"line {doc.lines.get(c, '?')} <{c.tag}> in <Body name={b.get('name')!r}>")
+            for holder in (b.find("components"), b.find("frames")):
+                for c in (holder if holder is not None else []):
+                    if isinstance(c.tag, str) and c.tag != "PhysicalOffsetFrame":
+                        self.unused.append(f"line {doc.lines.get(c, '?')} <{c.tag} name={c.get('name')!r}> in "
+                                           f"<Body name={b.get('name')!r}>/<{holder.tag}>")
+
     def read_structure(self):
         doc, model = self.doc, self.model
+        self._check_model_elements()
         bodyset = model.find("BodySet")
         if bodyset is None or bodyset.find("objects") is None:
             raise doc.error(model, "no <BodySet><objects>")
@@ -59,6 +117,13 @@ class _StructureMixin:
                 j = jholder[0]
                 j.set("_child_body", b.get("name"))
                 joint_list.append(j)
+        seen = {}
+        for j in joint_list:
+            name = j.get("name")
+            if name is not None and name in seen:
+                raise doc.error(j, f"duplicate joint name {name!r}: also the name of <{seen[name].tag}> at line "
+                                f"{doc.lines.get(seen[name], '?')}; rename one")
+            seen[name] = j
         # coordinates first (couplers may reference coordinates of later joints)
         for j in joint_list:
             for c in _coordinate_elements(j):

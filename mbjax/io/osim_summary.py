@@ -13,11 +13,17 @@ translational when only ``translation1..3`` axes do; ``PinJoint``, ``UniversalJo
 translational, ``PlanarJoint`` (rz, tx, ty) and ``FreeJoint`` (3 rotations, 3 translations) by
 position.  Units: rad for rotational, m for translational coordinates (OpenSim's internal units).
 A missing ``<range>`` is OpenSim's default ``[-10, 10]``.
+
+:func:`summarize_osim` also makes the cheap checks of :func:`mbjax.io.load_osim` (document version,
+duplicate names, masses, coordinate ranges and flags, joint and force classes) and warns, naming
+file, line and element, when ``load_osim`` would refuse the file (``OsimSummary.refusals``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import warnings
 import xml.etree.ElementTree as ET
 from pyexpat import ExpatError, ParserCreate
 
@@ -29,6 +35,18 @@ _BY_POSITION = {"PlanarJoint": ("rotational", "translational", "translational"),
                 "FreeJoint": ("rotational",) * 3 + ("translational",) * 3,
                 "SliderJoint": ("translational",)}
 UNITS = {"rotational": "rad", "translational": "m"}
+#: the joint classes and ForceSet classes load_osim reads (path forces, force elements, actuators
+#: and their legacy names); the loader's own lists, copied here so that ``mbjax info`` needs no JAX
+LOADER_JOINTS = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint", "GimbalJoint",
+                 "BallJoint", "FreeJoint", "PlanarJoint", "EllipsoidJoint")
+LOADER_FORCES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
+                 "Schutte1993Muscle_Deprecated", "PathActuator", "PathSpring", "Ligament",
+                 "CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce",
+                 "PointToPointSpring", "BushingForce", "HuntCrossleyForce",
+                 "CoordinateActuator", "PointActuator", "TorqueActuator", "GeneralizedForce", "Force", "Torque")
+#: the sets whose objects load_osim requires to have distinct names
+_NAMED_SETS = ("BodySet", "JointSet", "ForceSet", "MarkerSet", "ConstraintSet", "ContactGeometrySet",
+               "ControllerSet", "ProbeSet", "ComponentSet")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +105,9 @@ class OsimSummary:
     muscles: tuple[MuscleSummary, ...]
     wrap_objects: tuple[WrapObjectSummary, ...]
     constraints: tuple[ConstraintSummary, ...] = ()
+    #: why :func:`mbjax.io.load_osim` refuses the file ("file:line: <element>: why"), empty if it
+    #: passes the cheap checks
+    refusals: tuple[str, ...] = ()
 
     def coordinate(self, name: str) -> CoordinateSummary:
         for c in self.coordinates:
@@ -137,12 +158,19 @@ def _motion_type(coord, joint) -> str:
     return "unknown"
 
 
-def _parse(path):
+def _parse(path, lines=None):
     """The XML tree without namespace processing (as load_osim reads it): OpenSim writes tags such as
-    ``<HuntCrossleyForce::ContactParametersSet>``, which a namespace-aware parser refuses."""
+    ``<HuntCrossleyForce::ContactParametersSet>``, which a namespace-aware parser refuses.
+    ``lines`` (a dict), when given, gets each element's line."""
     builder = ET.TreeBuilder()
     parser = ParserCreate()
-    parser.StartElementHandler = builder.start
+
+    def start(tag, attrs):
+        el = builder.start(tag, attrs)
+        if lines is not None:
+            lines[el] = parser.CurrentLineNumber
+
+    parser.StartElementHandler = start
     parser.EndElementHandler = builder.end
     parser.CharacterDataHandler = builder.data
     with open(path, "rb") as fh:
@@ -150,11 +178,74 @@ def _parse(path):
     return builder.close()
 
 
+def _refusals(path, root, model, lines, parent) -> list[str]:
+    """What :func:`mbjax.io.load_osim` refuses in the file, by its cheap checks (XML only)."""
+    out = []
+
+    def where(el):
+        name = el.get("name")
+        return f"{path}:{lines.get(el, '?')}: <{el.tag}{' name=' + repr(name) if name else ''}>"
+
+    version = root.get("Version")
+    if version is None or not version.strip().isdigit():
+        out.append(f"{where(root)}: the Version attribute is {'missing' if version is None else repr(version)} "
+                   "(OpenSim needs an integer version to read the file)")
+    for set_name in _NAMED_SETS:
+        for holder in model.findall(set_name):
+            seen = {}
+            for el in holder.find("objects") if holder.find("objects") is not None else ():
+                name = el.get("name")
+                if name is not None and name in seen:
+                    out.append(f"{where(el)}: duplicate name {name!r} in the {set_name} (also line "
+                               f"{lines.get(seen[name], '?')})")
+                seen.setdefault(name, el)
+    defaults = {el for d in model.iter("defaults") for el in d.iter()}  # class defaults, not components
+    seen = {}
+    for c in model.iter("Coordinate"):
+        if c in defaults:
+            continue
+        name = c.get("name")
+        if name in seen:
+            out.append(f"{where(c)}: duplicate coordinate {name!r} (also line {lines.get(seen[name], '?')})")
+        seen.setdefault(name, c)
+        for flag in ("clamped", "locked", "prescribed"):
+            text = c.findtext(flag)
+            if text is not None and text.strip() and text.strip().lower() not in ("true", "false", "1", "0"):
+                out.append(f"{where(c)}: <{flag}> must be true or false, got {text.strip()!r}")
+        rng = _floats(c, "range", [-10.0, 10.0])
+        if len(rng) == 2 and not rng[0] <= rng[1]:
+            out.append(f"{where(c)}: <range> {rng[0]:g} {rng[1]:g} has max < min")
+    for b in model.iter("Body"):
+        text = (b.findtext("mass") or "").strip()
+        if not text or b in defaults:
+            continue
+        try:
+            mass = float(text)
+        except ValueError:
+            out.append(f"{where(b)}: <mass> must be a number, got {text!r}")
+            continue
+        if not (math.isfinite(mass) and mass >= 0):
+            out.append(f"{where(b)}: mass must be finite and >= 0, got {text}")
+    for j in model.iter():
+        if j in defaults:
+            continue
+        if j.tag.endswith("Joint") and j.tag != "Joint" and j.tag not in LOADER_JOINTS \
+                and parent.get(j) is not None and parent[j].tag in ("objects", "Joint"):
+            out.append(f"{where(j)}: unsupported joint type (load_osim reads {', '.join(LOADER_JOINTS)})")
+    forces = model.find("ForceSet/objects")
+    for f in forces if forces is not None else ():
+        if f.tag not in LOADER_FORCES:
+            out.append(f"{where(f)}: unsupported force (load_osim refuses it unless given "
+                       f"ignore_forces=({f.tag!r},))")
+    return out
+
+
 def summarize_osim(path) -> OsimSummary:
     """The coordinates, bodies, muscles and wrap objects an ``.osim`` file declares (XML only)."""
     path = str(path)
+    lines = {}
     try:
-        root = _parse(path)
+        root = _parse(path, lines)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such OpenSim file") from None
     except IsADirectoryError:
@@ -228,6 +319,10 @@ def summarize_osim(path) -> OsimSummary:
         else:
             how = "not modelled: refused by load_osim unless in ignore_constraints"
         constraints.append(ConstraintSummary(con.get("name") or "", con.tag, enforced, how))
+    refusals = _refusals(path, root, model, lines, parent)
+    if refusals:
+        warnings.warn(f"{path}: load_osim refuses this file ({len(refusals)} problem(s)): " + "; ".join(refusals),
+                      stacklevel=2)
     return OsimSummary(path=path, version=root.get("Version", "?"), model_name=model.get("name", ""),
                        coordinates=tuple(coords), bodies=tuple(bodies), muscles=tuple(muscles),
-                       wrap_objects=tuple(wraps), constraints=tuple(constraints))
+                       wrap_objects=tuple(wraps), constraints=tuple(constraints), refusals=tuple(refusals))

@@ -86,9 +86,22 @@ def _floats(doc, el, tag, n=None, default=None):
     return vals
 
 
-def _bool(el, tag, default=False):
+#: the spellings of an XML bool read (true/false in any case, as OpenSim; also 1/0)
+_BOOL_TEXT = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _bool(el, tag, default=False, doc=None):
+    """A bool property; any other text (``yes``) is refused, as OpenSim cannot read it either."""
     txt = _text(el, tag)
-    return default if txt is None else txt.lower() in ("true", "1")
+    if txt is None:
+        return default
+    value = _BOOL_TEXT.get(txt.lower())
+    if value is None:
+        msg = (f"<{tag}> must be true or false, got {txt!r}")
+        if doc is not None:
+            raise doc.error(el, msg)
+        raise ValueError(f"<{el.tag}{' name=' + repr(el.get('name')) if el.get('name') else ''}>: {msg}")
+    return value
 
 
 def _rot(axis, angle):
