@@ -90,3 +90,77 @@ def test_load_osim_refuses_a_negative_mass_by_line(tmp_path, text):
         why = "body 'r_humerus': mass must be finite and >= 0"
     with pytest.raises(ValueError, match=rf"neg.osim:{line}: .*{why}"):
         mbjax.io.load_osim(str(path))
+
+
+def _setup_edit(tmp_path, old, new):
+    """The shipped ScaleTool setup with the first ``old`` replaced by ``new``, and that line."""
+    src = open(SETUP).read()
+    assert old in src
+    path = tmp_path / os.path.basename(SETUP)
+    path.write_text(src.replace(old, new, 1))
+    return str(path), src[:src.index(old)].count("\n") + 1
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("<apply> true </apply>", "<apply> maybe </apply>", r"<apply>: <apply> must be true or false, got 'maybe'"),
+    ("measurements manualScale </scaling_order>", "measurments </scaling_order>",
+     r"<scaling_order>: unknown scaling step\(s\) \['measurments'\]"),
+    ("1.00000000       2.00000000 </time_range>", "2 1 </time_range>",
+     r"<time_range>: .*start <= end, got '2 1'"),
+    ("1.00000000       2.00000000 </time_range>", "1 2 3 </time_range>",
+     r"<time_range>: .*two finite times.*got '1 2 3'"),
+    ("<weight>       1.00000000 </weight>", "<weight> -1 </weight>", r"<weight>: <weight> must be one finite number >= 0"),
+])
+def test_scale_setup_bad_values_refused_by_element_and_line(tmp_path, old, new, why):
+    path, line = _setup_edit(tmp_path, old, new)
+    with pytest.raises(ValueError, match=rf"Setup_Scale.xml:{line}: {why}"):
+        mbjax.io.read_scale_setup(path)
+
+
+def test_scale_setup_unknown_element_warned_by_name(tmp_path):
+    path, line = _setup_edit(tmp_path, "<notes>", "<foo_bar>1</foo_bar><notes>")
+    with pytest.warns(UserWarning, match=rf"Setup_Scale.xml: not read by mbjax .*<foo_bar> in <ScaleTool> \(line {line}\)"):
+        mbjax.io.read_scale_setup(path)
+
+
+def test_scale_setup_reads_silently():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = mbjax.io.read_scale_setup(SETUP)
+    assert s.scaling_order == ("measurements", "manualScale") and s.scaler_time_range == (1.0, 2.0)
+
+
+STATIC = os.path.join(os.path.dirname(SETUP), "subject01_static.trc")
+
+
+@pytest.fixture(scope="module")
+def gait():
+    model = mbjax.io.load_osim(os.path.join(os.path.dirname(SETUP), "subject01_simbody.osim"))
+    markers = mbjax.io.load_markers(os.path.join(os.path.dirname(SETUP), "subject01_simbody.osim"), model)
+    return model, markers, mbjax.io.read_trc(STATIC)
+
+
+def test_measurement_of_one_marker_twice_refused_by_name_and_pair(gait):
+    model, markers, data = gait
+    with pytest.raises(ValueError, match=r"measurement 'pelvis': pair \(R\.ASIS, R\.ASIS\) has no length .*same marker"):
+        idf.measurement_factor(model, markers, data, [("R.ASIS", "R.ASIS")], (1.0, 2.0), name="pelvis")
+
+
+def test_measurement_with_a_missing_frame_warns_and_averages_the_others(gait):
+    model, markers, data = gait
+    k = data.names.index("R.ASIS")
+    pos = data.positions.copy()
+    i = int(np.searchsorted(data.time, 1.5))
+    pos[i, k] = np.nan
+    pairs = [("R.ASIS", "L.ASIS")]
+    with pytest.warns(UserWarning, match=r"measurement 'pelvis': marker\(s\) \['R\.ASIS'\] of pair \(R\.ASIS, L\.ASIS\) "
+                      r"missing in 1 of \d+ frames"):
+        f = idf.measurement_factor(model, markers, data._replace(positions=pos), pairs, (1.0, 2.0), name="pelvis")
+    assert np.isfinite(f)
+    kept = np.delete(np.arange(len(data.time)), i)
+    ref = idf.measurement_factor(model, markers, data._replace(time=data.time[kept], positions=data.positions[kept]),
+                                 pairs, (1.0, 2.0))
+    np.testing.assert_allclose(f, ref, rtol=1e-12)
+    pos[:, k] = np.nan
+    with pytest.raises(ValueError, match=r"measurement 'pelvis': marker\(s\) \['R\.ASIS'\] .* missing in every frame"):
+        idf.measurement_factor(model, markers, data._replace(positions=pos), pairs, (1.0, 2.0), name="pelvis")

@@ -25,6 +25,8 @@ importer and so scaled here; OpenSim leaves such a (constant) component unscaled
 
 from __future__ import annotations
 
+import warnings
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -257,24 +259,49 @@ def frame_range(time, start: float, end: float) -> tuple[int, int]:
     return i0, i1
 
 
-def measurement_factor(model, markers, data, pairs, time_range) -> float:
+def measurement_factor(model, markers, data, pairs, time_range, name=None) -> float:
     """One ``Measurement`` of OpenSim's ``ModelScaler``: the mean over marker ``pairs`` of the
     experimental distance (averaged over the frames of ``time_range``, :func:`frame_range`) over the
     model distance at the default pose.  ``markers``: the model's :class:`mbjax.Markers` (the scale
-    marker set); ``data``: :class:`mbjax.io.MarkerData` (metres)."""
+    marker set); ``data``: :class:`mbjax.io.MarkerData` (metres); ``name`` names the measurement in
+    errors.
+
+    Frames where a marker of a pair is missing (NaN) are left out of that pair's average, with a
+    warning (OpenSim's ``ModelScaler`` then drops the whole measurement); a marker missing in every
+    frame of the range, or a pair of one marker (or of two at the same place), is refused."""
     from ..markers import marker_positions
 
+    what = f"measurement {name!r}" if name is not None else "measurement_factor"
     if not pairs:
-        raise ValueError("a measurement needs at least one marker pair")
+        raise ValueError(f"{what}: needs at least one marker pair")
     i0, i1 = frame_range(data.time, *time_range)
     x = np.asarray(marker_positions(model, markers, model.extras["osim"].default))
+    t = np.asarray(data.time, float)[i0:i1 + 1]
+    span = f"time {t[0]:g} to {t[-1]:g}"
     total = 0.0
     for a, b in pairs:
         for n in (a, b):
             if n not in data.names:
-                raise ValueError(f"marker {n!r} is not in the marker data ({len(data.names)} markers)")
-        pa, pb = data.positions[i0:i1 + 1, data.names.index(a)], data.positions[i0:i1 + 1, data.names.index(b)]
-        experimental = float(np.mean(np.linalg.norm(pb - pa, axis=1)))
+                raise ValueError(f"{what}: marker {n!r} of pair ({a}, {b}) is not in the marker data "
+                                 f"({len(data.names)} markers)")
+            if n not in markers.names:
+                raise ValueError(f"{what}: marker {n!r} of pair ({a}, {b}) is not in the model's marker set")
         modelled = float(np.linalg.norm(x[markers.index(a)] - x[markers.index(b)]))
-        total += experimental / modelled
+        if a == b or not modelled > 0:
+            raise ValueError(f"{what}: pair ({a}, {b}) has no length in the model"
+                             f"{' (the same marker twice)' if a == b else ''}; name two different markers")
+        pa, pb = data.positions[i0:i1 + 1, data.names.index(a)], data.positions[i0:i1 + 1, data.names.index(b)]
+        dist = np.linalg.norm(pb - pa, axis=1)
+        ok = np.isfinite(dist)
+        if not ok.any():
+            gone = [n for n, p in ((a, pa), (b, pb)) if np.isnan(p).any(axis=1).all()] or [a, b]
+            raise ValueError(f"{what}: marker(s) {gone} of pair ({a}, {b}) missing in every frame from {span}; "
+                             "choose a time range where they are measured, or another pair")
+        if not ok.all():
+            gone = [n for n, p in ((a, pa), (b, pb)) if np.isnan(p).any(axis=1).any()]
+            warnings.warn(f"{what}: marker(s) {gone} of pair ({a}, {b}) missing in {int((~ok).sum())} of {ok.size} "
+                          f"frames from {span} (times {', '.join(f'{v:g}' for v in t[~ok][:5])}"
+                          f"{' ...' if (~ok).sum() > 5 else ''}); the pair's distance is averaged over the other "
+                          "frames (OpenSim's ModelScaler would not use the measurement)", stacklevel=2)
+        total += float(np.mean(dist[ok])) / modelled
     return total / len(pairs)

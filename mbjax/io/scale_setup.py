@@ -2,7 +2,10 @@
 scale marker set, the ``ModelScaler`` (scaling order, marker-pair measurements with the bodies
 they scale, manual scales, time range, mass distribution) and the ``MarkerPlacer`` (IK tasks, time
 range).  Paths are made absolute (relative to the setup file); only uniform ``X Y Z`` body scales are
-supported (``NotImplementedError`` naming the line otherwise)."""
+supported (``NotImplementedError`` naming the line otherwise).  A flag other than true/false, a
+``time_range`` that is not two times in order, an unknown ``scaling_order`` step or a negative weight
+is refused naming the element and line; elements OpenSim's ScaleTool does not know (and a
+``MarkerPlacer`` ``coordinate_file``, not read) are named in a warning."""
 
 from __future__ import annotations
 
@@ -66,9 +69,59 @@ def _subject_mass(setup, tool) -> float | None:
     return None
 
 
+#: the properties OpenSim's ``ScaleTool`` and its parts read, by element
+_KNOWN = {
+    "ScaleTool": ("mass", "height", "age", "notes", "GenericModelMaker", "ModelScaler", "MarkerPlacer"),
+    "GenericModelMaker": ("model_file", "marker_set_file"),
+    "ModelScaler": ("apply", "scaling_order", "MeasurementSet", "ScaleSet", "marker_file", "time_range",
+                    "preserve_mass_distribution", "output_model_file", "output_scale_file"),
+    "MarkerPlacer": ("apply", "IKTaskSet", "marker_file", "coordinate_file", "time_range", "output_motion_file",
+                     "output_model_file", "output_marker_file", "max_marker_movement"),
+}
+#: the ``scaling_order`` steps ``ModelScaler`` knows
+_STEPS = ("measurements", "manualScale")
+
+
+def _bool(setup, el, tag, default=True):
+    """A true/false element (``1``/``0`` too); another value is refused naming the element."""
+    txt = setup.text(el, tag)
+    if txt is None:
+        return default
+    if txt.lower() in ("true", "1", "false", "0"):
+        return txt.lower() in ("true", "1")
+    raise setup.doc.error(el.find(tag), f"<{tag}> must be true or false, got {txt!r}")
+
+
 def _applied(setup, el):
-    txt = setup.text(el, "apply")
-    return txt is None or txt.lower() in ("true", "1")
+    return _bool(setup, el, "apply")
+
+
+def _time_range(setup, el):
+    """``<time_range>``: two finite numbers, start <= end (``()`` when absent)."""
+    rng = _floats(setup, el, "time_range")
+    if rng and (len(rng) != 2 or not all(math.isfinite(v) for v in rng) or rng[0] > rng[1]):
+        raise setup.doc.error(el.find("time_range"), f"<time_range> must be two finite times, start <= end, got "
+                              f"{setup.text(el, 'time_range')!r}")
+    return rng
+
+
+def _weight(setup, el):
+    w = _floats(setup, el, "weight") or (1.0,)
+    if len(w) != 1 or not math.isfinite(w[0]) or w[0] < 0:
+        raise setup.doc.error(el.find("weight"), f"<weight> must be one finite number >= 0, got "
+                              f"{setup.text(el, 'weight')!r}")
+    return w[0]
+
+
+def _unknown(setup, tool):
+    """The elements of the tool and its parts that OpenSim's ScaleTool does not read (misspellings)."""
+    out = []
+    for el in [tool] + [tool.find(k) for k in ("GenericModelMaker", "ModelScaler", "MarkerPlacer")]:
+        if el is None:
+            continue
+        out += [f"<{c.tag}> in <{el.tag}> (line {setup.doc.lines.get(c, '?')})" for c in el
+                if isinstance(c.tag, str) and c.tag not in _KNOWN[el.tag]]
+    return out
 
 
 def read_scale_setup(path) -> ScaleSetup:
@@ -86,6 +139,10 @@ def read_scale_setup(path) -> ScaleSetup:
     order, scaler_file, scaler_range, preserve = (), None, (), True
     if scaler is not None and _applied(setup, scaler):
         order = tuple((setup.text(scaler, "scaling_order") or "").split())
+        wrong = [o for o in order if o not in _STEPS]
+        if wrong:
+            raise setup.doc.error(scaler.find("scaling_order"), f"unknown scaling step(s) {wrong}; the steps are "
+                                  f"{list(_STEPS)}")
         for meas in scaler.iter("Measurement"):
             if not _applied(setup, meas):
                 continue
@@ -110,15 +167,14 @@ def read_scale_setup(path) -> ScaleSetup:
                 raise setup.doc.error(sc, f"only uniform manual scales are supported, got {f}", NotImplementedError)
             manual[setup.text(sc, "segment")] = f[0]
         scaler_file = setup.resolve(setup.text(scaler, "marker_file"))
-        scaler_range = _floats(setup, scaler, "time_range")
-        pm = setup.text(scaler, "preserve_mass_distribution")
-        preserve = pm is None or pm.lower() in ("true", "1")
-    weights, tasks, placer_file, placer_range = {}, {}, None, ()
+        scaler_range = _time_range(setup, scaler)
+        preserve = _bool(setup, scaler, "preserve_mass_distribution")
+    weights, tasks, placer_file, placer_range, unused = {}, {}, None, (), []
     if placer is not None and _applied(setup, placer):
         for el in placer.iter():
             if el.tag not in ("IKMarkerTask", "IKCoordinateTask") or not _applied(setup, el):
                 continue
-            w = _floats(setup, el, "weight") or (1.0,)
+            w = (_weight(setup, el),)
             if el.tag == "IKMarkerTask":
                 weights[el.get("name")] = w[0]
             else:
@@ -127,7 +183,14 @@ def read_scale_setup(path) -> ScaleSetup:
 
                 tasks[el.get("name")] = CoordinateTask(w[0], setup.text(el, "value_type") or "default_value", v[0])
         placer_file = setup.resolve(setup.text(placer, "marker_file"))
-        placer_range = _floats(setup, placer, "time_range")
+        placer_range = _time_range(setup, placer)
+        if setup.text(placer, "coordinate_file") is not None:
+            line = setup.doc.lines.get(placer.find("coordinate_file"), "?")
+            unused.append(f"<coordinate_file> in <MarkerPlacer> (line {line}): mbjax's coordinate tasks take "
+                          "default_value or manual_value, never values from a file")
+    unused = _unknown(setup, tool) + unused
+    if unused:
+        warnings.warn(f"{setup.path}: not read by mbjax (misspelt, or not used): " + "; ".join(unused), stacklevel=2)
     return ScaleSetup(
         mass=mass,
         model_file=setup.resolve(setup.text(gmm, "model_file")) if gmm is not None else None,

@@ -19,18 +19,22 @@ Two table formats are read and written (both open in OpenSim 4.6):
 Anything before ``endheader`` of the form ``key=value`` goes into :attr:`Table.metadata`; other header
 lines (the Storage name and free text) are kept in ``metadata["name"]`` / ``metadata["description"]``.
 ``inDegrees`` is read as OpenSim reads it (``yes``/``no``; absent = ``no``, ``Storage``'s default).
+The first column must be labelled ``time`` and no label may repeat; times must be finite and
+increase (a repeated time is refused in files OpenSim reads as a ``TimeSeriesTable``, warned about
+in ``Storage`` files, where OpenSim's RRA and CMC write one); the writers refuse what the readers do.
 Column labels are split as OpenSim splits them: at any whitespace in ``version=1`` files with
 ``nRows``/``nColumns`` (``Storage``'s own reader), at tabs otherwise (``STOFileAdapter``, empty labels
 dropped, an empty data field read as NaN with a warning).
 
 ``.trc`` (``OpenSim::TRCFileAdapter``): a ``PathFileType`` line, the 8 metadata keys ``DataRate ...
 OrigNumFrames`` and their values, the marker-name line ``Frame# Time m1 (tab) (tab) m2``, the
-``X1 Y1 Z1`` line, then rows ``frame time x y z ...``.  Read as ``TRCFileAdapter`` reads it: fields are
-split at tabs and stripped of spaces, empty fields are dropped from the header lines (double tabs
-and padded values read), one trailing tab on a row is dropped, each row must then hold exactly
-``2 + 3 * NumMarkers`` fields (a short row is refused, never read as missing markers), and a marker
-with any empty component (or ``NaN``) is missing (NaN).  ``NumFrames`` disagreeing with the rows and
-component labels beyond the markers are warned about (OpenSim ignores both).  Where OpenSim reads
+``X1 Y1 Z1`` line, then at least one row ``frame time x y z ...``.  Read as ``TRCFileAdapter`` reads
+it: fields are split at tabs and stripped of spaces, empty fields are dropped from the header lines
+(double tabs and padded values read), one trailing tab on a row is dropped, each row must then hold
+exactly ``2 + 3 * NumMarkers`` fields (a short row is refused, never read as missing markers), and a
+marker with any empty component (or ``NaN``) is missing (NaN); an infinite coordinate is refused.
+``NumFrames`` disagreeing with the rows and component labels beyond the markers are warned about
+(OpenSim ignores both).  Where OpenSim reads
 silently what mbjax refuses (a number it cannot parse becomes NaN, rows after an empty line are
 dropped), the error names the line.  Positions are converted **explicitly to metres** from the
 file's ``Units`` (``mm``, ``cm``, ``m`` and the spellings OpenSim's ``Units`` reads);
@@ -175,6 +179,7 @@ def read_storage(path) -> Table:
     else:
         labels = [t for t in (s.strip() for s in lines[i].split("\t")) if t]
     label_line = i + 1
+    _check_labels(f"{path}:{label_line}", labels)
     if n_col is not None and n_col != len(labels):
         raise _err(path, label_line, f"{len(labels)} column labels but the header says nColumns={n_col} "
                    f"(line {meta_line['nColumns']})")
@@ -184,7 +189,69 @@ def read_storage(path) -> Table:
     if n_row is not None and n_row != len(rows):
         raise _err(path, meta_line["nRows"], f"header says nRows={n_row} but the file has {len(rows)} rows")
     arr = np.asarray(rows, dtype=float).reshape(len(rows), len(labels))
+    _check_times(path, arr[:, 0], lambda k: _data_line(lines, i + 1, k), repeats_refused=not legacy)
     return Table(arr[:, 0], tuple(labels[1:]), arr[:, 1:], in_degrees, meta)
+
+
+def _check_labels(where, labels, refuse: bool = False):
+    """OpenSim's rules for the label line: the first column is ``time`` (``STOFileAdapter`` refuses
+    another label; ``Storage`` reads the first column as time whatever its label), and each label is
+    used once (OpenSim's tools would use one of two equal labels and never the other).  A file that
+    breaks them is read with a warning naming the labels (OpenSim reads it too; a tool that uses a
+    duplicated label refuses it there); a writer (``refuse``) never writes one."""
+    problems = []
+    if labels[0] != "time":
+        later = [c + 1 for c, lab in enumerate(labels) if lab == "time"]
+        if later:
+            problems.append(f"column {later[0]} is labelled 'time' but OpenSim reads the first column "
+                            f"({labels[0]!r}) as time: move the time column first")
+        else:
+            problems.append(f"the first column label is {labels[0]!r}, expected 'time': OpenSim reads the first "
+                            "column as time (its newer reader refuses another label); label it 'time'")
+    seen: dict[str, list[int]] = {}
+    for c, lab in enumerate(labels):
+        seen.setdefault(lab, []).append(c + 1)
+    dup = {lab: cols for lab, cols in seen.items() if len(cols) > 1}
+    if dup:
+        shown = "; ".join(f"{lab!r} (columns {', '.join(map(str, cols))})" for lab, cols in dup.items())
+        problems.append(f"duplicate column label(s) {shown}: a tool would use only one of the columns; "
+                        "rename or remove the others")
+    for problem in problems:
+        if refuse:
+            raise ValueError(f"{where}: {problem}")
+        warnings.warn(f"{where}: {problem}", stacklevel=4)
+
+
+def _check_times(path, time, line=None, repeats_refused=True):
+    """Times must be finite and increase; ``line(k)`` is the file line of row ``k`` (0-based) where
+    known.  A repeated time is refused where OpenSim refuses it (``TimeSeriesTable``), else warned
+    about (``Storage`` reads it, and OpenSim's RRA and CMC write their last row twice)."""
+    time = np.asarray(time, dtype=float)
+
+    def at(k):
+        return f"{path}:{line(k)}" if line is not None else f"{path}"
+
+    bad = np.flatnonzero(~np.isfinite(time))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"{at(k)}: time {float(time[k])!r} at row {k + 1} is not a finite number")
+    d = np.diff(time)
+    back = np.flatnonzero(d < 0)
+    if back.size:
+        k = int(back[0]) + 1
+        raise ValueError(f"{at(k)}: time {float(time[k])!r} at row {k + 1} does not increase from row {k}'s "
+                         f"{float(time[k - 1])!r}: times must increase (OpenSim's tools refuse the file too)")
+    same = np.flatnonzero(d == 0) + 1
+    if same.size and repeats_refused:
+        k = int(same[0])
+        raise ValueError(f"{at(k)}: time {float(time[k])!r} at row {k + 1} repeats row {k}'s: times must "
+                         "increase strictly (OpenSim refuses the file too); remove the repeated row")
+    if same.size:
+        shown = ", ".join(f"row {int(k) + 1}{f' (line {line(int(k))})' if line else ''} time {float(time[k])!r}"
+                          for k in same[:5])
+        warnings.warn(f"{path}: {same.size} row(s) repeat the previous row's time, kept as OpenSim's Storage keeps "
+                      f"them: {shown}{' ...' if same.size > 5 else ''}; OpenSim's tools and mbjax's need strictly "
+                      "increasing times: remove the repeated rows", stacklevel=3)
 
 
 def _header_count(path, meta, meta_line, key):
@@ -272,6 +339,8 @@ def write_storage(path, table: Table, format: str | None = None, name: str | Non
     for lab in labels:
         if not lab or any(c.isspace() for c in lab):
             raise ValueError(f"column label {lab!r} is empty or contains whitespace")
+    _check_labels(path, ["time"] + labels, refuse=True)
+    _check_times(path, time, repeats_refused=format == "table")
     meta = dict(table.metadata or {})
     skip = {"name", "description", "version", "nRows", "nColumns", "inDegrees", "DataType", "OpenSimVersion"}
     out = []
@@ -510,13 +579,26 @@ def read_trc(path) -> MarkerData:
                       "they are ignored (as OpenSim does)", stacklevel=2)
     width = 2 + 3 * nm
     frames, times, rows = _trc_rows(path, lines, 5, names, width)
+    if len(times) == 0:
+        raise _err(path, len(lines), "no data rows after the header: the file holds no marker frames")
     t = np.asarray(times, dtype=float)
+    bad = np.flatnonzero(~np.isfinite(t))
+    if bad.size:
+        k = int(bad[0])
+        raise _err(path, _data_line(lines, 5, k), f"time {float(t[k])!r} (frame {frames[k]:g}) is not a finite "
+                   "number")
     back = np.flatnonzero(~(np.diff(t) > 0))
     if back.size:  # TRCFileAdapter's TimeSeriesTable refuses it too (validateRow)
         k = int(back[0]) + 1
         raise _err(path, _data_line(lines, 5, k), f"time {float(t[k])!r} (frame {frames[k]:g}) does not increase from the "
                    f"previous row's {float(t[k - 1])!r}: times must increase strictly (OpenSim refuses the file too)")
     pos = np.asarray(rows, dtype=float).reshape(len(rows), nm, 3) * scale
+    inf = np.argwhere(np.isinf(pos))
+    if inf.size:  # NaN or an empty field is a missing marker; inf is no position at all
+        k, m, a = (int(v) for v in inf[0])
+        raise _err(path, _data_line(lines, 5, k), f"marker {names[m]!r} {'XYZ'[a]} is {float(rows[k][3 * m + a])} at "
+                   f"frame {frames[k]:g} (time {float(t[k])!r}) ({len(inf)} infinite value(s) in the file): fix the "
+                   "value, or leave the marker's three fields empty (or NaN) where it is missing")
     n_frames = meta.get("NumFrames")
     if n_frames.isdigit() and int(n_frames) != len(rows):
         warnings.warn(f"{path}:3: header says NumFrames={n_frames} but the file has {len(rows)} data rows; "
@@ -616,6 +698,12 @@ def write_trc(path, markers: MarkerData, units: str = "mm") -> None:
     for n in names:
         if not n or "\t" in n or "\n" in n or n != n.strip():
             raise ValueError(f"marker name {n!r} is empty, contains a tab/newline or starts/ends with a space")
+    _check_times(path, time)  # read_trc refuses what does not increase strictly, as TRCFileAdapter does
+    inf = np.argwhere(np.isinf(pos))
+    if inf.size:
+        k, m, a = (int(v) for v in inf[0])
+        raise ValueError(f"{path}: marker {names[m]!r} {'XYZ'[a]} is {float(pos[k, m, a])} at row {k + 1} (time "
+                         f"{float(time[k])!r}): give NaN where a marker is missing")
     rate = markers.rate
     if rate is None or not np.isfinite(rate):
         rate = 1.0 / float(np.median(np.diff(time))) if time.shape[0] > 1 else 1.0
