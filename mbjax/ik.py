@@ -63,7 +63,6 @@ from __future__ import annotations
 import os
 import time as _time
 import warnings
-import xml.etree.ElementTree as ET
 from typing import NamedTuple
 
 import equinox as eqx
@@ -359,12 +358,41 @@ def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
         u, ok, steps = jax.vmap(lambda u0, xk, wk, rk: _solve(spec, fx, u0, xk, wk, rk))(u_start, x, w, qref)
     q = jax.vmap(lambda uk: _to_q(fx, uk))(u)
 
-    def at_solution(qk, wk):  # the markers and, from their Jacobian, the coordinates left free
+    def at_solution(uk, qk, xk, wk, rk):  # the markers and, from their Jacobian, the coordinates left free
         pos, jac = marker_positions_and_jacobian(fx.model, fx.markers, qk)
-        return pos, undetermined_coordinates(fx, jac, wk)
+        loose = undetermined_coordinates(fx, jac, wk)
+        return pos, loose, _stationary(spec, fx, uk, qk, pos, jac, xk, wk, rk, loose)
 
-    xm, loose = jax.vmap(at_solution)(q, w)
-    return u, q, xm, ok, steps, loose
+    xm, loose, still = jax.vmap(at_solution)(u, q, x, w, qref)
+    return u, q, xm, ok & still, steps, loose
+
+
+#: a frame is converged only if a Gauss-Newton step from its solution is within this many times the
+#: solver's tolerance (the solvers stop on a short step, which a damped step may be far from the optimum)
+_STATIONARY_MARGIN = 100.0
+
+
+def _stationary(spec: _Spec, fx: _Fixed, u, q, pos, jac, x, w, qref, loose):
+    """Whether one frame's solution is a minimum to the solver's tolerance: the undamped Gauss-Newton
+    step in ``u`` from it is within ``_STATIONARY_MARGIN (atol + rtol |u|)`` on every free coordinate
+    (those the tasks leave undetermined, ``loose``, and bounded ones on their bound, where the step
+    in ``u`` is not small, left out)."""
+    nq = q.shape[0]
+    half = 0.5 * (fx.hi - fx.lo)
+    dq = jnp.where(fx.free > 0, jnp.where(fx.bounded > 0, half * jnp.cos(u), 1.0), 0.0)
+    sw, sc = jnp.sqrt(w), jnp.sqrt(fx.wc)
+    r_m = (sw[:, None] * (pos - x)).reshape(-1)
+    j_m = (sw[:, None, None] * jac).reshape(-1, nq) * dq[None]
+    d_c = sc * dq
+    a = j_m.T @ j_m + jnp.diag(d_c * d_c)
+    g = j_m.T @ r_m + d_c * (sc * (q - qref))
+    on_bound = (fx.bounded > 0) & (jnp.abs(jnp.sin(u)) >= 1.0 - _BOUND_NUDGE)
+    keep = (fx.free > 0) & ~loose & ~on_bound
+    a = jnp.where(keep[:, None] & keep[None, :], a, jnp.eye(nq, dtype=a.dtype))
+    g = jnp.where(keep, g, 0.0)
+    a = a + 1e-12 * jnp.max(jnp.diagonal(a)) * jnp.eye(nq, dtype=a.dtype)
+    step = jnp.linalg.solve(a, g)
+    return jnp.all(jnp.isfinite(step) & (jnp.abs(step) <= _STATIONARY_MARGIN * (spec.atol + spec.rtol * jnp.abs(u))))
 
 
 def undetermined_coordinates(fx: _Fixed, jac, w):
@@ -394,8 +422,8 @@ def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
     qref = np.zeros((len(times), len(names)))
     file_q = cols = None
     for name, task in (tasks or {}).items():
-        if not isinstance(task, CoordinateTask):
-            task = CoordinateTask(float(task))
+        task = (task._replace(weight=_weight(f"coordinate task {name!r}", task.weight)) if isinstance(task, CoordinateTask)
+                else CoordinateTask(_weight(f"coordinate task {name!r}", task)))
         if name not in names:
             role = roles.get(name)
             if role is None:
@@ -409,6 +437,8 @@ def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
         if task.value_type == "default_value":
             ref = np.full(len(times), default[i])
         elif task.value_type == "manual_value":
+            if not np.isfinite(float(task.value)):
+                raise ValueError(f"coordinate task {name!r}: manual_value must be finite, got {task.value}")
             ref = np.full(len(times), float(task.value))
         elif task.value_type == "from_file":
             if coordinate_data is None:
@@ -494,6 +524,74 @@ def _default_tolerance() -> float:
     return 1e-9 if jnp.result_type(float) == jnp.float64 else 1e-5
 
 
+def _tolerance(name: str, value) -> float:
+    """A solver tolerance: a finite number >= 0 (a negative one would pass every step as converged)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"IK: {name} must be a number, got {value!r}") from None
+    if not (np.isfinite(v) and v >= 0):
+        raise ValueError(f"IK: {name} must be a finite number >= 0, got {value!r}")
+    return v
+
+
+def _weight(what: str, value) -> float:
+    """A task weight as a float; a value that is not a number is refused naming the task."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: weight must be a number, got {value!r}") from None
+
+
+def _checked_marker_data(data: MarkerData) -> MarkerData:
+    """``data`` with ``time (T,)`` and ``positions (T, len(names), 3)`` as float arrays and unique
+    names; anything else is refused naming the field and its shape."""
+    names = tuple(str(n) for n in data.names)
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"IK: the marker data names {', '.join(map(repr, dup))} more than once: "
+                         "rename or drop the duplicate markers")
+    try:
+        time = np.asarray(data.time, float)
+        pos = np.asarray(data.positions, float)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"IK: marker data time and positions must be real arrays: {e}") from None
+    if time.ndim != 1:
+        raise ValueError(f"IK: marker data time must have shape (T,), got {time.shape}")
+    if time.shape[0] == 0:
+        raise ValueError("IK: the marker data has no frames")
+    if pos.ndim != 3 or pos.shape[2] != 3:
+        raise ValueError(f"IK: marker data positions must have shape (T, n_markers, 3) (x, y, z of each marker "
+                         f"in each frame), got {pos.shape}")
+    if pos.shape[1] != len(names):
+        raise ValueError(f"IK: marker data positions hold {pos.shape[1]} markers (shape {pos.shape}) but names "
+                         f"holds {len(names)} {names}: give one name per marker")
+    if pos.shape[0] != time.shape[0]:
+        raise ValueError(f"IK: marker data positions hold {pos.shape[0]} frames (shape {pos.shape}) but time "
+                         f"holds {time.shape[0]}: give one time per frame")
+    if not np.all(np.isfinite(time)):
+        raise ValueError("IK: marker data time holds NaN or inf")
+    return data._replace(time=time, names=names, positions=pos)
+
+
+def _checked_q0(q0, names, T: int, method: str) -> np.ndarray:
+    """The start ``q0``: ``(nq,)`` (or ``(T, nq)`` with ``method="vmap"``), finite, refused naming
+    the coordinates otherwise."""
+    try:
+        q = np.asarray(q0, float)
+    except (TypeError, ValueError):
+        raise ValueError(f"IK: q0 must be an array of numbers, got {q0!r}") from None
+    nq = len(names)
+    shapes = [(nq,), (T, nq)] if method == "vmap" else [(nq,)]
+    if q.shape not in shapes:
+        want = " or ".join(map(str, shapes))
+        raise ValueError(f"IK: q0 must have shape {want} for coordinates {tuple(names)}, got {q.shape}")
+    bad = ~np.isfinite(q.reshape(-1, nq)).all(axis=0)
+    if bad.any():
+        raise ValueError(f"IK: q0 holds NaN or inf for {', '.join(repr(n) for n, b in zip(names, bad) if b)}")
+    return q
+
+
 def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, coordinate_tasks=None, *,
                        coordinate_data: Table | None = None, locked=None, bounds: str | None = "clamped",
                        q0=None, method: str = "scan", rtol: float | None = None, atol: float | None = None,
@@ -504,14 +602,23 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     default the model's default pose).  ``method="vmap"``: all frames of a chunk in parallel, each
     from its row of ``q0 (T, nq)`` (e.g. a previous or coarser solution; default: the default pose).
     ``rtol``/``atol``: optimistix's Cauchy termination on the solver variables and the objective
-    (default 1e-9 in float64, 1e-5 in float32).  ``progress``: print a line per chunk of ``chunk``
-    frames (default: when there is more than one chunk).
+    (default 1e-9 in float64, 1e-5 in float32); a frame is reported converged only if, besides,
+    a Gauss-Newton step from its solution is within 100 times that tolerance.  ``progress``: print
+    a line per chunk of ``chunk`` frames (default: when there is more than one chunk).
     """
     if method not in ("scan", "vmap"):
         raise ValueError(f"method must be 'scan' or 'vmap', got {method!r}")
     tol = _default_tolerance()
-    rtol = tol if rtol is None else float(rtol)
-    atol = tol if atol is None else float(atol)
+    rtol = tol if rtol is None else _tolerance("rtol", rtol)
+    atol = tol if atol is None else _tolerance("atol", atol)
+    if rtol == 0 and atol == 0:
+        raise ValueError("IK: rtol and atol are both 0: no step passes the convergence test; give a positive "
+                         f"tolerance (default {tol:g})")
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise ValueError(f"IK: chunk (frames solved per program run) must be a positive integer, got {chunk!r}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+        raise ValueError(f"IK: max_steps must be a positive integer, got {max_steps!r}")
+    data = _checked_marker_data(data)
     names = model.coordinate_names
     nq = len(names)
     info = model.extras.get("osim")
@@ -520,12 +627,17 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
         used = [n for n in data.names if n in markers.names]
         wdict = {n: 1.0 for n in used}
     else:
-        wdict = {str(k): float(v) for k, v in dict(weights).items()}
-        for n in wdict:
-            if n not in markers.names or n not in data.names:
-                where = "the model" if n not in markers.names else "the marker data"
-                warnings.warn(f"IK marker task {n!r}: marker not in {where}; ignored", stacklevel=2)
+        wdict = {str(k): _weight(f"IK marker task {k!r}", v) for k, v in dict(weights).items()}
+        unknown = {n: ("the model or the marker data" if n not in markers.names and n not in data.names
+                       else "the model" if n not in markers.names else "the marker data")
+                   for n in wdict if n not in markers.names or n not in data.names}
         used = [n for n in data.names if n in wdict and n in markers.names]
+        if unknown and not used:
+            raise ValueError("IK: no weighted marker is in both the model and the marker data: "
+                             + ", ".join(f"{n!r} (not in {where})" for n, where in unknown.items())
+                             + f"; model markers {markers.names}, marker data {data.names}")
+        for n, where in unknown.items():
+            warnings.warn(f"IK marker task {n!r}: marker not in {where}; ignored", stacklevel=2)
     if not used:
         raise ValueError(f"no marker is in both the model {markers.names} and the data {data.names}")
     bad = [n for n in used if not (np.isfinite(wdict[n]) and wdict[n] >= 0)]
@@ -541,6 +653,11 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     w = np.where(present, np.asarray([wdict[n] for n in used])[None, :], 0.0)
     w_sum = w.sum(axis=1, keepdims=True)
     w = np.where(w_sum > 0, w / np.where(w_sum > 0, w_sum, 1.0), 0.0)  # Simbody's weighted mean
+    never = [n for k, n in enumerate(used) if wdict[n] > 0 and not present[:, k].any()]
+    if never:
+        warnings.warn(f"IK: marker(s) {', '.join(map(repr, never))} have weight > 0 but no data in any frame "
+                      "(empty in the marker data): they track nothing; check the marker file's labels",
+                      stacklevel=2)
     x = np.where(present[..., None], x, 0.0)
     times = np.asarray(data.time, float)
     T = times.shape[0]
@@ -554,7 +671,13 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
         if n not in names:
             raise ValueError(f"locked coordinate {n!r} is not a coordinate of the model {names}")
         if v is not None:
-            q_fix[names.index(n)] = float(v)
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"IK: locked coordinate {n!r}: value must be a number, got {v!r}") from None
+            if not np.isfinite(v):
+                raise ValueError(f"IK: locked coordinate {n!r}: value must be finite, got {v}")
+            q_fix[names.index(n)] = v
     free = np.array([n not in lock for n in names])
     if bounds not in (None, "clamped", "all"):
         raise ValueError(f"bounds must be 'clamped', 'all' or None, got {bounds!r}")
@@ -572,7 +695,8 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
             raise ValueError(f"coordinate {names[i]!r}: range [{lo[i]}, {hi[i]}] is empty; cannot bound it")
     wc, qref = _coordinate_refs(model, coordinate_tasks, [n for n in names if n not in lock], coordinate_data,
                                 times)
-    start = np.broadcast_to(default if q0 is None else np.asarray(q0, float), (T, nq) if method == "vmap" else (nq,))
+    start = np.broadcast_to(default if q0 is None else _checked_q0(q0, names, T, method), (T, nq) if method == "vmap"
+                            else (nq,))
     start = np.where(free, start, q_fix)
     spec = _Spec(method, rtol, atol, int(max_steps))
     dtype = jnp.result_type(float)
@@ -631,64 +755,70 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
 # --------------------------------------------------------------------------------------------
 
 
-def _parse_float(path, el, tag, default):
-    child = el.find(tag)
-    if child is None or child.text is None or not child.text.strip():
-        return default
-    txt = child.text.strip()
-    if txt.lower() in ("inf", "infinity"):
-        return float("inf")
-    try:
-        return float(txt)
-    except ValueError:
-        raise ValueError(f"{path}: <{tag}> must be a number, got {txt!r}") from None
-
-
 def read_ik_setup(path) -> IKSetup:
     """Read an OpenSim ``InverseKinematicsTool`` setup XML (3.x or 4.x): files, time range, accuracy,
     marker weights (applied ``IKMarkerTask``) and coordinate tasks (applied ``IKCoordinateTask``)."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(path)
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError as e:
-        raise ValueError(f"{path}: malformed XML: {e}") from None
+    from .io.setup_xml import SetupFile
+
+    setup = SetupFile(path)
+    path, doc, root, base = setup.path, setup.doc, setup.root, setup.base
     tool = root if root.tag == "InverseKinematicsTool" else root.find("InverseKinematicsTool")
     if tool is None:
         raise ValueError(f"{path}: no <InverseKinematicsTool>")
-    base = os.path.dirname(os.path.abspath(path))
 
     def file_of(tag):
-        el = tool.find(tag)
-        txt = el.text.strip() if el is not None and el.text else ""
-        if not txt or txt == "Unassigned":
-            return None
-        return txt if os.path.isabs(txt) else os.path.join(base, txt)
+        return setup.file(tool, tag)
+
+    def number(el, tag, default):
+        try:
+            return setup.number(el, tag, default)
+        except ValueError:
+            if el is tool:
+                raise
+            raise doc.error(el, f"<{tag}> must be a number, got {setup.text(el, tag)!r}") from None  # names the task
 
     tr = tool.find("time_range")
     time_range = None
-    if tr is not None and tr.text and tr.text.strip():
-        vals = [float(v) for v in tr.text.split()]
+    txt = setup.text(tool, "time_range")
+    if txt is not None:
+        try:
+            vals = [float(v) for v in txt.split()]
+        except ValueError:
+            vals = []
         if len(vals) != 2:
-            raise ValueError(f"{path}: <time_range> must hold two numbers, got {tr.text.strip()!r}")
+            raise doc.error(tr, f"<time_range> must hold two numbers, got {txt!r}")
+        if not vals[0] <= vals[1]:
+            raise doc.error(tr, f"<time_range> is reversed: its start {vals[0]:g} is after its end {vals[1]:g}; "
+                            "give the start first")
         time_range = (vals[0], vals[1])
     marker_w, coord_t = {}, {}
     tasks = tool.find("IKTaskSet")
     objs = tasks.find("objects") if tasks is not None else None
     for el in (objs if objs is not None else []):
+        if not isinstance(el.tag, str):
+            continue
         apply = (el.findtext("apply") or "true").strip().lower() in ("true", "1")
         if not apply:
             continue
-        weight = _parse_float(path, el, "weight", 1.0)
+        weight = number(el, "weight", 1.0)
+        if not (np.isfinite(weight) and weight >= 0):
+            raise doc.error(el, f"<weight> must be a finite number >= 0, got {setup.text(el, 'weight')!r}")
+        name = (el.get("name") or "").strip()
         if el.tag == "IKMarkerTask":
-            marker_w[el.get("name")] = weight
+            if not name:  # OpenSim's MarkerWeight "" matches no marker
+                warnings.warn(f"{doc.where(el)}: an <IKMarkerTask> without a name tracks no marker; ignored "
+                              "(give it the name of the marker to track)", stacklevel=2)
+                continue
+            marker_w[name] = weight
         elif el.tag == "IKCoordinateTask":
+            if not name:  # OpenSim finds no coordinate "" and fails
+                raise doc.error(el, "an <IKCoordinateTask> without a name: give it the name of the coordinate "
+                                "to track")
             vt = (el.findtext("value_type") or "default_value").strip()
-            coord_t[el.get("name")] = CoordinateTask(weight, vt, _parse_float(path, el, "value", 0.0))
+            coord_t[name] = CoordinateTask(weight, vt, number(el, "value", 0.0))
         else:
             raise ValueError(f"{path}: unknown IK task <{el.tag}>")
-    constraint_weight = _parse_float(path, tool, "constraint_weight", float("inf"))
+    constraint_weight = number(tool, "constraint_weight", float("inf"))
     unused = [f"<{el.tag}>" for el in tool if isinstance(el.tag, str) and el.tag not in _IK_READ + _IK_IGNORED]
     if (tool.findtext("report_marker_locations") or "").strip().lower() == "true":
         unused.append("<report_marker_locations> true (the model's marker locations file is not written)")
@@ -702,7 +832,7 @@ def read_ik_setup(path) -> IKSetup:
     if unused:
         warnings.warn(f"{path}: not used by mbjax's inverse kinematics: " + "; ".join(unused), stacklevel=2)
     return IKSetup(file_of("model_file"), file_of("marker_file"), file_of("coordinate_file"),
-                   file_of("output_motion_file"), time_range, _parse_float(path, tool, "accuracy", 1e-5),
+                   file_of("output_motion_file"), time_range, number(tool, "accuracy", 1e-5),
                    constraint_weight, marker_w, coord_t, errors_file)
 
 
@@ -757,9 +887,16 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
         out = prepare_output(out, path, "IK output motion file")
     acc = setup.accuracy if accuracy is None else float(accuracy)
     if not (np.isfinite(acc) and acc > 0):
-        raise ValueError(f"{path}: the IK accuracy must be a positive number, got {acc}")
+        raise ValueError(f"{path}: the IK accuracy must be a positive number, got {acc} "
+                         f"({'<accuracy> in the file' if accuracy is None else 'accuracy='})")
     kwargs.setdefault("rtol", max(acc, _default_tolerance()))
     kwargs.setdefault("atol", max(acc, _default_tolerance()))
+    if setup.marker_file is None:
+        raise ValueError(f"{path}: no <marker_file>")
+    for tag, file in (("marker_file", setup.marker_file), ("coordinate_file", setup.coordinate_file)):
+        if file is not None and not os.path.isfile(file):  # checked before the model is loaded
+            raise FileNotFoundError(f"{path}: <{tag}> {file}: not found (paths are relative to the setup "
+                                    "file's folder)")
     if model is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
@@ -768,8 +905,6 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file> to read markers from; pass markers=")
         markers = load_markers(setup.model_file, model)
-    if setup.marker_file is None:
-        raise ValueError(f"{path}: no <marker_file>")
     data = read_trc(setup.marker_file)
     if setup.time_range is not None:
         t0 = max(setup.time_range[0], data.time[0])
