@@ -12,7 +12,9 @@ OpenSim's tool, step by step (``InverseDynamicsTool::run``), and what this modul
    coordinate without a column (exact name) is held at its default value.
 3. Frames: the rows of that (padded, resampled) table from the last row at or before
    ``max(first time, t0)`` to the last row at or before ``min(last time, t1)``
-   (``Storage::findIndex``).  With filtering the reported times are the resampled grid's.
+   (``Storage::findIndex``).  With filtering the reported times are the resampled grid's.  A finite
+   ``t0``/``t1`` past the file's own times is clipped to them with a warning (OpenSim clips to the
+   padded table's and reports frames of the padding).
 4. External loads (:mod:`mbjax.io.external_loads`) are evaluated at those times; forces excluded
    by ``forces_to_exclude`` are left out; the generalized forces are the residual
    ``τ = M q̈ + N q̇ - G - Q_ext - Q_forces`` (``calcResidualForceIgnoringConstraints``).
@@ -97,9 +99,44 @@ class IDResult(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 
+#: the tools already warned about float32 (:func:`warn_float32`)
+_FLOAT32_WARNED: set = set()
+
+
+def warn_float32(tool: str) -> None:
+    """Warn once per tool when JAX computes in float32 (its default): the OpenSim tools' splines,
+    dynamics and optimizations need float64 to give OpenSim's results."""
+    if jnp.result_type(float) == jnp.float64 or tool in _FLOAT32_WARNED:
+        return
+    _FLOAT32_WARNED.add(tool)
+    warnings.warn(f"{tool} runs in float32 (JAX's default): its results can differ from OpenSim's far beyond "
+                  "OpenSim's tolerances; enable float64 before any computation with "
+                  "jax.config.update(\"jax_enable_x64\", True) (the mbjax command line does)", stacklevel=3)
+
+
 def _find_index(time: np.ndarray, t: float) -> int:
     """``Storage::findIndex``: the last row whose time is ``<= t`` (0 when none is)."""
     return max(int(np.searchsorted(time, t, side="right")) - 1, 0)
+
+
+def _clip_time_range(time_range, first, last, source, tool):
+    """A finite requested bound past the coordinates' own times, clipped to them with a warning
+    naming the file and both ranges (OpenSim would take frames from the filter's padding)."""
+    if time_range is None:
+        return None
+    t0, t1 = float(time_range[0]), float(time_range[1])
+    if not t0 <= t1:
+        raise ValueError(f"{source}: the time range starts at {t0:g} s, after its end {t1:g} s")
+    if (np.isfinite(t0) and t0 > last) or (np.isfinite(t1) and t1 < first):
+        raise ValueError(f"{source}: the time range [{t0:g}, {t1:g}] s does not overlap the file's times "
+                         f"[{first:.6g}, {last:.6g}] s; change the setup's time range")
+    tol = 1e-6 * max(1.0, abs(first), abs(last))
+    early, late = np.isfinite(t0) and t0 < first - tol, np.isfinite(t1) and t1 > last + tol
+    if early or late:
+        warnings.warn(f"{source}: {tool}'s time range [{t0:g}, {t1:g}] s goes past the file's times "
+                      f"[{first:.6g}, {last:.6g}] s: clipped to them (frames past the data would be the filter's "
+                      "padding or extrapolated); change the setup's time range to silence this", stacklevel=4)
+    return (max(t0, first) if np.isfinite(t0) else t0, min(t1, last) if np.isfinite(t1) else t1)
 
 
 def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, time_range=None,
@@ -118,8 +155,10 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     info = model.extras.get("osim")
     time = np.asarray(coordinates.time, float)
     data = np.asarray(coordinates.data, float)
-    title = (coordinates.metadata or {}).get("name")
-    source = f"coordinates{f' {title!r}' if title else ''}"
+    meta = coordinates.metadata or {}
+    title = meta.get("name")
+    source = (f"coordinates file {meta['file']}" if meta.get("file")
+              else f"coordinates{f' {title!r}' if title else ''}")
     if time.shape[0] < 6:
         raise ValueError(f"{source}: the degree-5 splines need at least 6 rows, got {time.shape[0]}")
     back = np.flatnonzero(~(np.diff(time) > 0))
@@ -127,6 +166,18 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
         k = int(back[0]) + 1
         raise ValueError(f"{source}: time {float(time[k])!r} at row {k + 1} does not increase from row {k}'s "
                          f"{float(time[k - 1])!r}; the coordinate splines need strictly increasing times")
+    labels = list(coordinates.labels)
+    dup = sorted({n for n in names if labels.count(n) > 1})
+    if dup:
+        raise ValueError(f"{source}: columns {dup} appear more than once; keep one column per coordinate")
+    used = [k for k, lab in enumerate(labels) if lab in names]
+    bad = ~np.isfinite(data[:, used])
+    if bad.any():
+        r, c = (int(v[0]) for v in np.nonzero(bad))
+        raise ValueError(f"{source}: column {labels[used[c]]!r} holds NaN or inf at row {r + 1} (time "
+                         f"{float(time[r]):.6g} s); the coordinate splines need finite values")
+    first, last = float(time[0]), float(time[-1])
+    time_range = _clip_time_range(time_range, first, last, source, tool)
     if lowpass_cutoff is not None and not np.isfinite(lowpass_cutoff):
         raise ValueError(f"lowpass_cutoff must be a finite frequency (Hz), or negative for no filtering; got "
                          f"{lowpass_cutoff!r}")
@@ -139,10 +190,10 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     present = [n for n in names if n in cols]
     missing = [n for n in names if n not in cols]
     if not present:
-        raise ValueError(f"coordinates: no column is named after a model coordinate {names}; columns are "
+        raise ValueError(f"{source}: no column is named after a model coordinate {names}; columns are "
                          f"{coordinates.labels}")
     if missing:
-        warnings.warn(f"coordinates file has no column for {missing}: held at their default values, as "
+        warnings.warn(f"{source} has no column for {missing}: held at their default values, as "
                       f"OpenSim's {tool} does", stacklevel=3)
     if coordinates.in_degrees:
         if info is None:
@@ -157,7 +208,8 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     t0, t1 = (-np.inf, np.inf) if time_range is None else (float(time_range[0]), float(time_range[1]))
     start, final = max(time[0], t0), min(time[-1], t1)
     if final < start:
-        raise ValueError(f"time range {time_range} does not overlap the coordinates [{time[0]}, {time[-1]}]")
+        raise ValueError(f"{source}: time range {time_range} does not overlap the file's times [{first:.6g}, "
+                         f"{last:.6g}] s")
     a, b = _find_index(time, start), _find_index(time, final)
     k = int(step_interval)
     if k < 1 or k != step_interval:
@@ -293,12 +345,30 @@ def _force_elements_applied(model, exclude) -> bool:
         else:
             warnings.warn(f"forces_to_exclude: no force named {k!r} (mbjax does not read ForceSet groups)",
                           stacklevel=3)
+    off |= set(disabled_paths(model))  # OpenSim applies no force of a disabled one
     left = [n for n in path_names if n not in off and kinds[n] != "PathActuator"]
     if left:
         raise NotImplementedError(f"inverse dynamics: the forces {left} ({sorted({kinds[n] for n in left})}) are "
                                   "not computed by mbjax's ID; exclude them (forces_to_exclude 'Muscles', 'All' or "
                                   "their names), as OpenSim ID setups exclude muscles")
     return bool(elements)
+
+
+def disabled_paths(model) -> tuple[str, ...]:
+    """The model's muscles and path actuators that its OpenSim file disables (``appliesForce`` false,
+    3.x ``isDisabled`` true): OpenSim's tools leave them out; ``()`` for a model not read from a file."""
+    from .io.osim_forces import applies_force
+    from .io.osim_xml import _Doc
+
+    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    paths = model.extras.get("muscles") if hasattr(model, "extras") else None
+    src = getattr(info, "source", None)
+    if paths is None or not src or not os.path.isfile(src):
+        return ()
+    names = set(paths.names)
+    off = {el.get("name") for fs in _Doc(src).root.iter("ForceSet") for objs in fs.findall("objects") for el in objs
+           if el.get("name") in names and not applies_force(el)}
+    return tuple(n for n in paths.names if n in off)
 
 
 def _labels(model) -> tuple[str, ...]:
@@ -317,6 +387,7 @@ def inverse_dynamics_motion(model, coordinates: Table, external_loads=None, *, l
     :func:`mbjax.io.read_external_loads`), evaluated at the ID frames, or None.
     ``forces_to_exclude``: OpenSim's list (``All``, ``Muscles``, ``Actuators``, names).
     """
+    warn_float32("inverse dynamics")
     t, q, qd, qdd = coordinate_trajectory(model, coordinates, lowpass_cutoff, time_range)
     with_forces = _force_elements_applied(model, forces_to_exclude)
     loads = None if external_loads is None else external_loads.at(t, model)
@@ -327,6 +398,28 @@ def inverse_dynamics_motion(model, coordinates: Table, external_loads=None, *, l
 # --------------------------------------------------------------------------------------------
 # OpenSim setup files
 # --------------------------------------------------------------------------------------------
+
+
+def check_input_file(setup_path, tag, file):
+    """Raise ``FileNotFoundError`` naming the setup file and its ``<tag>`` when ``file`` is not a file."""
+    if file is not None and not os.path.isfile(file):
+        what = "is a folder, not a file" if os.path.isdir(file) else "not found"
+        raise FileNotFoundError(f"{setup_path}: <{tag}> {file}: {what}; fix the path in the setup file "
+                                "(relative paths are relative to the setup file's folder)")
+
+
+def read_coordinates(setup_path, file, tag="coordinates_file") -> Table:
+    """A setup's coordinates table, its path kept in ``metadata["file"]`` for the messages."""
+    check_input_file(setup_path, tag, file)
+    table = read_storage(file)
+    return table._replace(metadata={**(table.metadata or {}), "file": file})
+
+
+#: the InverseDynamicsTool properties read, and those without effect on the generalized forces
+_ID_READ = ("model_file", "coordinates_file", "external_loads_file", "time_range", "forces_to_exclude",
+            "lowpass_cutoff_frequency_for_coordinates", "results_directory", "output_gen_force_file",
+            "joints_to_report_body_forces", "input_directory")
+_ID_IGNORED = ("output_body_forces_file",)
 
 
 def read_id_setup(path) -> IDSetup:
@@ -341,6 +434,15 @@ def read_id_setup(path) -> IDSetup:
         raise doc.error(root, "no <InverseDynamicsTool>")
 
     text, file_of, number = (functools.partial(f, tool) for f in (setup.text, setup.file, setup.number))
+    unused = [f"{doc.where(el)} (not an InverseDynamicsTool property)" for el in tool
+              if isinstance(el.tag, str) and el.tag not in _ID_READ + _ID_IGNORED]
+    inputs = text("input_directory")
+    if inputs is not None:
+        gone = "" if os.path.isdir(setup.resolve(inputs)) else ", a folder that does not exist"
+        unused.append(f"{doc.where(tool.find('input_directory'))} {inputs!r}{gone} (OpenSim 4 "
+                      "does not read it either: paths are relative to the setup file's folder)")
+    if unused:
+        warnings.warn(f"{path}: not used by mbjax's inverse dynamics: " + "; ".join(unused), stacklevel=2)
 
     time_range = (-np.inf, np.inf)
     txt = text("time_range")
@@ -351,6 +453,9 @@ def read_id_setup(path) -> IDSetup:
             vals = []
         if len(vals) != 2:
             raise doc.error(tool.find("time_range"), f"<time_range> must hold two numbers, got {txt!r}")
+        if not vals[0] <= vals[1]:
+            raise doc.error(tool.find("time_range"), f"<time_range> must hold a start and an end no earlier "
+                            f"than it, got {txt!r}")
         time_range = (vals[0], vals[1])
     excluded = tuple((text("forces_to_exclude") or "").split())
     joints = text("joints_to_report_body_forces")
@@ -375,6 +480,10 @@ def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bo
     from .io.osim import load_osim
 
     setup = read_id_setup(path)
+    if setup.coordinates_file is None:
+        raise ValueError(f"{path}: no <coordinates_file> (mbjax's ID needs coordinates, as OpenSim's does)")
+    check_input_file(path, "coordinates_file", setup.coordinates_file)
+    check_input_file(path, "external_loads_file", setup.external_loads_file)
     out = None
     if write:  # the results folder is made and checked before computing (OpenSim makes it too)
         out = prepare_output(output_file if output_file is not None else setup.output_file, path,
@@ -383,15 +492,13 @@ def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bo
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
         model = load_osim(setup.model_file)
-    if setup.coordinates_file is None:
-        raise ValueError(f"{path}: no <coordinates_file> (mbjax's ID needs coordinates, as OpenSim's does)")
     info = model.extras.get("osim")
     if info is not None:
         other = [n for n, role in info.roles if role != "independent"]
         if other:
             warnings.warn(f"coordinates {other} are locked or coupled: no generalized force is reported for them "
                           "(OpenSim reports residuals ignoring constraints)", stacklevel=2)
-    coords = read_storage(setup.coordinates_file)
+    coords = read_coordinates(path, setup.coordinates_file)
     loads = None
     if setup.external_loads_file is not None:
         loads = read_external_loads(setup.external_loads_file, base_dirs=(os.path.dirname(os.path.abspath(path)),))

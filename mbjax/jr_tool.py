@@ -69,8 +69,8 @@ from ._loads import ExternalLoads
 from ._model import GROUND
 from .forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator
 from .forces.body_actuators import _loads as _actuator_loads
-from .id_tool import ACTUATOR_CLASSES
-from .io.storage import Table, prepare_output, read_storage, write_storage
+from .id_tool import ACTUATOR_CLASSES, check_input_file, disabled_paths, read_coordinates, warn_float32
+from .io.storage import Table, prepare_output, write_storage
 from .muscles.geometry import path_geometry, wrap_frames, wrapped_paths
 from .muscles.opensim_moment_arms import (_element_bodies, _freeze, _straight_opensim_moment_arms,
                                           cross_body_lengths)
@@ -295,7 +295,8 @@ def actuator_forces(model, forces: Table, times, actuators=(), external_loads=No
     paths = get_paths(model)
     muscles = ()
     if not replace_force_set:
-        kinds = dict(zip(paths.names, paths.kinds))
+        disabled = disabled_paths(model)  # OpenSim applies no force of a disabled one
+        kinds = {n: k for n, k in zip(paths.names, paths.kinds) if n not in disabled}
         passive = [n for n, k in kinds.items() if k not in ACTUATOR_CLASSES and "(ignored)" not in k]
         if passive:
             raise NotImplementedError(f"{where}: the model's path forces {passive} "
@@ -312,6 +313,11 @@ def actuator_forces(model, forces: Table, times, actuators=(), external_loads=No
         dup = sorted({n for n in names if names.count(n) > 1})
         raise ValueError(f"{where}: actuator names {dup} are not unique (muscles and force-set actuators)")
     labels = list(forces.labels)
+    dup = sorted({n for n in labels if labels.count(n) > 1})
+    if dup:
+        file = (forces.metadata or {}).get("file")
+        raise ValueError(f"{where}: the forces file{f' {file}' if file else ''} has more than one column labelled "
+                         f"{dup}; keep one column per actuator")
     missing = [n for n in names if n not in labels]
     if missing:
         raise ValueError(f"{where}: no column for the actuators {missing}; OpenSim would then ignore the whole "
@@ -615,6 +621,7 @@ def joint_reactions_motion(model, coordinates: Table, forces: Table, external_lo
     ``step_interval``: the rows recorded (the first, the last, and every row of the padded states
     table whose index is a multiple of it).
     """
+    warn_float32("joint reactions")
     keys = reaction_keys(model, joints, apply_on_bodies, express_in_frame, where)
     with_elements = _check_force_elements(model, replace_force_set, where)
     own = model_actuators(model) if use_model_actuators and not replace_force_set else ()
@@ -694,6 +701,9 @@ def read_jr_setup(path) -> JRSetup:
     if not flag(jr, "on", True):
         raise ValueError(f"{doc.where(jr)}: the JointReaction analysis is switched off (<on> false)")
     t0, t1 = number(tool, "initial_time", 0.0), number(tool, "final_time", 1.0)
+    if not t0 <= t1:
+        el = tool.find("final_time")
+        raise doc.error(el if el is not None else tool, f"<final_time> {t1:g} is before <initial_time> {t0:g}")
     a0, a1 = number(jr, "start_time", t0), number(jr, "end_time", t1)
     if (a0, a1) != (t0, t1):
         warnings.warn(f"{doc.where(jr)}: <start_time>/<end_time> ({a0:g}, {a1:g}) are not used: OpenSim's "
@@ -737,8 +747,13 @@ def joint_reactions_from_setup(path, model=None, *, write: bool = True, results_
         raise NotImplementedError(f"{path}: the JointReaction has no <forces_file>; OpenSim then computes actuator "
                                   "forces from the states, which mbjax does not (give a static optimization's "
                                   "_force.sto)")
-    if not os.path.isfile(setup.forces_file):
-        raise FileNotFoundError(f"{path}: <forces_file> {setup.forces_file}: no such file")
+    if setup.coordinates_file is None:
+        raise ValueError(f"{path}: no <coordinates_file>")
+    for tag, f in (("forces_file", setup.forces_file), ("coordinates_file", setup.coordinates_file),
+                   ("external_loads_file", setup.external_loads_file)):
+        check_input_file(path, tag, f)
+    for f in setup.force_set_files:
+        check_input_file(path, "force_set_files", f)
     out = None
     if write:  # the results folder is made (as OpenSim makes it) and checked before computing
         folder = os.fspath(results_directory) if results_directory is not None else setup.results_directory
@@ -748,13 +763,12 @@ def joint_reactions_from_setup(path, model=None, *, write: bool = True, results_
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
         model = load_osim(setup.model_file)
-    if setup.coordinates_file is None:
-        raise ValueError(f"{path}: no <coordinates_file>")
     actuators = tuple(a for f in setup.force_set_files for a in read_reserves(f))
     loads = None
     if setup.external_loads_file is not None:
         loads = read_external_loads(setup.external_loads_file, base_dirs=(os.path.dirname(os.path.abspath(path)),))
-    result = joint_reactions_motion(model, read_storage(setup.coordinates_file), read_storage(setup.forces_file), loads,
+    result = joint_reactions_motion(model, read_coordinates(path, setup.coordinates_file),
+                                    read_coordinates(path, setup.forces_file, "forces_file"), loads,
                                     joints=setup.joint_names, apply_on_bodies=setup.apply_on_bodies,
                                     express_in_frame=setup.express_in_frame, actuators=actuators,
                                     replace_force_set=setup.replace_force_set, lowpass_cutoff=setup.lowpass_cutoff,

@@ -38,7 +38,8 @@ tolerance (tighten it in the setup file to compare closely).  The actuators of `
 read are ``CoordinateActuator`` reserves and the ``PointActuator``/``TorqueActuator`` residuals of
 gait analyses (:mod:`mbjax.forces.body_actuators`), with the file's ``<defaults>``; a disabled one
 (``isDisabled``/``appliesForce``) is left out as OpenSim leaves it out; any other actuator is
-refused by name.
+refused by name.  The model's disabled muscles and path actuators (``appliesForce`` false, 3.x
+``isDisabled`` true) are left out of the optimization and the results, as OpenSim removes them.
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ from . import _checks
 from .forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator, actuator_matrix
 from .io.osim_coordinates import coordinate_jacobian, coordinate_names
 from ._batching import padded_length
-from .id_tool import (_force_elements_applied, check_frames, coordinate_trajectory, dynamics_model,
-                      torques_of_frames)
-from .io.storage import Table, prepare_output, read_storage, write_storage
+from .id_tool import (_force_elements_applied, check_frames, check_input_file, coordinate_trajectory,
+                      disabled_paths, dynamics_model, read_coordinates, torques_of_frames,
+                      warn_float32)
+from .io.storage import Table, prepare_output, write_storage
 from .muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from .muscles.parameters import hill_parameters
 from .muscles.paths import get_paths
@@ -258,6 +260,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     ``moment_arm_rule``: ``"opensim"`` (its unit-force moment arms, what its tool uses; they differ
     from −∂L/∂q over ellipsoids and multi-pass wraps) or ``"geometric"``.
     """
+    warn_float32("static optimization")
     check_exponent(exponent)
     t, q, qd, qdd = states_trajectory(model, coordinates, lowpass_cutoff, time_range, step_interval)
     loads = None if external_loads is None else external_loads.at(t, model)
@@ -265,6 +268,8 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     q, qd, qdd, loads = check_frames(model, q, qd, qdd, loads)  # τ is computed in the solver's program
     paths = get_paths(model)
     muscles = tuple(paths.names)
+    disabled = disabled_paths(model)  # held at zero and left out of the results, as OpenSim removes them
+    off = np.array([n in disabled for n in muscles], bool)
     actuators = check_actuators(model, (model_actuators(model) if use_model_actuators else ()) + tuple(reserves))
     kw = {}
     if actuators:
@@ -294,7 +299,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     with _checks.checks(False):  # q, qd, qdd and the loads checked finite above: no host callbacks in the solver
         res, resolved, tau = _solve_frames(model, q_d, qd_d, qdd_d, forces_on, kw, actuators,
                                            float(exponent), bool(use_muscle_physiology), str(pennation_rule),
-                                           moment_arm_rule, tuple(sorted(options.items())), loads_d)
+                                           moment_arm_rule, tuple(sorted(options.items())), off, loads_d)
     res, resolved, tau = jax.tree_util.tree_map(lambda a: a[:T], (res, resolved, tau))  # the padding dropped
     tau = np.asarray(tau)
     finite = np.all(np.isfinite(np.asarray(res.activations)), axis=1)
@@ -305,9 +310,10 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
                          "curves are not finite there (check them at that pose, e.g. mbjax.moment_arms under "
                          "mbjax.config.checks(True))")
     _report_failures(model, t, res)
-    act = np.asarray(res.activations)
-    force = np.asarray(res.forces)
-    labels = muscles
+    keep = np.flatnonzero(~off)
+    act = np.asarray(res.activations)[:, keep]
+    force = np.asarray(res.forces)[:, keep]
+    labels = muscles = tuple(muscles[k] for k in keep)
     if actuators:
         x_a = np.asarray(res.actuator_controls)
         act = np.concatenate([act, x_a], axis=1)
@@ -339,7 +345,7 @@ def _report_failures(model, t, res):
 
 @persistent("mbjax.so_tool._solve_frames")
 def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent, use_muscle_physiology,
-                  pennation_rule, moment_arm_rule, solver_options, loads=None):
+                  pennation_rule, moment_arm_rule, solver_options, off=None, loads=None):
     """All frames, compiled once per model, frame count and (static) options: a second run of the
     same setup, or another motion of the same length, does not trace again.  The inverse dynamics
     τ of the frames (:func:`mbjax.id_tool.torques_of_frames`, ``forces_on`` weighing the model's
@@ -356,6 +362,8 @@ def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent
     mask, _, min_control, max_control = path_actuator_properties(paths, q.dtype)
     if mask.any():  # a PathActuator's control bounds are its own, not an activation's
         lo, hi = jnp.where(jnp.asarray(mask), min_control, lo), jnp.where(jnp.asarray(mask), max_control, hi)
+    if off is not None:  # disabled muscles and path actuators: no force
+        lo, hi = jnp.where(off, 0.0, lo), jnp.where(off, 0.0, hi)
     R = L = None
     if moment_arm_rule == "opensim":  # one lane-folded wrap pass for all frames, not a vmap of it
         R, L = opensim_moment_arms_and_lengths(model, q)
@@ -442,9 +450,20 @@ def unused_setup_elements(doc, tool, analysis, known_analysis) -> list[str]:
     strings: unknown tool properties, other analyses of its ``AnalysisSet`` (not run), controllers,
     and unknown properties of the ``analysis`` run (``known_analysis``: its property names)."""
     out = []
+    prec = tool.find("output_precision")
+    txt = (prec.text or "").strip() if prec is not None else ""
+    if txt:
+        try:
+            digits = float(txt)
+        except ValueError:
+            digits = float("nan")
+        if not (digits >= 0 and digits == int(digits)):
+            raise doc.error(prec, f"must be a non-negative integer, got {txt!r}")
+        if digits != 8:
+            out.append(f"{doc.where(prec)} {txt} (mbjax writes 17 significant digits)")
     for el in tool:
         if isinstance(el.tag, str) and el.tag not in _ANALYZE_READ + _ANALYZE_IGNORED:
-            out.append(f"{doc.where(el)}: <{el.tag}> (not an AnalyzeTool property)")
+            out.append(f"{doc.where(el)} (not an AnalyzeTool property)")
     for objs in tool.iter("AnalysisSet"):
         for o in objs.iter("objects"):
             for el in o:
@@ -458,7 +477,7 @@ def unused_setup_elements(doc, tool, analysis, known_analysis) -> list[str]:
                                "an analysis replays a coordinates file)")
     for el in analysis:
         if isinstance(el.tag, str) and el.tag not in known_analysis:
-            out.append(f"{doc.where(el)}: <{el.tag}> (not a <{analysis.tag}> property)")
+            out.append(f"{doc.where(el)} (not a <{analysis.tag}> property)")
     return out
 
 
@@ -478,6 +497,25 @@ def read_so_setup(path) -> SOSetup:
     text, file_of, number, flag = setup.text, setup.resolve, setup.number, setup.flag
 
     unused = unused_setup_elements(doc, tool, so, _SO_READ)
+    criterion = number(so, "optimizer_convergence_criterion", 1e-4)
+    if not (np.isfinite(criterion) and criterion > 0):
+        raise doc.error(so.find("optimizer_convergence_criterion"), "must be a positive number, got "
+                        f"{text(so, 'optimizer_convergence_criterion')!r}")
+    iterations = number(so, "optimizer_max_iterations", 100)
+    if not (iterations >= 1 and iterations == int(iterations)):
+        raise doc.error(so.find("optimizer_max_iterations"), "must be a positive integer"
+                        f", got {text(so, 'optimizer_max_iterations')!r}")
+    exponent = number(so, "activation_exponent", 2.0)
+    if not (np.isfinite(exponent) and exponent > 1):
+        raise doc.error(so.find("activation_exponent"), "must be a finite number > 1 (the objective"
+                        " sum a^p has one minimum only then; OpenSim's default is 2), got "
+                        f"{text(so, 'activation_exponent')!r}")
+    if criterion != 1e-4:
+        unused.append(f"{doc.where(so.find('optimizer_convergence_criterion'))} {criterion:g} (mbjax solves each "
+                      "frame to rounding, within any criterion)")
+    if iterations != 100:
+        unused.append(f"{doc.where(so.find('optimizer_max_iterations'))} {iterations:g} (mbjax's solver "
+                      "iterates until each frame converges)")
     if unused:
         warnings.warn(f"{path}: not used by mbjax's static optimization: " + "; ".join(unused), stacklevel=2)
     if text(tool, "external_loads_model_kinematics_file"):
@@ -498,6 +536,9 @@ def read_so_setup(path) -> SOSetup:
     # OpenSim's AnalyzeTool runs every analysis from <initial_time> to <final_time> (AbstractTool's
     # defaults 0 and 1 s); an analysis' own <start_time>/<end_time> are not read by it
     t0, t1 = number(tool, "initial_time", 0.0), number(tool, "final_time", 1.0)
+    if not t0 <= t1:
+        el = tool.find("final_time")
+        raise doc.error(el if el is not None else tool, f"<final_time> {t1:g} is before <initial_time> {t0:g}")
     a0, a1 = number(so, "start_time", t0), number(so, "end_time", t1)
     if (a0, a1) != (t0, t1) and not (a0 <= t0 and a1 >= t1):
         warnings.warn(f"{doc.where(so)}: <start_time>/<end_time> ({a0:g}, {a1:g}) are not used: OpenSim's "
@@ -509,8 +550,8 @@ def read_so_setup(path) -> SOSetup:
                    tuple(file_of(f) for f in (text(tool, "force_set_files") or "").split()),
                    flag(tool, "replace_force_set", False), (t0, t1),
                    number(tool, "lowpass_cutoff_frequency_for_coordinates", -1.0),
-                   number(so, "activation_exponent", 2.0), flag(so, "use_muscle_physiology", True),
-                   flag(so, "use_model_force_set", True), number(so, "optimizer_convergence_criterion", 1e-4),
+                   exponent, flag(so, "use_muscle_physiology", True),
+                   flag(so, "use_model_force_set", True), criterion,
                    results, int(step))
 
 
@@ -524,6 +565,12 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
     from .io.osim import load_osim
 
     setup = read_so_setup(path)
+    if setup.coordinates_file is None:
+        raise ValueError(f"{path}: no <coordinates_file>")
+    for tag, f in (("coordinates_file", setup.coordinates_file), ("external_loads_file", setup.external_loads_file)):
+        check_input_file(path, tag, f)
+    for f in setup.force_set_files:
+        check_input_file(path, "force_set_files", f)
     if not setup.use_model_force_set:
         raise NotImplementedError(f"{path}: <use_model_force_set> false (coordinate actuators instead of the "
                                   "model's muscles) is not supported")
@@ -534,8 +581,6 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
         model = load_osim(setup.model_file)
-    if setup.coordinates_file is None:
-        raise ValueError(f"{path}: no <coordinates_file>")
     reserves = setup_force_sets(path, model, setup.force_set_files)
     out = None
     if write:  # the results folder is made (as OpenSim makes it) and checked before the solve
@@ -546,7 +591,7 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
     loads = None
     if setup.external_loads_file is not None:
         loads = read_external_loads(setup.external_loads_file, base_dirs=(os.path.dirname(os.path.abspath(path)),))
-    result = static_optimization_motion(model, read_storage(setup.coordinates_file), loads, reserves=reserves,
+    result = static_optimization_motion(model, read_coordinates(path, setup.coordinates_file), loads, reserves=reserves,
                                         lowpass_cutoff=setup.lowpass_cutoff, time_range=setup.time_range,
                                         exponent=setup.activation_exponent, step_interval=setup.step_interval,
                                         use_muscle_physiology=setup.use_muscle_physiology, progress=progress,

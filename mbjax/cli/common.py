@@ -43,6 +43,44 @@ def _number(text: str, where: str) -> float:
     return value
 
 
+def _positive_number(text: str) -> float:
+    """A finite positive float (argparse type: a bad value is a usage error, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return value
+
+
+def _not_a_folder(path: str) -> str | None:
+    """The nearest existing folder above ``path`` when it is a file (so ``path`` cannot be made), else None."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and not os.path.exists(parent):
+        up = os.path.dirname(parent)
+        if up == parent:
+            return None
+        parent = up
+    return parent if parent and not os.path.isdir(parent) else None
+
+
+def show_warnings_once():
+    """A ``warnings.showwarning`` printing each message once, as ``mbjax: warning: ...`` without
+    the source line that raised it."""
+    import sys
+
+    seen = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = str(message)
+        if text not in seen:
+            seen.add(text)
+            print(f"mbjax: warning: {text}", file=sys.stderr, flush=True)
+
+    return show
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -85,6 +123,9 @@ def _check_writable(path: str, flag: str):
     if os.path.isdir(path):
         raise UsageError(f"{flag} {path}: is a directory, expected a file name")
     parent = os.path.dirname(os.path.abspath(path))
+    blocked = _not_a_folder(path)
+    if blocked is not None:
+        raise UsageError(f"{flag} {path}: {blocked} is a file, not a directory")
     if not os.path.isdir(parent):
         raise UsageError(f"{flag} {path}: directory {parent} does not exist")
     why = cannot_write(path)

@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 import traceback
+import warnings
 
 from .common import (
     EXIT_FAILURE,
@@ -17,7 +18,9 @@ from .common import (
     _EXAMPLES,
     _library_message,
     _positive_int,
+    _positive_number,
     _version,
+    show_warnings_once,
 )
 from .moment_arms_sweep import moment_arms_command
 from .info_command import info_command
@@ -102,7 +105,7 @@ def build_parser():
                           help="do not keep compiled programs on disk between runs (default: kept in "
                                "$MBJAX_CACHE_DIR or ~/.cache/mbjax/xla, so a second run skips XLA compilation)")
         if name == "ik":
-            tool.add_argument("--accuracy", type=float, default=None,
+            tool.add_argument("--accuracy", type=_positive_number, default=None,
                               help="solver tolerance (default: the setup's <accuracy>, not below 1e-9)")
         tool.set_defaults(func=fn)
     run = sub.add_parser("run", help="run several OpenSim setup files in order in one process (IK, ID, SO, JR as "
@@ -126,7 +129,10 @@ def main(argv=None) -> int:
                      "(moment-arms, info, ik, id, so, jr, run)")  # argparse would only say a command is required
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():  # each warning once, without the library's source lines
+            warnings.simplefilter("always")
+            warnings.showwarning = show_warnings_once()
+            return args.func(args)
     except UsageError as e:
         print(f"mbjax: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -17,6 +17,7 @@ from .common import (
     UsageError,
     _check_plot_format,
     _check_writable,
+    _not_a_folder,
     _osim_path,
     load_model,
 )
@@ -112,6 +113,69 @@ def tools_of_setup(path: str) -> tuple[str, ...]:
                      "InverseDynamicsTool, AnalyzeTool with StaticOptimization or JointReaction)")
 
 
+def _setup_files(path, tool):
+    """``(inputs, outputs)`` of one step of a plan: ``[(element, file)]`` it reads, the files it writes."""
+    if tool == "ik":
+        from ..ik import read_ik_setup
+
+        s = read_ik_setup(path)
+        return ([("model_file", s.model_file), ("marker_file", s.marker_file), ("coordinate_file", s.coordinate_file)],
+                [s.output_motion_file, s.errors_file])
+    if tool == "id":
+        from ..id_tool import read_id_setup
+
+        s = read_id_setup(path)
+        return ([("model_file", s.model_file), ("coordinates_file", s.coordinates_file),
+                 ("external_loads_file", s.external_loads_file)], [s.output_file])
+    if tool == "so":
+        from ..so_tool import read_so_setup
+
+        s = read_so_setup(path)
+        stem = os.path.join(s.results_directory, f"{s.name}_StaticOptimization_")
+        outputs = [stem + "activation.sto", stem + "force.sto"]
+    else:
+        from ..jr_tool import read_jr_setup
+
+        s = read_jr_setup(path)
+        outputs = [os.path.join(s.results_directory, f"{s.name}_{s.analysis_name}_ReactionLoads.sto")]
+    inputs = [("model_file", s.model_file), ("coordinates_file", s.coordinates_file),
+              ("external_loads_file", s.external_loads_file)] + [("force_set_files", f) for f in s.force_set_files]
+    if tool == "jr":
+        inputs.append(("forces_file", s.forces_file))
+    return inputs, outputs
+
+
+def check_plan(plan, model: str | None = None) -> None:
+    """Every setup of ``mbjax run`` checked before the first runs: it parses (time ranges
+    well-formed), and each file it reads exists or is written by an earlier step; a coordinates file
+    already there must overlap the setup's time range."""
+    import warnings
+
+    from ..id_tool import _clip_time_range, check_input_file
+    from ..io.storage import read_storage
+
+    made: set[str] = set()
+    for path, tool in plan:
+        inputs, outputs = _setup_files(path, tool)
+        for tag, f in inputs:
+            if f is None or (tag == "model_file" and model is not None) or os.path.abspath(f) in made:
+                continue
+            check_input_file(path, tag, f)
+            if tag in ("coordinates_file", "coordinate_file") and tool != "ik":
+                from ..id_tool import read_id_setup
+                from ..jr_tool import read_jr_setup
+                from ..so_tool import read_so_setup
+
+                reader = {"id": read_id_setup, "so": read_so_setup, "jr": read_jr_setup}[tool]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    t = read_storage(f).time
+                    if len(t):
+                        _clip_time_range(reader(path).time_range, float(t[0]), float(t[-1]),
+                                         f"{path}: coordinates file {f}", tool)
+        made |= {os.path.abspath(o) for o in outputs if o is not None}
+
+
 def run_setups(setups, model: str | None = None, quiet: bool = False, compile_cache: bool = True) -> int:
     """Run OpenSim setup files in order in one process (``mbjax run``): IK, ID, static optimization
     and joint reactions as each file asks (:func:`tools_of_setup`), each writing the files its setup
@@ -122,6 +186,7 @@ def run_setups(setups, model: str | None = None, quiet: bool = False, compile_ca
     global _RUN_MODELS
 
     plan = [(path, tool) for path in setups for tool in tools_of_setup(path)]
+    check_plan(plan, model)
     commands = {"ik": ik_command, "id": id_command, "so": so_command, "jr": jr_command}
     status = EXIT_OK
     _RUN_MODELS = {}
@@ -173,6 +238,9 @@ def _tool_outputs(args, is_dir):
         if is_dir:
             if os.path.exists(args.out) and not os.path.isdir(args.out):
                 raise UsageError(f"--out {args.out}: exists and is not a directory")
+            blocked = _not_a_folder(args.out)
+            if blocked is not None:
+                raise UsageError(f"--out {args.out}: {blocked} is a file, not a directory")
         else:
             _check_writable(args.out, "--out")
     if args.plot is not None:

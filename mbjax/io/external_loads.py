@@ -211,6 +211,14 @@ def _columns(doc, el, table: Table, datafile: str, identifier: str | None, what:
     return tuple(found)
 
 
+#: the properties of OpenSim 4.6's ``ExternalLoads`` and ``ExternalForce`` (read or without effect)
+_LOADS_PROPERTIES = ("objects", "groups", "datafile", "external_loads_model_kinematics_file",
+                     "lowpass_cutoff_frequency_for_load_kinematics")
+_FORCE_PROPERTIES = ("appliesForce", "isDisabled", "applied_to_body", "force_expressed_in_body",
+                     "point_expressed_in_body", "force_identifier", "point_identifier", "torque_identifier",
+                     "data_source_name")
+
+
 def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
     """Read an OpenSim ``ExternalLoads`` XML and its ``datafile`` (see the module docstring).
 
@@ -235,6 +243,14 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
         warnings.warn(f"{doc.where(node)}: <external_loads_model_kinematics_file> {kin!r} is ignored, as OpenSim 4 "
                       "ignores it (points in ground are converted with each frame's pose)", stacklevel=2)
     objs = node.find("objects")
+    unused = [f"{doc.where(el)} (not an ExternalLoads property)" for el in node
+              if isinstance(el.tag, str) and el.tag not in _LOADS_PROPERTIES]
+    for el in (list(objs) if objs is not None else []):
+        if el.tag == "ExternalForce":
+            unused += [f"{doc.where(sub)} (not an ExternalForce property)" for sub in el
+                       if isinstance(sub.tag, str) and sub.tag not in _FORCE_PROPERTIES]
+    if unused:
+        warnings.warn(f"{path}: not used by mbjax's external loads: " + "; ".join(unused), stacklevel=2)
     other = [el for el in (list(objs) if objs is not None else []) if el.tag != "ExternalForce"]
     if other:
         which = ", ".join(f"<{el.tag} name={el.get('name')!r}> (line {doc.lines.get(el, 0)})" for el in other)
@@ -256,6 +272,13 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
             raise doc.error(node, f"<datafile> {datafile!r} not found (looked in {cands})", FileNotFoundError)
         datafile = found
     table = read_storage(datafile)
+    time = np.asarray(table.time, float)
+    back = np.flatnonzero(~(np.diff(time) > 0))
+    if back.size:
+        k = int(back[0]) + 1
+        raise ValueError(f"{datafile} (datafile of {path}): time {float(time[k])!r} at row {k + 1} does not increase "
+                         f"from row {k}'s {float(time[k - 1])!r}; the external loads' splines need strictly "
+                         "increasing times")
     forces = []
     seen = set()
     for el in (list(objs) if objs is not None else []):
