@@ -220,8 +220,8 @@ def path_point_rules(model: Model, where: str) -> list:
         return []
     valid = np.asarray(paths.valid, bool)
     bad = ~jnp.all(jnp.where(valid[..., None], jnp.isfinite(paths.location), True), axis=(1, 2))
-    return [(bad[m], f"{where}: muscle {name!r} has a path point that is not finite: was the model changed "
-                     "after loading (eqx.tree_at, a fit step)?") for m, name in enumerate(paths.names)]
+    return [(bad, [f"{where}: muscle {name!r} has a path point that is not finite: was the model changed "
+                   "after loading (eqx.tree_at, a fit step)?" for name in paths.names])]
 
 
 def wrap_dimension_rules(model: Model, where: str) -> list:
@@ -242,15 +242,13 @@ def wrap_dimension_rules(model: Model, where: str) -> list:
     not_rotation = jnp.max(jnp.abs(jnp.einsum("oji,ojk->oik", rot, rot) - jnp.eye(3, dtype=rot.dtype)), axis=(1, 2)) > tol
     placement = ~jnp.all(jnp.isfinite(rot), axis=(1, 2)) | not_rotation | (jnp.linalg.det(rot) < 0) \
         | ~jnp.all(jnp.isfinite(wraps.translation), axis=1)
-    rules = []
-    for o, (name, kind) in enumerate(zip(wraps.names, wraps.kinds)):
-        rules.append((bad[o], f"{where}: wrap object {name!r} ({kind}) has dimensions that are not finite and "
-                              f"positive{' (inner radius below outer)' if kind == 'WrapTorus' else ''}: "
-                              "was the model changed after loading (eqx.tree_at, a fit step)?"))
-        rules.append((placement[o], f"{where}: wrap object {name!r} ({kind}) has a translation that is not finite "
-                                    "or a rotation that is not a finite proper rotation matrix: was the model "
-                                    "changed after loading (eqx.tree_at, a fit step)?"))
-    return rules
+    objects = list(zip(wraps.names, wraps.kinds))
+    return [(bad, [f"{where}: wrap object {name!r} ({kind}) has dimensions that are not finite and "
+                   f"positive{' (inner radius below outer)' if kind == 'WrapTorus' else ''}: "
+                   "was the model changed after loading (eqx.tree_at, a fit step)?" for name, kind in objects]),
+            (placement, [f"{where}: wrap object {name!r} ({kind}) has a translation that is not finite or a "
+                         "rotation that is not a finite proper rotation matrix: was the model changed after "
+                         "loading (eqx.tree_at, a fit step)?" for name, kind in objects])]
 
 
 # --------------------------------------------------------------------------------------------
