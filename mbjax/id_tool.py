@@ -356,19 +356,12 @@ def _force_elements_applied(model, exclude) -> bool:
 
 def disabled_paths(model) -> tuple[str, ...]:
     """The model's muscles and path actuators that its OpenSim file disables (``appliesForce`` false,
-    3.x ``isDisabled`` true): OpenSim's tools leave them out; ``()`` for a model not read from a file."""
-    from .io.osim_forces import applies_force
-    from .io.osim_xml import _Doc
-
+    3.x ``isDisabled`` true; ``OsimInfo.disabled_forces``): OpenSim's tools leave them out; ``()``
+    for a model not read from a file."""
     info = model.extras.get("osim") if hasattr(model, "extras") else None
     paths = model.extras.get("muscles") if hasattr(model, "extras") else None
-    src = getattr(info, "source", None)
-    if paths is None or not src or not os.path.isfile(src):
-        return ()
-    names = set(paths.names)
-    off = {el.get("name") for fs in _Doc(src).root.iter("ForceSet") for objs in fs.findall("objects") for el in objs
-           if el.get("name") in names and not applies_force(el)}
-    return tuple(n for n in paths.names if n in off)
+    off = set(getattr(info, "disabled_forces", ()))
+    return () if paths is None else tuple(n for n in paths.names if n in off)
 
 
 def _labels(model) -> tuple[str, ...]:

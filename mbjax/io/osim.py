@@ -138,7 +138,7 @@ from .osim_actuators import default_records
 from .osim_bodies import _BodiesMixin
 from .osim_couplers import _Coords, _CouplersMixin
 from .osim_force_set import MUSCLE_TYPES, OPTIONAL_PATH_FORCES, RECORDED_FORCES, _ForceSetMixin
-from .osim_forces import read_force_elements
+from .osim_forces import applies_force, read_force_elements
 from .osim_joints import _JointsMixin
 from .osim_path_functions import warn_unused
 from .osim_paths import _PathsMixin
@@ -209,6 +209,9 @@ class OsimInfo(eqx.Module):
     other_names: tuple[str, ...] = eqx.field(static=True, default=())
     other_motion_types: tuple[str, ...] = eqx.field(static=True, default=())
     other_maps: Any = None
+    #: the ForceSet objects the file disables (``appliesForce`` false, 3.x ``isDisabled`` true), in
+    #: file order: OpenSim's tools apply no force of them
+    disabled_forces: tuple[str, ...] = eqx.field(static=True, default=())
 
 
 class OsimScaling(eqx.Module):
@@ -422,6 +425,9 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
             other_names=tuple(others),
             other_motion_types=tuple(info[c]["motion_type"] for c in others),
             other_maps=tuple(self._coordinate_map(c) for c in others) or None,
+            disabled_forces=tuple(el.get("name") for fs in self.model.iter("ForceSet")
+                                  for objs in fs.findall("objects") for el in objs
+                                  if not applies_force(el, self.doc)),
         )
 
     def _coordinate_map(self, name):
