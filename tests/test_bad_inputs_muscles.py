@@ -218,6 +218,7 @@ def test_activation_derivative_refuses_nan_and_other_lengths():
     np.testing.assert_allclose(got, (0.5 - 1.0) / (tau_deact / 2.0), rtol=1e-12)
 
 
+@pytest.mark.extended  # a 25 s subprocess; the float64 twins above check the same rules in CI
 def test_float32_checks_refuse_and_accept_the_same():
     """In JAX's default float32 the rules are the same (parameters are checked in float64 as read,
     arrays in their own dtype): the valid call is finite, the bad one refused."""

@@ -188,6 +188,7 @@ def test_derivatives_match_finite_differences_and_projection(variant):
     assert np.max(np.abs(h)) > 0.05  # a real second-order test
 
 
+@pytest.mark.extended  # 35-40 s of compilation; D = ∂q_full/∂q_ind is checked in CI (derivatives test)
 def test_mass_matrix_is_projected_full_one(variant):
     """M_reduced = Dᵀ M_full D, D = ∂q_full/∂q_ind (the premodel is the file loaded without the
     constraints, an independent route to the mass matrix).  On the variant only (tilted line,
