@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax import ik
+from mbjax.ik import frame_solver as ik
 from mbjax.ik import CoordinateTask, inverse_kinematics, read_ik_setup
 from mbjax.io import MarkerData, load_markers
 from mbjax.models import arm26_path

@@ -513,7 +513,7 @@ def test_setup_writes_motion_into_a_new_folder(arm, tmp_path):
 
 def test_bad_output_path_fails_before_solving(arm, tmp_path, monkeypatch):
     model, markers = arm[:2]
-    monkeypatch.setattr(mbjax.ik, "inverse_kinematics", lambda *a, **k: pytest.fail("solved before the check"))
+    monkeypatch.setattr(mbjax.ik.setup_file, "inverse_kinematics", lambda *a, **k: pytest.fail("solved before the check"))
     (tmp_path / "file").write_text("")
     setup = _setup_with_output(tmp_path, "file/ik.mot")
     with pytest.raises(OSError, match=r"setup\.xml: cannot create the folder .*file.* for the IK output motion file"):
