@@ -230,8 +230,9 @@ def test_float32_is_warned_once_naming_the_tool(tmp_path, monkeypatch):
     import jax
 
     import mbjax.id_tool
+    import mbjax.id_tool.motion
 
-    monkeypatch.setattr(mbjax.id_tool, "_FLOAT32_WARNED", set())
+    monkeypatch.setattr(mbjax.id_tool.motion, "_FLOAT32_WARNED", set())
     table = read_storage(_short_motion(tmp_path, 8))
     jax.config.update("jax_enable_x64", False)
     try:

@@ -642,9 +642,9 @@ def test_ik_output_folder_made_or_refused_before_solving(tmp_path, capsys):
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs a folder where no file can be made")
 @pytest.mark.parametrize("tool,setup,fn", [
-    ("id", "gait2354_id/subject01_Setup_InverseDynamics.xml", "mbjax.id_tool.inverse_dynamics_motion"),
-    ("so", "arm26_so/arm26_Setup_StaticOptimization.xml", "mbjax.so_tool.static_optimization_motion"),
-    ("ik", "arm26_ik/arm26_Setup_InverseKinematics.xml", "mbjax.ik.inverse_kinematics"),
+    ("id", "gait2354_id/subject01_Setup_InverseDynamics.xml", "mbjax.id_tool.setup.inverse_dynamics_motion"),
+    ("so", "arm26_so/arm26_Setup_StaticOptimization.xml", "mbjax.so_tool.setup.static_optimization_motion"),
+    ("ik", "arm26_ik/arm26_Setup_InverseKinematics.xml", "mbjax.ik.setup_file.inverse_kinematics"),
 ])
 def test_tool_outputs_checked_before_the_work(tmp_path, capsys, monkeypatch, tool, setup, fn):
     """--out, --plot and the setup's own outputs that cannot be written: usage errors (2) before

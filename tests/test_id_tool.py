@@ -495,7 +495,8 @@ def test_force_elements_and_excluded_forces(tmp_path):
     forces mbjax does not compute (muscles, ligaments) must be excluded."""
     from types import SimpleNamespace
 
-    from mbjax.id_tool import _force_elements_applied, inverse_dynamics_motion
+    from mbjax.id_tool import inverse_dynamics_motion
+    from mbjax.id_tool.motion import _force_elements_applied
 
     spring = ("<ForceSet name=\"forceset\"><objects><SpringGeneralizedForce name=\"spring\"><coordinate>ankle"
               "</coordinate><stiffness>30</stiffness><rest_length>0.2</rest_length><viscosity>1.5</viscosity>"
@@ -536,9 +537,9 @@ def test_results_folder_made_and_checked_before_computing(tmp_path, walker, monk
                                                 "<results_directory> out/a/b </results_directory>"))
     r = inverse_dynamics_from_setup(nested, walker)
     np.testing.assert_array_equal(read_storage(tmp_path / "out" / "a" / "b" / "walk_id.sto").data, r.tau)
-    import mbjax.id_tool
+    import mbjax.id_tool.setup
 
-    monkeypatch.setattr(mbjax.id_tool, "inverse_dynamics_motion", lambda *a, **k: pytest.fail("computed first"))
+    monkeypatch.setattr(mbjax.id_tool.setup, "inverse_dynamics_motion", lambda *a, **k: pytest.fail("computed first"))
     (tmp_path / "blocker").write_text("")
     bad = tmp_path / "bad.xml"
     bad.write_text(setup.read_text().replace("<results_directory> results </results_directory>",

@@ -168,7 +168,7 @@ def test_double_pendulum_equals_closed_form(tmp_path):
         res = mbjax.joint_reactions_from_setup(setup, progress=False)
     # rows 5..45 of the 0.02 s grid: the first, the last and the even ones between (Analysis::proceed)
     np.testing.assert_allclose(res.time, np.r_[0.1, np.arange(6, 45, 2) * 0.02, 0.9], rtol=0, atol=1e-12)
-    assert res.labels[:9] == tuple(f"pin1_on_rod1_in_ground_{c}" for c in jr_tool._COMPONENTS)
+    assert res.labels[:9] == tuple(f"pin1_on_rod1_in_ground_{c}" for c in jr_tool.motion._COMPONENTS)
     assert [k.label for k in res.keys] == ["pin1_on_rod1_in_ground", "pin2_on_rod2_in_rod2", "pin2_on_rod1_in_rod1",
                                            "pin1_on_ground_in_ground"]
     tf = np.arange(0.0, 1.0 + 1e-9, 0.03)

@@ -133,17 +133,17 @@ def test_reserve_carries_what_muscles_cannot(tmp_path):
 
 def test_second_motion_of_the_same_length_does_not_trace_again(monkeypatch):
     """Compile once, run many: a second motion (new values, same frame count) reuses the program."""
-    from mbjax import so_tool
+    from mbjax.so_tool import motion as so_motion
     from mbjax.so_tool import static_optimization_motion
 
     traces = []
-    inner = so_tool.static_optimization_trajectory
+    inner = so_motion.static_optimization_trajectory
 
     def counting(*a, **k):
         traces.append(1)
         return inner(*a, **k)
 
-    monkeypatch.setattr(so_tool, "static_optimization_trajectory", counting)
+    monkeypatch.setattr(so_motion, "static_optimization_trajectory", counting)
     model = mbjax.models.load("arm26", ignore_wrapping=True)
     t = np.linspace(0.0, 0.5, 21)
     names = tuple(model.coordinate_names)

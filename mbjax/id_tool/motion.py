@@ -1,77 +1,31 @@
-"""Inverse dynamics of recorded motion with external loads, as OpenSim 4.6's ``InverseDynamicsTool``.
-
-OpenSim's tool, step by step (``InverseDynamicsTool::run``), and what this module does for each:
-
-1. The coordinates file is read as a ``Storage``.  With ``lowpass_cutoff_frequency_for_coordinates``
-   ``>= 0`` it is padded by half its length (odd reflection), resampled at its smallest time step
-   when the times are not uniform to machine epsilon (degree-5 spline, steps accumulated), and
-   filtered forward and backward by a 3rd-order Butterworth IIR (:mod:`mbjax.io.signal`).
-   Rotational columns are then converted from degrees.
-2. Every column gets a degree-5 ``GCVSpline`` with error variance 0: the natural quintic
-   interpolating spline.  ``q``, ``q̇``, ``q̈`` are its value and first two derivatives.  A model
-   coordinate without a column (exact name) is held at its default value.
-3. Frames: the rows of that (padded, resampled) table from the last row at or before
-   ``max(first time, t0)`` to the last row at or before ``min(last time, t1)``
-   (``Storage::findIndex``).  With filtering the reported times are the resampled grid's.  A finite
-   ``t0``/``t1`` past the file's own times is clipped to them with a warning (OpenSim clips to the
-   padded table's and reports frames of the padding).
-4. External loads (:mod:`mbjax.io.external_loads`) are evaluated at those times; forces excluded
-   by ``forces_to_exclude`` are left out; the generalized forces are the residual
-   ``τ = M q̈ + N q̇ - G - Q_ext - Q_forces`` (``calcResidualForceIgnoringConstraints``).
-
-The dynamics runs in JAX: one compiled, ``vmap``-ed program for all frames
-(:func:`inverse_dynamics_frames`, chunks of ``chunk`` frames padded to one shape).
-
-Differences from OpenSim: mbjax's coordinates are the *independent* ones.  OpenSim reports a
-residual for every coordinate, ignoring constraints; for a locked coordinate (not in mbjax's ``q``)
-none is reported here, and a coupled coordinate's residual is folded into its independent one
-(virtual work through the coupler).  Muscles, ``PathSpring`` and ``Ligament`` forces are not
-computed: they must be excluded (``Muscles``, ``All``, or by name), as OpenSim's ID setups do.
-Individual force elements cannot be excluded by name (``All`` excludes them all).  ``All`` does not
-remove the external loads (measured in OpenSim 4.6, whatever the property's comment says).
-"""
+"""Inverse dynamics of a coordinates table, as OpenSim 4.6's ``InverseDynamicsTool`` computes it
+(the steps of the :mod:`mbjax.id_tool` package docstring): OpenSim's filter and splines, the
+dynamics of all frames in one program, and the forces excluded."""
 
 from __future__ import annotations
 
-import functools
-import os
 import warnings
 from typing import NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .program_store import persistent
-from . import _checks
-from ._batching import padded_length
-from ._dynamics import inverse_dynamics
-from ._loads import ExternalLoads
-from .io.signal import NaturalSpline, lowpass_storage
-from .io.motion_ranges import warn_outside_ranges
-from .io.storage import Table, _rotational, prepare_output, read_storage, write_storage
+from ..program_store import persistent
+from .. import _checks
+from .._batching import padded_length
+from .._dynamics import inverse_dynamics
+from .._loads import ExternalLoads
+from ..io.signal import NaturalSpline, lowpass_storage
+from ..io.motion_ranges import warn_outside_ranges
+from ..io.storage import Table, _rotational
+
 
 #: OpenSim muscle classes (``Muscle`` subclasses, excluded by the ``Muscles`` keyword)
 MUSCLE_CLASSES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
                   "Schutte1993Muscle_Deprecated")
 #: actuator classes among mbjax's paths (excluded by ``Actuators``; zero force without controls)
 ACTUATOR_CLASSES = MUSCLE_CLASSES + ("PathActuator",)
-
-
-class IDSetup(NamedTuple):
-    """What an OpenSim ``InverseDynamicsTool`` setup file says (paths made absolute; ``None`` when
-    unassigned).  ``output_file`` is where OpenSim writes: ``results_directory/<output_gen_force_file>``."""
-
-    path: str
-    model_file: str | None
-    coordinates_file: str | None
-    external_loads_file: str | None
-    time_range: tuple[float, float]
-    lowpass_cutoff: float
-    forces_to_exclude: tuple[str, ...]
-    results_directory: str
-    output_file: str
 
 
 class IDResult(NamedTuple):
@@ -143,7 +97,7 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
                           accelerations: str = "coordinates", tool: str = "InverseDynamicsTool",
                           step_interval: int = 1):
     """OpenSim ID's ``q``, ``q̇``, ``q̈`` ``(T, nq)`` and their ``time (T,)`` from a coordinates table
-    (steps 1-3 of the module docstring).  ``lowpass_cutoff < 0``: no filtering.
+    (steps 1-3 of the package docstring).  ``lowpass_cutoff < 0``: no filtering.
     ``accelerations="speeds"``: q̈ is the derivative of a second degree-5 spline through the speeds
     at the rows (OpenSim's StaticOptimization) instead of the coordinate spline's second derivative.
     ``tool`` names the OpenSim tool in the warning about missing columns.  ``step_interval`` k: the
@@ -374,7 +328,7 @@ def _labels(model) -> tuple[str, ...]:
 
 def inverse_dynamics_motion(model, coordinates: Table, external_loads=None, *, lowpass_cutoff: float = -1.0,
                             time_range=None, forces_to_exclude=("Muscles",), chunk: int = 256) -> IDResult:
-    """OpenSim's ID of a coordinates table with external loads (the module docstring's steps).
+    """OpenSim's ID of a coordinates table with external loads (the package docstring's steps).
 
     ``external_loads``: an :class:`~mbjax.io.external_loads.ExternalLoadsFile` (read with
     :func:`mbjax.io.read_external_loads`), evaluated at the ID frames, or None.
@@ -386,118 +340,3 @@ def inverse_dynamics_motion(model, coordinates: Table, external_loads=None, *, l
     loads = None if external_loads is None else external_loads.at(t, model)
     tau = inverse_dynamics_frames(model, q, qd, qdd, loads, forces=with_forces, chunk=chunk)
     return IDResult(t, tau, tuple(model.coordinate_names), _labels(model), q, qd, qdd, loads)
-
-
-# --------------------------------------------------------------------------------------------
-# OpenSim setup files
-# --------------------------------------------------------------------------------------------
-
-
-def check_input_file(setup_path, tag, file):
-    """Raise ``FileNotFoundError`` naming the setup file and its ``<tag>`` when ``file`` is not a file."""
-    if file is not None and not os.path.isfile(file):
-        what = "is a folder, not a file" if os.path.isdir(file) else "not found"
-        raise FileNotFoundError(f"{setup_path}: <{tag}> {file}: {what}; fix the path in the setup file "
-                                "(relative paths are relative to the setup file's folder)")
-
-
-def read_coordinates(setup_path, file, tag="coordinates_file") -> Table:
-    """A setup's coordinates table, its path kept in ``metadata["file"]`` for the messages."""
-    check_input_file(setup_path, tag, file)
-    table = read_storage(file)
-    return table._replace(metadata={**(table.metadata or {}), "file": file})
-
-
-#: the InverseDynamicsTool properties read, and those without effect on the generalized forces
-_ID_READ = ("model_file", "coordinates_file", "external_loads_file", "time_range", "forces_to_exclude",
-            "lowpass_cutoff_frequency_for_coordinates", "results_directory", "output_gen_force_file",
-            "joints_to_report_body_forces", "input_directory")
-_ID_IGNORED = ("output_body_forces_file",)
-
-
-def read_id_setup(path) -> IDSetup:
-    """Read an OpenSim ``InverseDynamicsTool`` setup XML (3.x or 4.x); relative paths are made
-    absolute against the setup file's folder (OpenSim runs its tools there)."""
-    from .io.setup_xml import SetupFile
-
-    setup = SetupFile(path)
-    path, doc, root, base = setup.path, setup.doc, setup.root, setup.base
-    tool = root if root.tag == "InverseDynamicsTool" else root.find("InverseDynamicsTool")
-    if tool is None:
-        raise doc.error(root, "no <InverseDynamicsTool>")
-
-    text, file_of, number = (functools.partial(f, tool) for f in (setup.text, setup.file, setup.number))
-    unused = [f"{doc.where(el)} (not an InverseDynamicsTool property)" for el in tool
-              if isinstance(el.tag, str) and el.tag not in _ID_READ + _ID_IGNORED]
-    inputs = text("input_directory")
-    if inputs is not None:
-        gone = "" if os.path.isdir(setup.resolve(inputs)) else ", a folder that does not exist"
-        unused.append(f"{doc.where(tool.find('input_directory'))} {inputs!r}{gone} (OpenSim 4 "
-                      "does not read it either: paths are relative to the setup file's folder)")
-    if unused:
-        warnings.warn(f"{path}: not used by mbjax's inverse dynamics: " + "; ".join(unused), stacklevel=2)
-
-    time_range = (-np.inf, np.inf)
-    txt = text("time_range")
-    if txt is not None:
-        try:
-            vals = [float(v) for v in txt.split()]
-        except ValueError:
-            vals = []
-        if len(vals) != 2:
-            raise doc.error(tool.find("time_range"), f"<time_range> must hold two numbers, got {txt!r}")
-        if not vals[0] <= vals[1]:
-            raise doc.error(tool.find("time_range"), f"<time_range> must hold a start and an end no earlier "
-                            f"than it, got {txt!r}")
-        time_range = (vals[0], vals[1])
-    excluded = tuple((text("forces_to_exclude") or "").split())
-    joints = text("joints_to_report_body_forces")
-    if joints:
-        warnings.warn(f"{doc.where(tool.find('joints_to_report_body_forces'))}: body forces at joints are not "
-                      "reported by mbjax (use mbjax.joint_reactions)", stacklevel=2)
-    results = file_of("results_directory") or base
-    out = text("output_gen_force_file") or "inverse_dynamics.sto"
-    stem, ext = os.path.splitext(os.path.basename(out))
-    return IDSetup(path, file_of("model_file"), file_of("coordinates_file"), file_of("external_loads_file"),
-                   time_range, number("lowpass_cutoff_frequency_for_coordinates", -1.0), excluded, results,
-                   os.path.join(results, stem + (ext or ".sto")))
-
-
-def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bool = True, **kwargs) -> IDResult:
-    """Run an OpenSim ``InverseDynamicsTool`` setup file: its model (unless ``model`` is given),
-    coordinates, external loads, time range, cut-off and excluded forces; the result is written
-    where OpenSim writes it (``results_directory/output_gen_force_file``, or ``output_file``) as an
-    ``OpenSim::Storage`` ``.sto`` unless ``write=False``.  ``kwargs`` go to
-    :func:`inverse_dynamics_motion` (``chunk``)."""
-    from .io.external_loads import read_external_loads
-    from .io.osim import load_osim
-
-    setup = read_id_setup(path)
-    if setup.coordinates_file is None:
-        raise ValueError(f"{path}: no <coordinates_file> (mbjax's ID needs coordinates, as OpenSim's does)")
-    check_input_file(path, "coordinates_file", setup.coordinates_file)
-    check_input_file(path, "external_loads_file", setup.external_loads_file)
-    out = None
-    if write:  # the results folder is made and checked before computing (OpenSim makes it too)
-        out = prepare_output(output_file if output_file is not None else setup.output_file, path,
-                             "generalized-force output file")
-    if model is None:
-        if setup.model_file is None:
-            raise ValueError(f"{path}: no <model_file>; pass model=")
-        model = load_osim(setup.model_file)
-    info = model.extras.get("osim")
-    if info is not None:
-        other = [n for n, role in info.roles if role != "independent"]
-        if other:
-            warnings.warn(f"coordinates {other} are locked or coupled: no generalized force is reported for them "
-                          "(OpenSim reports residuals ignoring constraints)", stacklevel=2)
-    coords = read_coordinates(path, setup.coordinates_file)
-    loads = None
-    if setup.external_loads_file is not None:
-        loads = read_external_loads(setup.external_loads_file, base_dirs=(os.path.dirname(os.path.abspath(path)),))
-    result = inverse_dynamics_motion(model, coords, loads, lowpass_cutoff=setup.lowpass_cutoff,
-                                     time_range=setup.time_range, forces_to_exclude=setup.forces_to_exclude,
-                                     **kwargs)
-    if out is not None:
-        write_storage(out, result.table(), format="storage")
-    return result
