@@ -118,7 +118,7 @@ def _check_writable(path: str, flag: str):
     """Refuse an output path that cannot be written, before any work (nothing is created)."""
     if not path:
         raise UsageError(f"{flag}: empty file name")
-    from ..io.storage import cannot_write
+    from ..io.output_paths import cannot_write
 
     if os.path.isdir(path):
         raise UsageError(f"{flag} {path}: is a directory, expected a file name")

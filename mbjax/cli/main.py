@@ -137,7 +137,7 @@ def main(argv=None) -> int:
         print(f"mbjax: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as e:
-        from ..io.storage import OutputPathError  # an output the setup names, found unwritable before the work
+        from ..io.output_paths import OutputPathError  # an output the setup names, found unwritable before the work
 
         if not isinstance(e, OutputPathError):
             text, _ = _library_message(e)

@@ -151,7 +151,8 @@ def check_plan(plan, model: str | None = None) -> None:
     already there must overlap the setup's time range."""
     import warnings
 
-    from ..id_tool import _clip_time_range, check_input_file
+    from ..id_tool import check_input_file
+    from ..id_tool.motion import _clip_time_range
     from ..io.storage import read_storage
 
     made: set[str] = set()
@@ -250,7 +251,9 @@ def _tool_outputs(args, is_dir):
 
 def ik_command(args):
     from ..ik import inverse_kinematics_from_setup, read_ik_setup, write_ik_marker_errors
-    from ..io.storage import prepare_output, table_from_coordinates, write_storage
+    from ..io.coordinate_tables import table_from_coordinates
+    from ..io.output_paths import prepare_output
+    from ..io.storage import write_storage
 
     _tool_outputs(args, is_dir=False)
     from ..io.osim_markers import load_markers
@@ -283,7 +286,7 @@ def ik_command(args):
               f"worst marker error {np.nanmax(res.max) * 1e3:.2f} mm; {int(np.sum(~res.converged))} frames not converged; "
               f"wrote {out}")
     if args.plot:
-        from ..io.storage import _rotational
+        from ..io.coordinate_tables import _rotational
 
         scale = np.where(_rotational(model), 180.0 / np.pi, 1.0)
         _plot_series(args.plot, res.time, res.q * scale, list(model.coordinate_names), "coordinate (deg or m)",

@@ -111,7 +111,7 @@ def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coo
     (default 1).  The start pose is :func:`mbjax.inverse_kinematics` on the model scaled by
     ``factors0``.  Unknown names, a body in no group or in two, raise ``ValueError``."""
     from ..ik import CoordinateTask, inverse_kinematics
-    from ..io.storage import MarkerData
+    from ..io.trc import MarkerData
 
     segs = segment_names(model)
     group_names = tuple(groups)

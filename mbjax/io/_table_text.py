@@ -1,0 +1,72 @@
+"""Helpers shared by the text data-file readers and writers (``.mot``/``.sto`` in
+:mod:`~mbjax.io.storage`, ``.trc`` in :mod:`~mbjax.io.trc`): errors naming the file and line, numbers
+read with their column named, the file's lines, the time-column checks."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+
+def _err(path, line: int, msg: str) -> ValueError:
+    return ValueError(f"{path}:{line}: {msg}")
+
+
+def _number(path, line: int, col: int, label: str, tok: str) -> float:
+    try:
+        return float(tok)
+    except ValueError:
+        raise _err(path, line, f"column {col} ({label!r}): cannot read {tok!r} as a number") from None
+
+
+def _read_lines(path) -> list[str]:
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(path)
+    with open(path, newline=None) as fh:
+        return fh.read().split("\n")
+
+
+def _check_times(path, time, line=None, repeats_refused=True):
+    """Times must be finite and increase; ``line(k)`` is the file line of row ``k`` (0-based) where
+    known.  A repeated time is refused where OpenSim refuses it (``TimeSeriesTable``), else warned
+    about (``Storage`` reads it, and OpenSim's RRA and CMC write their last row twice)."""
+    time = np.asarray(time, dtype=float)
+
+    def at(k):
+        return f"{path}:{line(k)}" if line is not None else f"{path}"
+
+    bad = np.flatnonzero(~np.isfinite(time))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"{at(k)}: time {float(time[k])!r} at row {k + 1} is not a finite number")
+    d = np.diff(time)
+    back = np.flatnonzero(d < 0)
+    if back.size:
+        k = int(back[0]) + 1
+        raise ValueError(f"{at(k)}: time {float(time[k])!r} at row {k + 1} does not increase from row {k}'s "
+                         f"{float(time[k - 1])!r}: times must increase (OpenSim's tools refuse the file too)")
+    same = np.flatnonzero(d == 0) + 1
+    if same.size and repeats_refused:
+        k = int(same[0])
+        raise ValueError(f"{at(k)}: time {float(time[k])!r} at row {k + 1} repeats row {k}'s: times must "
+                         "increase strictly (OpenSim refuses the file too); remove the repeated row")
+    if same.size:
+        shown = ", ".join(f"row {int(k) + 1}{f' (line {line(int(k))})' if line else ''} time {float(time[k])!r}"
+                          for k in same[:5])
+        warnings.warn(f"{path}: {same.size} row(s) repeat the previous row's time, kept as OpenSim's Storage keeps "
+                      f"them: {shown}{' ...' if same.size > 5 else ''}; OpenSim's tools and mbjax's need strictly "
+                      "increasing times: remove the repeated rows", stacklevel=3)
+
+
+def _data_line(lines, start, k) -> int:
+    """The 1-based line number of the ``k``-th (0-based) non-empty line from 0-based line ``start``."""
+    seen = -1
+    for i in range(start, len(lines)):
+        if lines[i].strip():
+            seen += 1
+            if seen == k:
+                return i + 1
+    return len(lines)

@@ -1,0 +1,120 @@
+"""Model coordinates to and from ``.mot``/``.sto`` tables: columns matched to coordinates, rotational
+ones converted between degrees and radians as OpenSim converts them."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .table import Table
+
+
+def coordinates_from_table(model, table: Table, missing: str = "error", rotational=None) -> np.ndarray:
+    """The model's coordinates ``(T, nq)`` in radians / metres from a table.
+
+    A column matches coordinate ``c`` when its label is ``c`` or a path ending in ``/c/value`` or
+    ``/c`` (OpenSim 4 writes ``/jointset/r_shoulder/r_shoulder_elev/value``).  Rotational coordinates
+    (OpenSim 4's motion types, :mod:`mbjax.io.osim_motion`, read from the model's ``.osim``; or the
+    names in ``rotational``) are converted from degrees when ``table.in_degrees``, as
+    ``SimbodyEngine::convertDegreesToRadians`` converts them.  A coordinate without a column raises
+    (``missing="error"``) or takes its default value (``missing="default"``).  Extra columns (speeds, locked or coupled coordinates)
+    are ignored.
+    """
+    names = model.coordinate_names
+    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    if rotational is not None:
+        rot = np.array([n in set(rotational) for n in names])
+    elif info is not None:
+        rot = _rotational(model)
+    elif table.in_degrees:
+        raise ValueError("table is in degrees but the model has no OpenSim motion types: pass rotational=[names]")
+    else:
+        rot = np.zeros(len(names), bool)
+    default = np.asarray(info.default) if info is not None else np.zeros(len(names))
+    index = {}
+    for k, lab in enumerate(table.labels):
+        parts = lab.strip("/").split("/")
+        key = parts[-2] if len(parts) >= 2 and parts[-1] == "value" else parts[-1]
+        if parts[-1] in ("speed", "acceleration") and len(parts) >= 2:
+            continue
+        index.setdefault(key, k)
+    out = np.empty((table.data.shape[0], len(names)))
+    lost = []
+    for i, n in enumerate(names):
+        if n in index:
+            col = table.data[:, index[n]]
+            out[:, i] = np.deg2rad(col) if (table.in_degrees and rot[i]) else col
+        else:
+            lost.append(n)
+            out[:, i] = default[i]
+    if lost and missing == "error":
+        raise ValueError(f"table has no column for coordinate(s) {lost}; columns are {table.labels} "
+                         "(missing='default' uses default values)")
+    if missing not in ("error", "default"):
+        raise ValueError(f"missing must be 'error' or 'default', got {missing!r}")
+    return out
+
+
+def _rotational(model) -> np.ndarray:
+    """Which model coordinates OpenSim 4 treats as rotational (:mod:`mbjax.io.osim_motion`, from the
+    model's source file; the loader's ``motion_types`` when the file is gone)."""
+    info = model.extras["osim"]
+    try:
+        from .osim_motion import motion_types
+
+        types = motion_types(info.source)
+        return np.array([types.get(n, m) == "rotational" for n, m in zip(model.coordinate_names, info.motion_types)])
+    except (OSError, ValueError):
+        return np.array([m == "rotational" for m in info.motion_types])
+
+
+def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = "Coordinates",
+                           every_coordinate: bool = True) -> Table:
+    """A :class:`Table` of coordinates ``q (T, nq)`` labelled by coordinate name, rotational ones in
+    degrees when ``in_degrees``, as OpenSim's IK tool writes its ``.mot``.
+
+    For an imported OpenSim model with ``every_coordinate``, the columns are every coordinate of the
+    model in its ``CoordinateSet`` (file) order, as the IK tool writes them: coupled coordinates
+    from their coupler functions of ``q``, locked ones at their locked value
+    (:mod:`mbjax.io.osim_coordinates`); OpenSim reading the file back gets the full pose."""
+    q = np.asarray(q, dtype=float)
+    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    if in_degrees and info is None:
+        raise ValueError("in_degrees needs OpenSim motion types (model.extras['osim'])")
+    if every_coordinate and info is not None and hasattr(info, "other_names"):
+        import jax
+
+        from .osim_coordinates import coordinate_names, coordinate_values
+
+        labels, kinds = coordinate_names(model)
+        skipped = [n for n, m in zip(info.other_names, info.other_maps or ()) if m is None]
+        if skipped:  # eliminated by a PointOnLineConstraint: not written, named
+            warnings.warn(f"coordinates {skipped} (eliminated by a PointOnLineConstraint) are not written: "
+                          "OpenSim reading the file assembles them from the constraint", stacklevel=2)
+            keep = [i for i, n in enumerate(labels) if n not in skipped]
+            labels, kinds = tuple(labels[i] for i in keep), tuple(kinds[i] for i in keep)
+        values = np.asarray(jax.vmap(lambda x: coordinate_values(model, x, labels))(q.reshape(-1, q.shape[-1])))
+        rot = np.array([k == "rotational" for k in kinds])
+        order = _coordinate_set_order(info.source, labels)
+        labels, values, rot = tuple(labels[i] for i in order), values[:, order], rot[order]
+    else:
+        labels, values = tuple(model.coordinate_names), q
+        rot = _rotational(model) if in_degrees else None
+    if in_degrees:
+        values = np.where(rot, np.rad2deg(values), values)
+    return Table(np.asarray(time, dtype=float), tuple(labels), values, in_degrees, {"name": name})
+
+
+def _coordinate_set_order(source, labels) -> list[int]:
+    """Indices putting ``labels`` in OpenSim's ``CoordinateSet`` order (:func:`mbjax.io.osim_motion.
+    coordinate_order`, read from the model's file); their own order when the file is gone."""
+    from .osim_motion import coordinate_order
+
+    try:
+        order = coordinate_order(source)
+    except (OSError, ValueError):
+        return list(range(len(labels)))
+    if sorted(order) != sorted(labels):
+        return list(range(len(labels)))
+    return [list(labels).index(n) for n in order]
