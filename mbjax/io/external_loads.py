@@ -38,7 +38,8 @@ import numpy as np
 from .._model import GROUND
 from .osim_xml import _Doc
 from .signal import NaturalSpline
-from .storage import Table, read_storage
+from .storage import read_storage
+from .table import Table
 
 
 class ExternalForceSpec(NamedTuple):
@@ -212,8 +213,9 @@ def _columns(doc, el, table: Table, datafile: str, identifier: str | None, what:
 
 
 #: the properties of OpenSim 4.6's ``ExternalLoads`` and ``ExternalForce`` (read or without effect)
+#: ``defaults``: OpenSim 3.x's default objects of the document (controls), no part of the loads
 _LOADS_PROPERTIES = ("objects", "groups", "datafile", "external_loads_model_kinematics_file",
-                     "lowpass_cutoff_frequency_for_load_kinematics")
+                     "lowpass_cutoff_frequency_for_load_kinematics", "defaults")
 _FORCE_PROPERTIES = ("appliesForce", "isDisabled", "applied_to_body", "force_expressed_in_body",
                      "point_expressed_in_body", "force_identifier", "point_identifier", "torque_identifier",
                      "data_source_name")
