@@ -165,13 +165,3 @@ def test_summary_warns_when_load_osim_refuses(tmp_path, edit, why):
         warnings.simplefilter("error")
         assert summarize_osim(os.path.join(DATA, "arm26.osim")).refusals == ()
 
-
-def test_summary_lists_match_the_loader():
-    from mbjax.io.osim_actuators import ACTUATOR_TYPES, LEGACY_TYPES
-    from mbjax.io.osim_force_set import MUSCLE_TYPES
-    from mbjax.io.osim_forces import MODELLED_FORCES
-    from mbjax.io.osim_joints import JOINT_TYPES
-    from mbjax.io.osim_summary import LOADER_FORCES, LOADER_JOINTS
-
-    assert set(LOADER_JOINTS) == set(JOINT_TYPES)
-    assert set(LOADER_FORCES) == set(MUSCLE_TYPES) | set(MODELLED_FORCES) | set(ACTUATOR_TYPES) | set(LEGACY_TYPES)

@@ -137,7 +137,8 @@ from ..muscles.schutte1993 import curve_parameters
 from .osim_actuators import default_records
 from .osim_bodies import _BodiesMixin
 from .osim_couplers import _Coords, _CouplersMixin
-from .osim_force_set import MUSCLE_TYPES, OPTIONAL_PATH_FORCES, RECORDED_FORCES, _ForceSetMixin
+from .osim_classes import MUSCLE_TYPES, OPTIONAL_PATH_FORCES, RECORDED_FORCES
+from .osim_force_set import _ForceSetMixin
 from .osim_forces import applies_force, read_force_elements
 from .osim_joints import _JointsMixin
 from .osim_path_functions import warn_unused
@@ -148,7 +149,7 @@ from .osim_xml import _Doc, _floats
 
 # names importers read from this module, defined by the modules above
 from .osim_force_set import _MUSCLE_FLAGS  # noqa: F401
-from .osim_joints import JOINT_TYPES  # noqa: F401
+from .osim_classes import JOINT_TYPES  # noqa: F401
 from .osim_paths import CONDITIONAL_RANGE_TOLERANCE  # noqa: F401
 from .osim_xml import (  # noqa: F401
     FUNCTION_TYPES,

@@ -35,11 +35,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator
+from .osim_classes import ACTUATOR_TYPES, LEGACY_TYPES
 
-#: the scalar actuators read here
-ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator")
-#: OpenSim 4.6's ``Object::renameType`` of the legacy actuator classes
-LEGACY_TYPES = {"GeneralizedForce": "CoordinateActuator", "Force": "PointActuator", "Torque": "TorqueActuator"}
 #: documents older than this are converted (``PointActuator::updateFromXMLNode``)
 CONVERTED_BEFORE = 10905
 #: a document without an ``OpenSimDocument`` root (``XMLDocument``: "pre 1.6")

@@ -9,6 +9,7 @@ import numpy as np
 
 from .._builder import ModelBuilder
 from ..maps.constant import Constant
+from .osim_older_documents import INERTIA_VERSION, opensim_rounded
 from .osim_xml import _coordinate_elements, _floats, _inv, _rot, _tf
 
 #: SimTK::SignificantReal (eps^(7/8)): OpenSim zeroes the inertia of a body with |mass| at most this
@@ -80,6 +81,8 @@ class _BodiesMixin:
         else:
             v = np.array([float(_floats(doc, el, t, 1, default=[0.0])[0]) for t in
                           ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")])
+            if self.version < INERTIA_VERSION:  # as OpenSim rounds them converting
+                v = np.array(opensim_rounded(v))
         if not (np.isfinite(mass) and np.all(np.isfinite(v))):
             raise doc.error(el, f"mass {mass} and inertia {v} must be finite")
         inertia = np.array([[v[0], v[3], v[4]], [v[3], v[1], v[5]], [v[4], v[5], v[2]]])

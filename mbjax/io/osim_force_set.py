@@ -12,27 +12,12 @@ from ..muscles.parameter_rules import NUMERIC_PROPERTIES
 from ..muscles.paths import PathPoint
 from ..muscles.schutte1993 import CURVES as SCHUTTE_CURVES
 from ..muscles.schutte1993 import SCHUTTE
-from .osim_actuators import ACTUATOR_TYPES, LEGACY_TYPES, read_actuators
-from .osim_forces import MODELLED_FORCES
+from .osim_actuators import read_actuators
+from .osim_classes import MODELLED_FORCES, MUSCLE_TYPES, RECORDED_FORCES
 from .osim_path_functions import FUNCTION_BASED_PATH
 from .osim_paths import CONDITIONAL_RANGE_TOLERANCE
 from .osim_xml import FUNCTION_TYPES, _function_element, _pp
 
-MUSCLE_TYPES = (
-    "Thelen2003Muscle",
-    "Millard2012EquilibriumMuscle",
-    "Millard2012AccelerationMuscle",
-    "Schutte1993Muscle_Deprecated",
-    "PathActuator",
-    "PathSpring",
-    "Ligament",
-)
-#: path forces that are read and modelled but may still be left out (path kept, zero tension) by
-#: ``ignore_forces``: the deprecated Schutte muscle, whose opt-out older scripts use
-OPTIONAL_PATH_FORCES = ("Schutte1993Muscle_Deprecated",)
-#: scalar actuators (:mod:`mbjax.io.osim_actuators`): no force without a control, read into
-#: ``OsimInfo.actuators`` for the tools that solve for controls (static optimization)
-RECORDED_FORCES = ACTUATOR_TYPES + tuple(LEGACY_TYPES)
 #: forces refused by name, with what they would change
 _REFUSED_FORCES = {
     "ElasticFoundationForce": "ElasticFoundationForce (contact, changes dynamics) is not modelled",

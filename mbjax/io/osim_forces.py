@@ -26,10 +26,9 @@ from ..forces.expression_coordinate import ExpressionBasedCoordinateForce
 from ..forces.point_to_point_spring import PointToPointSpring
 from .osim_contact import read_hunt_crossley
 from ..forces.spring_generalized import SpringGeneralizedForce
+from .osim_classes import MODELLED_FORCES
 from .osim_xml import _bool, _coordinate_elements, _floats, _text, _tf, _xyz_body_fixed
 
-MODELLED_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce",
-                   "PointToPointSpring", "BushingForce", "HuntCrossleyForce")
 _COORDINATE_FORCES = MODELLED_FORCES[:3]
 #: (joint type, coordinate index) pairs whose coordinate translates
 _TRANSLATIONAL = {("SliderJoint", 0), ("FreeJoint", 3), ("FreeJoint", 4), ("FreeJoint", 5), ("PlanarJoint", 1),

@@ -11,7 +11,9 @@ from ..maps.constant import Constant
 from ..maps.function import FunctionMap
 from ..maps.multivariate import MultivariatePolynomial
 from ..maps.piecewise import pp_linear
+from .osim_classes import JOINT_TYPES
 from .osim_couplers import _Coords
+from .osim_older_documents import CHILD_LOCATION_VERSION, JOINT_OFFSETS_VERSION, JOINTSET_VERSION, opensim_rounded
 from .osim_xml import (
     _bool,
     _coordinate_elements,
@@ -25,8 +27,6 @@ from .osim_xml import (
     _xyz_body_fixed,
 )
 
-JOINT_TYPES = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint", "GimbalJoint", "BallJoint",
-               "FreeJoint", "PlanarJoint", "EllipsoidJoint")
 _X, _Y, _Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
 #: Simbody mobilizers of OpenSim's fixed joints as 1-dof chains: (kind, axis in F, index of the
 #: joint's coordinate in file order).  OpenSim sets ``useEulerAngles`` (``Model::initializeState``),
@@ -91,26 +91,42 @@ class _JointsMixin:
             raise doc.error(j, f"{why}; supported: {JOINT_TYPES}", NotImplementedError)
         if _bool(j, "reverse", doc=self.doc):
             raise doc.error(j, "reversed joints are not supported", NotImplementedError)
-        if self.version >= 30000:
+        if self.version >= JOINT_OFFSETS_VERSION:
             pf = _text(j, "socket_parent_frame")
             cf = _text(j, "socket_child_frame")
             if pf is None or cf is None:
                 raise doc.error(j, "joint needs <socket_parent_frame> and <socket_child_frame>")
             parent, x_pf = self._resolve(j, pf, j)
             child, x_bc = self._resolve(j, cf, j)
-        else:
+        elif self.version >= JOINTSET_VERSION:  # bodies by socket, frames by offsets in them
+            pf = _text(j, "socket_parent_frame") or _text(j, "socket_parent_body")
+            cf = _text(j, "socket_child_frame") or _text(j, "socket_child_body")
+            if pf is None or cf is None:
+                raise doc.error(j, f"joint needs a parent_body and a child_body connector (document version "
+                                f"{self.version})")
+            # OpenSim keeps the last name of each path (Joint::updateFromXMLNode)
+            parent, x_p = self._resolve(j, pf.split("/")[-1], j)
+            child, x_c = self._resolve(j, cf.split("/")[-1], j)
+            x_pf = x_p @ self._offset(j, "location_in_parent", "orientation_in_parent")
+            x_bc = x_c @ self._offset(j, "location_in_child", "orientation_in_child")
+        else:  # in its child body (3.x)
             parent = _text(j, "parent_body")
             if parent not in self.frames:
                 raise doc.error(j, f"unknown parent body {parent!r}")
             parent = self.frames[parent][0]
             child = j.get("_child_body")
-            x_pf = _tf(_xyz_body_fixed(_floats(doc, j, "orientation_in_parent", 3, default=[0, 0, 0])),
-                       _floats(doc, j, "location_in_parent", 3, default=[0, 0, 0]))
-            x_bc = _tf(_xyz_body_fixed(_floats(doc, j, "orientation", 3, default=[0, 0, 0])),
-                       _floats(doc, j, "location", 3, default=[0, 0, 0]))
+            x_pf = self._offset(j, "location_in_parent", "orientation_in_parent")
+            x_bc = (self._offset(j, "location", "orientation") if self.version < CHILD_LOCATION_VERSION
+                    else self._offset(j, "location_in_child", "orientation_in_child"))
         if child == GROUND:
             raise doc.error(j, "joint whose child is ground (reverse joints) is not supported", NotImplementedError)
         return j, parent, child, x_pf, x_bc
+
+    def _offset(self, j, location: str, orientation: str):
+        """The transform a joint's ``location``/``orientation`` elements place a frame by (documents
+        older than ``JOINT_OFFSETS_VERSION``: their values as OpenSim rounds them converting)."""
+        return _tf(_xyz_body_fixed(opensim_rounded(_floats(self.doc, j, orientation, 3, default=[0, 0, 0]))),
+                   opensim_rounded(_floats(self.doc, j, location, 3, default=[0, 0, 0])))
 
     def _axes(self, j):
         """The 1-dof chain of a joint: list of (kind, axis, name, map | None, constant)."""

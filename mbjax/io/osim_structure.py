@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._model import GROUND
-from .osim_joints import JOINT_TYPES
+from .osim_classes import JOINT_TYPES
+from .osim_older_documents import JOINTSET_VERSION, rename_sockets
 from .osim_xml import _coordinate_elements, _floats, _text, _tf, _xyz_body_fixed
 
 
@@ -72,6 +73,7 @@ class _StructureMixin:
 
     def read_structure(self):
         doc, model = self.doc, self.model
+        rename_sockets(doc, self.version)
         self._check_model_elements()
         bodyset = model.find("BodySet")
         if bodyset is None or bodyset.find("objects") is None:
@@ -92,7 +94,7 @@ class _StructureMixin:
             self.frames[name] = (name, np.eye(4))
             self.frames[f"/bodyset/{name}"] = (name, np.eye(4))
         joint_list = []
-        if self.version >= 30000:
+        if self.version >= JOINTSET_VERSION:
             jointset = model.find("JointSet")
             for j in (jointset.find("objects") if jointset is not None else []):
                 joint_list.append(j)

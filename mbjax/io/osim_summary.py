@@ -27,6 +27,8 @@ import warnings
 import xml.etree.ElementTree as ET
 from pyexpat import ExpatError, ParserCreate
 
+from .osim_classes import JOINT_TYPES, LOADER_FORCES
+
 __all__ = ["CoordinateSummary", "BodySummary", "MuscleSummary", "WrapObjectSummary", "ConstraintSummary",
            "OsimSummary", "summarize_osim"]
 
@@ -35,15 +37,6 @@ _BY_POSITION = {"PlanarJoint": ("rotational", "translational", "translational"),
                 "FreeJoint": ("rotational",) * 3 + ("translational",) * 3,
                 "SliderJoint": ("translational",)}
 UNITS = {"rotational": "rad", "translational": "m"}
-#: the joint classes and ForceSet classes load_osim reads (path forces, force elements, actuators
-#: and their legacy names); the loader's own lists, copied here so that ``mbjax info`` needs no JAX
-LOADER_JOINTS = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint", "GimbalJoint",
-                 "BallJoint", "FreeJoint", "PlanarJoint", "EllipsoidJoint")
-LOADER_FORCES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
-                 "Schutte1993Muscle_Deprecated", "PathActuator", "PathSpring", "Ligament",
-                 "CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce",
-                 "PointToPointSpring", "BushingForce", "HuntCrossleyForce",
-                 "CoordinateActuator", "PointActuator", "TorqueActuator", "GeneralizedForce", "Force", "Torque")
 #: the sets whose objects load_osim requires to have distinct names
 _NAMED_SETS = ("BodySet", "JointSet", "ForceSet", "MarkerSet", "ConstraintSet", "ContactGeometrySet",
                "ControllerSet", "ProbeSet", "ComponentSet")
@@ -229,9 +222,9 @@ def _refusals(path, root, model, lines, parent) -> list[str]:
     for j in model.iter():
         if j in defaults:
             continue
-        if j.tag.endswith("Joint") and j.tag != "Joint" and j.tag not in LOADER_JOINTS \
+        if j.tag.endswith("Joint") and j.tag != "Joint" and j.tag not in JOINT_TYPES \
                 and parent.get(j) is not None and parent[j].tag in ("objects", "Joint"):
-            out.append(f"{where(j)}: unsupported joint type (load_osim reads {', '.join(LOADER_JOINTS)})")
+            out.append(f"{where(j)}: unsupported joint type (load_osim reads {', '.join(JOINT_TYPES)})")
     forces = model.find("ForceSet/objects")
     for f in forces if forces is not None else ():
         if f.tag not in LOADER_FORCES:
