@@ -31,9 +31,15 @@ class RangeViolation(NamedTuple):
     lower: float
     upper: float
     pose: int | None
+    #: ``"joint"`` (a joint map; ``joint`` names its body) or ``"muscle"`` (a fitted path function,
+    #: :mod:`mbjax.muscles.path_functions`; ``joint`` names the muscle)
+    element: str = "joint"
 
     def __str__(self) -> str:
         where = "" if self.pose is None else f"pose {self.pose}: "
+        if self.element == "muscle":
+            return (f"{where}muscle {self.joint!r} (path function): {self.quantity} = {self.value:.6g} outside "
+                    f"the fitted range [{self.lower:.6g}, {self.upper:.6g}]")
         return (
             f"{where}joint {self.joint!r} ({self.family} map of {', '.join(self.coordinates)}): "
             f"{self.quantity} = {self.value:.6g} outside the fitted range [{self.lower:.6g}, {self.upper:.6g}]"
@@ -46,7 +52,8 @@ def _policy(family) -> str:
 
 
 def range_violations(model: Model, q) -> list[RangeViolation]:
-    """Every map with policy ``"error"`` whose checked quantity is outside its range at ``q``.
+    """Every map with policy ``"error"`` whose checked quantity is outside its range at ``q``, and
+    every fitted muscle path function evaluated outside the coordinate range it was fitted on.
 
     ``q``: one pose ``(nq,)`` or a batch ``(N, nq)`` (concrete arrays; this runs on the host).
     The slack is :func:`mbjax.maps._base.range_guard`'s (1e-12 of the span), so the list is empty
@@ -92,6 +99,12 @@ def range_violations(model: Model, q) -> list[RangeViolation]:
                     upper=float(upper[i, j]),
                     pose=None if single else p,
                 ))
+    functions = getattr(model, "extras", {}).get("path_functions")  # muscle paths fitted on a range
+    if functions is not None:
+        for muscle, coordinate, value, lo, hi, p in functions.violations(model.coordinate_names, qs):
+            out.append(RangeViolation(joint=muscle, family="path function", coordinates=(coordinate,),
+                                      quantity=coordinate, value=value, lower=lo, upper=hi,
+                                      pose=None if single else p, element="muscle"))
     return out
 
 
@@ -130,7 +143,11 @@ def name_range_violation(error, model, args):
     except Exception:  # a tracer or an odd argument: keep the original error
         return
     if text:
-        raise MapRangeError(f"a joint map's coordinate is outside its fitted range:\n{text}") from error
+        own = [line for line in str(error).splitlines() if "path function of muscle" in line]
+        head = (own[0].split(": refit it")[0].split("EquinoxRuntimeError: ")[-1].strip() + "; out of range:" if own
+                else "a joint map's coordinate is outside its fitted range:")
+        advice = "\nrefit over the poses you need (fit_path_functions' ranges= or motion=)" if own else ""
+        raise MapRangeError(f"{head}\n{text}{advice}") from error
 
 
 def naming_range_violations(fn):

@@ -260,10 +260,13 @@ def test_wrap_dimensions_changed_after_loading_are_refused_by_object(axis, value
     leaf = lambda m: m.extras["muscles"].wraps.dimensions  # noqa: E731
     bad = eqx.tree_at(leaf, model, wraps.dimensions.at[0, axis].set(value))
     name, kind = wraps.names[0], wraps.kinds[0]
-    for fn in (mbjax.muscle_lengths, mbjax.moment_arms):
+    from mbjax.muscles.opensim_moment_arms import opensim_moment_arms, opensim_moment_arms_and_lengths
+
+    for fn, x in ((mbjax.muscle_lengths, q), (mbjax.moment_arms, q), (opensim_moment_arms, q),
+                  (opensim_moment_arms_and_lengths, q[None])):
         with pytest.raises(RuntimeError, match=rf"{fn.__name__}: wrap object '{name}' \({kind}\) has dimensions "
                                                "that are not finite and positive"):
-            fn(bad, q)
+            fn(bad, x)
     # a cylinder's third dimension is not used: any value there is no error, and changes nothing
     fine = eqx.tree_at(leaf, model, wraps.dimensions.at[0, 2].set(-1.0))
     np.testing.assert_array_equal(np.asarray(mbjax.muscle_lengths(fine, q)), np.asarray(mbjax.muscle_lengths(model, q)))

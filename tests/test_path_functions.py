@@ -201,6 +201,47 @@ def test_bad_fit_arguments_are_refused_by_name():
         mbjax.fit_path_functions(model, motion=np.zeros((4, 3)), progress=False)
 
 
+def test_bad_fit_settings_are_refused_by_name():
+    model = mbjax.models.load(MODEL)
+    for kw in ({"length_rms": -1e-4}, {"length_max": 0.0}, {"moment_arm_rms": float("nan")}):
+        with pytest.raises(ValueError, match=f"PathTolerance.{next(iter(kw))} must be a finite number > 0"):
+            mbjax.muscles.path_fitting.PathTolerance(**kw)
+    for kw, message in (({"moment_arm_threshold": -1.0}, "moment_arm_threshold must be"),
+                        ({"moment_arm_weight": float("nan")}, "moment_arm_weight must be"),
+                        ({"max_terms": 0}, "max_terms must be >= 1"),
+                        ({"tolerance": 1e-4}, "tolerance must be a PathTolerance")):
+        with pytest.raises((ValueError, TypeError), match=message):
+            mbjax.fit_path_functions(model, progress=False, **kw)
+
+
+def test_a_fitted_function_is_refused_outside_its_fitted_range(fit):
+    """The exact path is the reference: inside the fitted ranges the function follows it (above);
+    outside, a polynomial is no model of it, so evaluating there is an error naming the muscle, and
+    range_violations names the coordinate and value."""
+    model, fitted, report = fit
+    lo, hi = _coordinate_ranges(model, None)
+    soleus = report["soleus_r"]
+    k = list(model.coordinate_names).index(soleus.coordinates[0])
+    inside = jnp.asarray(0.5 * (lo + hi))
+    outside = inside.at[k].set(hi[k] + 0.5)
+    assert mbjax.range_violations(fitted, inside) == []
+    with pytest.raises(RuntimeError, match="path function of muscle 'soleus_r' is evaluated outside the fitted range"):
+        mbjax.muscle_lengths(fitted, outside)
+    with pytest.raises(RuntimeError, match="outside the fitted range"):
+        jax.jit(jax.vmap(mbjax.moment_arms, in_axes=(None, 0)))(fitted, jnp.stack([inside, outside]))
+    found = [v for v in mbjax.range_violations(fitted, outside) if v.joint == "soleus_r"]
+    assert len(found) == 1 and found[0].quantity == soleus.coordinates[0]
+    assert found[0].value == pytest.approx(hi[k] + 0.5) and found[0].upper == pytest.approx(hi[k])
+    assert "muscle 'soleus_r' (path function)" in str(found[0])
+    with mbjax.config.checks(False):  # checks off: the polynomial's value, as asked
+        assert np.isfinite(np.asarray(mbjax.muscle_lengths(fitted, outside))).all()
+    # functions given without ranges (e.g. read from a file) are valid everywhere
+    free = mbjax.with_path_functions(model, {"soleus_r": (("ankle_angle_r",), 1, [0.3, 0.1])})
+    assert np.isfinite(np.asarray(mbjax.muscle_lengths(free, outside))).all()
+    with pytest.raises(ValueError, match="ranges must be one"):
+        mbjax.with_path_functions(model, {"soleus_r": (("ankle_angle_r",), 1, [0.3, 0.1], [(0, 1), (0, 1)])})
+
+
 def test_point_consumers_refuse_path_functions():
     model = mbjax.models.load(MODEL)
     fitted = mbjax.with_path_functions(model, _random_functions(model, 5))

@@ -276,6 +276,17 @@ def function_elements(model, joints, name_of, where: str) -> dict:
     if pf is None:
         return {}
     rows = dict(zip(pf.names, pf.rows.tolist()))
+    bounded, k = [], 0
+    for g in pf.groups:
+        if g.lower is not None:
+            finite = np.isfinite(np.asarray(g.lower)).any(axis=1) | np.isfinite(np.asarray(g.upper)).any(axis=1)
+            bounded += [m for m, b in zip(pf.names[k:k + len(g.rows)], finite) if b]
+        k += len(g.rows)
+    if bounded:
+        warnings.warn(f"{where}: the coordinate ranges the path functions of {len(bounded)} muscles were fitted on "
+                      f"({', '.join(bounded[:8])}{', ...' if len(bounded) > 8 else ''}) have no place in OpenSim's "
+                      "FunctionBasedPath and are not written: read back, the functions are evaluated at any pose "
+                      "without a range check", stacklevel=3)
     out = {}
     for muscle in sorted(pf.names, key=rows.get):
         inputs, order, coefficients = pf.function(muscle)

@@ -64,7 +64,7 @@ from .._model import Model
 from .geometry import path_geometry, wrap_frames, wrapped_lengths, wrapped_paths
 from .moment_arms import moment_arms
 from .path_functions import all_paths_are_functions, function_lengths, function_moment_arms, get_path_functions
-from .paths import _active, _locations, _safe_norm, get_paths, path_state
+from .paths import _active, _locations, _safe_norm, get_paths, path_state, require_pose_and_path
 
 
 def _smooth(paths) -> bool:
@@ -214,8 +214,10 @@ def opensim_moment_arms_and_lengths(model: Model, qs):
                 functions, q, jnp.zeros((get_paths(model).n_muscles, qs.shape[0]), qs.dtype)).T
         R, lengths = _opensim_moment_arms_and_lengths(model, qs)  # function rows overwritten below
         R = jax.vmap(lambda x, r: function_moment_arms(functions, x, r))(qs, R)
-        return R, function_lengths(functions, q, lengths.T).T
-    return _opensim_moment_arms_and_lengths(model, qs)
+        lengths = function_lengths(functions, q, lengths.T).T
+    else:
+        R, lengths = _opensim_moment_arms_and_lengths(model, qs)
+    return R, require_pose_and_path(lengths, model, qs, "opensim_moment_arms_and_lengths")
 
 
 def _opensim_moment_arms_and_lengths(model: Model, qs):
@@ -255,8 +257,10 @@ def opensim_moment_arms(model: Model, q) -> jnp.ndarray:
     if functions is not None:  # a path function's moment arm is -∂L/∂q in OpenSim too (FunctionBasedPath)
         if all_paths_are_functions(model):
             return moment_arms(model, q)
-        return function_moment_arms(functions, q, _opensim_moment_arms(model, q))
-    return _opensim_moment_arms(model, q)
+        R = function_moment_arms(functions, q, _opensim_moment_arms(model, q))
+    else:
+        R = _opensim_moment_arms(model, q)
+    return require_pose_and_path(R, model, q, "opensim_moment_arms")
 
 
 def _opensim_moment_arms(model: Model, q):

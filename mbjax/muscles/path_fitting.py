@@ -34,6 +34,12 @@ class PathTolerance:
     length_max: float = 5e-4
     moment_arm_rms: float = 5e-4
 
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if not (isinstance(value, (int, float, np.floating)) and np.isfinite(value) and value > 0):
+                raise ValueError(f"PathTolerance.{field.name} must be a finite number > 0 (metres), got {value!r}")
+
 
 @dataclasses.dataclass
 class PathFit:
@@ -226,7 +232,9 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
     ``tolerance``: the errors a path must meet on the selection set to stop raising its order
     (:class:`PathTolerance`); paths that miss it on the test set are named in ``report.missed`` and
     in a warning.  ``moment_arm_threshold`` (m): a coordinate is spanned where some sampled
-    |moment arm| exceeds it.  The model keeps every path's geometry for the consumers that need
+    |moment arm| exceeds it.  Each function keeps the coordinate ranges it was fitted on (the
+    ranges, widened to the motion's frames): evaluating it outside them is an error while checks
+    are on, and :func:`mbjax.range_violations` names the coordinate and value.  The model keeps every path's geometry for the consumers that need
     points (joint reactions); :func:`mbjax.muscles.path_functions.with_path_functions` with None
     restores the exact paths.
     """
@@ -246,6 +254,13 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
         raise ValueError(f"fit_path_functions: n_samples must be >= 50, got {n_samples}")
     if int(max_order) < 1:
         raise ValueError(f"fit_path_functions: max_order must be >= 1, got {max_order}")
+    if int(max_terms) < 1:
+        raise ValueError(f"fit_path_functions: max_terms must be >= 1, got {max_terms}")
+    if not isinstance(tolerance, PathTolerance):
+        raise TypeError(f"fit_path_functions: tolerance must be a PathTolerance, got {type(tolerance).__name__}")
+    for name, value in (("moment_arm_threshold", moment_arm_threshold), ("moment_arm_weight", moment_arm_weight)):
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"fit_path_functions: {name} must be a finite number >= 0, got {value!r}")
     lower, upper = _coordinate_ranges(model, ranges)
     rng = np.random.default_rng(seed)
     n = int(n_samples)
@@ -268,6 +283,8 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
         raise ValueError(f"fit_path_functions: the exact paths of {undefined} are undefined (NaN) at some sampled "
                          "poses (conditional points out of range, or a failed wrap); narrow the ranges")
     x_all = np.concatenate([qs, extra])
+    # the range each function is valid on: the sampled ranges and the motion's frames
+    fitted_lower, fitted_upper = np.minimum(lower, x_all.min(axis=0)), np.maximum(upper, x_all.max(axis=0))
     fit_idx = np.concatenate([np.arange(n_fit), n + np.arange(len(extra))])
     sel_idx = np.arange(n_fit, n_fit + n_select)
     test_idx = np.arange(n_fit + n_select, n)
@@ -298,7 +315,7 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
         cs = tuple(coord_names[i] for i in spans)
         jumps, at = exact_path_jumps(x, L, r, tolerance.length_max, (upper - lower)[spans])
         fits.append(PathFit(m, cs, order, c, *e, meets, jumps, at))
-        functions[m] = (cs, order, c)
+        functions[m] = (cs, order, c, np.stack([fitted_lower[spans], fitted_upper[spans]], axis=1))
     fit_seconds = time.perf_counter() - t0
     report = PathFitReport(fits, tolerance, len(fit_idx), len(sel_idx), len(test_idx), sample_seconds, fit_seconds)
     if report.missed:

@@ -31,12 +31,23 @@ from .path_set import get_paths
 
 class PathFunctionGroup(eqx.Module):
     """Path functions of equal ``(dimension, order)``: ``coefficients (n, T)``, ``inputs (n, d)``
-    coordinate indices into q, ``rows (n,)`` muscle indices."""
+    coordinate indices into q, ``rows (n,)`` muscle indices, and the coordinate ranges each was
+    fitted on, ``lower``/``upper (n, d)`` (±inf where unknown: a function read from a file).  A
+    polynomial fitted on a range is no model of the path outside it: evaluating it there is an error
+    while checks are on (:func:`path_function_range_rules`)."""
 
     coefficients: jnp.ndarray
     inputs: tuple[tuple[int, ...], ...] = eqx.field(static=True)
     rows: tuple[int, ...] = eqx.field(static=True)
     order: int = eqx.field(static=True)
+    lower: jnp.ndarray | None = None
+    upper: jnp.ndarray | None = None
+
+    def __check_init__(self):
+        for name, bound in (("lower", self.lower), ("upper", self.upper)):
+            if bound is not None and jnp.shape(bound) != (len(self.rows), len(self.inputs[0])):
+                raise ValueError(f"PathFunctionGroup.{name} must have shape (n, d) = "
+                                 f"({len(self.rows)}, {len(self.inputs[0])}), got {jnp.shape(bound)}")
 
     @property
     def dimension(self) -> int:
@@ -136,6 +147,25 @@ class PathFunctions(eqx.Module):
     def rows(self) -> np.ndarray:
         return np.asarray([r for g in self.groups for r in g.rows], dtype=np.int64)
 
+    def violations(self, coordinate_names: Sequence[str], qs) -> list:
+        """Host side of :func:`path_function_range_rules` at concrete poses ``qs (N, nq)``:
+        ``(muscle, coordinate, value, lower, upper, pose index)`` for each coordinate out of range."""
+        qs = np.asarray(qs, dtype=float)
+        out = []
+        k = 0
+        for g in self.groups:
+            muscles = self.names[k:k + len(g.rows)]
+            k += len(g.rows)
+            if g.lower is None:
+                continue
+            lower, upper = np.asarray(g.lower, float), np.asarray(g.upper, float)
+            slack = np.asarray(_range_slack(lower, upper))
+            x = qs[:, np.asarray(g.inputs)]  # (N, n, d)
+            for p, i, j in zip(*np.nonzero((x < lower - slack) | (x > upper + slack))):
+                out.append((muscles[i], coordinate_names[g.inputs[i][j]], float(x[p, i, j]),
+                            float(lower[i, j]), float(upper[i, j]), int(p)))
+        return out
+
     def function(self, name: str):
         """``(coordinate indices, order, coefficients)`` of muscle ``name``'s function."""
         if name not in self.names:
@@ -150,11 +180,12 @@ class PathFunctions(eqx.Module):
 
 def build_path_functions(muscle_names: Sequence[str], coordinate_names: Sequence[str],
                          functions: dict) -> PathFunctions:
-    """:class:`PathFunctions` from ``functions = {muscle: (coordinates, order, coefficients)}``.
+    """:class:`PathFunctions` from ``functions = {muscle: (coordinates, order, coefficients[, ranges])}``.
 
     ``coordinates``: names of the model's coordinates (the function's arguments, in order);
     ``coefficients``: OpenSim's ``MultivariatePolynomialFunction`` coefficients for that dimension
-    and order.  Errors name the muscle and the coordinate.
+    and order; ``ranges``: the ``(lower, upper)`` of each coordinate the function is valid on (what
+    it was fitted on; default: everywhere).  Errors name the muscle and the coordinate.
     """
     muscle_names = list(muscle_names)
     coordinate_names = list(coordinate_names)
@@ -165,10 +196,10 @@ def build_path_functions(muscle_names: Sequence[str], coordinate_names: Sequence
     for name, spec in functions.items():
         if name not in muscle_names:
             raise ValueError(f"path function for {name!r}: the model has no muscle of that name")
-        if not isinstance(spec, (tuple, list)) or len(spec) != 3:
-            raise ValueError(f"path function for muscle {name!r}: expected (coordinates, order, coefficients), "
-                             f"got {spec!r}"[:300])
-        coords, order, coefficients = spec
+        if not isinstance(spec, (tuple, list)) or len(spec) not in (3, 4):
+            raise ValueError(f"path function for muscle {name!r}: expected (coordinates, order, coefficients) or "
+                             f"(coordinates, order, coefficients, ranges), got {spec!r}"[:300])
+        coords, order, coefficients = spec[:3]
         coords = tuple(coords)
         if not coords:
             raise ValueError(f"path function for muscle {name!r}: it names no coordinate")
@@ -189,17 +220,65 @@ def build_path_functions(muscle_names: Sequence[str], coordinate_names: Sequence
         if not np.all(np.isfinite(c)):
             raise ValueError(f"path function for muscle {name!r}: coefficients are not all finite")
         inputs = tuple(coordinate_names.index(x) for x in coords)
-        by_key.setdefault((len(coords), order), []).append((muscle_names.index(name), inputs, c))
+        bounds = _ranges(name, coords, spec[3] if len(spec) == 4 else None)
+        by_key.setdefault((len(coords), order), []).append((muscle_names.index(name), inputs, c, bounds))
     groups = []
     for (_, order), items in sorted(by_key.items()):
         groups.append(PathFunctionGroup(
-            coefficients=jnp.asarray(np.stack([c for _, _, c in items])),
-            inputs=tuple(i for _, i, _ in items),
-            rows=tuple(r for r, _, _ in items),
+            coefficients=jnp.asarray(np.stack([c for _, _, c, _ in items])),
+            inputs=tuple(i for _, i, _, _ in items),
+            rows=tuple(r for r, _, _, _ in items),
             order=order,
+            lower=jnp.asarray(np.stack([b[:, 0] for *_, b in items])),
+            upper=jnp.asarray(np.stack([b[:, 1] for *_, b in items])),
         ))
     rows = [r for g in groups for r in g.rows]
     return PathFunctions(groups=tuple(groups), names=tuple(muscle_names[r] for r in rows))
+
+
+def _ranges(name: str, coords: tuple, ranges) -> np.ndarray:
+    """``(d, 2)`` lower and upper bound of each coordinate (``ranges`` None: unbounded)."""
+    if ranges is None:
+        return np.tile([-np.inf, np.inf], (len(coords), 1))
+    r = np.asarray(ranges, dtype=float)
+    if r.shape != (len(coords), 2):
+        raise ValueError(f"path function for muscle {name!r}: ranges must be one (lower, upper) per coordinate "
+                         f"{coords}, shape ({len(coords)}, 2), got {r.shape}")
+    if np.any(np.isnan(r)) or np.any(r[:, 0] > r[:, 1]):
+        raise ValueError(f"path function for muscle {name!r}: ranges {r.tolist()} must be (lower, upper) with "
+                         f"lower <= upper (inf allowed), one per coordinate {coords}")
+    return r
+
+
+def _range_slack(lower, upper):
+    """Rounding slack of a range check: 1e-12 of the span (at least 1e-12), as the joint maps'."""
+    span = jnp.where(jnp.isfinite(upper - lower), upper - lower, 1.0)
+    return 1e-12 * jnp.maximum(span, 1.0)
+
+
+def path_function_range_rules(model, q, where: str) -> list:
+    """``(bad, message)`` per path function evaluated outside the coordinate ranges it was fitted on
+    (``q (nq,)`` or ``(..., nq)``): its polynomial is no model of the path there."""
+    pf = get_path_functions(model)
+    if pf is None:
+        return []
+    names = model.coordinate_names
+    rules = []
+    k = 0
+    for g in pf.groups:
+        if g.lower is None:
+            k += len(g.rows)
+            continue
+        x = jnp.take(q, np.asarray(g.inputs), axis=-1)  # (..., n, d)
+        slack = _range_slack(g.lower, g.upper)
+        out = (x < g.lower - slack) | (x > g.upper + slack)
+        rules.append((jnp.moveaxis(out, -2, 0), [
+            f"{where}: the path function of muscle {m!r} is evaluated outside the fitted range of its "
+            f"coordinates ({', '.join(names[i] for i in inputs)}): refit it over the poses you need "
+            "(fit_path_functions' ranges= or motion=); mbjax.range_violations(model, q) names the value"
+            for m, inputs in zip(pf.names[k:k + len(g.rows)], g.inputs)]))
+        k += len(g.rows)
+    return rules
 
 
 def get_path_functions(model) -> PathFunctions | None:

@@ -36,6 +36,7 @@ from .._model import GROUND, Model
 from ..maps._base import AbstractJointMap, local_index
 from ..wrapping.path import build_wraps
 from .parameter_rules import check_hill_parameters, given_or_default
+from .path_functions import path_function_range_rules
 from .path_set import ConditionalPathPoint, MovingPathPoint, MusclePaths, PathPoint, get_paths
 
 
@@ -208,6 +209,7 @@ def require_pose_and_path(out, model: Model, q, where: str):
     return _checks.all_of(out, [_checks.not_finite(q, "q", ctx),
                                 *path_point_rules(model, where),
                                 *wrap_dimension_rules(model, where),
+                                *path_function_range_rules(model, q, where),
                                 (jnp.isnan(out), f"{where}: {PATH_UNDEFINED}")])
 
 
