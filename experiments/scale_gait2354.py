@@ -63,7 +63,7 @@ def opensim_factors(model, markers, setup):
     for step in setup.scaling_order:
         if step == "measurements":
             for m in setup.measurements:
-                f = idf.measurement_factor(model, markers, data, m.pairs, setup.scaler_time_range)
+                f = idf.measurement_factor(model, markers, data, m.pairs, setup.scaler_time_range, name=m.name)
                 out.update({b: f for b in m.bodies})
         elif step == "manualScale":
             out.update(setup.manual)
