@@ -260,6 +260,38 @@ def test_chunks_and_progress(arm, capsys):
     assert len(lines) == 2 and lines[1].startswith(f"IK: {2 * T}/{2 * T} frames")
 
 
+def test_frames_the_tracking_solver_misses_are_solved_by_the_fallback(arm, monkeypatch):
+    """Frames 0, 5, 6 and the last are made to fail the tracking solver: each is solved again by the
+    optimistix fallback (its own program) from its own start, the frames after it go on from that
+    solution, and every frame ends at the minimum the undisturbed run finds (independent: the
+    same problem without failures, and the known poses the markers come from)."""
+    from mbjax.ik import frame_solver
+
+    model, markers, pos = arm[:3]
+    q = _motion()
+    x = np.asarray(pos(q))
+    d = MarkerData(np.arange(T) / 120.0, markers.names, x)
+    plain = inverse_kinematics(model, markers, d)
+    bad = jnp.asarray(x[[0, 5, 6, T - 1]].sum(axis=(1, 2)))  # a number of each frame's markers
+    tracking, fallback = frame_solver._solve_tracking, frame_solver._solve_fallback
+    calls = []
+
+    def failing(spec, fx, u0, xk, wk, qref, curv):
+        u, ok, steps, curv = tracking(spec, fx, u0, xk, wk, qref, curv)
+        return u, ok & ~jnp.any(jnp.abs(jnp.sum(xk) - bad) < 1e-12), steps, curv
+
+    def counted(*args):
+        calls.append(1)
+        return fallback(*args)
+
+    monkeypatch.setattr(frame_solver, "_solve_tracking", failing)
+    monkeypatch.setattr(frame_solver, "_solve_fallback", counted)
+    r = inverse_kinematics(model, markers, d, chunk=T - 1)  # a chunk size of its own: traced with the patch
+    assert len(calls) == 4 and r.converged.all()
+    np.testing.assert_allclose(r.q, plain.q, atol=1e-8)
+    np.testing.assert_allclose(r.q, q, atol=1e-8)
+
+
 def test_ik_setup_reader(tmp_path):
     s = read_ik_setup(SETUP)
     assert s.marker_weights == {"r_acromion": 1.0, "r_humerus_epicondyle": 1.0, "r_radius_styloid": 1.0}
@@ -293,9 +325,10 @@ def test_setup_accuracy_is_the_solver_tolerance(arm, tmp_path):
     setup = tmp_path / "setup.xml"
     setup.write_text(text)
     assert read_ik_setup(setup).accuracy == 1e-5
-    loose = mbjax.inverse_kinematics_from_setup(setup, model, markers, progress=False)
-    tight = mbjax.inverse_kinematics_from_setup(setup, model, markers, progress=False, accuracy=1e-12)  # -> 1e-9
-    same = mbjax.inverse_kinematics_from_setup(setup, model, markers, progress=False, rtol=1e-9, atol=1e-9)
+    loose = mbjax.opensim.inverse_kinematics_from_setup(setup, model, markers, progress=False)
+    tight = mbjax.opensim.inverse_kinematics_from_setup(setup, model, markers, progress=False,
+                                                        accuracy=1e-12)  # -> 1e-9
+    same = mbjax.opensim.inverse_kinematics_from_setup(setup, model, markers, progress=False, rtol=1e-9, atol=1e-9)
     assert loose.q.shape == (T, 2) and loose.converged.all() and tight.converged.all()
     np.testing.assert_array_equal(same.q, tight.q)
     assert loose.steps.sum() < tight.steps.sum()
@@ -309,7 +342,7 @@ def test_setup_accuracy_is_the_solver_tolerance(arm, tmp_path):
     h = np.asarray(jax.vmap(jax.hessian(obj))(tight.q, x))
     assert np.abs(np.linalg.solve(h, g[..., None])).max() < 1e-8
     with pytest.raises(ValueError, match="accuracy must be a positive"):
-        mbjax.inverse_kinematics_from_setup(setup, model, markers, accuracy=0.0)
+        mbjax.opensim.inverse_kinematics_from_setup(setup, model, markers, accuracy=0.0)
 
 
 def test_bad_inputs(arm):
@@ -502,12 +535,12 @@ def test_setup_writes_motion_into_a_new_folder(arm, tmp_path):
     IK tool's (Storage, degrees)."""
     model, markers = arm[:2]
     setup = _setup_with_output(tmp_path, "results/new/ik.mot")
-    r = mbjax.inverse_kinematics_from_setup(setup, model, markers, progress=False, write=True)
+    r = mbjax.opensim.inverse_kinematics_from_setup(setup, model, markers, progress=False, write=True)
     t = read_storage(tmp_path / "results" / "new" / "ik.mot")
     assert t.labels == ("r_shoulder_elev", "r_elbow_flex") and t.in_degrees
     np.testing.assert_allclose(t.data, np.rad2deg(r.q), rtol=1e-15)
     other = tmp_path / "elsewhere" / "x.mot"
-    mbjax.inverse_kinematics_from_setup(setup, model, markers, progress=False, output_motion_file=other)
+    mbjax.opensim.inverse_kinematics_from_setup(setup, model, markers, progress=False, output_motion_file=other)
     np.testing.assert_array_equal(read_storage(other).data, t.data)
 
 
@@ -517,11 +550,11 @@ def test_bad_output_path_fails_before_solving(arm, tmp_path, monkeypatch):
     (tmp_path / "file").write_text("")
     setup = _setup_with_output(tmp_path, "file/ik.mot")
     with pytest.raises(OSError, match=r"setup\.xml: cannot create the folder .*file.* for the IK output motion file"):
-        mbjax.inverse_kinematics_from_setup(setup, model, markers, write=True)
+        mbjax.opensim.inverse_kinematics_from_setup(setup, model, markers, write=True)
     (tmp_path / "dir.mot").mkdir()
     setup = _setup_with_output(tmp_path, "dir.mot")
     with pytest.raises(OSError, match=r"setup\.xml: the IK output motion file .*dir\.mot' is a folder"):
-        mbjax.inverse_kinematics_from_setup(setup, model, markers, write=True)
+        mbjax.opensim.inverse_kinematics_from_setup(setup, model, markers, write=True)
     setup = _setup_with_output(tmp_path, "")
     with pytest.raises(ValueError, match=r"setup\.xml: no <output_motion_file>"):
-        mbjax.inverse_kinematics_from_setup(setup, model, markers, write=True)
+        mbjax.opensim.inverse_kinematics_from_setup(setup, model, markers, write=True)

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 from jax.custom_derivatives import SymbolicZero
 
@@ -205,49 +206,92 @@ def _solve_tracking(spec: _Spec, fx: _Fixed, u0, x, w, qref, curv):
     return u, done & jnp.all(jnp.isfinite(u)), k, curv
 
 
-def _solve_warm(spec: _Spec, fx: _Fixed, u0, x, w, qref, curv):
-    """One frame of ``method="scan"``: :func:`_solve_tracking` (5-7 steps per Gait2354 frame, each a
-    fraction of an optimistix step); a frame it does not solve is solved again by optimistix's
-    Levenberg-Marquardt from the same start (and the curvature model starts again from zero)."""
-    gn = _solve_tracking(spec, fx, u0, x, w, qref, curv)
-    ok = gn[1]
-
-    def fallback(_):
-        u, ok_lm, steps = _solve(spec, fx, u0, x, w, qref)
-        return u, ok_lm, steps + gn[2], jnp.zeros_like(curv)
-
-    return jax.lax.cond(ok, lambda _: gn, fallback, None)
+def _at_solution(spec: _Spec, fx: _Fixed, u, x, w, qref):
+    """One frame's solution ``u``: ``q``, the markers, the coordinates its tasks leave free, and
+    whether it is a minimum to the solver's tolerance (:func:`_stationary`)."""
+    q = _to_q(fx, u)
+    pos, jac = marker_positions_and_jacobian(fx.model, fx.markers, q)
+    loose = undetermined_coordinates(fx, jac, w)
+    return q, pos, loose, _stationary(spec, fx, u, q, pos, jac, x, w, qref, loose)
 
 
 @persistent("mbjax.ik.frame_solver._solve_chunk")
-def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start):
-    """One chunk of frames: ``lax.scan`` (each frame from the previous solution, the first from
-    ``u_start (nq,)``, all by :func:`_solve_warm`) or ``vmap`` (every frame from its own
-    ``u_start (C, nq)``, in parallel, Levenberg-Marquardt)."""
+def _solve_chunk(spec: _Spec, fx: _Fixed, x, w, qref, u_start, u_prev):
+    """One chunk of frames: ``lax.scan`` (each frame by :func:`_solve_tracking` from the line
+    through the two previous solutions, the first from ``u_start``, ``u_prev (nq,)``; the
+    curvature model starts from zero) or ``vmap`` (every frame from its own ``u_start (C, nq)``, in
+    parallel, optimistix's Levenberg-Marquardt).  Returns ``(u, q, markers, converged, steps,
+    undetermined, tracked, starts)``: ``tracked``, whether the tracking solver solved the frame
+    (``scan``; a frame it did not solve is solved again by :func:`_solve_fallback` from its start in
+    ``starts``, and the frames after it from there: :func:`solve_frames`)."""
     if spec.method == "scan":
         def step(carry, frame):
             u, u_prev, curv = carry
             xk, wk, rk = frame
             # start from the line through the last two solutions (q, not the bounded u: its sin
             # map bends the line), one step closer than the last solution on a smooth motion
-            q_new = 2.0 * _to_q(fx, u) - _to_q(fx, u_prev)
-            u_new, ok, steps, curv = _solve_warm(spec, fx, _to_u(fx, q_new), xk, wk, rk, curv)
-            return (u_new, u, curv), (u_new, ok, steps)
+            u0 = _to_u(fx, 2.0 * _to_q(fx, u) - _to_q(fx, u_prev))
+            u_new, ok, steps, curv = _solve_tracking(spec, fx, u0, xk, wk, rk, curv)
+            return (u_new, u, curv), (u_new, ok, steps, u0)
 
         nq = u_start.shape[-1]
         curv0 = jnp.zeros((nq, nq), u_start.dtype)
-        _, (u, ok, steps) = jax.lax.scan(step, (u_start, u_start, curv0), (x, w, qref))
+        _, (u, ok, steps, starts) = jax.lax.scan(step, (u_start, u_prev, curv0), (x, w, qref))
     else:
         u, ok, steps = jax.vmap(lambda u0, xk, wk, rk: _solve(spec, fx, u0, xk, wk, rk))(u_start, x, w, qref)
-    q = jax.vmap(lambda uk: _to_q(fx, uk))(u)
+        starts = u_start
+    q, xm, loose, still = jax.vmap(lambda uk, xk, wk, rk: _at_solution(spec, fx, uk, xk, wk, rk))(u, x, w, qref)
+    return u, q, xm, ok & still, steps, loose, ok, starts
 
-    def at_solution(uk, qk, xk, wk, rk):  # the markers and, from their Jacobian, the coordinates left free
-        pos, jac = marker_positions_and_jacobian(fx.model, fx.markers, qk)
-        loose = undetermined_coordinates(fx, jac, wk)
-        return pos, loose, _stationary(spec, fx, uk, qk, pos, jac, xk, wk, rk, loose)
 
-    xm, loose, still = jax.vmap(at_solution)(u, q, x, w, qref)
+@persistent("mbjax.ik.frame_solver._solve_fallback")
+def _solve_fallback(spec: _Spec, fx: _Fixed, u0, x, w, qref):
+    """One frame the tracking solver did not solve, by optimistix's Levenberg-Marquardt from the
+    same start: ``(u, q, markers, converged, steps, undetermined)``.  A program of its own, compiled
+    only when a trial needs it (most never do), so the chunk program stays small."""
+    u, ok, steps = _solve(spec, fx, u0, x, w, qref)
+    q, xm, loose, still = _at_solution(spec, fx, u, x, w, qref)
     return u, q, xm, ok & still, steps, loose
+
+
+def solve_frames(spec: _Spec, fx: _Fixed, x, w, qref, u_start, size: int):
+    """The frames of one chunk (host arrays ``x, w, qref`` of ``T <= size`` frames, padded here to
+    ``size`` with the last frame: one program per chunk size) by :func:`_solve_chunk`, from
+    ``u_start`` (``(nq,)``, or ``(T, nq)`` for ``method="vmap"``).  With ``method="scan"`` a frame the
+    tracking solver did not solve is solved again by :func:`_solve_fallback` from its own start, and
+    the frames after it go on from that solution with a fresh curvature model (the same compiled
+    chunk program on the remaining frames), as one scan with the fallback inside would.  Returns
+    host arrays ``(u, q, markers, converged, steps, undetermined)``."""
+    frames = x.shape[0]
+
+    def run(first, u_s, u_p):
+        idx = np.r_[np.arange(first, frames), np.full(size - (frames - first), frames - 1)].astype(int)
+        if spec.method != "scan":
+            u_s = u_p = u_s[idx]
+        return [np.asarray(a) for a in _solve_chunk(spec, fx, *jax.device_put((x[idx], w[idx], qref[idx], u_s, u_p)))]
+
+    out = run(0, u_start, u_start)
+    if spec.method != "scan" or bool(np.all(out[6][:frames])):
+        return tuple(a[:frames] for a in out[:6])
+    results = [np.empty((frames,) + a.shape[1:], a.dtype) for a in out[:6]]
+    first, u_s = 0, u_start
+    while True:
+        n = frames - first
+        fail = n if bool(np.all(out[6][:n])) else int(np.argmin(out[6][:n]))
+        for r, a in zip(results, out[:6]):
+            r[first:first + fail] = a[:fail]
+        if fail == n:
+            return tuple(results)
+        k = first + fail
+        fb = [np.asarray(a) for a in _solve_fallback(spec, fx, *jax.device_put((out[7][fail], x[k], w[k], qref[k])))]
+        fb[4] = fb[4] + out[4][fail]  # the tracking solver's steps too
+        for r, a in zip(results, fb):
+            r[k] = a
+        if k + 1 == frames:
+            return tuple(results)
+        previous = out[0][fail - 1] if fail > 0 else u_s  # the solution before frame k
+        first, u_s = k + 1, fb[0]
+        out = run(first, u_s, previous)
 
 
 #: a frame is converged only if a Gauss-Newton step from its solution is within this many times the

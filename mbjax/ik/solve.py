@@ -18,7 +18,7 @@ from ..io.storage import MarkerData, Table
 from ..markers import Markers
 from .checks import _checked_marker_data, _checked_q0, _default_tolerance, _tolerance, _weight
 from .coordinate_tasks import _coordinate_refs
-from .frame_solver import _Fixed, _solve_chunk, _Spec, _to_u
+from .frame_solver import _Fixed, _Spec, _to_u, solve_frames
 from .solution_checks import _check_marker_scale, _report_undetermined
 
 
@@ -165,17 +165,11 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
         for c in range(n_chunks):
             a, b = c * C, min((c + 1) * C, T)
             n = b - a
-            pad = np.r_[np.arange(a, b), np.full(C - n, b - 1)].astype(int)
-            u_start = u if method == "scan" else u[pad]
-            uc, qc, xmc, okc, stc, lc = _solve_chunk(spec, fx, *jax.device_put((j(x[pad]), j(w[pad]), j(qref[pad]),
-                                                                                u_start)))
-            q_out[a:b] = np.asarray(qc)[:n]
-            loose_out[a:b] = np.asarray(lc)[:n]
-            xm_out[a:b] = np.asarray(xmc)[:n]
-            ok_out[a:b] = np.asarray(okc)[:n]
-            steps_out[a:b] = np.asarray(stc)[:n]
+            u_start = u if method == "scan" else u[a:b]
+            uc, q_out[a:b], xm_out[a:b], ok_out[a:b], steps_out[a:b], loose_out[a:b] = solve_frames(
+                spec, fx, j(x[a:b]), j(w[a:b]), j(qref[a:b]), u_start, C)
             if method == "scan":
-                u = np.asarray(uc)[n - 1]
+                u = uc[n - 1]
             if progress:
                 err = np.where(present[a:b], np.linalg.norm(xm_out[a:b] - x[a:b], axis=-1), np.nan)
                 worst = np.nanmax(err) if np.any(present[a:b]) else float("nan")
