@@ -77,6 +77,9 @@ def fit(
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; one of {METHODS}")
+    _check_options(method, max_steps, tol, learning_rate)
+    if not callable(objective):
+        raise TypeError(f"`objective` must be a function tree -> residuals or loss, got {type(objective).__name__}")
     sel = Selection(tree, where, parametrization)
     theta0 = sel.theta(tree)
     out_shape = jax.eval_shape(objective, tree)
@@ -107,6 +110,25 @@ def fit(
     if progress:
         print(report)
     return fitted, report
+
+
+def _check_options(method, max_steps, tol, learning_rate):
+    """Refuse tolerances, step counts and learning rates no fit can use (before any compilation)."""
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 0:
+        raise ValueError(f"fit: max_steps must be an integer >= 0, got {max_steps!r}")
+    t, lr = _number(tol), _number(learning_rate)
+    if not (np.isfinite(t) and t >= 0):
+        raise ValueError(f"fit: tol must be a finite number >= 0 (relative gradient and step tolerance), got {tol!r}")
+    if method == "adam" and not (np.isfinite(lr) and lr > 0):
+        raise ValueError(f"fit: learning_rate must be a finite number > 0, got {learning_rate!r}")
+
+
+def _number(x) -> float:
+    """``x`` as a float; NaN when it is not one number."""
+    try:
+        return float(x) if np.ndim(x) == 0 else float("nan")
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _bar(progress, max_steps, method):

@@ -110,8 +110,29 @@ def _jacobian(sel, theta, tree, residuals):
     return jax.jacfwd(f)(theta), f(theta)
 
 
+def _nonnegative(x) -> bool:
+    """``x`` is one finite number >= 0."""
+    try:
+        return np.ndim(x) == 0 and bool(np.isfinite(float(x)) and float(x) >= 0)
+    except (TypeError, ValueError):
+        return False
+
+
 def identifiability(tree, residuals, where, *, parametrization=None, sigma=None, rtol: float = 1e-8) -> Identifiability:
     """Identifiability of ``where(tree)`` from ``residuals(tree)`` at the current values (see module)."""
+    if not _nonnegative(rtol):
+        raise ValueError(f"identifiability: rtol must be a finite number >= 0 (singular values below rtol · s_max count "
+                         f"as zero), got {rtol!r}")
+    if sigma is not None and not _nonnegative(sigma):
+        got = f"shape {np.shape(sigma)}" if np.ndim(sigma) else repr(sigma)
+        raise ValueError(f"identifiability: sigma must be one finite number >= 0 (the noise standard deviation of every "
+                         f"residual), got {got}; pass sigma=None to estimate it from the residuals")
+    out = jax.eval_shape(residuals, tree)
+    if out.shape == ():
+        raise ValueError("identifiability: `residuals` returned a scalar; it needs the residual vector (e.g. "
+                         "mbjax.identify.torque_residuals(...)), not a loss")
+    if out.size == 0:
+        raise ValueError("identifiability: `residuals` returned an empty residual (no samples?)")
     sel = Selection(tree, where, parametrization)
     theta = sel.theta(tree)
     jac, r = (np.asarray(x) for x in _jacobian(sel, theta, tree, residuals))

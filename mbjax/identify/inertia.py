@@ -67,6 +67,16 @@ class _Inertial(Parametrization):
     _all_by_default = False
 
     def bind(self, value, info):
+        shapes = [tuple(np.shape(v)) for v in value]
+        nb = shapes[0][0] if shapes and len(shapes[0]) == 1 else None
+        if nb is None or shapes != [(nb,), (nb, 3), (nb, 3, 3)]:
+            raise ValueError(f"{type(self).__name__} parametrizes (mass (nb,), com (nb, 3), inertia (nb, 3, 3)) together, "
+                             f"in that order: where=lambda m: (m.mass, m.com, m.inertia); got leaves of shapes {shapes}")
+        if self.bodies is not None:
+            bad = [b for b in self.bodies if not isinstance(b, str) and not (
+                isinstance(b, (int, np.integer)) and not isinstance(b, bool) and -nb <= b < nb)]
+            if bad:
+                raise ValueError(f"{type(self).__name__}: bodies {bad} are not body names or indices in [0, {nb})")
         if self.bodies is None and self._all_by_default:
             return type(self)(tuple(range(np.shape(value[0])[0])))
         return type(self)(_resolve_bodies(self.bodies, value[0], info))

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from ..muscles import moment_arms, muscle_forces
-from .robust import finish, measured, residual, same_samples
+from .robust import finish, measured, options, residual, same_samples
 from .torques import _model_of
 
 
@@ -41,8 +41,10 @@ class IsometricTorqueResiduals(eqx.Module):
 
 def isometric_torque_residuals(q, activation, tau, *, weights=None, huber=None) -> IsometricTorqueResiduals:
     """Residuals of measured isometric torques ``tau (N, nq)`` at poses ``q (N, nq)`` and activations ``(N, nm)``."""
-    w = None if weights is None else jnp.asarray(weights)
     q, tau = measured(q, "q", ("N", "nq")), measured(tau, "tau", ("N", "nq"))
     activation = measured(activation, "activation", ("N", "nm"))
     same_samples(q=q, activation=activation, tau=tau)
+    if tau.shape != q.shape:
+        raise ValueError(f"tau has shape {tuple(tau.shape)}, q {tuple(q.shape)}: both (N, nq), one column per model coordinate")
+    w = options(weights, huber, tau.shape, "(N, nq)", "isometric_torque_residuals")
     return IsometricTorqueResiduals(q, activation, tau, w, huber)

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from ..muscles import moment_arms, muscle_lengths
-from .robust import finish, measured, residual, same_samples
+from .robust import finish, measured, options, residual, same_samples
 from .torques import _model_of
 
 
@@ -42,15 +42,18 @@ class MuscleLengthResiduals(eqx.Module):
 
 def moment_arm_residuals(q, moment_arms_measured, *, weights=None, huber=None) -> MomentArmResiduals:
     """Residuals of measured moment arms ``(N, nq, nm)`` at poses ``q (N, nq)``."""
-    w = None if weights is None else jnp.asarray(weights)
     q, target = measured(q, "q", ("N", "nq")), measured(moment_arms_measured, "moment_arms_measured", ("N", "nq", "nm"))
     same_samples(q=q, moment_arms_measured=target)
+    if target.shape[1] != q.shape[1]:
+        raise ValueError(f"moment_arms_measured has shape {tuple(target.shape)}, q {tuple(q.shape)}: moment arms are "
+                         f"(N, nq, nm) with nq = {q.shape[1]} rows, one per coordinate of q")
+    w = options(weights, huber, target.shape, "(N, nq, nm)", "moment_arm_residuals")
     return MomentArmResiduals(q, target, w, huber)
 
 
 def muscle_length_residuals(q, lengths_measured, *, weights=None, huber=None) -> MuscleLengthResiduals:
     """Residuals of measured musculotendon lengths ``(N, nm)`` at poses ``q (N, nq)``."""
-    w = None if weights is None else jnp.asarray(weights)
     q, target = measured(q, "q", ("N", "nq")), measured(lengths_measured, "lengths_measured", ("N", "nm"))
     same_samples(q=q, lengths_measured=target)
+    w = options(weights, huber, target.shape, "(N, nm)", "muscle_length_residuals")
     return MuscleLengthResiduals(q, target, w, huber)

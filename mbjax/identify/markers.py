@@ -29,7 +29,7 @@ import numpy as np
 from .._kinematics import body_poses
 from .robust import finish
 from .robust import measured as measured_data
-from .robust import residual
+from .robust import options, residual
 from .torques import _model_of
 
 
@@ -57,7 +57,14 @@ def marker_set(model, bodies, offsets, scales=None) -> MarkerSet:
     """Markers on ``bodies`` (names or indices) at ``offsets (nk, 3)``; ``scales`` default 1."""
     idx = tuple(model.body_index(b) for b in bodies)
     sc = jnp.ones(model.n_bodies) if scales is None else jnp.asarray(scales)
-    return MarkerSet(idx, jnp.asarray(offsets, dtype=sc.dtype), sc)
+    off = jnp.asarray(offsets, dtype=sc.dtype)
+    if off.shape != (len(idx), 3):
+        raise ValueError(f"marker_set: offsets must have shape (nk, 3) = ({len(idx)}, 3), one row per body in "
+                         f"`bodies`, got {tuple(off.shape)}")
+    if sc.shape != (model.n_bodies,):
+        raise ValueError(f"marker_set: scales must have shape (nb,) = ({model.n_bodies},), one per body "
+                         f"{model.body_names}, got {tuple(sc.shape)}")
+    return MarkerSet(idx, off, sc)
 
 
 class MarkerResiduals(eqx.Module):
@@ -76,5 +83,7 @@ class MarkerResiduals(eqx.Module):
 
 def marker_residuals(measured, *, weights=None, huber=None) -> MarkerResiduals:
     """Residuals of measured marker positions ``(N, nk, 3)`` for the tree ``(model, markers, q)``."""
-    w = None if weights is None else jnp.asarray(weights)
-    return MarkerResiduals(measured_data(measured, "measured", ("N", "nk", "3")), w, huber)
+    x = measured_data(measured, "measured", ("N", "nk", "3"))
+    if x.shape[2] != 3:
+        raise ValueError(f"measured must have shape (N, nk, 3) (x, y, z per marker), got {tuple(x.shape)}")
+    return MarkerResiduals(x, options(weights, huber, x.shape, "(N, nk, 3)", "marker_residuals"), huber)

@@ -92,8 +92,32 @@ class Parametrization(eqx.Module):
         raise NotImplementedError
 
 
+def _checked_positions(param, shape, index, name, what="entries") -> np.ndarray:
+    """:func:`_positions`, refusing an index that selects nothing, repeats an entry or does not index ``shape``."""
+    if isinstance(index, _ArrayIndex) and not index.values:
+        raise ValueError(f"{type(param).__name__}: index [] selects no {what} of {name} (shape {shape})")
+    try:
+        pos = _positions(shape, index)
+    except (IndexError, TypeError, ValueError) as err:
+        raise ValueError(f"{type(param).__name__}: index {_shown(index)} does not index {name} of shape {shape} "
+                         f"({err})") from None
+    if pos.size == 0:
+        raise ValueError(f"{type(param).__name__}: index {_shown(index)} selects no {what} of {name} (shape {shape})")
+    if np.unique(pos).size != pos.size:
+        raise ValueError(f"{type(param).__name__}: index {_shown(index)} selects some {what} of {name} more than once")
+    return pos
+
+
+def _shown(index):
+    return index.array().tolist() if isinstance(index, _ArrayIndex) else index
+
+
 class _Elementwise(Parametrization):
     index: Any = eqx.field(static=True, default=None, converter=_hashable_index)
+
+    def bind(self, value, info):
+        _checked_positions(self, tuple(np.shape(value)), self.index, info.name)
+        return self
 
     def _pos(self, value):
         return _positions(jnp.shape(value), self.index)
@@ -122,10 +146,21 @@ class Identity(_Elementwise):
 class Positive(_Elementwise):
     """θ = log(value): masses, lengths, stiffnesses and damping stay > 0 (the start must be > 0)."""
 
+    def bind(self, value, info):
+        pos = _checked_positions(self, tuple(np.shape(value)), self.index, info.name)
+        if not isinstance(value, jax.core.Tracer):
+            x = np.ravel(np.asarray(value))[pos]
+            bad = ~(np.isfinite(x) & (x > 0))
+            if bad.any():
+                names = [info.entry(tuple(int(i) for i in np.unravel_index(p, info.shape))) for p in pos[bad]]
+                raise ValueError("Positive: the starting values must be finite and > 0, got "
+                                 + ", ".join(f"{n} = {float(v)!r}" for n, v in zip(names, x[bad])))
+        return self
+
     def free(self, value):
         x = jnp.ravel(value)[self._pos(value)]
-        if not isinstance(x, jax.core.Tracer) and np.any(np.asarray(x) <= 0):
-            raise ValueError(f"Positive: the starting values must be > 0, got {np.asarray(x)}")
+        if not isinstance(x, jax.core.Tracer) and not np.all(np.asarray(x) > 0):
+            raise ValueError(f"Positive: the starting values must be finite and > 0, got {np.asarray(x)}")
         return jnp.log(x)
 
     def _from(self, t):
@@ -137,6 +172,14 @@ class Symmetric(Parametrization):
     matrices (``index`` selects along the leading axes), written back to both triangles."""
 
     index: Any = eqx.field(static=True, default=None, converter=_hashable_index)
+
+    def bind(self, value, info):
+        shape = tuple(np.shape(value))
+        if len(shape) < 2 or shape[-1] != shape[-2]:
+            raise ValueError(f"Symmetric parametrizes stacks of square matrices (..., n, n) (e.g. m.inertia); "
+                             f"{info.name} has shape {shape}")
+        _checked_positions(self, shape[:-2], self.index, info.name, "matrices")
+        return self
 
     def _mats(self, value):
         return _positions(jnp.shape(value)[:-2], self.index)

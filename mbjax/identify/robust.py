@@ -31,6 +31,50 @@ def finish(r, weights=None, huber=None):
     return jnp.ravel(r)
 
 
+def _concrete(x):
+    """``x`` as a numpy array, or None when it is traced."""
+    try:
+        return np.asarray(x)
+    except Exception:  # a tracer
+        return None
+
+
+def options(weights, huber, shape, dims: str, builder: str):
+    """``weights`` (None, or an array that broadcasts to the residuals' ``shape`` without changing it:
+    finite, >= 0, not all zero) and ``huber`` (None, or a finite number > 0), checked when the data
+    term is built; returns ``weights`` as an array."""
+    shape = tuple(int(n) for n in shape)
+    if huber is not None:
+        h = _concrete(huber)
+        if np.ndim(huber) != 0:
+            raise ValueError(f"{builder}: huber must be a number (the Huber threshold, > 0), got shape {np.shape(huber)}")
+        if h is not None and not (np.isfinite(h) and h > 0):
+            raise ValueError(f"{builder}: huber must be a finite number > 0 (the residual size beyond which the loss "
+                             f"grows linearly), got {huber!r}; pass huber=None for least squares")
+    if weights is None:
+        return None
+    w = jnp.asarray(weights)
+    try:
+        ok = np.broadcast_shapes(tuple(w.shape), shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{builder}: weights has shape {tuple(w.shape)}, which does not broadcast to the residuals "
+                         f"{dims} = {shape}; give one weight per residual, per trailing axis (e.g. per column), or "
+                         "a scalar (a weight per sample: weights[:, None])")
+    v = _concrete(w)
+    if v is not None:
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{builder}: weights holds NaN or inf")
+        if np.any(v < 0):
+            k = tuple(int(i) for i in np.argwhere(v < 0)[0])
+            raise ValueError(f"{builder}: weights must be >= 0, got {float(v[k])!r} at index {k}")
+        if v.size and not np.any(v):
+            raise ValueError(f"{builder}: weights are all zero: nothing to fit (a zero weight drops a sample; "
+                             "keep some weights > 0)")
+    return w
+
+
 def measured(x, name: str, dims: tuple[str, ...]):
     """A data array of ``len(dims)`` axes (first: samples), refused when it is empty or holds NaN/inf.
 

@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import all_of
+
 #: SimTK::Eps: ``Body::scaleInertialProperties`` zeroes the inertia of a body of mass at most this
 _EPS = float(np.finfo(float).eps)
 #: path forces whose lengths OpenSim rescales after scaling (``extendPostScale``) and what
@@ -75,7 +77,14 @@ def segment_names(model) -> tuple[str, ...]:
 def segment_factors(model, factors) -> jnp.ndarray:
     """``factors`` (a dict body name -> factor, unlisted bodies 1, or an array over
     :func:`segment_names`) as an array over :func:`segment_names`.  Unknown names and, where the values
-    are concrete, non-positive or non-finite factors raise ``ValueError``."""
+    are concrete, non-positive or non-finite factors raise ``ValueError`` (traced ones: at run time,
+    checks on)."""
+    out, rules = _factors(model, factors)
+    return all_of(out, rules)
+
+
+def _factors(model, factors):
+    """:func:`segment_factors` unchecked when traced, and the run-time rules that check it then."""
     names = segment_names(model)
     if isinstance(factors, dict):
         unknown = [k for k in factors if k not in names and k != "ground"]
@@ -91,7 +100,11 @@ def segment_factors(model, factors) -> jnp.ndarray:
             raise ValueError(f"scale factors must have shape ({len(names)},) (one per body {names}), got {out.shape}")
     if _concrete(out):
         _check(np.asarray(out), names)
-    return out
+        return out, []
+    if not names:
+        return out, []
+    return out, [(~(jnp.isfinite(out) & (out > 0)),
+                  [f"scale factor of body {n!r} must be positive and finite" for n in names])]
 
 
 def _concrete(x) -> bool:
@@ -112,12 +125,24 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     """``model`` scaled by one uniform factor per OpenSim body, as OpenSim's ``Model::scale`` (module
     docstring).  ``factors``: dict name -> factor or an array over :func:`segment_names`; ``mass``:
     the subject's total mass (``ScaleTool``'s ``<mass>``), or None to keep the scaled masses.
-    Differentiable in ``factors`` (and ``mass``); the factors applied are accumulated in
+    Differentiable in ``factors`` (and ``mass``) and jit-able (traced factors and mass are checked at
+    run time: positive and finite, checks on); the factors applied are accumulated in
     ``OsimInfo.scaling.factors`` for :func:`mbjax.io.write_osim`."""
     from ..muscles import muscle_lengths
 
     sc = _scaling_info(model, "scale_model")
-    s = segment_factors(model, factors).astype(model.offset.dtype)
+    s, rules = _factors(model, factors)
+    if mass is not None:
+        if np.ndim(mass) != 0:
+            raise ValueError(f"scale_model: mass must be the subject's total mass, one number (kg), got shape "
+                             f"{np.shape(mass)}")
+    if mass is not None and not _concrete(mass):  # under jit: checked at run time, with the factors
+        rules = rules + [(~(jnp.isfinite(mass) & (mass > 0)),
+                          "scale_model: mass must be the subject's total mass, a finite number > 0 (kg)")]
+        s, mass = all_of((s, mass), rules)
+    else:
+        s = all_of(s, rules)
+    s = s.astype(model.offset.dtype)
     others = [k for k in model.extras if k not in _HANDLED_EXTRAS]
     forces = model.extras.get("forces")
     if forces is not None and all(type(e).__name__ in _COORDINATE_FORCES for e in forces.elements):

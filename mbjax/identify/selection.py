@@ -71,6 +71,9 @@ def _leaf_infos(tree) -> dict[int, LeafInfo]:
 
 
 def _items(where, tree):
+    if not callable(where):
+        raise TypeError(f"`where` must be a function tree -> leaves to fit (e.g. `lambda m: m.mass`), got "
+                        f"{type(where).__name__} {where!r}")
     got = where(tree)
     items = tuple(got) if isinstance(got, tuple) else (got,)
     if not items:
@@ -103,7 +106,12 @@ class Selection(eqx.Module):
         elif isinstance(parametrization, Parametrization):
             params = (parametrization,) * len(items)
         else:
-            params = tuple(parametrization)
+            params = tuple(parametrization) if isinstance(parametrization, (tuple, list)) else (parametrization,)
+            wrong = [p for p in params if not isinstance(p, Parametrization)]
+            if wrong:
+                raise TypeError(f"parametrization must be None, a Parametrization (Identity(), Positive(), "
+                                f"Symmetric(), PhysicalInertia(), ...) or a tuple of them, one per item of `where`; "
+                                f"got {wrong[0]!r}")
             if len(params) != len(items):
                 raise ValueError(f"{len(params)} parametrizations for {len(items)} items returned by `where`")
         infos = _leaf_infos(tree)

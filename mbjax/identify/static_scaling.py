@@ -203,6 +203,14 @@ def place_markers(model, markers: Markers, q, measured, names, movable=None) -> 
     poses = np.asarray(body_poses(model, jnp.asarray(q)))
     offset = np.asarray(markers.offset, float).copy()
     x = np.asarray(measured, float)
+    names = tuple(names)
+    if x.shape != (len(names), 3):
+        raise ValueError(f"place_markers: measured must have shape (k, 3) = ({len(names)}, 3), one row per name in "
+                         f"`names`, got {x.shape}")
+    bad = [n for k, n in enumerate(names) if n in movable and not np.all(np.isfinite(x[k]))]
+    if bad:
+        raise ValueError(f"place_markers: measured positions of {bad} hold NaN or inf; leave those markers out of "
+                         "`names` (or `movable`)")
     for k, n in enumerate(names):
         if n not in movable:
             continue

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from .._dynamics import inverse_dynamics
-from .robust import finish, measured, residual, same_samples
+from .robust import finish, measured, options, residual, same_samples
 
 
 def _model_of(tree):
@@ -55,5 +55,5 @@ def torque_residuals(q, qd, qdd, tau, *, weights=None, huber=None) -> TorqueResi
         if data[k].shape != data["q"].shape:
             raise ValueError(f"{k} has shape {tuple(data[k].shape)}, q {tuple(data['q'].shape)}: "
                              "both (N, nq), one column per model coordinate")
-    return TorqueResiduals(data["q"], data["qd"], data["qdd"], data["tau"],
-                           None if weights is None else jnp.asarray(weights), huber)
+    w = options(weights, huber, data["tau"].shape, "(N, nq)", "torque_residuals")
+    return TorqueResiduals(data["q"], data["qd"], data["qdd"], data["tau"], w, huber)

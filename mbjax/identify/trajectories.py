@@ -32,7 +32,7 @@ import numpy as np
 
 from .._model import Model
 from .._simulate import simulate
-from .robust import finish, measured, residual, same_samples
+from .robust import finish, measured, options, residual, same_samples
 
 
 class ViscousDamping(eqx.Module):
@@ -89,7 +89,17 @@ def trajectory_residuals(ts, q_meas, q0, qd0, *, qd_meas=None, weights=None, hub
     ts, q_meas = _times(ts), measured(q_meas, "q_meas", ("N", "nq"))
     qd_meas = measured(qd_meas, "qd_meas", ("N", "nq"))
     same_samples(ts=ts, q_meas=q_meas, qd_meas=qd_meas)
-    return SingleShooting(ts, q_meas, a(q0), a(qd0), qd_meas, a(weights), huber, rtol, atol, adjoint, solver)
+    nq = q_meas.shape[1]
+    if qd_meas is not None and qd_meas.shape != q_meas.shape:
+        raise ValueError(f"qd_meas has shape {tuple(qd_meas.shape)}, q_meas {tuple(q_meas.shape)}: both (N, nq)")
+    q0, qd0 = a(q0), a(qd0)
+    for k, v in (("q0", q0), ("qd0", qd0)):
+        if v is not None and v.shape != (nq,):
+            raise ValueError(f"trajectory_residuals: {k} has shape {tuple(v.shape)}, q_meas {tuple(q_meas.shape)}: "
+                             f"{k} must be (nq,) = ({nq},), one entry per column of q_meas (the model's coordinates)")
+    shape = (q_meas.shape[0], nq if qd_meas is None else 2 * nq)
+    w = options(weights, huber, shape, "(N, nq)" if qd_meas is None else "(N, 2 nq) (q then qd)", "trajectory_residuals")
+    return SingleShooting(ts, q_meas, q0, qd0, qd_meas, w, huber, rtol, atol, adjoint, solver)
 
 
 def _times(ts):
@@ -145,8 +155,15 @@ def multiple_shooting(ts, q_meas, n_segments: int, *, continuity_weight=1.0, wei
     ts, q_meas = _times(ts), measured(q_meas, "q_meas", ("N", "nq"))
     same_samples(ts=ts, q_meas=q_meas)
     n_total = ts.shape[0] - 1
+    if isinstance(n_segments, bool) or not isinstance(n_segments, (int, np.integer)) or not 1 <= n_segments <= max(n_total, 1):
+        raise ValueError(f"multiple_shooting: n_segments must be an integer from 1 to {max(n_total, 1)} (samples - 1), "
+                         f"got {n_segments!r}")
+    if n_total < 1:
+        raise ValueError("multiple_shooting: needs at least 2 samples (one segment)")
     if n_total % n_segments:
         raise ValueError(f"multiple_shooting: {n_total + 1} samples do not split into {n_segments} equal segments (need K·n + 1)")
     n = n_total // n_segments
     idx = jnp.arange(n_segments)[:, None] * n + jnp.arange(n + 1)[None, :]
+    weights = options(weights, huber, (n_segments, n, q_meas.shape[1]), "(K, n, nq) (segment, sample, coordinate)",
+                      "multiple_shooting")
     return MultipleShooting(ts[idx], q_meas[idx], continuity_weight, weights, huber, rtol, atol, adjoint)
