@@ -19,7 +19,10 @@ vmapped solve; adaptive steps run until every member is done).
 
 Failure policy: ``t0``/``t1`` that are not finite or ``t1 < t0`` raise ``ValueError`` when they
 are concrete numbers and an ``eqx.error_if`` run-time error when traced; a non-finite initial
-state raises likewise.  A non-finite right-hand side makes diffrax reject the step; with
+state raises likewise.  Shapes are refused when traced, never broadcast: ``q0``/``qd0`` and what
+``controls``/``forces`` return must have shape ``(nq,)`` (a scalar only for a 1-coordinate
+model); ``dt0``, ``rtol``, ``atol`` and ``max_steps`` are checked when they are concrete.  A
+non-finite right-hand side makes diffrax reject the step; with
 ``throw=True`` (default) a solve that then fails (max steps, step size collapse) raises an error
 naming the diffrax result.  With ``throw=False`` inspect ``solution.result`` and
 ``solution.stats``.
@@ -35,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _checks
 from ._dynamics import _forward_dynamics
 from ._model import Model
 from .discrete_adjoint import DiscreteAdjoint
@@ -57,12 +61,31 @@ class DynamicsField(eqx.Module):
         q, qd = y
         tau = jnp.zeros_like(q)
         if self.controls is not None:
-            tau = tau + self.controls(t, q, qd)
+            tau = tau + _generalized(self.controls(t, q, qd), "controls", q, model)
         if self.forces is not None:
-            tau = tau + self.forces(t, q, qd)
+            tau = tau + _generalized(self.forces(t, q, qd), "forces", q, model)
         # argument checks off: diffrax may try a non-finite trial state and reject the step;
         # a singular M still raises (see mbjax._dynamics._cholesky_checked)
         return qd, _forward_dynamics(model, q, qd, tau)
+
+
+def _generalized(tau, name: str, q, model, who: str = "simulate"):
+    """What ``controls``/``forces`` returned, refused (trace time) unless it is ``(nq,)`` (a scalar
+    only for a 1-coordinate model): a scalar or a ``(1,)`` would otherwise broadcast to every coordinate."""
+    nq = q.shape[0]
+    names = getattr(model, "coordinate_names", None)
+    ctx = f" for coordinates {tuple(names)}" if names is not None else ""
+    try:
+        arr = jnp.asarray(tau)
+    except (TypeError, ValueError):
+        raise TypeError(f"{who}: {name}(t, q, qd) must return generalized forces of shape (nq,) = ({nq},){ctx}, "
+                        f"got {type(tau).__name__}") from None
+    if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+        raise TypeError(f"{who}: {name}(t, q, qd) must return real generalized forces, got dtype {arr.dtype}")
+    if arr.shape != (nq,) and not (nq == 1 and arr.shape == ()):
+        raise ValueError(f"{who}: {name}(t, q, qd) must return generalized forces of shape (nq,) = ({nq},){ctx}, "
+                         f"got {arr.shape} (nothing is broadcast: give one value per coordinate)")
+    return arr
 
 
 def dynamics_vector_field(model: Model | None = None, controls: Callable | None = None, forces: Callable | None = None):
@@ -75,17 +98,75 @@ def _is_traced(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def _check_interval(t0, t1):
+def _real_scalar(x, name: str, who: str):
+    """A concrete ``x`` as a NumPy array, refusing what is not a real number (str, None, complex, bool)."""
+    try:
+        arr = np.asarray(x)
+    except Exception:
+        arr = np.asarray(None)
+    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{who}: {name} must be a real number, got {type(x).__name__}: {x!r}")
+    return arr
+
+
+def _check_interval(t0, t1, who: str = "simulate"):
     """Trace-time check of concrete ``t0``, ``t1`` (finite, ``t1 >= t0``)."""
     if _is_traced(t0) or _is_traced(t1):
         return
-    a, b = np.asarray(t0), np.asarray(t1)
+    a, b = _real_scalar(t0, "t0", who), _real_scalar(t1, "t1", who)
     if a.shape != () or b.shape != ():
-        raise ValueError(f"simulate: t0 and t1 must be scalars, got shapes {a.shape} and {b.shape}")
+        raise ValueError(f"{who}: t0 and t1 must be scalars, got shapes {a.shape} and {b.shape}")
     if not (np.isfinite(a) and np.isfinite(b)):
-        raise ValueError(f"simulate: t0 and t1 must be finite, got t0={a} and t1={b}")
+        raise ValueError(f"{who}: t0 and t1 must be finite, got t0={a} and t1={b}")
     if b < a:
-        raise ValueError(f"simulate: t1 must not be before t0 (backward solves are not supported), got t0={a} and t1={b}")
+        raise ValueError(f"{who}: t1 must not be before t0 (backward solves are not supported), got t0={a} and t1={b}")
+
+
+def _check_options(dt0, rtol, atol, max_steps, solver, who: str, tolerances: bool = True):
+    """Trace-time checks of the solver options (values only where concrete); returns ``max_steps``
+    as a Python int (a NumPy integer would be traced as an array by the compiled solve)."""
+    if solver is not None and not isinstance(solver, diffrax.AbstractSolver):
+        raise TypeError(f"{who}: solver must be a diffrax solver such as diffrax.Tsit5(), got {solver!r}")
+    if max_steps is not None and (isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, (int, np.integer))
+                                  or max_steps < 1):
+        raise ValueError(f"{who}: max_steps must be a positive integer or None, got {max_steps!r}")
+    if dt0 is not None and not _is_traced(dt0):
+        d = _real_scalar(dt0, "dt0", who)
+        if d.shape != () or not np.isfinite(d) or d <= 0:
+            raise ValueError(f"{who}: dt0 (the first step) must be a finite number > 0 or None, got {d}")
+    if tolerances:
+        for name, tol in (("rtol", rtol), ("atol", atol)):
+            if not _is_traced(tol):
+                v = _real_scalar(tol, name, who)
+                if not np.all(np.isfinite(v)) or np.any(v < 0):
+                    raise ValueError(f"{who}: {name} must be finite and >= 0, got {v}")
+    return None if max_steps is None else int(max_steps)
+
+
+def _initial_state(model, q0, qd0, who: str):
+    """``q0``, ``qd0`` as real ``(nq,)`` arrays of one floating dtype (trace-time checks)."""
+    if not isinstance(model, Model) and not hasattr(model, "n_coordinates"):
+        raise TypeError(f"{who}: model must be an mbjax Model, got {type(model).__name__}")
+    out = []
+    for name, x in (("q0", q0), ("qd0", qd0)):
+        try:
+            arr = jnp.asarray(x)
+        except (TypeError, ValueError):
+            raise TypeError(f"{who}: {name} must be a real array of shape (nq,) = ({model.n_coordinates},), "
+                            f"got {type(x).__name__}: {x!r}") from None
+        if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+            raise TypeError(f"{who}: {name} must be a real (integer or floating) array, got dtype {arr.dtype}")
+        out.append(arr)
+    q0, qd0 = out
+    if not jnp.issubdtype(q0.dtype, jnp.inexact):
+        q0 = q0.astype(float)
+    dtype = q0.dtype
+    qd0 = qd0.astype(dtype)
+    nq = model.n_coordinates
+    if q0.shape != (nq,) or qd0.shape != (nq,):
+        raise ValueError(f"q0 and qd0 must have shape ({nq},), got {q0.shape} and {qd0.shape}"
+                         f"{_checks.coordinates_context(model)}")
+    return q0, qd0
 
 
 def _checked_saveat(saveat, t0, t1):
@@ -107,9 +188,17 @@ def _as_saveat(saveat, t0, t1, dtype):
         return diffrax.SaveAt(t1=True)
     if isinstance(saveat, diffrax.SaveAt):
         return saveat
-    ts = jnp.asarray(saveat, dtype=dtype)
+    try:
+        ts = jnp.asarray(saveat)
+    except (TypeError, ValueError):
+        raise TypeError(f"simulate: saveat must be an array of times, a diffrax.SaveAt or None, got {saveat!r}") from None
+    if not (jnp.issubdtype(ts.dtype, jnp.floating) or jnp.issubdtype(ts.dtype, jnp.integer)):
+        raise TypeError(f"simulate: saveat times must be real, got dtype {ts.dtype}")
+    ts = ts.astype(dtype)
     if ts.ndim != 1:
         raise ValueError(f"simulate: saveat times must be a 1-D array (n_save,), got shape {ts.shape}")
+    if ts.shape[0] == 0:
+        raise ValueError("simulate: saveat holds no times; pass None to save the end point only")
     if not _is_traced(ts) and not _is_traced(t0) and not _is_traced(t1):
         tn = np.asarray(ts)
         if not np.all(np.isfinite(tn)) or np.any(np.diff(tn) < 0) or np.any(tn < t0) or np.any(tn > t1):
@@ -197,15 +286,13 @@ def simulate(
     respect to model parameters flows through the solve.  ``t0``, ``t1``, ``dt0``, ``rtol``,
     ``atol`` and the ``saveat`` times are dynamic (new values do not recompile).
     """
-    q0 = jnp.asarray(q0)
-    if not jnp.issubdtype(q0.dtype, jnp.inexact):
-        q0 = q0.astype(float)
+    q0, qd0 = _initial_state(model, q0, qd0, "simulate")
     dtype = q0.dtype
-    qd0 = jnp.asarray(qd0, dtype=dtype)
-    nq = model.n_coordinates
-    if q0.shape != (nq,) or qd0.shape != (nq,):
-        raise ValueError(f"q0 and qd0 must have shape ({nq},), got {q0.shape} and {qd0.shape}")
     _check_interval(t0, t1)
+    max_steps = _check_options(dt0, rtol, atol, max_steps, solver, "simulate", tolerances=stepsize_controller is None)
+    for name, fn in (("controls", controls), ("forces", forces), ("vector_field", vector_field)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"simulate: {name} must be a callable, got {type(fn).__name__}")
     # non-weak arrays of the state's dtype: Python floats, NumPy scalars and arrays all give the
     # same abstract signature, so new values never re-trace
     t0 = jnp.asarray(t0, dtype=dtype)

@@ -20,6 +20,11 @@ dynamic (states, times, tolerances, the model's parameters, an ``eqx.Module`` ex
 :class:`~mbjax.ConstantExcitation` with new values).  The vector field is traced with mbjax's
 run-time value checks off (a rejected trial step of diffrax may be non-finite).
 
+Bad input is refused before anything is solved: shapes when traced (never broadcast: an
+excitation signal must return ``(nm,)``, ``forces`` ``(nq,)``), the initial state and u(t0) in one
+fused run-time check (finite, activations and excitations in [0, 1], fibre lengths >= 0).
+:func:`muscle_vector_field` checks its state and excitations the same way.
+
 Gradients through the solve: wrapped paths over multi-wrap cylinders take their moment arms by
 forward mode through a ``while_loop``, so reverse mode (the default adjoint) fails on such models
 (arm26); use ``adjoint=diffrax.ForwardMode()`` there.
@@ -31,14 +36,15 @@ from typing import Callable, NamedTuple
 
 import diffrax
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 
 from . import _checks
 from ._checks import checks
 from ._dynamics import _forward_dynamics
-from ._excitations import ConstantExcitation
 from ._model import Model
-from ._simulate import _as_saveat, _check_interval, _checked_end_time, _checked_saveat
+from ._simulate import (_as_saveat, _check_interval, _check_options, _checked_end_time, _checked_saveat, _generalized,
+                        _initial_state)
 from .muscles.fiber_dynamics import effective_activation, lengths_speeds_rule, muscle_derivatives, tendon_kinds
 from .muscles.musculotendon import equilibrium_fiber_length
 from .muscles.parameter_rules import parameter_rules
@@ -72,16 +78,68 @@ class MuscleDrivenField(eqx.Module):
 
     def __call__(self, t, y, model):
         q, qd, a, lce = y
-        u = jnp.asarray(self.excitations(t), a.dtype)
+        u = jnp.asarray(_excitation_shape(self.excitations(t), a.shape[0], model), a.dtype)
         with checks(False):
             d = muscle_derivatives(model, q, qd, a, lce, u, self.tendons, self.moment_arms)
             tau = d.generalized_forces.astype(q.dtype)
             if self.forces is not None:
-                tau = tau + self.forces(t, q, qd)
+                tau = tau + _generalized(self.forces(t, q, qd), "forces", q, model, "simulate_muscles")
             qdd = _forward_dynamics(model, q, qd, tau)
         # each derivative in its state's dtype (a float32 state with a float64 model stays float32)
         return MuscleSimState(qd, qdd.astype(qd.dtype), d.activation_rate.astype(a.dtype),
                               d.fiber_length_rate.astype(lce.dtype))
+
+
+def _muscle_names(model):
+    return tuple(model.extras["muscles"].names) if "muscles" in model.extras else ()
+
+
+def _excitation_shape(u, nm: int, model, who: str = "simulate_muscles", what: str = "excitations(t)"):
+    """u(t) refused (trace time) unless it is a real ``(nm,)`` array: nothing is broadcast."""
+    ctx = _checks.names_context("muscles", _muscle_names(model))
+    try:
+        arr = jnp.asarray(u)
+    except (TypeError, ValueError):
+        raise TypeError(f"{who}: {what} must be an array of shape (nm,) = ({nm},){ctx}, "
+                        f"got {type(u).__name__}") from None
+    if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+        raise TypeError(f"{who}: {what} must be real, got dtype {arr.dtype}")
+    if arr.shape != (nm,):
+        raise ValueError(f"{who}: {what} must have shape (nm,) = ({nm},){ctx}, got {arr.shape} "
+                         "(nothing is broadcast: give one excitation per muscle)")
+    return arr
+
+
+class _Given(eqx.Module):
+    """u(t) = ``u``: an array given as excitations (its values are checked at run time, by the caller)."""
+
+    u: jnp.ndarray
+
+    def __call__(self, t):
+        return self.u
+
+
+def _as_excitations(excitations, nm: int, model, dtype, who: str):
+    """A callable excitation signal; an array is taken as constant excitations (shape checked first)."""
+    if callable(excitations):
+        return excitations
+    try:
+        arr = jnp.asarray(excitations) if dtype is None else jnp.asarray(excitations, dtype)
+    except (TypeError, ValueError):
+        raise TypeError(f"{who}: excitations must be a callable t -> (nm,) or an array (nm,), "
+                        f"got {type(excitations).__name__}: {excitations!r}") from None
+    return _Given(_excitation_shape(arr, nm, model, who, "excitations"))
+
+
+def _real_state(x, name: str, nm: int, dtype):
+    """``x`` as an array of ``dtype``, refusing what is not real numbers (the shape is checked by the caller)."""
+    try:
+        arr = jnp.asarray(x)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+        raise TypeError(f"simulate_muscles: {name} must be a real array of shape (nm,) = ({nm},), got {x!r}")
+    return arr.astype(dtype)
 
 
 def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, moment_arms: str = "geometric"):
@@ -124,8 +182,14 @@ def _integrate_muscles(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_c
     """Traced body of :func:`simulate_muscles` (one trace per static configuration)."""
     t1 = _checked_end_time(t0, t1, "simulate_muscles")
     q0, qd0, a0, l0 = y0
-    y0 = MuscleSimState(*(eqx.error_if(x, ~jnp.all(jnp.isfinite(x)), f"simulate_muscles: initial {n} is not finite")
-                          for x, n in zip((q0, qd0, a0, l0), MuscleSimState._fields)))
+    mctx = _checks.names_context("muscles", _muscle_names(model))
+    u0 = jnp.asarray(field.excitations(t0))
+    y0 = y0._replace(q=_checks.all_of(q0, [
+        *((~jnp.isfinite(x), f"simulate_muscles: initial {n} is not finite") for x, n in zip(y0, MuscleSimState._fields)),
+        ((a0 < 0) | (a0 > 1), f"simulate_muscles: activation0 must be in [0, 1]{mctx}"),
+        (l0 < 0, f"simulate_muscles: fiber_length0 must be >= 0 (m){mctx}"),
+        _checks.not_finite(u0, "simulate_muscles: excitations(t0)", mctx),
+        ((u0 < 0) | (u0 > 1), f"simulate_muscles: excitations(t0) must be in [0, 1]{mctx}")]))
     return diffrax.diffeqsolve(
         diffrax.ODETerm(field),
         solver,
@@ -188,26 +252,26 @@ def simulate_muscles(
     except that ``dt0`` defaults to 1e-4 s: diffrax's automatic first step would trace the (large)
     vector field twice more into the compiled program.
     """
-    q0 = jnp.asarray(q0)
-    if not jnp.issubdtype(q0.dtype, jnp.inexact):
-        q0 = q0.astype(float)
+    q0, qd0 = _initial_state(model, q0, qd0, "simulate_muscles")
     dtype = q0.dtype
-    qd0 = jnp.asarray(qd0, dtype=dtype)
-    nq, nm = model.n_coordinates, len(model.muscle_names)
-    if q0.shape != (nq,) or qd0.shape != (nq,):
-        raise ValueError(f"q0 and qd0 must have shape ({nq},), got {q0.shape} and {qd0.shape}")
+    nm = len(model.muscle_names)
+    if nm == 0:
+        raise ValueError("simulate_muscles: the model has no muscles; use mbjax.simulate")
     if activation0 is None:
         p = hill_parameters(model)
         activation0 = p.get("default_activation", jnp.full((nm,), DEFAULT_ACTIVATION, dtype))
         activation0 = jnp.where(jnp.isnan(activation0), DEFAULT_ACTIVATION, activation0)
-    a0 = jnp.asarray(activation0, dtype=dtype)
+    a0 = _real_state(activation0, "activation0", nm, dtype)
     equilibrate = fiber_length0 is None
-    l0 = jnp.zeros((nm,), dtype) if equilibrate else jnp.asarray(fiber_length0, dtype=dtype)  # placeholder
+    l0 = jnp.zeros((nm,), dtype) if equilibrate else _real_state(fiber_length0, "fiber_length0", nm, dtype)  # placeholder
     if a0.shape != (nm,) or l0.shape != (nm,):
         raise ValueError(f"activation0 and fiber_length0 must have shape ({nm},) (nm,), got {a0.shape} and {l0.shape}")
-    if not callable(excitations):
-        excitations = ConstantExcitation(jnp.asarray(excitations, dtype))
-    _check_interval(t0, t1)
+    excitations = _as_excitations(excitations, nm, model, dtype, "simulate_muscles")
+    if forces is not None and not callable(forces):
+        raise TypeError(f"simulate_muscles: forces must be a callable (t, q, qd) -> (nq,), got {type(forces).__name__}")
+    _check_interval(t0, t1, "simulate_muscles")
+    max_steps = _check_options(dt0, rtol, atol, max_steps, solver, "simulate_muscles",
+                               tolerances=stepsize_controller is None)
     t0 = jnp.asarray(t0, dtype=dtype)
     t1 = jnp.asarray(t1, dtype=dtype)
     if dt0 is not None:
@@ -230,14 +294,41 @@ def simulate_muscles(
 def muscle_vector_field(model: Model, t, state: MuscleSimState, excitations, moment_arms: str = "geometric") -> MuscleSimState:
     """Time derivative of a :class:`MuscleSimState` (the right-hand side :func:`simulate_muscles`
     integrates), e.g. to compare with OpenSim's ``computeStateVariableDerivatives``; ``moment_arms``
-    as in :func:`simulate_muscles`."""
+    as in :func:`simulate_muscles`.
+
+    ``state``: a :class:`MuscleSimState` ``(q, qd, activation, fiber_length)``; ``excitations``: an
+    array ``(nm,)`` or a callable ``t -> (nm,)``.  Shapes are refused when traced (nothing is
+    broadcast); values in one fused run-time check: finite, activations and excitations in
+    [0, 1], fibre lengths >= 0."""
+    who = "muscle_vector_field"
     lengths_speeds_rule(moment_arms)
-    if not callable(excitations):
-        excitations = ConstantExcitation(jnp.asarray(excitations))
-    nq = model.n_coordinates
-    nm = len(model.extras["muscles"].names) if "muscles" in model.extras else 0
-    state = MuscleSimState(*state)
-    for field, n, dim in zip(MuscleSimState._fields, (nq, nq, nm, nm), ("nq", "nq", "nm", "nm")):
-        _checks.as_array(getattr(state, field), f"state.{field}", (n,), (dim,))
-    return MuscleDrivenField(excitations, None, tendon_kinds(model), moment_arms)(t, state, model)
+    if not isinstance(model, Model):
+        raise TypeError(f"{who}: model must be an mbjax Model, got {type(model).__name__}")
+    names = _muscle_names(model)
+    nq, nm = model.n_coordinates, len(names)
+    if nm == 0:
+        raise ValueError(f"{who}: the model has no muscles")
+    if isinstance(state, jax.Array) or not isinstance(state, (tuple, list)) or len(state) != 4:
+        raise TypeError(f"{who}: state must be a MuscleSimState (q, qd, activation, fiber_length), "
+                        f"got {type(state).__name__}" + (f" of length {len(state)}" if isinstance(state, (tuple, list)) else ""))
+    ctx, mctx = _checks.coordinates_context(model), _checks.names_context("muscles", names)
+    state = MuscleSimState(*(_checks.as_array(x, f"state.{f}", (n,), (dim,)) for x, f, n, dim in zip(
+        state, MuscleSimState._fields, (nq, nq, nm, nm), ("nq", "nq", "nm", "nm"))))
+    t = _checks.as_array(t, f"{who}: t", (), ())
+    u = _excitation_shape(_as_excitations(excitations, nm, model, None, who)(t), nm, model, who)
+    q, qd, a, lce = state
+    rules = [_checks.not_finite(t, f"{who}: t"),
+             _checks.not_finite(q, f"{who}: state.q", ctx),
+             _checks.not_finite(qd, f"{who}: state.qd", ctx),
+             _checks.not_finite(a, f"{who}: state.activation", mctx),
+             ((a < 0) | (a > 1), f"{who}: state.activation must be in [0, 1]{mctx}"),
+             _checks.not_finite(lce, f"{who}: state.fiber_length", mctx),
+             (lce < 0, f"{who}: state.fiber_length must be >= 0 (m){mctx}"),
+             _checks.not_finite(u, f"{who}: excitations", mctx),
+             ((u < 0) | (u > 1), f"{who}: excitations must be in [0, 1]{mctx}"),
+             *path_point_rules(model, who),
+             *wrap_dimension_rules(model, who),
+             *parameter_rules(get_paths(model), who)]
+    state = state._replace(q=_checks.all_of(q, rules))
+    return MuscleDrivenField(_Given(u), None, tendon_kinds(model), moment_arms)(t, state, model)
 
