@@ -2,10 +2,10 @@
 OpenSim 4.6's tools on the same setup files, in one run.
 
 * IK: ``arm26_Setup_InverseKinematics.xml`` (121 frames, 3 markers); mbjax
-  :func:`mbjax.inverse_kinematics_from_setup` (batched Gauss-Newton, warm-started chunks) vs
+  :func:`mbjax.opensim.inverse_kinematics_from_setup` (batched Gauss-Newton, warm-started chunks) vs
   ``opensim.InverseKinematicsTool(setup).run()``.
 * SO: ``arm26_Setup_StaticOptimization.xml`` (121 frames, 6 muscles, 6 Hz filter) on arm26 with its
-  wrap objects (``--straight``: without); mbjax :func:`mbjax.static_optimization_from_setup` vs
+  wrap objects (``--straight``: without); mbjax :func:`mbjax.opensim.static_optimization_from_setup` vs
   ``opensim.AnalyzeTool(setup).run()``.
 * Command (``--case command``): the Gait2354 cycle as a user runs it, one command for the trial:
   ``mbjax run IK.xml ID.xml SO.xml`` in a new process (import, model load, tracing, compilation,
@@ -139,9 +139,9 @@ def arm26(tmp):
         markers = load_markers(model_file, model)
         load = time.perf_counter() - t0
     print(f"arm26 ({'straight paths' if args.straight else 'with wrap objects'}), model load {load:.2f} s")
-    ik_cold, ik_warm, ik = _time(lambda: mbjax.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False),
-                                 args.repeat)
-    so_cold, so_warm, so = _time(lambda: mbjax.static_optimization_from_setup(
+    ik_cold, ik_warm, ik = _time(lambda: mbjax.opensim.inverse_kinematics_from_setup(
+        ik_setup, model, markers, progress=False), args.repeat)
+    so_cold, so_warm, so = _time(lambda: mbjax.opensim.static_optimization_from_setup(
         so_setup, model, write=False, progress=False), args.repeat)
     print(f"IK: {ik.time.size} frames, marker RMS max {np.nanmax(ik.rms) * 1e3:.2f} mm; "
           f"SO: {so.time.size} frames, converged {bool(np.asarray(so.result.converged).all())}")
@@ -182,9 +182,10 @@ def _cache_child(tmp, cache):
         model = mbjax.io.load_osim(folder / "subject01_simbody.osim")
         markers = load_markers(folder / "subject01_simbody.osim", model)
     out = {}
-    for name, fn in (("IK", lambda: mbjax.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False)),
-                     ("ID", lambda: mbjax.inverse_dynamics_from_setup(id_setup, model, write=False)),
-                     ("SO", lambda: mbjax.static_optimization_from_setup(so_setup, model, write=False, progress=False))):
+    tools = mbjax.opensim
+    for name, fn in (("IK", lambda: tools.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False)),
+                     ("ID", lambda: tools.inverse_dynamics_from_setup(id_setup, model, write=False)),
+                     ("SO", lambda: tools.static_optimization_from_setup(so_setup, model, write=False, progress=False))):
         t0 = time.perf_counter()
         fn()
         out[name] = time.perf_counter() - t0
@@ -221,11 +222,11 @@ def gait(tmp):
         markers = load_markers(folder / "subject01_simbody.osim", model)
         load = time.perf_counter() - t0
     print(f"\nGait2354 walking trial (23 coordinates, 54 muscles, 39 markers), model load {load:.2f} s")
-    ik_cold, ik_warm, ik = _time(lambda: mbjax.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False),
-                                 args.repeat)
-    id_cold, id_warm, idr = _time(lambda: mbjax.inverse_dynamics_from_setup(id_setup, model, write=False),
+    ik_cold, ik_warm, ik = _time(lambda: mbjax.opensim.inverse_kinematics_from_setup(
+        ik_setup, model, markers, progress=False), args.repeat)
+    id_cold, id_warm, idr = _time(lambda: mbjax.opensim.inverse_dynamics_from_setup(id_setup, model, write=False),
                                   args.repeat)
-    so_cold, so_warm, so = _time(lambda: mbjax.static_optimization_from_setup(
+    so_cold, so_warm, so = _time(lambda: mbjax.opensim.static_optimization_from_setup(
         so_setup, model, write=False, progress=False), args.repeat)
     print(f"IK: {ik.time.size} frames, marker RMS max {np.nanmax(ik.rms) * 1e3:.1f} mm; ID: {idr.time.size} frames; "
           f"SO: {so.time.size} frames (54 muscles + 23 residual/reserve actuators), converged "
@@ -248,7 +249,8 @@ def gait(tmp):
         finally:
             os.chdir(cwd)
         # both IK tools stop at the setup's <accuracy> (1e-5): their distance to the optimum solved tight
-        tight = mbjax.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False, rtol=1e-12, atol=1e-12)
+        tight = mbjax.opensim.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False,
+                                                            rtol=1e-12, atol=1e-12)
         q_os = mbjax.io.coordinates_from_table(model, mbjax.io.read_storage(folder / "ik_opensim.mot"))
         print(f"IK at the setup's accuracy {mbjax.ik.read_ik_setup(ik_setup).accuracy:g}: max |q - q_optimum| "
               f"mbjax {np.abs(ik.q - tight.q).max():.1e}, OpenSim {np.abs(q_os - tight.q).max():.1e} "

@@ -60,7 +60,8 @@ ENTRY = {
     "body_jacobians": (lambda q: mbjax.body_jacobians(ARM, q), ("q",)),
     "point_positions": (lambda q: mbjax.point_positions(ARM, q, "forearm", jnp.ones(3)), ("q",)),
     "point_velocity": (lambda q, qd: mbjax.point_velocity(ARM, q, qd, "forearm", jnp.ones(3)), ("q", "qd")),
-    "virtual_displacement": (lambda q, dq: mbjax.virtual_displacement(ARM, q, dq, "forearm", jnp.ones(3)), ("q", "dq")),
+    "virtual_displacement": (lambda q, dq: mbjax.reference.virtual_displacement(ARM, q, dq, "forearm", jnp.ones(3)),
+                             ("q", "dq")),
     "point_acceleration": (
         lambda q, qd, qdd: mbjax.point_acceleration(ARM, q, qd, qdd, "forearm", jnp.ones(3)), ("q", "qd", "qdd")),
     "mass_matrix": (lambda q: mbjax.mass_matrix(ARM, q), ("q",)),

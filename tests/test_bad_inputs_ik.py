@@ -141,11 +141,11 @@ def test_setup_missing_data_file_named_before_the_model_is_loaded(tmp_path, tag)
     """The setup's model (arm26.osim, not beside the copy) is not loaded: the missing file is named first."""
     path = _setup(tmp_path, rf"<{tag}>[^<]*</{tag}>", f"<{tag}>nope.sto</{tag}>")
     with pytest.raises(FileNotFoundError, match=rf"setup.xml: <{tag}> .*nope.sto: not found"):
-        mbjax.inverse_kinematics_from_setup(path)
+        mbjax.opensim.inverse_kinematics_from_setup(path)
 
 
 def test_setup_accuracy_refused_naming_the_element(tmp_path):
     path = _setup(tmp_path, r"<accuracy>[^<]*</accuracy>", "<accuracy>-1</accuracy>")
     with pytest.raises(ValueError, match=r"setup.xml: the IK accuracy must be a positive number, got -1.0 "
                                          r"\(<accuracy> in the file\)"):
-        mbjax.inverse_kinematics_from_setup(path, ARM, MARKERS)
+        mbjax.opensim.inverse_kinematics_from_setup(path, ARM, MARKERS)

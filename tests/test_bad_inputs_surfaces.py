@@ -44,15 +44,15 @@ def test_initial_fiber_lengths_refuses_nan_and_other_lengths():
 
 def test_model_forces_refuses_nan_and_other_shapes():
     with pytest.raises(RuntimeError, match=rf"model_forces: q contains NaN or inf {COORDS}"):
-        mbjax.model_forces(ARM, NAN_Q, QD)
+        mbjax.forces.model_forces(ARM, NAN_Q, QD)
     with pytest.raises(RuntimeError, match=r"model_forces: qd contains NaN"):
-        mbjax.model_forces(ARM, Q, QD.at[1].set(jnp.nan))
+        mbjax.forces.model_forces(ARM, Q, QD.at[1].set(jnp.nan))
     for bad in (jnp.ones(3), jnp.ones((2, 2)), jnp.asarray(0.3)):
         with pytest.raises(ValueError, match=rf"q must have shape \(nq,\) = \(2,\) {COORDS}"):
-            mbjax.model_forces(ARM, bad, QD)
+            mbjax.forces.model_forces(ARM, bad, QD)
     with pytest.raises(ValueError, match=r"qd must have shape \(nq,\) = \(2,\)"):
-        mbjax.model_forces(ARM, Q, jnp.ones(1))
-    np.testing.assert_array_equal(np.asarray(mbjax.model_forces(ARM, Q, QD)), 0.0)  # arm26 has no force elements
+        mbjax.forces.model_forces(ARM, Q, jnp.ones(1))
+    np.testing.assert_array_equal(np.asarray(mbjax.forces.model_forces(ARM, Q, QD)), 0.0)  # arm26 has no force elements
 
 
 def test_range_violations_refuses_nan_and_other_shapes():
@@ -102,9 +102,9 @@ def test_static_optimization_refuses_bounds_the_wrong_way_and_other_lengths():
 
 def test_batched_entry_points_refuse_other_shapes_and_name_the_nan():
     with pytest.raises(ValueError, match=r"q_batch must have shape \(N, 2\) \(N, nq\), got \(2,\)"):
-        mbjax.moment_arms_batched(ARM, Q)
+        mbjax.muscles.moment_arms_batched(ARM, Q)
     with pytest.raises(RuntimeError, match=r"q contains NaN or inf"):
-        mbjax.moment_arms_batched(ARM, jnp.stack([Q, NAN_Q]))
+        mbjax.muscles.moment_arms_batched(ARM, jnp.stack([Q, NAN_Q]))
     with pytest.raises(ValueError, match=r"sweep_poses: qs contains NaN or inf \(first at pose 1, coordinate 1\)"):
         mbjax.sweep_poses(mbjax.muscle_lengths, ARM, jnp.stack([Q, NAN_Q]), progress=False)
     with pytest.raises(ValueError, match=rf"q must have shape \(nq,\) = \(2,\) {COORDS}, got \(3,\)"):
@@ -115,17 +115,17 @@ def test_batched_entry_points_refuse_other_shapes_and_name_the_nan():
         mbjax.inverse_dynamics_frames(ARM, jnp.ones((4, 2)).at[1, 0].set(jnp.nan), jnp.ones((4, 2)), jnp.ones((4, 2)))
     # the valid twins: the batched routes equal the one-pose functions
     qs = jnp.stack([Q, Q + 0.1])
-    np.testing.assert_allclose(np.asarray(mbjax.moment_arms_batched(ARM, qs))[1],
+    np.testing.assert_allclose(np.asarray(mbjax.muscles.moment_arms_batched(ARM, qs))[1],
                                np.asarray(mbjax.moment_arms(ARM, Q + 0.1)), atol=1e-14)
 
 
 def test_model_builders_refuse_what_is_not_theirs():
     with pytest.raises(TypeError, match=r"with_force_elements: str 'spring' is not a ForceElement"):
-        mbjax.with_force_elements(ARM, "spring")
+        mbjax.forces.with_force_elements(ARM, "spring")
     with pytest.raises(ValueError, match=r"path function for 'nope': the model has no muscle of that name"):
         mbjax.with_path_functions(ARM, {"nope": None})
     with pytest.raises(ValueError, match=r"path function for muscle 'BRA': expected \(coordinates, order, "
-                                         r"coefficients\), got None"):
+                                         r"coefficients\) or \(coordinates, order, coefficients, ranges\), got None"):
         mbjax.with_path_functions(ARM, {"BRA": None})
     with pytest.raises(TypeError, match=r"path functions must be a PathFunctions or a dict .*got float"):
         mbjax.with_path_functions(ARM, 3.0)
@@ -154,16 +154,16 @@ SETUPS = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
 
 def test_setup_runners_refuse_missing_files_and_other_tools(tmp_path):
     missing = str(tmp_path / "none.xml")
-    for fn in (mbjax.inverse_kinematics_from_setup, mbjax.inverse_dynamics_from_setup,
-               mbjax.static_optimization_from_setup, mbjax.joint_reactions_from_setup):
+    for fn in (mbjax.opensim.inverse_kinematics_from_setup, mbjax.opensim.inverse_dynamics_from_setup,
+               mbjax.opensim.static_optimization_from_setup, mbjax.opensim.joint_reactions_from_setup):
         with pytest.raises(FileNotFoundError, match=re.escape(missing)):
             fn(missing)
     so = os.path.join(SETUPS, "arm26_so", "arm26_Setup_StaticOptimization.xml")
     ik = os.path.join(SETUPS, "arm26_ik", "arm26_Setup_InverseKinematics.xml")
     with pytest.raises(ValueError, match=r"arm26_Setup_StaticOptimization.xml: no <InverseKinematicsTool>"):
-        mbjax.inverse_kinematics_from_setup(so)
+        mbjax.opensim.inverse_kinematics_from_setup(so)
     with pytest.raises(ValueError, match=r"arm26_Setup_InverseKinematics.xml:2: <OpenSimDocument>: no <AnalyzeTool>"):
-        mbjax.static_optimization_from_setup(ik)
+        mbjax.opensim.static_optimization_from_setup(ik)
 
 
 def test_simulate_muscles_refuses_other_lengths_before_solving():

@@ -122,7 +122,7 @@ def test_generalized_forces_vs_virtual_work():
             i = model.body_index(b)
             w = dposes[i, :3, :3] @ poses[i, :3, :3].T
             dw = jnp.stack([w[2, 1], w[0, 2], w[1, 0]])
-            work += f @ mbjax.virtual_displacement(model, q, dq, b, p) + t @ dw
+            work += f @ mbjax.reference.virtual_displacement(model, q, dq, b, p) + t @ dw
         return qf @ dq, work
 
     a, b = routes(model, q, dq)

@@ -156,15 +156,15 @@ def test_coupled_coordinate_acts_through_its_map(results):
 def test_simulate_with_model_forces(model):
     """simulate(..., forces=ModelForces(model)) runs (compile-heavy: extended)."""
     sol = mbjax.simulate(model, jnp.array([0.2, 0.02, 0.1, 0.02]), jnp.zeros(4), 0.0, 0.2,
-                         forces=mbjax.ModelForces(model), saveat=jnp.array([0.0, 0.2]))
+                         forces=mbjax.forces.ModelForces(model), saveat=jnp.array([0.0, 0.2]))
     assert np.all(np.isfinite(np.asarray(sol.ys[0])))
 
 
 def test_float32_runs():
     b = mbjax.ModelBuilder(["x"])
     b.add_body("a", axis=[0, 0, 1], map="x", mass=1.0, com=(0, -0.1, 0), inertia=np.eye(3) * 0.01)
-    m = mbjax.with_force_elements(b.build(), mbjax.forces.SpringGeneralizedForce.create(
+    m = mbjax.forces.with_force_elements(b.build(), mbjax.forces.SpringGeneralizedForce.create(
         b.build(), ["s"], ["x"], [3.0], [0.1], [0.2]))
-    out = mbjax.model_forces(m, jnp.array([0.5], jnp.float32), jnp.array([1.0], jnp.float32))
+    out = mbjax.forces.model_forces(m, jnp.array([0.5], jnp.float32), jnp.array([1.0], jnp.float32))
     assert out.dtype == jnp.float32
     np.testing.assert_allclose(out, [-3.0 * 0.4 - 0.2], rtol=1e-6)

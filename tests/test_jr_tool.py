@@ -165,7 +165,7 @@ def _pendulum_closed_form(t, tau, g):
 def test_double_pendulum_equals_closed_form(tmp_path):
     setup = _pendulum_files(tmp_path)
     with pytest.warns(UserWarning, match="not_an_actuator"):
-        res = mbjax.joint_reactions_from_setup(setup, progress=False)
+        res = mbjax.opensim.joint_reactions_from_setup(setup, progress=False)
     # rows 5..45 of the 0.02 s grid: the first, the last and the even ones between (Analysis::proceed)
     np.testing.assert_allclose(res.time, np.r_[0.1, np.arange(6, 45, 2) * 0.02, 0.9], rtol=0, atol=1e-12)
     assert res.labels[:9] == tuple(f"pin1_on_rod1_in_ground_{c}" for c in jr_tool.motion._COMPONENTS)
@@ -208,7 +208,7 @@ def test_setup_errors_name_what_is_wrong(tmp_path):
     def run(**kw):
         path = tmp_path / "bad.xml"
         path.write_text(_setup_text(**kw))
-        return mbjax.joint_reactions_from_setup(path, model, write=False, progress=False)
+        return mbjax.opensim.joint_reactions_from_setup(path, model, write=False, progress=False)
 
     with pytest.raises(NotImplementedError, match="no <forces_file>"):
         run(forces=None)
@@ -318,7 +318,7 @@ def test_gait2354_reactions_are_the_subtree_balance(tmp_path):
     setup, acts = _gait_setup(tmp_path, model)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the recorded ground-reaction columns are recognized, not warned
-        res = mbjax.joint_reactions_from_setup(setup, model, write=False, progress=False)
+        res = mbjax.opensim.joint_reactions_from_setup(setup, model, write=False, progress=False)
     T, nm = res.time.size, len(model.muscle_names)
     assert T >= 6 and res.actuator_names[:nm] == tuple(model.muscle_names)
     F, x = res.forces[:, :nm], res.forces[:, nm:]

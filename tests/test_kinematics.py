@@ -127,7 +127,7 @@ def test_point_velocity_acceleration_along_trajectory():
     np.testing.assert_allclose(v, jax.jit(jax.jacfwd(pos))(t), atol=1e-12)
     np.testing.assert_allclose(a, jax.jit(jax.jacfwd(jax.jacfwd(pos)))(t), atol=1e-11)
     dq = jnp.array([1e-3, -2e-3, 0.5e-3, 1e-3])
-    dr = mbjax.virtual_displacement(model, q, dq, "b6", point)
+    dr = mbjax.reference.virtual_displacement(model, q, dq, "b6", point)
     np.testing.assert_allclose(dr, jax.jvp(lambda x: mbjax.point_positions(model, x, "b6", point), (q,), (dq,))[1], atol=1e-15)
     # several points at once
     pts = jnp.stack([point, -point, 2 * point])

@@ -249,8 +249,8 @@ def test_generalized_force_is_virtual_work(knee):
         poses = mbjax.body_poses(model, q)
         _, _, _, strain, s_hat = fibre_state(fib, poses[model.body_index("tibia")], poses[model.body_index("femur")])
         t = fibre_law(strain, fib.stiffness, fib.law) * fib.weight
-        dp = mbjax.virtual_displacement(model, q, dq, "tibia", fib.points_a)
-        dqb = mbjax.virtual_displacement(model, q, dq, "femur", fib.points_b)
+        dp = mbjax.reference.virtual_displacement(model, q, dq, "tibia", fib.points_a)
+        dqb = mbjax.reference.virtual_displacement(model, q, dq, "femur", fib.points_b)
         work = jnp.sum(t[:, None] * s_hat * (dqb - dp))
         # independent route 2: Q = -∂U/∂q of the elastic energy
         grad_u = jax.grad(ligament_potential, argnums=1)(model, q, el)

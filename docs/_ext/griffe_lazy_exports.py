@@ -1,5 +1,5 @@
 """Griffe extension for the API reference: make mbjax's lazily loaded public names visible
-(``mbjax`` and ``mbjax.io``).
+(``mbjax``, ``mbjax.io`` and ``mbjax.opensim``).
 
 ``mbjax/__init__.py`` loads its public names on first use (PEP 562 ``__getattr__`` over the
 ``_EXPORTS`` table), so static analysis sees none of them.  This extension reads that table, imports
@@ -17,7 +17,7 @@ import griffe
 
 
 #: the packages whose public names load on first use, each with an ``_EXPORTS`` table
-LAZY_PACKAGES = ("mbjax", "mbjax.io")
+LAZY_PACKAGES = ("mbjax", "mbjax.io", "mbjax.opensim")
 
 
 class LazyExports(griffe.Extension):
@@ -36,10 +36,12 @@ class LazyExports(griffe.Extension):
             module, attribute = entry if isinstance(entry, tuple) else (entry, name)
             if attribute is None:  # a submodule: in the package already
                 continue
+            # a module named from the top (``mbjax.opensim``'s table) or within the package
+            module = module if module.startswith("mbjax.") else f"{pkg.path}.{module}"
             # where the object is defined (``mbjax.muscles.moment_arms`` is also a submodule's name)
-            obj = getattr(importlib.import_module(f"{pkg.path}.{module}"), attribute)
+            obj = getattr(importlib.import_module(module), attribute)
             where = getattr(obj, "__module__", None)
             qualname = getattr(obj, "__qualname__", None)
-            target = f"{where}.{qualname}" if where and qualname else f"{pkg.path}.{module}.{attribute}"
+            target = f"{where}.{qualname}" if where and qualname else f"{module}.{attribute}"
             pkg.set_member(name, griffe.Alias(name, target, parent=pkg))
         pkg.exports = sorted(package.__all__)

@@ -69,7 +69,7 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   function's and -∂L/∂q, as OpenSim computes them.
 * Force elements (``CoordinateLimitForce``, ``SpringGeneralizedForce``, ``ExpressionBasedCoordinateForce``,
   ``PointToPointSpring``, ``BushingForce``) go into ``model.extras["forces"]`` (:mod:`mbjax.forces`,
-  read by :mod:`mbjax.io.osim_forces`); :func:`mbjax.model_forces` gives their generalized force.
+  read by :mod:`mbjax.io.osim_forces`); :func:`mbjax.forces.model_forces` gives their generalized force.
   ``CoordinateActuator`` (an idle actuator without controls) is recorded by name
   (:data:`RECORDED_FORCES`).
 * Wrap objects (``WrapCylinder``, ``WrapSphere``, ``WrapEllipsoid``, ``WrapTorus``, owned by a body,

@@ -2,7 +2,7 @@
 
 * OpenSim's ``InverseDynamicsTool`` is run live on the Gait2354 walking setup of
   tests/data/opensim_models/gait2354_id (6 Hz coordinate filter, both ground reactions, Muscles
-  excluded, 0.55-0.85 s: 19 frames) and compared with :func:`mbjax.inverse_dynamics_from_setup` on
+  excluded, 0.55-0.85 s: 19 frames) and compared with :func:`mbjax.opensim.inverse_dynamics_from_setup` on
   the same file (OpenSim's output written with 17 digits): the same times and all 23 generalized
   forces to 1e-9.
 * The building blocks at full precision: ``GCVSpline`` (degrees 3 and 5, inside and outside the
@@ -47,7 +47,7 @@ def results(tmp_path_factory):
         os.chdir(cwd)
         osim.IO.SetPrecision(8)
         osim.IO.SetScientific(False)
-    ours = mbjax.inverse_dynamics_from_setup(SETUP, output_file=out / "mbjax" / "inverse_dynamics.sto")
+    ours = mbjax.opensim.inverse_dynamics_from_setup(SETUP, output_file=out / "mbjax" / "inverse_dynamics.sto")
     written = read_storage(out / "mbjax" / "inverse_dynamics.sto")
     return read_storage(out / "opensim" / "inverse_dynamics.sto"), ours, written
 

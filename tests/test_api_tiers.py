@@ -1,0 +1,95 @@
+"""The public API in tiers: a core of at most 60 names beside the subpackages, the tiers
+``mbjax.opensim``, ``mbjax.reference`` and ``mbjax.config``, and the names that moved kept at the
+top level for one release with a warning naming their new home."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import mbjax
+
+TIERS = ("opensim", "reference", "config")
+
+#: OpenSim's workflow: its files, the setup readers, the tools from setup files and on tables
+OPENSIM_WORKFLOW = (
+    "load_osim", "write_osim", "read_storage", "write_storage", "read_trc", "write_trc", "read_external_loads",
+    "read_ik_setup", "read_id_setup", "read_so_setup", "read_jr_setup", "read_scale_setup",
+    "inverse_kinematics_from_setup", "inverse_dynamics_from_setup", "static_optimization_from_setup",
+    "joint_reactions_from_setup", "run_setups",
+    "inverse_dynamics_motion", "static_optimization_motion", "joint_reactions_motion",
+)
+
+
+def _is_module(name: str) -> bool:
+    return mbjax._EXPORTS[name][1] is None
+
+
+def test_the_core_has_at_most_60_names():
+    names = [n for n in mbjax.__all__ if not _is_module(n)]
+    assert len(names) <= 60, f"{len(names)} core names"
+    assert set(TIERS) <= set(mbjax.__all__)
+    assert not set(mbjax._MOVED) & set(mbjax.__all__)
+
+
+def test_every_name_of_every_tier_resolves():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for name in mbjax.__all__:
+            assert getattr(mbjax, name) is not None, name
+        for tier in TIERS + ("io",):
+            module = importlib.import_module(f"mbjax.{tier}")
+            for name in module.__all__:
+                assert getattr(module, name) is not None, f"mbjax.{tier}.{name}"
+
+
+@pytest.mark.parametrize("name", sorted(mbjax._MOVED))
+def test_a_moved_name_warns_and_is_its_new_homes_object(name):
+    tier = mbjax._MOVED[name]
+    home = importlib.import_module(f"mbjax.{tier}")
+    assert name in getattr(home, "__all__", dir(home)), f"mbjax.{tier} lacks {name}"
+    with pytest.warns(DeprecationWarning, match=rf"is mbjax\.{tier}\.{name};"):
+        old = getattr(mbjax, name)
+    assert old is getattr(home, name)
+
+
+def test_the_opensim_tier_is_the_workflow():
+    import mbjax.opensim as tier
+
+    assert set(OPENSIM_WORKFLOW) <= set(tier.__all__)
+    assert tier.load_osim is mbjax.io.load_osim and tier.read_storage is mbjax.io.read_storage
+    assert tier.inverse_kinematics_from_setup is mbjax.ik.inverse_kinematics_from_setup
+    assert tier.joint_reactions_motion is mbjax.jr_tool.joint_reactions_motion
+    with pytest.raises(AttributeError, match="mbjax.opensim' has no attribute 'nope'"):
+        tier.nope  # noqa: B018
+
+
+def test_tool_packages_import_without_warning_and_are_not_listed():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for name in ("ik", "id_tool", "so_tool"):
+            assert getattr(mbjax, name).__name__ == f"mbjax.{name}"
+            assert name not in mbjax.__all__
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "; import sys; print(' '.join(sys.modules))"],
+                         capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_importing_the_package_and_the_opensim_tier_imports_no_jax():
+    assert "jax" not in _modules_after("import mbjax")
+    assert "jax" not in _modules_after("import mbjax.opensim")
+
+
+def test_opensim_still_means_opensims_own_package():
+    pytest.importorskip("opensim")
+    out = subprocess.run([sys.executable, "-c", "import mbjax.opensim, mbjax.io.opensim_reference; import opensim; "
+                          "print(opensim.__name__, hasattr(opensim, 'Model'))"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["opensim", "True"]
