@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _checks
 from ._kinematics import body_poses
 
 
@@ -25,18 +26,36 @@ class Markers(eqx.Module):
     body: tuple[int, ...] = eqx.field(static=True)
 
     def __init__(self, names, body, offset):
+        if isinstance(names, str):
+            raise TypeError(f"Markers: names must be a sequence of marker names, got the string {names!r}")
         self.names = tuple(str(n) for n in names)
-        self.body = tuple(int(b) for b in body)
-        self.offset = jnp.asarray(offset, dtype=float).reshape(len(self.names), 3)
+        if isinstance(body, (str, int, np.integer)):
+            raise TypeError(f"Markers: body must be a sequence of body indices (one per marker), got {body!r}")
+        body = tuple(body)
         if len(set(self.names)) != len(self.names):
             raise ValueError(f"duplicate marker names in {self.names}")
-        if len(self.body) != len(self.names):
-            raise ValueError(f"{len(self.body)} body indices for {len(self.names)} markers")
+        if len(body) != len(self.names):
+            raise ValueError(f"{len(body)} body indices for {len(self.names)} markers")
+        self.body = tuple(_body_index(n, b) for n, b in zip(self.names, body))
+        self.offset = _offsets(self.names, offset)
 
     @classmethod
     def on_bodies(cls, model, names, bodies, offset) -> "Markers":
         """Markers from body names (``"ground"`` allowed) or indices."""
-        idx = [-1 if b == "ground" else model.body_index(b) for b in bodies]
+        if isinstance(bodies, str):
+            raise TypeError(f"Markers.on_bodies: bodies must be a sequence (one per marker), got the string {bodies!r}")
+        names, bodies = list(names), list(bodies)
+        if len(bodies) != len(names):
+            raise ValueError(f"Markers.on_bodies: {len(bodies)} bodies for {len(names)} markers")
+        idx = []
+        for n, b in zip(names, bodies):
+            if (isinstance(b, str) and b == "ground") or (isinstance(b, (int, np.integer)) and b == -1):
+                idx.append(-1)
+                continue
+            try:
+                idx.append(model.body_index(b))
+            except ValueError as err:
+                raise ValueError(f"Markers.on_bodies: marker {str(n)!r}: {err}") from None
         return cls(names, idx, offset)
 
     def __len__(self) -> int:
@@ -59,9 +78,75 @@ class Markers(eqx.Module):
         return Markers([own[i] for i in k], [self.body[i] for i in k], offset)
 
 
+def _body_index(name: str, b) -> int:
+    """A marker's body index: an integer >= -1 (``-1`` = ground)."""
+    bad = isinstance(b, (bool, np.bool_, str)) or not isinstance(b, (int, np.integer, float, np.floating))
+    if not bad and isinstance(b, (float, np.floating)):
+        bad = not (np.isfinite(b) and float(b).is_integer())
+    if bad:
+        raise ValueError(f"Markers: marker {name!r} has body {b!r}; body must be an integer index into "
+                         "model.body_names (-1 = ground); use Markers.on_bodies for body names")
+    if int(b) < -1:
+        raise ValueError(f"Markers: marker {name!r} has body index {int(b)}; indices are >= 0 into "
+                         "model.body_names, or -1 for ground")
+    return int(b)
+
+
+def _offsets(names, offset):
+    """The offsets as ``(nm, 3)``: given as ``(nm, 3)`` (or flat ``(3 nm,)``), finite when concrete."""
+    nm = len(names)
+    try:
+        arr = jnp.asarray(offset)
+    except TypeError as err:
+        raise ValueError(f"Markers: offset must be a real array of shape (nm, 3) = ({nm}, 3), got "
+                         f"{type(offset).__name__}: {err}") from None
+    if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+        raise ValueError(f"Markers: offset must be a real array, got dtype {arr.dtype}")
+    if arr.shape not in ((nm, 3), (3 * nm,)):
+        raise ValueError(f"Markers: offset must have shape (nm, 3) = ({nm}, 3), one body-frame point per marker, "
+                         f"got {tuple(arr.shape)}")
+    arr = arr.astype(float).reshape(nm, 3)
+    if not isinstance(arr, jax.core.Tracer):
+        bad = ~np.all(np.isfinite(np.asarray(arr)), axis=1)
+        if bad.any():
+            raise ValueError(f"Markers: offset of marker {names[int(np.argmax(bad))]!r} is not finite "
+                             f"({np.asarray(arr)[int(np.argmax(bad))].tolist()})")
+    return arr
+
+
+def check_bodies(model, markers: "Markers", where: str) -> None:
+    """Every marker's body index is a body of ``model`` (or ``-1``, ground); trace-time ``ValueError``."""
+    nb = model.n_bodies
+    for name, b in zip(markers.names, markers.body):
+        if not -1 <= b < nb:
+            raise ValueError(f"{where}: marker {name!r} is on body index {b}, but the model has {nb} bodies "
+                             f"(indices 0..{nb - 1}, -1 = ground); the markers do not belong to this model")
+
+
+def _checked(model, markers: "Markers", q, where: str):
+    """Trace-time checks of the markers against ``model`` and of ``q``'s shape; one fused run-time
+    check that ``q`` and the offsets are finite (offsets may be changed after construction)."""
+    from ._kinematics import check_vector
+
+    if not isinstance(markers, Markers):
+        raise TypeError(f"{where}: markers must be an mbjax.Markers, got {type(markers).__name__}")
+    check_bodies(model, markers, where)
+    with _checks.checks(False):  # shape and dtype only here; the values below, in one check
+        q = check_vector(model, q)
+    names = list(markers.names)
+    rules = [_checks.not_finite(q, "q", _checks.coordinates_context(model))]
+    if names:
+        bad, _ = _checks.not_finite(markers.offset, "offset")
+        rules.append((bad, [f"{where}: offset of marker {n!r} contains NaN or inf (changed after "
+                            "construction? eqx.tree_at or a fit step)" for n in names]))
+    return _checks.all_of(q, rules)
+
+
 def marker_positions(model, markers: Markers, q) -> jnp.ndarray:
     """World positions ``(nm, 3)`` of the markers at pose ``q`` (``⁰A_b [r; 1]``, Eq. 41)."""
-    poses = body_poses(model, q)
+    q = _checked(model, markers, q, "marker_positions")
+    with _checks.checks(False):  # checked above
+        poses = body_poses(model, q)
     eye = jnp.broadcast_to(jnp.eye(4, dtype=poses.dtype), (1, 4, 4))
     poses = jnp.concatenate([poses, eye], axis=0)  # index -1 = ground
     sel = poses[np.asarray(markers.body, int)]
@@ -87,6 +172,7 @@ def _marker_kinematics(model, markers: Markers, q, jacobian: bool):
     """Positions (and with ``jacobian`` their Jacobian) from one :func:`forward_pass`."""
     from ._kinematics import forward_pass
 
+    q = _checked(model, markers, q, "marker_positions_and_jacobian" if jacobian else "marker_positions")
     top = model.topology
     body = np.asarray(markers.body, int)
     anc = top.ancestor_mask()

@@ -69,12 +69,33 @@ class FibreSet(eqx.Module):
     transition_strain: float = eqx.field(static=True, default=0.06)
 
     def __check_init__(self):
+        arrays = {}
+        for name in ("points_a", "points_b", "weight", "stiffness", "free_length"):
+            value = getattr(self, name)
+            if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+                raise TypeError(f"FibreSet: {name} must be an array (one row per fibre), got {type(value).__name__}; "
+                                "e.g. jnp.full(n_fibres, value) for a constant")
+            if not (jnp.issubdtype(value.dtype, jnp.floating) or jnp.issubdtype(value.dtype, jnp.integer)):
+                raise ValueError(f"FibreSet: {name} must be a real array, got dtype {value.dtype}")
+            arrays[name] = value
+        if arrays["points_a"].ndim != 2 or arrays["points_a"].shape[1] != 3:
+            raise ValueError(f"FibreSet: points_a must have shape (N, 3) (fibre ends in body A's frame), "
+                             f"got {tuple(arrays['points_a'].shape)}")
         n = self.points_a.shape[0]
-        for name in ("points_b", "weight", "stiffness", "free_length"):
-            if getattr(self, name).shape[0] != n:
-                raise ValueError(f"FibreSet: {name} has {getattr(self, name).shape[0]} rows, expected {n}")
+        want = {"points_b": (n, 3), "weight": (n,), "stiffness": (n,), "free_length": (n,)}
+        for name, shape in want.items():
+            got = tuple(arrays[name].shape)
+            if got != shape:
+                if got[:1] != (n,):
+                    raise ValueError(f"FibreSet: {name} has {got[0] if got else 0} rows, expected {n} "
+                                     f"(shape {shape}, got {got})")
+                raise ValueError(f"FibreSet: {name} must have shape {shape} for N = {n} fibres, got {got}")
         if self.law not in LAWS:
             raise ValueError(f"FibreSet: law {self.law!r} is not one of {LAWS}")
+        ts = self.transition_strain
+        if isinstance(ts, bool) or not isinstance(ts, (int, float, np.integer, np.floating)) or not (
+                np.isfinite(ts) and ts > 0):
+            raise ValueError(f"FibreSet: transition_strain must be a finite number > 0, got {ts!r}")
         try:
             l0 = np.asarray(self.free_length)
             k, w = np.asarray(self.stiffness), np.asarray(self.weight)
@@ -99,9 +120,54 @@ def _world(pose, pts):
     return pts @ pose[:3, :3].T + pose[:3, 3]
 
 
-def fibre_state(fibres: FibreSet, pose_a, pose_b):
-    """World ends ``p, q``, lengths ``l``, strains ``ε`` and unit vectors ``ŝ = (p - q)/l``."""
-    pose_a, pose_b = _checks.pose(pose_a, "pose_a"), _checks.pose(pose_b, "pose_b")
+#: the hint the run-time messages end with
+CHANGED = " (changed after construction? eqx.tree_at or a fit step)"
+
+
+def fibre_rules(fibres: FibreSet, where: str) -> list:
+    """``(bad, message)`` rules of :func:`mbjax._checks.all_of` on the fibres' values: finite ends and
+    weights (a Gauss rule may have negative weights), stiffnesses >= 0, free lengths > 0."""
+    def nf(x):
+        return ~jnp.isfinite(x)
+
+    return [
+        (nf(fibres.points_a), f"{where}: fibre ends points_a contain NaN or inf{CHANGED}"),
+        (nf(fibres.points_b), f"{where}: fibre ends points_b contain NaN or inf{CHANGED}"),
+        (nf(fibres.weight), f"{where}: fibre weight (area, m²) contains NaN or inf{CHANGED}"),
+        (nf(fibres.stiffness) | (fibres.stiffness < 0),
+         f"{where}: fibre stiffness is NaN, inf or < 0 (Pa){CHANGED}"),
+        (nf(fibres.free_length) | (fibres.free_length <= 0),
+         f"{where}: fibre free_length (slack length) is NaN, inf or <= 0 (m){CHANGED}"),
+    ]
+
+
+def pose_rule(x, name: str):
+    """``(pose (4, 4), rule or None)``: shape at trace time, the rule of :func:`mbjax._checks.pose`."""
+    arr = _checks.as_array(x, name, (4, 4), (4, 4), " (a homogeneous transform [[R, p], [0, 0, 0, 1]])")
+    if not jnp.issubdtype(arr.dtype, jnp.inexact):
+        return arr, None
+    eps = 100 * jnp.finfo(arr.dtype).eps
+    row = jnp.asarray([0.0, 0.0, 0.0, 1.0], arr.dtype)
+    bad = ~jnp.all(jnp.isfinite(arr)) | jnp.any(jnp.abs(arr[3] - row) > eps)
+    return arr, (bad, f"{name} must be a finite homogeneous transform with last row [0, 0, 0, 1]")
+
+
+def checked(fibres: FibreSet, pose_a, pose_b, where: str, pole=None, extra=()):
+    """Poses (and pole) checked: shapes at trace time, then one fused run-time check of the poses,
+    the pole, the ``extra`` rules and the fibres' values."""
+    if not isinstance(fibres, FibreSet):
+        raise TypeError(f"{where}: fibres must be a FibreSet, got {type(fibres).__name__}")
+    pose_a, rule_a = pose_rule(pose_a, "pose_a")
+    pose_b, rule_b = pose_rule(pose_b, "pose_b")
+    rules = [r for r in (rule_a, rule_b) if r is not None]
+    if pole is not None:
+        pole = _checks.as_array(pole, "pole", (3,), (3,))
+        rules.append(_checks.not_finite(pole, "pole"))
+    rules += list(extra) + fibre_rules(fibres, where)  # the caller's own parameters named first
+    return _checks.all_of(pose_a, rules), pose_b, pole
+
+
+def _state(fibres: FibreSet, pose_a, pose_b):
     p = _world(pose_a, fibres.points_a)
     q = _world(pose_b, fibres.points_b)
     d = p - q
@@ -109,6 +175,25 @@ def fibre_state(fibres: FibreSet, pose_a, pose_b):
     s_hat = d / jnp.where(length > 0, length, 1.0)[:, None]
     strain = (length - fibres.free_length) / fibres.free_length
     return p, q, length, strain, s_hat
+
+
+def fibre_state(fibres: FibreSet, pose_a, pose_b):
+    """World ends ``p, q``, lengths ``l``, strains ``ε`` and unit vectors ``ŝ = (p - q)/l``."""
+    pose_a, pose_b, _ = checked(fibres, pose_a, pose_b, "fibre_state")
+    return _state(fibres, pose_a, pose_b)
+
+
+def wrench(fibres: FibreSet, pose_a, pose_b, pole=None):
+    """:func:`ligament_wrench` without checks (inputs checked by the caller)."""
+    _, q, _, strain, s_hat = _state(fibres, pose_a, pose_b)
+    t = fibre_law(strain, fibres.stiffness, fibres.law, fibres.transition_strain) * fibres.weight
+    force = t[:, None] * s_hat
+    arm = q if pole is None else q - pole
+    moment = jnp.cross(arm, force)
+    return jnp.concatenate([moment.sum(0), force.sum(0)])
+
+
+wrench_jit = eqx.filter_jit(wrench)
 
 
 @eqx.filter_jit
@@ -119,16 +204,18 @@ def ligament_wrench(fibres: FibreSet, pose_a, pose_b, pole=None):
     origin (then the wrench pairs with ``body_jacobians``' twists).  The wrench on body A is the
     negative (same pole).
     """
-    _, q, _, strain, s_hat = fibre_state(fibres, pose_a, pose_b)
-    t = fibre_law(strain, fibres.stiffness, fibres.law, fibres.transition_strain) * fibres.weight
-    force = t[:, None] * s_hat
-    arm = q if pole is None else q - _checks.finite(_checks.as_array(pole, "pole", (3,), (3,)), "pole")
-    moment = jnp.cross(arm, force)
-    return jnp.concatenate([moment.sum(0), force.sum(0)])
+    pose_a, pose_b, pole = checked(fibres, pose_a, pose_b, "ligament_wrench", pole)
+    return wrench(fibres, pose_a, pose_b, pole)
+
+
+def energy(fibres: FibreSet, pose_a, pose_b):
+    """:func:`ligament_energy` without checks."""
+    _, _, _, strain, _ = _state(fibres, pose_a, pose_b)
+    e = fibre_energy_density(strain, fibres.stiffness, fibres.free_length, fibres.law, fibres.transition_strain)
+    return jnp.sum(e * fibres.weight)
 
 
 def ligament_energy(fibres: FibreSet, pose_a, pose_b):
     """Elastic energy of the discretised ligament (J); its negative gradient is the wrench."""
-    _, _, _, strain, _ = fibre_state(fibres, pose_a, pose_b)
-    e = fibre_energy_density(strain, fibres.stiffness, fibres.free_length, fibres.law, fibres.transition_strain)
-    return jnp.sum(e * fibres.weight)
+    pose_a, pose_b, _ = checked(fibres, pose_a, pose_b, "ligament_energy")
+    return energy(fibres, pose_a, pose_b)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _checks
-from .._kinematics import body_jacobians, body_poses
+from .._kinematics import body_jacobians, body_poses, check_vector
 from .._model import GROUND, Model
 from .._spatial import skew, transform
-from .fibres import FibreSet, ligament_energy, ligament_wrench
+from .fibres import FibreSet, checked, energy, fibre_rules, wrench_jit
 
 
 class LigamentForce(eqx.Module):
@@ -28,6 +29,17 @@ class LigamentForce(eqx.Module):
     fibres: FibreSet
     body_a: int = eqx.field(static=True)
     body_b: int = eqx.field(static=True)
+
+    def __check_init__(self):
+        if not isinstance(self.fibres, FibreSet):
+            raise TypeError(f"LigamentForce: fibres must be a FibreSet, got {type(self.fibres).__name__}")
+        for side in ("body_a", "body_b"):
+            b = getattr(self, side)
+            if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < -1:
+                raise ValueError(f"LigamentForce: {side} must be a body index >= 0 (or -1 = ground), got {b!r}; "
+                                 "use LigamentForce.between(model, fibres, 'body_a', 'body_b') for body names")
+        if self.body_a == self.body_b:
+            raise ValueError("LigamentForce: a ligament needs two different bodies")
 
     @classmethod
     def between(cls, model: Model, fibres: FibreSet, body_a, body_b) -> "LigamentForce":
@@ -55,17 +67,43 @@ def _pose(poses, i):
     return jnp.eye(4, dtype=poses.dtype) if i < 0 else poses[i]
 
 
+def _checked(model: Model, q, element: LigamentForce, where: str):
+    """``q`` and the element checked: bodies and shapes at trace time, then one fused run-time check
+    of ``q`` and the fibres' values."""
+    if not isinstance(element, LigamentForce):
+        raise TypeError(f"{where}: element must be a LigamentForce, got {type(element).__name__}")
+    nb = model.n_bodies
+    for side, b in (("body_a", element.body_a), ("body_b", element.body_b)):
+        if not -1 <= b < nb:
+            raise ValueError(f"{where}: ligament {side} is body index {b}, but the model has {nb} bodies "
+                             f"(indices 0..{nb - 1}, -1 = ground); build it with LigamentForce.between(model, ...)")
+    name = " to ".join(repr(GROUND if b < 0 else model.body_names[b]) for b in (element.body_a, element.body_b))
+    with _checks.checks(False):  # shape and dtype here; the values below, in one check
+        q = check_vector(model, q)
+    rules = [_checks.not_finite(q, "q", _checks.coordinates_context(model))]
+    rules += fibre_rules(element.fibres, f"{where}: ligament from {name}")
+    return _checks.all_of(q, rules)
+
+
+def _body_wrenches(model: Model, q, element: LigamentForce):
+    poses = body_poses(model, q)
+    w_b = wrench_jit(element.fibres, _pose(poses, element.body_a), _pose(poses, element.body_b))
+    return -w_b, w_b
+
+
 def ligament_body_wrenches(model: Model, q, element: LigamentForce):
     """World wrenches ``(W_A, W_B)``, each ``[moment about world origin; force]`` (6,)."""
-    poses = body_poses(model, q)
-    w_b = ligament_wrench(element.fibres, _pose(poses, element.body_a), _pose(poses, element.body_b))
-    return -w_b, w_b
+    q = _checked(model, q, element, "ligament_body_wrenches")
+    with _checks.checks(False):  # checked above
+        return _body_wrenches(model, q, element)
 
 
 def ligament_generalized_forces(model: Model, q, element: LigamentForce):
     """``Q = J_Aᵀ W_A + J_Bᵀ W_B`` (nq,): the ligament's contribution to the right side of Eq. 198."""
-    w_a, w_b = ligament_body_wrenches(model, q, element)
-    jac = body_jacobians(model, q)
+    q = _checked(model, q, element, "ligament_generalized_forces")
+    with _checks.checks(False):  # checked above
+        w_a, w_b = _body_wrenches(model, q, element)
+        jac = body_jacobians(model, q)
     out = jnp.zeros(model.n_coordinates, dtype=w_a.dtype)
     if element.body_a >= 0:
         out = out + jac[element.body_a].T @ w_a
@@ -76,8 +114,10 @@ def ligament_generalized_forces(model: Model, q, element: LigamentForce):
 
 def ligament_potential(model: Model, q, element: LigamentForce):
     """Elastic energy (J) at ``q``; ``-∇_q`` of it equals ``ligament_generalized_forces``."""
-    poses = body_poses(model, q)
-    return ligament_energy(element.fibres, _pose(poses, element.body_a), _pose(poses, element.body_b))
+    q = _checked(model, q, element, "ligament_potential")
+    with _checks.checks(False):  # checked above
+        poses = body_poses(model, q)
+    return energy(element.fibres, _pose(poses, element.body_a), _pose(poses, element.body_b))
 
 
 def twist_perturbation(xi):
@@ -92,10 +132,10 @@ def ligament_stiffness(fibres: FibreSet, pose_a, pose_b):
     Computed by ``jax.jacfwd`` through the whole fibre sum (the MBM gives it fibre by fibre; here it
     comes free for TPSM).  The negative is the usual (tangent) stiffness matrix.
     """
-    pose_a, pose_b = _checks.pose(pose_a, "pose_a"), _checks.pose(pose_b, "pose_b")
+    pose_a, pose_b, _ = checked(fibres, pose_a, pose_b, "ligament_stiffness")
 
     def w(xi):
-        return ligament_wrench(fibres, pose_a, twist_perturbation(xi) @ pose_b)
+        return wrench_jit(fibres, pose_a, twist_perturbation(xi) @ pose_b)
 
     return jax.jacfwd(w)(jnp.zeros(6, dtype=jnp.result_type(pose_b)))
 

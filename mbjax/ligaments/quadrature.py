@@ -54,8 +54,7 @@ def conical_rule(degree: int) -> TriangleRule:
     ``1 - ξ``: a degree-``p`` polynomial becomes degree ``p + 1`` in ξ, so ``m = ceil((p + 2)/2)``
     points per direction suffice.
     """
-    if degree < 0:
-        raise ValueError(f"conical_rule: degree must be >= 0, got {degree}")
+    degree = _whole(degree, "conical_rule: degree", 0)
     m = max(1, math.ceil((degree + 2) / 2))
     x, w = np.polynomial.legendre.leggauss(m)
     x, w = 0.5 * (x + 1.0), 0.5 * w
@@ -65,6 +64,30 @@ def conical_rule(degree: int) -> TriangleRule:
     s = (eta * (1.0 - xi)).ravel()
     wt = (wxi * weta * (1.0 - xi)).ravel() * 2.0
     return TriangleRule(np.stack([r, s], -1), wt, 2 * m - 2, f"conical-{m * m}")
+
+
+def _whole(value, name: str, low: int) -> int:
+    """``value`` as an integer ``>= low`` (``ValueError`` naming ``name`` otherwise)."""
+    ok = not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
+    if ok:
+        ok = bool(np.isfinite(value)) and float(value).is_integer() and value >= low
+    if not ok:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_rule(rule, where: str) -> TriangleRule:
+    """A :class:`TriangleRule`: points ``(g, 2)`` and weights ``(g,)``, finite, ``g >= 1``."""
+    if not isinstance(rule, TriangleRule):
+        raise TypeError(f"{where}: rule must be a TriangleRule (gauss_rule(n) or conical_rule(degree)), got "
+                        f"{type(rule).__name__}")
+    pts, w = np.asarray(rule.points, float), np.asarray(rule.weights, float)
+    if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < 1 or w.shape != (pts.shape[0],):
+        raise ValueError(f"{where}: rule points must have shape (g, 2) and weights (g,), got {pts.shape} and "
+                         f"{w.shape}")
+    if not (np.all(np.isfinite(pts)) and np.all(np.isfinite(w))):
+        raise ValueError(f"{where}: rule points and weights must be finite")
+    return rule
 
 
 class Mesh(NamedTuple):
@@ -94,8 +117,15 @@ def check_mesh(mesh: Mesh, rtol: float = 1e-10) -> Mesh:
 
     Clockwise triangles are reoriented (orientation does not change the integral: ``J_kg = A_σk``).
     """
+    if not (hasattr(mesh, "vertices") and hasattr(mesh, "triangles")):
+        raise TypeError(f"mesh must be a Mesh(vertices (nv, 2), triangles (nt, 3)), got {type(mesh).__name__}")
     v = np.asarray(mesh.vertices, float)
-    t = np.asarray(mesh.triangles, int)
+    t_raw = np.asarray(mesh.triangles)
+    whole = np.issubdtype(t_raw.dtype, np.integer) or (
+        np.issubdtype(t_raw.dtype, np.floating) and np.all(np.isfinite(t_raw)) and np.all(t_raw == np.round(t_raw)))
+    if t_raw.size and not whole:
+        raise ValueError(f"mesh: triangles must hold integer vertex indices, got dtype {t_raw.dtype}")
+    t = t_raw.astype(int)
     if v.ndim != 2 or v.shape[1] != 2 or t.ndim != 2 or t.shape[1] != 3:
         raise ValueError(f"mesh: need vertices (nv, 2) and triangles (nt, 3), got {v.shape} and {t.shape}")
     if t.shape[0] == 0:
@@ -137,6 +167,7 @@ def triangulate(polygon, n_triangles: int, seed: int = 0) -> Mesh:
     polygon for every refinement.  Triangles whose centroid lies outside a non-convex polygon and
     degenerate Delaunay slivers (zero area) are dropped (documented policy), then ``check_mesh``.
     """
+    n_triangles = _whole(n_triangles, "triangulate: n_triangles", 1)
     poly = np.asarray(polygon, float)
     if poly.ndim != 2 or poly.shape[1] != 2 or poly.shape[0] < 3:
         raise ValueError(f"triangulate: polygon must be (nc >= 3, 2), got {poly.shape}")
@@ -145,6 +176,8 @@ def triangulate(polygon, n_triangles: int, seed: int = 0) -> Mesh:
     area = polygon_area(poly)
     if area <= 0:
         raise ValueError("triangulate: polygon has zero area")
+    if not np.all(np.isfinite(poly)):
+        raise ValueError("triangulate: polygon vertices must be finite")
     h = math.sqrt(4 * area / (math.sqrt(3) * n_triangles))
     bnd = []
     for a, b in zip(poly, np.roll(poly, -1, 0)):
@@ -193,6 +226,9 @@ def triangulate(polygon, n_triangles: int, seed: int = 0) -> Mesh:
 
 def quadrature_points(mesh: Mesh, rule: TriangleRule):
     """Physical points ``(nt·g, 2)`` and weights ``W_g A_σk`` ``(nt·g,)`` (Eq. 11, 14-15)."""
+    rule = check_rule(rule, "quadrature_points")
+    if not isinstance(mesh, Mesh):
+        mesh = check_mesh(mesh)
     c = mesh.corners  # (nt, 3, 2)
     r, s = rule.points[:, 0], rule.points[:, 1]
     bary = np.stack([1 - r - s, r, s], -1)  # (g, 3)
@@ -226,13 +262,23 @@ def adaptive_integrate(
     the error estimate is the sum of the accepted differences (a conservative bound: the children's
     sum is accepted, which is ``~2^(degree+1)`` times more accurate for smooth integrands).
     """
-    rule = conical_rule(10) if rule is None else rule
+    rule = conical_rule(10) if rule is None else check_rule(rule, "adaptive_integrate")
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) or not (
+            np.isfinite(tol) and tol > 0):
+        raise ValueError(f"adaptive_integrate: tol must be a finite number > 0, got {tol!r}")
+    max_level = _whole(max_level, "adaptive_integrate: max_level", 0)
+    if not callable(fn):
+        raise TypeError(f"adaptive_integrate: fn must be a callable of points (N, 2), got {type(fn).__name__}")
     corners = check_mesh(mesh).corners
     total_area = float(np.sum(np.abs(signed_areas(corners))))
 
     def integrate(c):
         xy, w = quadrature_points(Mesh(c.reshape(-1, 2), np.arange(c.shape[0] * 3).reshape(-1, 3)), rule)
-        vals = np.asarray(fn(xy)).reshape(xy.shape[0], -1)
+        vals = np.asarray(fn(xy))
+        if vals.ndim == 0 or vals.shape[0] != xy.shape[0] or vals.size == 0:
+            raise ValueError(f"adaptive_integrate: fn must map points (N, 2) to values (N,) or (N, k); for "
+                             f"N = {xy.shape[0]} points it returned shape {vals.shape}")
+        vals = vals.reshape(xy.shape[0], -1)
         return np.einsum("tg,tgk->tk", w.reshape(c.shape[0], -1), vals.reshape(c.shape[0], w.size // c.shape[0], -1))
 
     n_eval = 0

@@ -21,6 +21,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _checks
+
+#: the hint the run-time messages end with
+CHANGED = " (changed after fitting? eqx.tree_at or a fit step)"
+
 
 def tps_kernel(r2):
     """``g = r² log r = ½ r² log r²`` as a function of ``r²``; ``g(0) = 0`` with finite gradients.
@@ -64,20 +69,43 @@ class ThinPlateSpline(eqx.Module):
             raise ValueError(f"thin-plate spline: xy must have shape (2,) or (..., 2) (batch, 2), got {xy.shape}")
         return (xy - self.origin) / self.scale
 
+    def rules(self, where: str) -> list:
+        """``(bad, message)`` rules of :func:`mbjax._checks.all_of`: finite fields, ``scale > 0``."""
+        out = [(~jnp.isfinite(getattr(self, f)), f"{where}: {f} contains NaN or inf{CHANGED}")
+               for f in ("landmarks", "weights", "affine", "origin")]
+        out.append((~jnp.isfinite(self.scale) | (self.scale <= 0), f"{where}: scale is NaN, inf or <= 0{CHANGED}"))
+        return out
+
     def __call__(self, xy):
         """t(x, y) of Eq. 1: ``xy (2,)`` -> ``(d,)``; a batch ``(..., 2)`` -> ``(..., d)``.
 
         The batch axis rule is explicit (leading axes are points, the landmarks are a separate
         axis), so a batch whose size equals the number of landmarks is not confused with them.
         """
+        xy = self._checked(xy)
+        return self.value(xy)
+
+    def jacobian(self, xy):
+        """Closed-form ∂t/∂(x, y): ``(d, 2)`` for ``xy (2,)``, ``(..., d, 2)`` for a batch."""
+        return self.jacobian_unchecked(self._checked(xy))
+
+    def _checked(self, xy):
+        xy = jnp.asarray(xy)
+        if not (jnp.issubdtype(xy.dtype, jnp.floating) or jnp.issubdtype(xy.dtype, jnp.integer)):
+            raise ValueError(f"thin-plate spline: xy must be a real array, got dtype {xy.dtype}")
+        self._u(xy)  # shape
+        return _checks.all_of(xy, [_checks.not_finite(xy, "thin-plate spline: xy")] + self.rules("thin-plate spline"))
+
+    def value(self, xy):
+        """:meth:`__call__` without the run-time value checks (shapes are checked)."""
         u = self._u(xy)
         uk = (self.landmarks - self.origin) / self.scale
         d = u[..., None, :] - uk  # (..., n, 2)
         g = tps_kernel(jnp.sum(d * d, -1))
         return g @ self.weights + self.affine[0] + u @ self.affine[1:]
 
-    def jacobian(self, xy):
-        """Closed-form ∂t/∂(x, y): ``(d, 2)`` for ``xy (2,)``, ``(..., d, 2)`` for a batch."""
+    def jacobian_unchecked(self, xy):
+        """:meth:`jacobian` without the run-time value checks (shapes are checked)."""
         u = self._u(xy)
         uk = (self.landmarks - self.origin) / self.scale
         d = u[..., None, :] - uk  # (..., n, 2)
@@ -170,8 +198,20 @@ def fit_tps(landmarks, values, lam=0.0, *, scale=1.0, origin=None, check: bool =
             f"got {values.shape}"
         )
     n = landmarks.shape[0]
+    if jnp.ndim(lam) not in (0,) and jnp.shape(lam) != (n,):
+        raise ValueError(f"thin-plate spline: lam must be a number or have shape (n,) = ({n},), one per landmark, "
+                         f"got {jnp.shape(lam)}")
     lam = jnp.broadcast_to(jnp.asarray(lam, dtype=landmarks.dtype), (n,))
+    if jnp.ndim(scale) != 0:
+        raise ValueError(f"thin-plate spline: scale must be a number (the landmarks' length unit), got shape "
+                         f"{jnp.shape(scale)}")
     scale = jnp.asarray(scale, dtype=landmarks.dtype)
+    if _is_concrete(scale) and not (np.isfinite(float(scale)) and float(scale) > 0):
+        raise ValueError(f"thin-plate spline: scale must be finite and > 0, got {float(scale)}")
+    if origin is not None:
+        origin = _checks.as_array(origin, "thin-plate spline: origin", (2,), (2,))
+        if _is_concrete(origin) and not np.all(np.isfinite(np.asarray(origin))):
+            raise ValueError(f"thin-plate spline: origin must be finite, got {np.asarray(origin).tolist()}")
     origin = jnp.mean(landmarks, 0) if origin is None else jnp.asarray(origin, landmarks.dtype)
     concrete = _is_concrete(landmarks, values, lam, scale)
     if check and concrete:

@@ -21,8 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .fibres import LAWS, FibreSet, ligament_wrench
-from .quadrature import Mesh, TriangleRule, adaptive_integrate, check_mesh, quadrature_points
+from .. import _checks
+from .fibres import CHANGED, LAWS, FibreSet, checked, wrench_jit
+from .quadrature import Mesh, TriangleRule, adaptive_integrate, check_mesh, check_rule, quadrature_points
 from .tps import ThinPlateSpline, fit_tps
 
 
@@ -36,6 +37,24 @@ def _field(value, xy):
     if callable(value):
         return jnp.asarray(value(xy))
     return jnp.asarray(value)
+
+
+def _scalar_field(value, xy, name: str):
+    """:func:`_field` as ``(1,)``; anything but one number per point is refused (trace time)."""
+    out = _field(value, xy)
+    if out.shape not in ((), (1,)):
+        kind = "its callable returns" if callable(value) else "it is"
+        raise ValueError(f"TPSMLigament: {name} must be one number per point, shape () or a callable of (x, y) "
+                         f"returning shape (); {kind} shape {out.shape}")
+    if not (jnp.issubdtype(out.dtype, jnp.floating) or jnp.issubdtype(out.dtype, jnp.integer)):
+        raise ValueError(f"TPSMLigament: {name} must be real, got dtype {out.dtype}")
+    return jnp.reshape(out, (1,))
+
+
+def _planar_point(xy, where: str):
+    """One planar point ``(2,)`` of Σ_tp (trace time)."""
+    return _checks.as_array(xy, f"{where}: xy", (2,), (2,), " (one planar point (x, y) of the insertion; "
+                            "jax.vmap for several)")
 
 
 class TPSMLigament(eqx.Module):
@@ -59,56 +78,119 @@ class TPSMLigament(eqx.Module):
     def __check_init__(self):
         if self.law not in LAWS:
             raise ValueError(f"TPSMLigament: law {self.law!r} is not one of {LAWS}")
+        for name in ("phi", "gamma_a", "gamma_b"):
+            if not isinstance(getattr(self, name), ThinPlateSpline):
+                raise TypeError(f"TPSMLigament: {name} must be a ThinPlateSpline (fit_tps), got "
+                                f"{type(getattr(self, name)).__name__}")
         if self.phi.out_dim != 2 or self.gamma_a.out_dim != 1 or self.gamma_b.out_dim != 1:
             raise ValueError("TPSMLigament: phi must map R²→R² and gamma_a, gamma_b R²→R")
-        if not callable(self.free_length):
+        for name in ("frame_a", "frame_b"):
+            _checks.as_array(getattr(self, name), f"TPSMLigament: {name}", (4, 4), (4, 4),
+                             " (a homogeneous transform [[R, p], [0, 0, 0, 1]])")
+        dom = _checks.as_array(self.domain, "TPSMLigament: domain", (None, 2), ("nc", 2), " (polygon of Σ_tp)")
+        if dom.shape[0] < 3:
+            raise ValueError(f"TPSMLigament: domain must be a polygon of >= 3 vertices (nc, 2), got {dom.shape}")
+        ts = self.transition_strain
+        if isinstance(ts, bool) or not isinstance(ts, (int, float, np.integer, np.floating)) or not (
+                np.isfinite(ts) and ts > 0):
+            raise ValueError(f"TPSMLigament: transition_strain must be a finite number > 0, got {ts!r}")
+        for name, positive in (("stiffness", False), ("free_length", True)):
+            value = getattr(self, name)
+            if callable(value):
+                continue
+            if np.shape(value) not in ((), (1,)):
+                raise ValueError(f"TPSMLigament: {name} must be a number or a callable of (x, y), got shape "
+                                 f"{np.shape(value)}")
             try:
-                if np.any(np.asarray(self.free_length) <= 0):
-                    raise ValueError("TPSMLigament: free_length must be > 0")
-            except (TypeError, jax.errors.TracerArrayConversionError):
-                pass
+                v = float(np.asarray(value).reshape(()))
+            except (TypeError, jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+                continue
+            if name == "free_length" and v <= 0:
+                raise ValueError("TPSMLigament: free_length must be > 0")
+            if not np.isfinite(v) or v < 0:
+                raise ValueError(f"TPSMLigament: {name} must be finite and {'> 0' if positive else '>= 0'}, got {v}")
+        for name in ("frame_a", "frame_b", "domain"):
+            if not isinstance(getattr(self, name), jax.core.Tracer):
+                if not np.all(np.isfinite(np.asarray(getattr(self, name)))):
+                    raise ValueError(f"TPSMLigament: {name} must be finite")
 
-    def point_a(self, xy):
-        """``p`` in body A's frame (3,) and the area factor ‖r_x × r_y‖ = sqrt(1 + Γ_x² + Γ_y²) (Eq. 8)."""
-        z = self.gamma_a(xy)[0]
-        grad = self.gamma_a.jacobian(xy)[0]
+    def rules(self, where: str, stiffness=None, free_length=None) -> list:
+        """``(bad, message)`` rules of :func:`mbjax._checks.all_of` on the ligament's values (maps,
+        frames, domain; ``stiffness``/``free_length`` as evaluated, else the constants)."""
+        out = []
+        for name in ("phi", "gamma_a", "gamma_b"):
+            out += getattr(self, name).rules(f"{where}: TPSMLigament.{name}")
+        for name in ("frame_a", "frame_b", "domain"):
+            out.append((~jnp.isfinite(getattr(self, name)),
+                        f"{where}: TPSMLigament.{name} contains NaN or inf{CHANGED}"))
+        c = stiffness if stiffness is not None else (None if callable(self.stiffness) else jnp.asarray(self.stiffness))
+        l0 = free_length if free_length is not None else (
+            None if callable(self.free_length) else jnp.asarray(self.free_length))
+        if c is not None:
+            out.append((~jnp.isfinite(c) | (c < 0),
+                        f"{where}: TPSMLigament.stiffness is NaN, inf or < 0 (Pa){CHANGED}"))
+        if l0 is not None:
+            out.append((~jnp.isfinite(l0) | (l0 <= 0),
+                        f"{where}: TPSMLigament.free_length (slack length) is NaN, inf or <= 0 (m){CHANGED}"))
+        return out
+
+    def _point_a(self, xy):
+        z = self.gamma_a.value(xy)[0]
+        grad = self.gamma_a.jacobian_unchecked(xy)[0]
         local = jnp.concatenate([jnp.asarray(xy), z[None]])
         area = jnp.sqrt(1.0 + jnp.sum(grad**2))
         return self.frame_a[:3, :3] @ local + self.frame_a[:3, 3], area
 
+    def _point_b(self, xy):
+        uv = self.phi.value(xy)
+        local = jnp.concatenate([uv, self.gamma_b.value(uv)])
+        return self.frame_b[:3, :3] @ local + self.frame_b[:3, 3]
+
+    def point_a(self, xy):
+        """``p`` in body A's frame (3,) and the area factor ‖r_x × r_y‖ = sqrt(1 + Γ_x² + Γ_y²) (Eq. 8)."""
+        xy = _planar_point(xy, "TPSMLigament.point_a")
+        xy = _checks.all_of(xy, [_checks.not_finite(xy, "TPSMLigament.point_a: xy")] + self.rules("point_a"))
+        return self._point_a(xy)
+
     def point_b(self, xy):
         """``q`` in body B's frame (3,): ``[u, v, Γ_f(u, v)]`` with ``(u, v) = φ(x, y)``."""
-        uv = self.phi(xy)
-        local = jnp.concatenate([uv, self.gamma_b(uv)])
-        return self.frame_b[:3, :3] @ local + self.frame_b[:3, 3]
+        xy = _planar_point(xy, "TPSMLigament.point_b")
+        xy = _checks.all_of(xy, [_checks.not_finite(xy, "TPSMLigament.point_b: xy")] + self.rules("point_b"))
+        return self._point_b(xy)
 
     def integrand(self, xy, pose_a, pose_b, pole=None):
         """``[m_O; f] ‖r_x × r_y‖`` at one planar point (6,): the integrand of Eq. 8 (force on B)."""
-        pa, area = self.point_a(xy)
-        pb = self.point_b(xy)
-        fib = FibreSet(
-            pa[None],
-            pb[None],
-            area[None],
-            jnp.reshape(_field(self.stiffness, xy), (1,)),
-            jnp.reshape(_field(self.free_length, xy), (1,)),
-            self.law,
-            self.transition_strain,
-        )
-        return ligament_wrench(fib, pose_a, pose_b, pole)
+        xy = _planar_point(xy, "TPSMLigament.integrand")
+        pa, area = self._point_a(xy)
+        pb = self._point_b(xy)
+        c = _scalar_field(self.stiffness, xy, "stiffness")
+        l0 = _scalar_field(self.free_length, xy, "free_length")
+        fib = FibreSet(pa[None], pb[None], area[None], c, l0, self.law, self.transition_strain)
+        extra = [_checks.not_finite(xy, "TPSMLigament.integrand: xy")] + self.rules("integrand", c, l0)
+        pose_a, pose_b, pole = checked(fib, pose_a, pose_b, "TPSMLigament.integrand", pole, extra)
+        return wrench_jit(fib, pose_a, pose_b, pole)
 
     def fibres_at(self, xy, weight) -> FibreSet:
         """Fibres through planar points ``xy (N, 2)`` with planar weights ``(N,)`` (× area factor)."""
-        return _fibres_at(self, jnp.asarray(xy), jnp.asarray(weight))
+        xy = _checks.as_array(xy, "TPSMLigament.fibres_at: xy", (None, 2), ("N", 2))
+        weight = _checks.as_array(weight, "TPSMLigament.fibres_at: weight", (xy.shape[0],), ("N",),
+                                  " (one planar weight per point)")
+        _scalar_field(self.stiffness, xy[0] if xy.shape[0] else jnp.zeros(2), "stiffness")  # shapes
+        _scalar_field(self.free_length, xy[0] if xy.shape[0] else jnp.zeros(2), "free_length")
+        return _fibres_at(self, xy, weight)
 
 
 @eqx.filter_jit
 def _fibres_at(lig: TPSMLigament, xy, weight) -> FibreSet:
-    pa, area = jax.vmap(lig.point_a)(xy)
-    pb = jax.vmap(lig.point_b)(xy)
+    pa, area = jax.vmap(lig._point_a)(xy)
+    pb = jax.vmap(lig._point_b)(xy)
     c = jnp.broadcast_to(jax.vmap(lambda p: _field(lig.stiffness, p))(xy), (xy.shape[0],))
     l0 = jnp.broadcast_to(jax.vmap(lambda p: _field(lig.free_length, p))(xy), (xy.shape[0],))
-    return FibreSet(pa, pb, weight * area, c, l0, lig.law, lig.transition_strain)
+    w = weight * area
+    rules = [_checks.not_finite(xy, "TPSMLigament.fibres_at: xy"),
+             _checks.not_finite(weight, "TPSMLigament.fibres_at: weight")]
+    w = _checks.all_of(w, rules + lig.rules("fibres_at", c, l0))
+    return FibreSet(pa, pb, w, c, l0, lig.law, lig.transition_strain)
 
 
 def discretize(lig: TPSMLigament, mesh: Mesh, rule: TriangleRule) -> FibreSet:
@@ -117,6 +199,7 @@ def discretize(lig: TPSMLigament, mesh: Mesh, rule: TriangleRule) -> FibreSet:
     The fibre ends are pose-independent, so this runs once; ``ligament_wrench`` of the result is the
     quadrature of Eq. 8 at any pose.
     """
+    rule = check_rule(rule, "discretize")
     xy, w = quadrature_points(check_mesh(mesh), rule)
     return lig.fibres_at(jnp.asarray(xy), jnp.asarray(w))
 
@@ -126,6 +209,8 @@ def reference_wrench(lig: TPSMLigament, mesh: Mesh, pose_a, pose_b, pole=None, t
 
     Returns ``(wrench (6,), error_estimate, n_evaluations)``; see ``adaptive_integrate``.
     """
+    if not isinstance(lig, TPSMLigament):
+        raise TypeError(f"reference_wrench: lig must be a TPSMLigament, got {type(lig).__name__}")
     f = jax.jit(jax.vmap(lambda p: lig.integrand(p, pose_a, pose_b, pole)))
 
     chunk = 4096  # fixed batch: one compilation for the whole adaptive run
