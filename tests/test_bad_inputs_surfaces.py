@@ -7,8 +7,11 @@ The valid twin of each call is checked against an independent route where it def
 """
 
 import glob
+import importlib
+import inspect
 import os
 import re
+import types
 
 import jax
 import jax.numpy as jnp
@@ -228,7 +231,12 @@ EXEMPT = {
 
 #: public names the survey does not reach yet: the debt, listed so that it can only shrink (a name
 #: here that the survey reaches fails the census, as does a new public name in neither list)
-NOT_YET: set[str] = set()
+NOT_YET: set[str] = {
+    'Geodesic', 'WrapLine', 'WrapObject', 'cylinder_geodesic', 'cylinder_geodesic_length',
+    'ellipsoid_geodesic', 'ellipsoid_geodesic_length', 'enable_compilation_cache', 'gravity_forces_kron', 'joint_reactions_classical',
+    'pose_derivatives_kron', 'single_threaded_matmuls', 'smooth_wrapping', 'sphere_geodesic', 'sphere_geodesic_length',
+    'with_wrapping',
+}
 
 
 def _survey_text():
@@ -238,12 +246,26 @@ def _survey_text():
     return "".join(open(f).read() for f in files)
 
 
-@pytest.mark.parametrize("module", [mbjax, mbjax.io], ids=["mbjax", "mbjax.io"])
-def test_census_every_public_function_is_in_the_survey(module):
+def _exempt_by_kind(module, name) -> bool:
+    """Submodules (their functions are public through their own tier), constants, exception classes."""
+    obj = getattr(module, name)
+    return (isinstance(obj, types.ModuleType) or name.isupper()
+            or (inspect.isclass(obj) and issubclass(obj, BaseException)))
+
+
+#: the tiers with an ``__all__`` (``mbjax.muscles``, ``identify``, ``ligaments``, ``sharing``, ``forces``,
+#: ``maps``, ``constraints``, ``reactions`` have none yet: their names are not counted here)
+TIERS = ["mbjax", "mbjax.io", "mbjax.opensim", "mbjax.models", "mbjax.reference", "mbjax.config", "mbjax.wrapping"]
+
+
+@pytest.mark.parametrize("name", TIERS)
+def test_census_every_public_function_is_in_the_survey(name):
+    module = importlib.import_module(name)
     text = _survey_text().replace(
         "".join(open(__file__).read().partition("# the census")[1:]), "")  # the census itself does not count
-    reached = {n for n in module.__all__ if re.search(rf"\b{n}\b", text)}
-    missing = [n for n in module.__all__ if n not in EXEMPT and n not in NOT_YET and n not in reached]
+    public = [n for n in module.__all__ if n not in EXEMPT and not _exempt_by_kind(module, n)]
+    reached = {n for n in public if re.search(rf"\b{n}\b", text)}
+    missing = [n for n in public if n not in NOT_YET and n not in reached]
     assert not missing, f"public names of {module.__name__} no bad-input test reaches: {missing}"
     paid = sorted(NOT_YET & reached)
     assert not paid, f"reached by the survey now, take them out of NOT_YET: {paid}"
