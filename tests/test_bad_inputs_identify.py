@@ -92,8 +92,18 @@ def test_forward_mode_over_simulate_names_the_fix():
 
     with pytest.raises(TypeError, match=r"adjoint=diffrax.ForwardMode\(\).*method='lbfgs'"):
         _fit(objective(None), max_steps=2)
-    # the fix the message names works: the masses come back (independent: the simulated truth)
-    fitted, report = _fit(objective(diffrax.ForwardMode()), max_steps=30)
+
+
+@pytest.mark.extended  # 15 s of compilation: the fix the message above names works
+def test_the_forward_mode_fix_recovers_the_masses():
+    ts = jnp.linspace(0, 0.2, 5)
+    q0, qd0 = jnp.asarray([0.3, 0.2]), jnp.zeros(2)
+    meas = mbjax.simulate(ARM, q0, qd0, 0.0, 0.2, saveat=ts).ys[0]
+
+    def objective(m):
+        return jnp.ravel(mbjax.simulate(m, q0, qd0, 0.0, 0.2, saveat=ts, adjoint=diffrax.ForwardMode()).ys[0] - meas)
+
+    fitted, report = _fit(objective, max_steps=30)  # independent: the simulated truth
     np.testing.assert_allclose(np.asarray(fitted.mass)[1:], np.asarray(ARM.mass)[1:], rtol=1e-5)
 
 
