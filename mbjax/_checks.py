@@ -96,6 +96,19 @@ def as_array(x, name: str, shape: Sequence[int | None], dims: Sequence[str | int
     return arr
 
 
+def real_array(x, not_array: str, not_real: str, show_value: bool = False):
+    """``x`` as a real (integer or floating) JAX array; else ``TypeError``: ``not_array`` and the
+    type (and, with ``show_value``, the value) when it is no array at all, ``not_real`` and the dtype
+    when it is complex, a string or an object array.  Trace-time only (no shape rule)."""
+    try:
+        arr = jnp.asarray(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{not_array}, got {type(x).__name__}" + (f": {x!r}" if show_value else "")) from None
+    if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+        raise TypeError(f"{not_real}, got dtype {arr.dtype}")
+    return arr
+
+
 def require(x, bad, message: str):
     """``eqx.error_if(x, bad, message)`` when checks are on, else ``x`` unchanged."""
     if not _ENABLED[0]:

@@ -75,13 +75,8 @@ def _generalized(tau, name: str, q, model, who: str = "simulate"):
     nq = q.shape[0]
     names = getattr(model, "coordinate_names", None)
     ctx = f" for coordinates {tuple(names)}" if names is not None else ""
-    try:
-        arr = jnp.asarray(tau)
-    except (TypeError, ValueError):
-        raise TypeError(f"{who}: {name}(t, q, qd) must return generalized forces of shape (nq,) = ({nq},){ctx}, "
-                        f"got {type(tau).__name__}") from None
-    if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
-        raise TypeError(f"{who}: {name}(t, q, qd) must return real generalized forces, got dtype {arr.dtype}")
+    arr = _checks.real_array(tau, f"{who}: {name}(t, q, qd) must return generalized forces of shape (nq,) = "
+                                  f"({nq},){ctx}", f"{who}: {name}(t, q, qd) must return real generalized forces")
     if arr.shape != (nq,) and not (nq == 1 and arr.shape == ()):
         raise ValueError(f"{who}: {name}(t, q, qd) must return generalized forces of shape (nq,) = ({nq},){ctx}, "
                          f"got {arr.shape} (nothing is broadcast: give one value per coordinate)")
@@ -149,14 +144,8 @@ def _initial_state(model, q0, qd0, who: str):
         raise TypeError(f"{who}: model must be an mbjax Model, got {type(model).__name__}")
     out = []
     for name, x in (("q0", q0), ("qd0", qd0)):
-        try:
-            arr = jnp.asarray(x)
-        except (TypeError, ValueError):
-            raise TypeError(f"{who}: {name} must be a real array of shape (nq,) = ({model.n_coordinates},), "
-                            f"got {type(x).__name__}: {x!r}") from None
-        if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
-            raise TypeError(f"{who}: {name} must be a real (integer or floating) array, got dtype {arr.dtype}")
-        out.append(arr)
+        out.append(_checks.real_array(x, f"{who}: {name} must be a real array of shape (nq,) = ({model.n_coordinates},)",
+                                      f"{who}: {name} must be a real (integer or floating) array", show_value=True))
     q0, qd0 = out
     if not jnp.issubdtype(q0.dtype, jnp.inexact):
         q0 = q0.astype(float)

@@ -97,13 +97,8 @@ def _muscle_names(model):
 def _excitation_shape(u, nm: int, model, who: str = "simulate_muscles", what: str = "excitations(t)"):
     """u(t) refused (trace time) unless it is a real ``(nm,)`` array: nothing is broadcast."""
     ctx = _checks.names_context("muscles", _muscle_names(model))
-    try:
-        arr = jnp.asarray(u)
-    except (TypeError, ValueError):
-        raise TypeError(f"{who}: {what} must be an array of shape (nm,) = ({nm},){ctx}, "
-                        f"got {type(u).__name__}") from None
-    if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
-        raise TypeError(f"{who}: {what} must be real, got dtype {arr.dtype}")
+    arr = _checks.real_array(u, f"{who}: {what} must be an array of shape (nm,) = ({nm},){ctx}",
+                             f"{who}: {what} must be real")
     if arr.shape != (nm,):
         raise ValueError(f"{who}: {what} must have shape (nm,) = ({nm},){ctx}, got {arr.shape} "
                          "(nothing is broadcast: give one excitation per muscle)")
