@@ -21,16 +21,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _checks
+
 
 def _real(x, name: str):
     """``x`` as a real array (refuses strings, None, complex and bool with a message naming ``name``)."""
-    try:
-        arr = jnp.asarray(x)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real array, got {type(x).__name__}: {x!r}") from None
-    if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
-        raise TypeError(f"{name} must be a real (integer or floating) array, got dtype {arr.dtype}")
-    return arr
+    return _checks.real_array(x, f"{name} must be a real array", f"{name} must be a real (integer or floating) array",
+                              show_value=True)
 
 
 def _concrete(x):
