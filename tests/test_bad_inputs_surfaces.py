@@ -226,16 +226,37 @@ EXEMPT = {
     "signal": "a module: its filters are reached through the tools' cut-offs (test_bad_inputs_tools.py)",
     "ExternalForceSpec": "a result container of read_external_loads (in the survey)",
     "ExternalLoadsFile": "a result container of read_external_loads (in the survey)",
+    "FitReport": "a result container of identify.fit", "Identifiability": "a result container",
+    "InfeasibilityReport": "a result container", "MuscleState": "a result container",
+    "PathFitReport": "a result container of fit_path_functions",
+    "StaticOptimizationResult": "a result container", "SharingProblem": "built by sharing_problem",
 }
 
 
 #: public names the survey does not reach yet: the debt, listed so that it can only shrink (a name
 #: here that the survey reaches fails the census, as does a new public name in neither list)
 NOT_YET: set[str] = {
-    'Geodesic', 'WrapLine', 'WrapObject', 'cylinder_geodesic', 'cylinder_geodesic_length',
-    'ellipsoid_geodesic', 'ellipsoid_geodesic_length', 'enable_compilation_cache', 'gravity_forces_kron', 'joint_reactions_classical',
-    'pose_derivatives_kron', 'single_threaded_matmuls', 'smooth_wrapping', 'sphere_geodesic', 'sphere_geodesic_length',
-    'with_wrapping',
+    'AbstractJointMap', 'Affine', 'BicubicSpline', 'BushingForce', 'Composed', 'ComposedPolynomial',
+    'Constant', 'CoordinateLimitForce', 'CoordinateSpring', 'CoordinateValues',
+    'ExpressionBasedCoordinateForce', 'Fourier', 'FunctionMap', 'Geodesic', 'ImplicitMap',
+    'LinearCombination', 'LoopConstraint', 'MovingPathPoint', 'MultivariatePolynomial', 'MusclePaths',
+    'PiecewisePolynomial', 'PlanarChain', 'PointActuator', 'PointToPointSpring', 'Polynomial', 'Selection',
+    'SpringGeneralizedForce', 'StandardInertial', 'TorqueActuator', 'ViscousDamping', 'WrapLine',
+    'WrapObject', 'acceleration_bias', 'activation_rate', 'actuator_matrix', 'applied_forces',
+    'augmented_jacobians', 'blajer_matrices', 'body_fixed_xyz', 'body_mass_matrix', 'body_wrenches',
+    'build_path_functions', 'check_feasible', 'check_jacobian', 'compile_expression', 'constraint_matrix',
+    'cross_body_lengths', 'cylinder_geodesic', 'cylinder_geodesic_length', 'direct_derivatives',
+    'ellipsoid_geodesic', 'ellipsoid_geodesic_length', 'enable_compilation_cache', 'fibre_energy_density',
+    'fibre_law', 'fibre_length_range', 'fit_static_scale', 'gamma_beta', 'generalized_stiffness', 'gmlav',
+    'gravity_forces_kron', 'hermite', 'hessian_rhs', 'hill_parameters', 'huber_residual', 'implicit_solve',
+    'implicit_values', 'isometric_torques', 'joint_reactions_classical', 'joint_reactions_dense',
+    'loop_values', 'model_fingerprint', 'molecule_offsets', 'moment_arms_block', 'moment_arms_sparse',
+    'multibundle_fibres', 'muscle_force_coefficients', 'path_state', 'pose_derivatives_kron', 'premodel',
+    'prohibited_directions', 'projection_derivatives', 'projection_values', 'pseudo_inertia',
+    'quadrature_points', 'rcond', 'register', 'resolved_multipliers', 'scale_kinematics', 'scale_markers',
+    'segment_factors', 'sharing_problem', 'single_threaded_matmuls', 'smooth_step', 'smooth_wrapping',
+    'solve_problem', 'solve_trajectory', 'spatial_area', 'sphere_geodesic', 'sphere_geodesic_length',
+    'tps_kernel', 'transmitted_multipliers', 'twist_perturbation', 'velocity_jacobian', 'with_wrapping',
 }
 
 
@@ -253,9 +274,10 @@ def _exempt_by_kind(module, name) -> bool:
             or (inspect.isclass(obj) and issubclass(obj, BaseException)))
 
 
-#: the tiers with an ``__all__`` (``mbjax.muscles``, ``identify``, ``ligaments``, ``sharing``, ``forces``,
-#: ``maps``, ``constraints``, ``reactions`` have none yet: their names are not counted here)
-TIERS = ["mbjax", "mbjax.io", "mbjax.opensim", "mbjax.models", "mbjax.reference", "mbjax.config", "mbjax.wrapping"]
+#: every public tier (each has an ``__all__``)
+TIERS = ["mbjax", "mbjax.io", "mbjax.opensim", "mbjax.models", "mbjax.reference", "mbjax.config", "mbjax.wrapping",
+         "mbjax.muscles", "mbjax.identify", "mbjax.ligaments", "mbjax.sharing", "mbjax.forces", "mbjax.maps",
+         "mbjax.constraints", "mbjax.reactions"]
 
 
 @pytest.mark.parametrize("name", TIERS)

@@ -18,3 +18,8 @@ from .absolute import PlanarChain as PlanarChain
 from .hermite import hermite as hermite
 from .premodel import premodel as premodel
 from .premodel import sweep as sweep
+
+__all__ = ["ImplicitMap", "LoopConstraint", "PlanarChain", "check_jacobian", "direct_derivatives", "hermite",
+           "hessian_rhs", "implicit_solve", "implicit_values", "loop_values", "molecule_derivatives",
+           "molecule_offsets", "premodel", "projection_derivatives", "projection_values", "rcond", "solve",
+           "sweep"]

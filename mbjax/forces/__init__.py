@@ -23,3 +23,9 @@ from .expression_coordinate import ExpressionBasedCoordinateForce as ExpressionB
 from .hunt_crossley import HuntCrossleyForce as HuntCrossleyForce
 from .point_to_point_spring import PointToPointSpring as PointToPointSpring
 from .spring_generalized import SpringGeneralizedForce as SpringGeneralizedForce
+
+__all__ = ["BushingForce", "CoordinateActuator", "CoordinateLimitForce", "CoordinateSpring",
+           "CoordinateValues", "ExpressionBasedCoordinateForce", "ForceElement", "ForceSet",
+           "HuntCrossleyForce", "ModelForces", "PointActuator", "PointToPointSpring",
+           "SpringGeneralizedForce", "TorqueActuator", "actuator_matrix", "body_fixed_xyz",
+           "compile_expression", "model_forces", "smooth_step", "with_force_elements"]

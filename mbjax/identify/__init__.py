@@ -45,3 +45,11 @@ from .scaling import measurement_factor as measurement_factor
 from .static_scaling import fit_static_scale as fit_static_scale
 from .static_scaling import place_markers as place_markers
 from .scaling import scale_kinematics as scale_kinematics
+
+__all__ = ["FitReport", "Identifiability", "Identity", "MarkerSet", "Parametrization", "PhysicalInertia",
+           "Positive", "Selection", "StandardInertial", "Symmetric", "ViscousDamping", "fit",
+           "fit_static_scale", "huber_residual", "identifiability", "isometric_torque_residuals",
+           "isometric_torques", "marker_residuals", "marker_set", "measurement_factor",
+           "moment_arm_residuals", "multiple_shooting", "muscle_length_residuals", "place_markers",
+           "pseudo_inertia", "scale_kinematics", "scale_markers", "scale_model", "segment_factors",
+           "segment_names", "torque_residuals", "trajectory_residuals"]

@@ -33,3 +33,11 @@ from .tpsm import TPSMLigament as TPSMLigament
 from .tpsm import discretize as discretize
 from .tpsm import reference_wrench as reference_wrench
 from .tpsm import register as register
+
+__all__ = ["FibreSet", "LigamentForce", "Mesh", "TPSMLigament", "ThinPlateSpline", "TriangleRule",
+           "adaptive_integrate", "check_mesh", "conical_rule", "discretize", "fibre_energy_density",
+           "fibre_law", "fibre_length_range", "fibre_state", "fit_tps", "gauss_rule",
+           "generalized_stiffness", "ligament_body_wrenches", "ligament_energy",
+           "ligament_generalized_forces", "ligament_potential", "ligament_stiffness", "ligament_wrench",
+           "multibundle_fibres", "quadrature_points", "reference_wrench", "register", "spatial_area",
+           "synthetic_acl", "tps_kernel", "triangulate", "twist_perturbation"]

@@ -14,3 +14,7 @@ from .piecewise import PiecewisePolynomial as PiecewisePolynomial
 from .composed_polynomial import ComposedPolynomial as ComposedPolynomial
 from .linear_combination import LinearCombination as LinearCombination
 from .multivariate import MultivariatePolynomial as MultivariatePolynomial
+
+__all__ = ["AbstractJointMap", "Affine", "BicubicSpline", "Composed", "ComposedPolynomial", "Constant",
+           "Fourier", "FunctionMap", "LinearCombination", "MultivariatePolynomial", "NaturalCubicSpline",
+           "PiecewisePolynomial", "Polynomial", "RANGE_POLICIES"]

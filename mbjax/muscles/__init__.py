@@ -37,3 +37,12 @@ from .path_functions import build_path_functions as build_path_functions
 from .path_functions import with_path_functions as with_path_functions
 from .path_fitting import PathFitReport as PathFitReport
 from .path_fitting import fit_path_functions as fit_path_functions
+
+__all__ = ["ConditionalPathPoint", "MovingPathPoint", "MusclePaths", "MuscleState", "PathFitReport",
+           "PathFunctions", "PathPoint", "activation_derivative", "activation_rate", "body_wrenches",
+           "build_path_functions", "build_paths", "cross_body_lengths", "equilibrium_fiber_length",
+           "fit_path_functions", "gamma_beta", "gmlav", "hill_parameters", "millard2012", "moment_arms",
+           "moment_arms_autodiff", "moment_arms_batched", "moment_arms_block", "moment_arms_sparse",
+           "muscle_forces", "muscle_lengths", "muscle_state", "musculotendon_state", "opensim_moment_arms",
+           "opensim_moment_arms_and_lengths", "path_points", "path_state", "schutte1993",
+           "state_from_fiber_length", "thelen2003", "with_muscles", "with_path_functions"]

@@ -43,3 +43,9 @@ from .spec import JointReactions as JointReactions
 from .spec import ReactionSpec as ReactionSpec
 from .spec import model_fingerprint as model_fingerprint
 from .spec import reaction_spec as reaction_spec
+
+__all__ = ["ExternalLoads", "JointReactions", "ReactionSpec", "acceleration_bias", "applied_forces",
+           "augmented_jacobians", "blajer_matrices", "body_mass_matrix", "constraint_matrix",
+           "joint_reactions", "joint_reactions_classical", "joint_reactions_dense", "model_fingerprint",
+           "prohibited_directions", "reaction_spec", "resolved_multipliers", "transmitted_multipliers",
+           "velocity_jacobian"]

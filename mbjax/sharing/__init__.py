@@ -13,3 +13,7 @@ from .static_optimization import solve_problem as solve_problem
 from .static_optimization import solve_trajectory as solve_trajectory
 from .static_optimization import static_optimization as static_optimization
 from .static_optimization import static_optimization_trajectory as static_optimization_trajectory
+
+__all__ = ["InfeasibilityReport", "InfeasibleError", "SharingProblem", "StaticOptimizationResult",
+           "check_feasible", "infeasibility_report", "muscle_force_coefficients", "qp", "sharing_problem",
+           "solve_problem", "solve_trajectory", "static_optimization", "static_optimization_trajectory"]
