@@ -33,6 +33,7 @@ from tqdm import tqdm  # noqa: E402
 
 import mbjax  # noqa: E402
 from mbjax.models import andrews as A  # noqa: E402
+from mbjax.models import andrews_dae as D  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "andrews")
 REF_Q = np.array([0.1581077119629904e2, -0.1575637105984298e2, 0.4082224013073101e-1, -0.5347301163226948,
@@ -59,7 +60,7 @@ def solve(kind, models, q0_beta, t1, ts, tol):
     """One solve (compiled once per formulation and number of saved times: t1, tol, start are dynamic)."""
     if kind == "dae":
         q0, _ = A.full_state(models["implicit"], q0_beta, 0.0)
-        field, n, model, y0 = A.dae_vector_field(alpha=1e3, beta=1e3), 7, models["tree"], jnp.asarray(q0)
+        field, n, model, y0 = D.dae_vector_field(alpha=1e3, beta=1e3), 7, models["tree"], jnp.asarray(q0)
     else:
         model = models[kind]
         field, n, y0 = A.reduced_vector_field(), 1, jnp.array([q0_beta])

@@ -49,7 +49,8 @@ _export('_ranges', 'MapRangeError', 'RangeViolation', 'range_violations')
 # kinematics (Ehsani Eq. 38-99)
 _export('_kinematics', 'JointValues', 'PoseDerivatives', 'BodyKinematics', 'Kinematics', 'body_jacobians',
         'body_kinematics', 'kinematics', 'body_poses', 'joint_transforms', 'joint_values', 'joint_variables',
-        'point_acceleration', 'point_positions', 'point_velocity', 'pose_derivatives')
+        'pose_derivatives')
+_export('_point_kinematics', 'point_acceleration', 'point_positions', 'point_velocity')
 
 # dynamics, applied loads and forward simulation
 _export('_dynamics', 'mass_matrix', 'bias_forces', 'gravity_forces', 'inverse_dynamics', 'forward_dynamics',
@@ -97,7 +98,8 @@ _moved('opensim', 'id_tool', 'inverse_dynamics_from_setup', 'inverse_dynamics_mo
 _moved('opensim', 'so_tool', 'static_optimization_from_setup', 'static_optimization_motion')
 _moved('opensim', 'jr_tool', 'joint_reactions_from_setup')
 _moved('reference', '_dynamics', 'mass_matrix_kron', 'bias_forces_kron', 'gravity_forces_kron')
-_moved('reference', '_kinematics', 'pose_derivatives_kron', 'virtual_displacement')
+_moved('reference', '_kinematics_kron', 'pose_derivatives_kron')
+_moved('reference', '_point_kinematics', 'virtual_displacement')
 _moved('reference', 'reactions', 'joint_reactions_classical')
 _moved('config', '_checks', 'checks', 'checks_enabled', 'set_checks')
 _moved('config', 'compilation_cache', 'enable_compilation_cache')

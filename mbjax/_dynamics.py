@@ -34,7 +34,8 @@ from . import _kron
 from ._batching import Small, batch_last, jvp_of_perturbed
 from ._body_rules import body_rules
 from . import _checks
-from ._kinematics import Kinematics, body_poses, check_vector, forward_pass, pose_derivatives_kron
+from ._kinematics import Kinematics, body_poses, check_vector, forward_pass
+from ._kinematics_kron import pose_derivatives_kron
 from ._loads import ExternalLoads
 from ._wrenches import _joint_torques, _ops_of, subtree_wrenches
 from ._model import Model

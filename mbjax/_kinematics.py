@@ -13,7 +13,8 @@ and differentiating again (the content of Eq. 89, unrolled over the tree)
 
 Both sums are one matrix product with the static ancestor mask, so the whole computation is a
 handful of einsums with no per-body Python step and no Kronecker product.  The literal
-Kronecker reference implementations of Eq. 74, 75 and 89 are :func:`pose_derivatives_kron`.
+Kronecker reference implementations of Eq. 74, 75 and 89 are
+:func:`mbjax._kinematics_kron.pose_derivatives_kron`; body-fixed points: :mod:`mbjax._point_kinematics`.
 
 Array layout: ``dT[i, a, b, l] = ∂(T_i)_ab/∂q_l`` (``jax.jacfwd`` layout) and
 ``ddT[i, a, b, l, m]``.  The paper's B_i = T_iᵀ and its Definition-1 layout are available via
@@ -28,10 +29,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _checks, _kron
+from . import _checks
 from ._model import Model
 from ._batching import Small, batch_last, materialize
-from ._spatial import homogeneous, inverse_transform, skew
+from ._spatial import inverse_transform, skew
 
 
 class JointValues(NamedTuple):
@@ -496,101 +497,6 @@ def body_jacobians(model: Model, q) -> jnp.ndarray:
     return jnp.concatenate([omega, lin], axis=1)
 
 
-def _as_points(points):
-    return _checks.points(points, "points")
-
-
-def point_positions(model: Model, q, body, points) -> jnp.ndarray:
-    """World positions of body-fixed points (Eq. 41); ``points`` ``(3,)`` or ``(npts, 3)``."""
-    i = model.body_index(body)
-    pts, single = _as_points(points)
-    world = jnp.einsum("ab,pb->pa", body_poses(model, q)[i], homogeneous(pts))[:, :3]
-    return world[0] if single else world
-
-
-def point_velocity(model: Model, q, qd, body, points, derivs: PoseDerivatives | None = None):
-    """Velocity of body-fixed points, ⁰v = D_iᵀ([r; 1] ⊗ q̇) (Eq. 44)."""
-    i = model.body_index(body)
-    qd = check_vector(model, qd, "qd")
-    derivs = pose_derivatives(model, q, order=1) if derivs is None else derivs
-    pts, single = _as_points(points)
-    v = jnp.einsum("abl,pb,l->pa", derivs.d_pose[i], homogeneous(pts), qd)[:, :3]
-    return v[0] if single else v
-
-
-def virtual_displacement(model: Model, q, dq, body, points, derivs: PoseDerivatives | None = None):
-    """Virtual displacement δ⁰r = D_iᵀ([r; 1] ⊗ δq) of body-fixed points (Eq. 46)."""
-    return point_velocity(model, q, check_vector(model, dq, "dq"), body, points, derivs)
-
-
-def point_acceleration(model: Model, q, qd, qdd, body, points, derivs: PoseDerivatives | None = None):
-    """Acceleration ⁰a = D'_iᵀ([r; 1] ⊗ q̇ ⊗ q̇) + D_iᵀ([r; 1] ⊗ q̈) (Eq. 57)."""
-    i = model.body_index(body)
-    qd, qdd = check_vector(model, qd, "qd"), check_vector(model, qdd, "qdd")
-    derivs = pose_derivatives(model, q, order=2) if derivs is None else derivs
-    pts, single = _as_points(points)
-    r = homogeneous(pts)
-    a = jnp.einsum("ablm,pb,l,m->pa", derivs.dd_pose[i], r, qd, qd)
-    a = a + jnp.einsum("abl,pb,l->pa", derivs.d_pose[i], r, qdd)
-    a = a[:, :3]
-    return a[0] if single else a
-
-
-# --------------------------------------------------------------------------------------------
-# literal Kronecker reference path (tests only)
-# --------------------------------------------------------------------------------------------
-
-
-def pose_derivatives_kron(model: Model, q, method: str = "recursive"):
-    """B_i, ∂B_i/∂q, ∂²B_i/∂q² in the paper's layout, built literally with Kronecker products.
-
-    ``method="recursive"``: Eq. 74 for D_i and Eq. 89 for D'_i.  ``method="closed"``: Eq. 75
-    (Σ_j W_jiᵀ ⊗ ∇f_j with W_ji of Eq. 76) for D_i, Eq. 89 for D'_i.  Python loops over bodies:
-    this is a test oracle, not a fast path.  Returns lists ``B``, ``D``, ``Dpp`` over bodies.
-
-    Eq. 88 as printed writes W_iiᵀ for the factor (Âᵢᵀ ᵖʳᵢA₄ᵀ) of Eq. 86; the latter is used.
-    """
-    top = model.topology
-    nq = top.n_coordinates
-    jv = joint_values(model, q)
-    local = joint_transforms(model, jv.value)
-    poses = body_poses(model, q)
-    a_hat = joint_matrices(model)
-    dtype = poses.dtype
-    eye_nq = jnp.eye(nq, dtype=dtype)
-    u = _kron.commutation_matrix(nq, nq, dtype)
-    grad = [jv.gradient[i].reshape(nq, 1) for i in range(top.n_bodies)]
-    vec_h = [jv.hessian[i].reshape(nq * nq, 1) for i in range(top.n_bodies)]
-    b_list, d_list, dd_list = [], [], []
-    for i in range(top.n_bodies):
-        p = top.parents[i]
-        b_i = poses[i].T
-        w_ii_t = a_hat[i].T @ poses[i].T  # W_iiᵀ = Âᵢᵀ ⁰ᵢA₄ᵀ
-        local_t = local[i].T  # ᵖʳ⁽ⁱ⁾ᵢA₄ᵀ
-        if method == "recursive":
-            d_i = jnp.kron(w_ii_t, grad[i])
-            if p >= 0:
-                d_i = d_i + jnp.kron(local_t, eye_nq) @ d_list[p]
-        elif method == "closed":
-            d_i = jnp.zeros((4 * nq, 4), dtype)
-            for j in top.ancestors(i) + (i,):
-                t_ji = inverse_transform(poses[j]) @ poses[i]  # ʲᵢA₄
-                w_ji = poses[j] @ a_hat[j] @ t_ji  # Eq. 76
-                d_i = d_i + jnp.kron(w_ji.T, grad[j])
-        else:
-            raise ValueError(f"method must be 'recursive' or 'closed', got {method!r}")
-        # Eq. 89
-        dd_i = jnp.kron(a_hat[i].T, u) @ jnp.kron(d_i, grad[i]) + jnp.kron(w_ii_t, vec_h[i])
-        if p >= 0:
-            factor = a_hat[i].T @ local_t  # Âᵢᵀ ᵖʳᵢA₄ᵀ (Eq. 86)
-            dd_i = dd_i + jnp.kron(factor, jnp.kron(eye_nq, grad[i])) @ d_list[p]
-            dd_i = dd_i + jnp.kron(local_t, jnp.eye(nq * nq, dtype=dtype)) @ dd_list[p]
-        b_list.append(b_i)
-        d_list.append(d_i)
-        dd_list.append(dd_i)
-    return b_list, d_list, dd_list
-
-
 # called eagerly: compiled once per model structure (mbjax._eager), and an out-of-range map names its
 # joint, coordinate, value and range (mbjax._ranges); under an outer jit/vmap/grad: unchanged
 from ._eager import compiled_when_eager as _naming  # noqa: E402
@@ -602,4 +508,3 @@ kinematics = _naming(kinematics)
 body_kinematics = _naming(body_kinematics)
 pose_derivatives = _naming(pose_derivatives)
 body_jacobians = _naming(body_jacobians)
-point_positions = _naming(point_positions)

@@ -12,7 +12,8 @@ Use them to check a model or an extension; use the core (``mbjax.mass_matrix``, 
 from __future__ import annotations
 
 from ._dynamics import bias_forces_kron, gravity_forces_kron, mass_matrix_kron
-from ._kinematics import pose_derivatives_kron, virtual_displacement
+from ._kinematics_kron import pose_derivatives_kron
+from ._point_kinematics import virtual_displacement
 from .reactions import joint_reactions_classical
 
 __all__ = ["bias_forces_kron", "gravity_forces_kron", "joint_reactions_classical", "mass_matrix_kron",

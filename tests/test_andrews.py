@@ -7,6 +7,7 @@ import pytest
 
 import mbjax
 from mbjax.models import andrews as A
+from mbjax.models import andrews_dae as D
 
 # Test Set for IVP Solvers (Mazzia, Magherini, Bari), andrews.f SOLN: PSIDE at rtol = atol = 1e-14,
 # y(t = 0.03): angles [β, Θ, γ, Φ, δ, Ω, ε] and their rates.
@@ -34,7 +35,7 @@ def test_tree_reproduces_test_set_equations():
 
 def test_consistent_initial_accelerations_and_multipliers():
     tree = A.andrews_tree()
-    qdd, lam = jax.jit(A.multipliers)(tree, jnp.asarray(A.Q0), jnp.zeros(7))
+    qdd, lam = jax.jit(D.multipliers)(tree, jnp.asarray(A.Q0), jnp.zeros(7))
     np.testing.assert_allclose(qdd, A.QDD0, rtol=1e-10, atol=1e-8)
     np.testing.assert_allclose(lam, A.LAMBDA0, rtol=1e-10, atol=1e-10)
     assert float(jnp.max(jnp.abs(A.constraints(jnp.asarray(A.Q0))))) < 1e-15
@@ -77,7 +78,7 @@ def test_reduced_ode_matches_published_solution(fit, kind, tol_q, tol_qd):
 def test_dae_baseline_matches_published_solution():
     tree = A.andrews_tree()
     sol = mbjax.simulate(tree, jnp.asarray(A.Q0), jnp.zeros(7), 0.0, A.T_END,
-                         vector_field=A.dae_vector_field(tree, 1e3, 1e3), rtol=1e-10, atol=1e-10)
+                         vector_field=D.dae_vector_field(tree, 1e3, 1e3), rtol=1e-10, atol=1e-10)
     q, qd = sol.ys[0][-1], sol.ys[1][-1]
     np.testing.assert_allclose(q, REF_Q, rtol=1e-7, atol=1e-7)
     np.testing.assert_allclose(qd, REF_QD, rtol=1e-6, atol=1e-3)
@@ -117,7 +118,7 @@ def test_dae_closed_form_equals_library_dae():
     tree = A.andrews_tree()
     rng = np.random.default_rng(2)
     q, qd = jnp.asarray(A.Q0 + 0.1 * rng.normal(size=7)), jnp.asarray(rng.normal(size=7) * 100)
-    library, closed = A.dae_vector_field(tree, 1e3, 1e3), A.dae_vector_field(tree, 1e3, 1e3, closed_form=True)
+    library, closed = D.dae_vector_field(tree, 1e3, 1e3), D.dae_vector_field(tree, 1e3, 1e3, closed_form=True)
     a, b = jax.jit(lambda q, qd: (library(0.0, (q, qd), tree)[1], closed(0.0, (q, qd), tree)[1]))(q, qd)
     np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(b))))
 

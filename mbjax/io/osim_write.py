@@ -62,31 +62,15 @@ from .osim_couplers import _SQRT_EPS
 from .osim_force_set import _MUSCLE_FLAGS, MUSCLE_TYPES
 from .osim_path_functions import FUNCTION_BASED_PATH, coordinate_joints, function_elements
 from .osim_write_checks import refuse_unloadable, unwritten_changes
-from .osim_xml import _floats, _function_element, _is_identity_function
+from .osim_write_scaling import _factors, _scale_file_markers, _write_scaled_frames
+from .osim_write_values import _fmt, _multiply_function, _set
+from .osim_xml import _floats
 
 _INERTIA_3X = ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")
 
 #: properties every OpenSim muscle class has: written even where the file leaves them out
 _ALWAYS = ("max_isometric_force", "optimal_fiber_length", "tendon_slack_length", "pennation_angle_at_optimal",
            "max_contraction_velocity")
-
-
-def _fmt(values) -> str:
-    return " ".join(repr(float(v)) for v in np.ravel(values))
-
-
-def _set(doc, orig, parent, tag, values, create=True):
-    """Set ``parent/<tag>`` (in the tree being written) to ``values``; ``orig`` is the same element in
-    the line-numbered parse, for the error message."""
-    values = np.asarray(values, float)
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"{doc.where(orig)}: <{tag}> would be {values.tolist()}: not finite")
-    el = parent.find(tag)
-    if el is None:
-        if not create:
-            return
-        el = ET.SubElement(parent, tag)
-    el.text = _fmt(values)
 
 
 def _comment_keeping_parse(path):
@@ -439,99 +423,3 @@ def _write_markers(loader, twin, markers, model):
             raise ValueError(f"marker {markers.names[k]!r}: location {loc.tolist()} is not finite")
         ET.SubElement(el, "location").text = _fmt(loc)
         ET.SubElement(el, "fixed").text = "false"
-
-def _factors(model) -> dict:
-    """Body name -> the scale factor applied to the model (empty when nothing was scaled)."""
-    info = model.extras.get("osim")
-    sc = getattr(info, "scaling", None)
-    if sc is None:
-        return {}
-    f = np.asarray(sc.factors, float)
-    if np.all(f == 1.0):
-        return {}
-    if not np.all(np.isfinite(f) & (f > 0)):
-        raise ValueError(f"write_osim: scale factors must be positive and finite, got {f.tolist()}")
-    return dict(zip(sc.segments, f.tolist()))
-
-
-def _scale_text(doc, orig, out, tag, factor):
-    """``out/<tag>`` (numbers) times ``factor``, if present."""
-    if out is None or out.find(tag) is None or factor == 1.0:
-        return
-    values = np.asarray([float(v) for v in out.find(tag).text.split()], float)
-    _set(doc, orig, out, tag, values * factor, create=False)
-
-
-def _multiply_function(doc, twin, holder, factor):
-    """The function inside ``holder`` times ``factor``, as OpenSim's scaling writes it: a ``Constant``'s
-    value, a ``MultiplierFunction``'s scale, else the function wrapped in a ``MultiplierFunction``."""
-    if holder is None or factor == 1.0:
-        return
-    fel = _function_element(doc, holder)
-    out = twin[fel]
-    if fel.tag == "Constant":
-        _scale_text(doc, fel, out, "value", factor)
-        return
-    if fel.tag == "MultiplierFunction":
-        if out.find("scale") is None:
-            ET.SubElement(out, "scale").text = "1.0"
-        _scale_text(doc, fel, out, "scale", factor)
-        return
-    parent = next(e for e in twin[holder].iter() if out in list(e))
-    k = list(parent).index(out)
-    parent.remove(out)
-    mf = ET.Element("MultiplierFunction", {"name": out.get("name")} if out.get("name") else {})
-    mf.text, mf.tail = out.text, out.tail
-    inner = ET.SubElement(mf, "function")
-    inner.append(out)
-    ET.SubElement(mf, "scale").text = repr(float(factor))
-    parent.insert(k, mf)
-
-
-def _write_scaled_frames(loader, twin, factors):
-    """Joint frames, translation functions, ellipsoid radii and wrap objects of a scaled model."""
-    doc, model = loader.doc, loader.model
-    for fr in model.iter("PhysicalOffsetFrame"):  # OffsetFrame::extendScale: the base body's factor
-        parent = (fr.findtext("socket_parent") or "").strip()
-        owner = next((o for o in model.iter() if fr in list(o.find("frames") if o.find("frames") is not None else [])
-                      or fr in list(o.find("components") if o.find("components") is not None else [])), None)
-        body = loader._resolve(fr, parent, owner)[0]
-        _scale_text(doc, fr, twin[fr], "translation", factors.get(body, 1.0))
-    for j, parent, child, _, _ in loader.joints:
-        s_parent = factors.get(parent, 1.0)
-        if loader.version < 30000:  # 3.x joint frames
-            _scale_text(doc, j, twin[j], "location_in_parent", s_parent)
-            _scale_text(doc, j, twin[j], "location", factors.get(child, 1.0))
-        if j.tag == "EllipsoidJoint":
-            _scale_text(doc, j, twin[j], "radii_x_y_z", s_parent)
-        st = j.find("SpatialTransform")
-        if j.tag != "CustomJoint" or st is None:
-            continue
-        for ta in st:
-            if ta.tag != "TransformAxis" or not (ta.get("name") or "").startswith("translation"):
-                continue
-            if not any(c.tag not in ("coordinates", "axis") for c in ta) or _is_identity_function(doc, ta):
-                continue  # no function (Constant 0) or a degree of freedom: SpatialTransform::scale skips it
-            axis = np.asarray([float(v) for v in ta.findtext("axis").split()], float)
-            _multiply_function(doc, twin, ta, float(np.abs(axis).sum()) * s_parent)
-    for wset in model.iter("WrapObjectSet"):
-        holder = wset.find("objects")
-        for el in (holder if holder is not None else []):
-            owner = next(o for o in model.iter() if wset in list(o))
-            if owner.tag == "Ground" or (owner.tag == "Body" and owner.get("name") == "ground"):
-                continue
-            ref = owner.get("name") if owner.tag == "Body" else owner.get("name")
-            body = loader._resolve(el, ref, owner)[0] if owner.tag != "Body" else ref
-            f = factors.get(body, 1.0)
-            for tag in ("translation", "radius", "length", "dimensions", "inner_radius", "outer_radius"):
-                _scale_text(doc, el, twin[el], tag, f)
-
-
-def _scale_file_markers(loader, twin, factors):
-    doc = loader.doc
-    mset = loader.model.find("MarkerSet")
-    objects = mset.find("objects") if mset is not None else None
-    for el in (objects if objects is not None else []):
-        ref = (el.findtext("socket_parent_frame") or el.findtext("body") or "").strip()
-        body = loader._resolve(el, ref)[0]
-        _scale_text(doc, el, twin[el], "location", factors.get(body, 1.0))

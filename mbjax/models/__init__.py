@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = ("planar_human", "shoulder", "andrews", "fourbar", "fivebar")
+_SUBMODULES = ("planar_human", "shoulder", "andrews", "andrews_dae", "fourbar", "fivebar")
 _EXAMPLE_NAMES = ("arm26", "arm26_path", "EXAMPLES", "load", "model_path", "PIPELINES", "pipeline_path")
 
 __all__ = sorted(_SUBMODULES + _EXAMPLE_NAMES)

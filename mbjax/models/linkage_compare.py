@@ -8,7 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._kinematics import joint_values, point_acceleration, point_velocity
+from .._kinematics import joint_values
+from .._point_kinematics import point_acceleration, point_velocity
 from ..constraints import absolute
 from ..constraints.hermite import hermite
 from .linkage import Linkage
