@@ -236,27 +236,16 @@ EXEMPT = {
 #: public names the survey does not reach yet: the debt, listed so that it can only shrink (a name
 #: here that the survey reaches fails the census, as does a new public name in neither list)
 NOT_YET: set[str] = {
-    'AbstractJointMap', 'Affine', 'BicubicSpline', 'BushingForce', 'Composed', 'ComposedPolynomial',
-    'Constant', 'CoordinateLimitForce', 'CoordinateSpring', 'CoordinateValues',
-    'ExpressionBasedCoordinateForce', 'Fourier', 'FunctionMap', 'Geodesic', 'ImplicitMap',
-    'LinearCombination', 'LoopConstraint', 'MovingPathPoint', 'MultivariatePolynomial', 'MusclePaths',
-    'PiecewisePolynomial', 'PlanarChain', 'PointActuator', 'PointToPointSpring', 'Polynomial', 'Selection',
-    'SpringGeneralizedForce', 'StandardInertial', 'TorqueActuator', 'ViscousDamping', 'WrapLine',
-    'WrapObject', 'acceleration_bias', 'activation_rate', 'actuator_matrix', 'applied_forces',
-    'augmented_jacobians', 'blajer_matrices', 'body_fixed_xyz', 'body_mass_matrix', 'body_wrenches',
-    'build_path_functions', 'check_feasible', 'check_jacobian', 'compile_expression', 'constraint_matrix',
-    'cross_body_lengths', 'cylinder_geodesic', 'cylinder_geodesic_length', 'direct_derivatives',
-    'ellipsoid_geodesic', 'ellipsoid_geodesic_length', 'enable_compilation_cache', 'fibre_energy_density',
-    'fibre_law', 'fibre_length_range', 'fit_static_scale', 'gamma_beta', 'generalized_stiffness', 'gmlav',
-    'gravity_forces_kron', 'hermite', 'hessian_rhs', 'hill_parameters', 'huber_residual', 'implicit_solve',
-    'implicit_values', 'isometric_torques', 'joint_reactions_classical', 'joint_reactions_dense',
-    'loop_values', 'model_fingerprint', 'molecule_offsets', 'moment_arms_block', 'moment_arms_sparse',
-    'multibundle_fibres', 'muscle_force_coefficients', 'path_state', 'pose_derivatives_kron', 'premodel',
-    'prohibited_directions', 'projection_derivatives', 'projection_values', 'pseudo_inertia',
-    'quadrature_points', 'rcond', 'register', 'resolved_multipliers', 'scale_kinematics', 'scale_markers',
-    'segment_factors', 'sharing_problem', 'single_threaded_matmuls', 'smooth_step', 'smooth_wrapping',
-    'solve_problem', 'solve_trajectory', 'spatial_area', 'sphere_geodesic', 'sphere_geodesic_length',
-    'tps_kernel', 'transmitted_multipliers', 'twist_perturbation', 'velocity_jacobian', 'with_wrapping',
+    'Geodesic', 'MovingPathPoint', 'MusclePaths', 'Selection', 'StandardInertial', 'ViscousDamping',
+    'WrapLine', 'WrapObject', 'activation_rate', 'body_wrenches', 'build_path_functions',
+    'cross_body_lengths', 'cylinder_geodesic', 'cylinder_geodesic_length', 'ellipsoid_geodesic',
+    'ellipsoid_geodesic_length', 'enable_compilation_cache', 'fibre_energy_density', 'fibre_law',
+    'fibre_length_range', 'fit_static_scale', 'gamma_beta', 'generalized_stiffness', 'gmlav',
+    'gravity_forces_kron', 'huber_residual', 'isometric_torques', 'joint_reactions_classical',
+    'moment_arms_block', 'moment_arms_sparse', 'multibundle_fibres', 'path_state', 'pose_derivatives_kron',
+    'pseudo_inertia', 'quadrature_points', 'register', 'scale_kinematics', 'scale_markers',
+    'segment_factors', 'single_threaded_matmuls', 'smooth_wrapping', 'spatial_area', 'sphere_geodesic',
+    'sphere_geodesic_length', 'tps_kernel', 'twist_perturbation', 'with_wrapping',
 }
 
 

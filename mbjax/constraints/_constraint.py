@@ -20,6 +20,8 @@ import numpy as np
 import lineax as lx
 import optimistix as optx
 
+from .. import _checks
+
 
 class LoopConstraint(eqx.Module):
     """``g(f, q) = fn(params, f, q)``, ``m`` equations in ``m`` joint variables ``f`` and ``n_q`` coordinates ``q``.
@@ -58,29 +60,30 @@ class LoopConstraint(eqx.Module):
         max_steps: int = 50,
         polish: bool = True,
     ):
-        if isinstance(coordinates, str):
-            coordinates = (coordinates,)
-        self.coordinates = tuple(coordinates)
-        self.joints = tuple(joints)
+        if not callable(fn):
+            raise TypeError(f"LoopConstraint: fn must be a function g(params, f, q), got {type(fn).__name__}")
+        self.coordinates = _names(coordinates, "coordinates", allow_empty=True)  # a rigid assembly has none
+        self.joints = _names(joints, "joints")
         self.fn = fn
         self.params = jax.tree.map(jnp.asarray, params)
-        q_ref = jnp.asarray(q_ref, dtype=float).reshape(-1)
-        f_ref = jnp.asarray(f_ref, dtype=float).reshape(-1)
         nq, m = len(self.coordinates), len(self.joints)
-        if q_ref.shape != (nq,):
-            raise ValueError(f"LoopConstraint: q_ref must have shape ({nq},) for {self.coordinates}, got {q_ref.shape}")
-        if f_ref.shape != (m,):
-            raise ValueError(f"LoopConstraint: f_ref must have shape ({m},) for {self.joints}, got {f_ref.shape}")
+        q_ref = _reference(q_ref, "q_ref", nq, self.coordinates)
+        f_ref = _reference(f_ref, "f_ref", m, self.joints)
+        min_rcond = _number(min_rcond, "min_rcond", "in [0, 1) (smallest accepted reciprocal condition number)",
+                            lambda x: 0 <= x < 1)
+        tol = _number(tol, "tol", "> 0 (Newton tolerance)", lambda x: x > 0)
+        continuation = _count(continuation, "continuation", 0)
+        max_steps = _count(max_steps, "max_steps", 1)
         r = jnp.asarray(fn(self.params, f_ref, q_ref))
         if r.shape != (m,):
             raise ValueError(
                 f"LoopConstraint: g(f, q) must return {m} equations (one per joint variable "
                 f"{self.joints}), got shape {r.shape}"
             )
-        self.min_rcond = float(min_rcond)
-        self.tol = float(tol)
-        self.continuation = int(continuation)
-        self.max_steps = int(max_steps)
+        self.min_rcond = min_rcond
+        self.tol = tol
+        self.continuation = continuation
+        self.max_steps = max_steps
         self.q_ref = q_ref
         if polish:
             fr = np.asarray(_polish(fn, self.params, q_ref, f_ref, self.tol, max_steps))
@@ -113,27 +116,109 @@ class LoopConstraint(eqx.Module):
         return jax.jacfwd(self.residual, argnums=1)(f, q)
 
 
-def rcond(g_f, g_q=None):
-    """Conditioning of ∂g/∂f: σ_min(∂g/∂f) / σ_max([∂g/∂f, ∂g/∂q]) (0 when singular).
+def _names(names, what: str, allow_empty: bool = False) -> tuple[str, ...]:
+    """``names`` (one string or a sequence of strings) as a tuple without duplicates."""
+    names = (names,) if isinstance(names, str) else names
+    try:
+        names = tuple(names)
+    except TypeError:
+        raise TypeError(f"LoopConstraint: {what} must be a sequence of names, got {type(names).__name__}") from None
+    if (not names and not allow_empty) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"LoopConstraint: {what} must be one or more names (strings), got {names!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"LoopConstraint: duplicate {what} in {names!r}")
+    return names
 
-    Scaling by the whole constraint Jacobian (not by ∂g/∂f alone) makes the measure meaningful for a
-    single equation as well; it tends to 0 at a toggle position, where ∂g/∂f loses rank.
-    """
+
+def _reference(x, what: str, n: int, names) -> jnp.ndarray:
+    """A concrete finite reference vector of length ``n`` (a column ``(n, 1)`` is read as ``(n,)``)."""
+    arr = np.asarray(_checks.real_array(x, f"LoopConstraint: {what} must be a real array",
+                                        f"LoopConstraint: {what} must be real"), dtype=float).reshape(-1)
+    if arr.shape != (n,):
+        raise ValueError(f"LoopConstraint: {what} must have shape ({n},) for {names}, got {np.shape(x)}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"LoopConstraint: {what} must be finite, got {arr}")
+    return jnp.asarray(arr)
+
+
+def _number(x, what: str, rule: str, ok) -> float:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"LoopConstraint: {what} must be a number {rule}, got {x!r}")
+    if not (np.isfinite(x) and ok(float(x))):
+        raise ValueError(f"LoopConstraint: {what} must be finite and {rule}, got {x!r}")
+    return float(x)
+
+
+def _count(x, what: str, low: int) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < low:
+        raise ValueError(f"LoopConstraint: {what} must be an integer >= {low}, got {x!r}")
+    return int(x)
+
+
+def checked_constraint(constraint, where: str) -> "LoopConstraint":
+    """``constraint`` if it is a :class:`LoopConstraint`, else ``TypeError`` naming ``where``."""
+    if not isinstance(constraint, LoopConstraint):
+        raise TypeError(f"{where}: constraint must be a mbjax.constraints.LoopConstraint, got {type(constraint).__name__}")
+    return constraint
+
+
+def checked_q(constraint: LoopConstraint, q, where: str):
+    """``q`` as a real ``(n_q,)`` array (trace time); ``where`` names the function."""
+    return _checks.as_array(q, f"{where}: q", (constraint.n_coordinates,), ("n_q",),
+                            f" for coordinates {constraint.coordinates}")
+
+
+def checked_f(constraint: LoopConstraint, f, where: str, name: str = "f"):
+    """``f`` as a real ``(m,)`` array of joint variables (trace time)."""
+    return _checks.as_array(f, f"{where}: {name}", (constraint.n_joints,), ("m",), f" for joints {constraint.joints}")
+
+
+def _rcond(g_f, g_q=None):
     s = jnp.linalg.svd(g_f, compute_uv=False)
     full = g_f if g_q is None else jnp.concatenate([g_f, g_q], axis=1)
     top = jnp.linalg.svd(full, compute_uv=False)[0]
     return s[-1] / jnp.maximum(top, jnp.finfo(s.dtype).tiny)
 
 
+def rcond(g_f, g_q=None):
+    """Conditioning of ∂g/∂f: σ_min(∂g/∂f) / σ_max([∂g/∂f, ∂g/∂q]) (0 when singular).
+
+    Scaling by the whole constraint Jacobian (not by ∂g/∂f alone) makes the measure meaningful for a
+    single equation as well; it tends to 0 at a toggle position, where ∂g/∂f loses rank.
+    ``g_f`` ``(m, m)``, ``g_q`` ``(m, n_q)``; NaN or inf in them raises at run time.
+    """
+    g_f = _checks.real_array(g_f, "rcond: g_f must be a real array", "rcond: g_f must be real")
+    if g_f.ndim != 2 or g_f.shape[0] != g_f.shape[1] or g_f.shape[0] == 0:
+        raise ValueError(f"rcond: g_f (∂g/∂f) must be a non-empty square matrix (m, m), got shape {g_f.shape}")
+    rules = [_checks.not_finite(g_f, "rcond: g_f")]
+    if g_q is not None:
+        g_q = _checks.real_array(g_q, "rcond: g_q must be a real array", "rcond: g_q must be real")
+        if g_q.ndim != 2 or g_q.shape[0] != g_f.shape[0]:
+            raise ValueError(f"rcond: g_q (∂g/∂q) must have shape (m, n_q) = ({g_f.shape[0]}, n_q), got {g_q.shape}")
+        rules.append(_checks.not_finite(g_q, "rcond: g_q"))
+    g_f = _checks.all_of(g_f, rules)
+    return _rcond(g_f, g_q)
+
+
 def check_jacobian(constraint: LoopConstraint, f, q, value=None):
     """Raise (``eqx.error_if``) if ∂g/∂f at ``(f, q)`` is near singular; return ``value`` (default ``f``)."""
+    checked_constraint(constraint, "check_jacobian")
+    f = checked_f(constraint, f, "check_jacobian")
+    q = checked_q(constraint, q, "check_jacobian")
+    return _check_jacobian(constraint, f, q, value)
+
+
+def _check_jacobian(constraint: LoopConstraint, f, q, value=None):
     value = f if value is None else value
-    rc = rcond(constraint.jacobian_f(f, q), constraint.jacobian_q(f, q))
-    return eqx.error_if(
+    rc = _rcond(constraint.jacobian_f(f, q), constraint.jacobian_q(f, q))
+    finite = jnp.all(jnp.isfinite(f)) & jnp.all(jnp.isfinite(q))
+    return eqx.branched_error_if(
         value,
-        ~(rc >= constraint.min_rcond),
-        "LoopConstraint: ∂g/∂f is (near) singular at this q: a toggle / dead-centre position of the "
-        "linkage (reciprocal condition number below min_rcond); ∇f and H do not exist here",
+        ~finite | ~(rc >= constraint.min_rcond),
+        jnp.where(finite, 1, 0),
+        ["LoopConstraint: f or q contains NaN or inf",
+         "LoopConstraint: ∂g/∂f is (near) singular at this q: a toggle / dead-centre position of the "
+         "linkage (reciprocal condition number below min_rcond); ∇f and H do not exist here"],
     )
 
 
@@ -165,12 +250,10 @@ def solve(constraint: LoopConstraint, q, guess=None, *, continuation: int | None
     ``guess``, one Newton solve from it (e.g. a neighbouring solution, as in the molecule).
     ``check``: raise on non-convergence, non-finite output or a near-singular ``∂g/∂f``.
     """
-    q = jnp.asarray(q)
-    if q.shape != (constraint.n_coordinates,):
-        raise ValueError(
-            f"solve: q must have shape ({constraint.n_coordinates},) for coordinates "
-            f"{constraint.coordinates}, got {q.shape}"
-        )
+    checked_constraint(constraint, "solve")
+    q = checked_q(constraint, q, "solve")
+    if guess is not None:
+        guess = checked_f(constraint, guess, "solve", "guess")
     dtype = jnp.result_type(q, constraint.f_ref)
     q = q.astype(dtype)
     n = constraint.continuation if continuation is None else int(continuation)
@@ -205,15 +288,17 @@ def solve(constraint: LoopConstraint, q, guess=None, *, continuation: int | None
         tol = jnp.maximum(1e3 * constraint.tol, 1e3 * jnp.finfo(dtype).eps) * scale
         bad = ~ok & ~(jnp.max(jnp.abs(res)) <= tol)
         bad = bad | ~jnp.all(jnp.isfinite(f))
-        f = eqx.error_if(
-            f, bad,
-            "LoopConstraint: Newton solve of g(f, q) = 0 did not converge (q outside the linkage's "
-            "range of motion, or the continuation path crosses a singular position)",
+        q_finite = jnp.all(jnp.isfinite(q))
+        f = eqx.branched_error_if(
+            f, bad | ~q_finite, jnp.where(q_finite, 1, 0),
+            [f"solve: q contains NaN or inf for coordinates {constraint.coordinates}",
+             "LoopConstraint: Newton solve of g(f, q) = 0 did not converge (q outside the linkage's "
+             "range of motion, or the continuation path crosses a singular position)"],
         )
         f = eqx.error_if(
             f, ~same_branch,
             "LoopConstraint: the solution left the assembly branch of the reference (det ∂g/∂f changed "
             "sign: the path from q_ref to q crosses a toggle position, or q is outside the branch's range)",
         )
-        f = check_jacobian(constraint, f, q)
+        f = _check_jacobian(constraint, f, q)
     return f

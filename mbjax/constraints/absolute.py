@@ -24,6 +24,16 @@ import numpy as np
 import optimistix as optx
 
 
+def _real(x, name: str):
+    try:
+        arr = jnp.asarray(x)
+    except TypeError:
+        arr = None
+    if arr is None or not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+        raise TypeError(f"PlanarChain: {name} must be a real array, got {type(x).__name__}: {x!r}")
+    return arr.astype(float)
+
+
 def _rot(phi):
     c, s = jnp.cos(phi), jnp.sin(phi)
     return jnp.array([[c, -s], [s, c]])
@@ -44,16 +54,33 @@ class PlanarChain(eqx.Module):
     drive: jnp.ndarray
 
     def __init__(self, lengths, com, l0, drive):
-        self.lengths = jnp.asarray(lengths, float)
-        self.com = jnp.asarray(com, float)
-        self.l0 = jnp.asarray(l0, float)
-        self.drive = jnp.asarray(drive, float)
+        self.lengths = _real(lengths, "lengths")
+        self.com = _real(com, "com")
+        self.l0 = _real(l0, "l0")
+        self.drive = _real(drive, "drive")
+        if self.lengths.ndim != 1 or self.lengths.shape[0] < 3:
+            raise ValueError(f"PlanarChain: lengths must be a 1-D array of n >= 3 link lengths (a closed chain "
+                             f"with ground has n - 2 >= 1 dof), got shape {self.lengths.shape}")
         n = self.lengths.shape[0]
+        if self.com.shape != (n,):
+            raise ValueError(f"PlanarChain: com must have shape (n,) = ({n},) (one COM distance per link), "
+                             f"got {self.com.shape}")
+        if self.l0.shape != ():
+            raise ValueError(f"PlanarChain: l0 (ground span) must be a scalar, got shape {self.l0.shape}")
         if self.drive.shape != (n - 2, 3 * n):
             raise ValueError(
                 f"PlanarChain: a closed chain of {n} links has {n - 2} dof, so drive must be "
                 f"({n - 2}, {3 * n}), got {self.drive.shape}"
             )
+
+    def __check_init__(self):
+        if any(isinstance(x, jax.core.Tracer) for x in (self.lengths, self.com, self.l0, self.drive)):
+            return
+        for name in ("lengths", "com", "l0", "drive"):
+            if not np.all(np.isfinite(np.asarray(getattr(self, name)))):
+                raise ValueError(f"PlanarChain: {name} contains NaN or inf")
+        if np.any(np.asarray(self.lengths) <= 0):
+            raise ValueError(f"PlanarChain: lengths must be > 0, got {np.asarray(self.lengths)}")
 
     @property
     def n(self) -> int:

@@ -23,15 +23,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..maps._base import AbstractJointMap, replace_fields
-from ._constraint import LoopConstraint, solve
+from ._constraint import LoopConstraint, checked_constraint, checked_q, solve
 from .molecule import molecule_derivatives
-from .projection import projection_derivatives
+from .projection import _projection_derivatives
 
 METHODS = ("projection", "implicit", "molecule")
 
 
 def implicit_solve(constraint: LoopConstraint, q):
     """f(q) solving g(f, q) = 0 with a custom JVP through the implicit function theorem."""
+    checked_constraint(constraint, "implicit_solve")
+    q = checked_q(constraint, q, "implicit_solve")
     dyn, static = eqx.partition(constraint, eqx.is_inexact_array)
 
     @jax.custom_jvp
@@ -51,13 +53,14 @@ def implicit_solve(constraint: LoopConstraint, q):
         g_f = jax.jacfwd(lambda ff: residual(dyn, q, ff))(f)
         return f, -jnp.linalg.solve(g_f, r_dot)
 
-    return fq(dyn, jnp.asarray(q))
+    return fq(dyn, q)
 
 
 @eqx.filter_jit
 def implicit_values(constraint: LoopConstraint, q):
     """``(f, ∇f, H)`` with ∇f = ``jacfwd`` and H = ``jacfwd(jacfwd)`` of :func:`implicit_solve` (one nested trace)."""
-    q = jnp.asarray(q)
+    checked_constraint(constraint, "implicit_values")
+    q = checked_q(constraint, q, "implicit_values")
 
     def f_aux(qq):
         f = implicit_solve(constraint, qq)
@@ -74,15 +77,16 @@ def implicit_values(constraint: LoopConstraint, q):
 @eqx.filter_jit
 def loop_values(constraint: LoopConstraint, q, method: str = "projection", step=1e-4):
     """``(f, ∇f, H)`` of all the loop's joint variables at ``q`` by the chosen method."""
-    q = jnp.asarray(q)
+    checked_constraint(constraint, "loop_values")
+    q = checked_q(constraint, q, "loop_values")
     if method == "projection":
         f = solve(constraint, q)
-        return (f, *projection_derivatives(constraint, f, q))
+        return (f, *_projection_derivatives(constraint, f, q))
     if method == "implicit":
         return implicit_values(constraint, q)
     if method == "molecule":
         return molecule_derivatives(constraint, q, step)
-    raise ValueError(f"unknown closed-chain method {method!r}; supported: {METHODS}")
+    raise ValueError(f"loop_values: unknown closed-chain method {method!r}; supported: {METHODS}")
 
 
 class ImplicitMap(AbstractJointMap):
@@ -109,9 +113,20 @@ class ImplicitMap(AbstractJointMap):
             if joint not in constraint.joints:
                 raise ValueError(f"ImplicitMap: joint {joint!r} is not one of the loop's joints {constraint.joints}")
             joint = constraint.joints.index(joint)
+        if isinstance(joint, (bool, np.bool_)) or not isinstance(joint, (int, np.integer)):
+            raise TypeError(f"ImplicitMap: joint must be a joint name in {constraint.joints} or an integer index, "
+                            f"got {joint!r}")
         joint = int(joint)
         if not 0 <= joint < constraint.n_joints:
             raise ValueError(f"ImplicitMap: joint index {joint} out of range for {constraint.n_joints} joints")
+        nq = constraint.n_coordinates
+        h = np.asarray(step, dtype=float) if not isinstance(step, jax.core.Tracer) else None
+        if h is not None:
+            if h.shape not in ((), (nq,)):
+                raise ValueError(f"ImplicitMap: step must be a scalar or have shape (n_q,) = ({nq},) for coordinates "
+                                 f"{constraint.coordinates}, got {h.shape}")
+            if not np.all(np.isfinite(h) & (h > 0)):
+                raise ValueError(f"ImplicitMap: step (molecule difference step) must be finite and > 0, got {h}")
         self.constraint = constraint
         self.step = jnp.asarray(step, dtype=float)
         self.joints = (joint,)

@@ -23,12 +23,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _checks
-from ._constraint import LoopConstraint, solve
+from ._constraint import LoopConstraint, checked_constraint, checked_f, checked_q, solve
 
 
 def molecule_offsets(n_coordinates: int) -> np.ndarray:
     """Unit offsets of the molecule's abscissae, ``(n_points, n_q)``; row 0 is the centre."""
-    nq = n_coordinates
+    if isinstance(n_coordinates, (bool, np.bool_)) or not isinstance(n_coordinates, (int, np.integer)) \
+            or n_coordinates < 0:
+        raise ValueError(f"molecule_offsets: n_coordinates must be an integer >= 0 (the number of coordinates "
+                         f"q of the loop), got {n_coordinates!r}")
+    nq = int(n_coordinates)
     rows = [np.zeros(nq)]
     for k in range(nq):
         for s in (1.0, -1.0):
@@ -51,7 +55,10 @@ def molecule_derivatives(constraint: LoopConstraint, q, step, f_centre=None, *, 
     constraint's reference (or taken from ``f_centre``); the other abscissae by Newton from the
     centre's solution.  Shapes ``(m,)``, ``(m, n_q)``, ``(m, n_q, n_q)``.
     """
-    q = jnp.asarray(q)
+    checked_constraint(constraint, "molecule_derivatives")
+    q = checked_q(constraint, q, "molecule_derivatives")
+    if f_centre is not None:
+        f_centre = checked_f(constraint, f_centre, "molecule_derivatives", "f_centre")
     nq = q.shape[0]
     h = jnp.asarray(step, q.dtype)
     if h.shape not in ((), (nq,)):

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..maps import BicubicSpline, Fourier, NaturalCubicSpline
-from ._constraint import LoopConstraint, solve
+from ._constraint import LoopConstraint, checked_constraint, solve
 
 KINDS = ("spline", "fourier", "bicubic")
 
@@ -26,13 +26,33 @@ def _solve_many(constraint, qs):
     return jax.vmap(lambda q: solve(constraint, q))(qs)
 
 
+def _grids(constraint: LoopConstraint, grids, where: str) -> list[np.ndarray]:
+    """One strictly increasing finite 1-D grid of >= 2 points per coordinate."""
+    nq = constraint.n_coordinates
+    if isinstance(grids, np.ndarray) or not isinstance(grids, (list, tuple)) or len(grids) != nq:
+        got = f"an array of shape {np.shape(grids)}" if hasattr(grids, "shape") else repr(grids)
+        raise ValueError(f"{where}: grids must be a list of one 1-D grid per coordinate {constraint.coordinates} "
+                         f"(e.g. [np.linspace(lo, hi, n)]), got {got}")
+    out = []
+    for name, g in zip(constraint.coordinates, grids):
+        try:
+            arr = np.asarray(g, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: the grid of coordinate {name!r} must be a 1-D array of numbers, got {g!r}") from None
+        if arr.ndim != 1 or arr.shape[0] < 2:
+            raise ValueError(f"{where}: the grid of coordinate {name!r} must be 1-D with >= 2 points, got shape {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{where}: the grid of coordinate {name!r} contains NaN or inf")
+        if np.any(np.diff(arr) <= 0):
+            raise ValueError(f"{where}: the grid of coordinate {name!r} must be strictly increasing")
+        out.append(arr)
+    return out
+
+
 def sweep(constraint: LoopConstraint, grids):
     """Solutions on the tensor grid of ``grids`` (one 1-D array per coordinate): ``(*sizes, m)``."""
-    grids = [np.asarray(g, dtype=float).ravel() for g in grids]
-    if len(grids) != constraint.n_coordinates:
-        raise ValueError(
-            f"sweep: need one grid per coordinate {constraint.coordinates}, got {len(grids)}"
-        )
+    checked_constraint(constraint, "sweep")
+    grids = _grids(constraint, grids, "sweep")
     mesh = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, len(grids))
     f = _solve_many(constraint, jnp.asarray(mesh))
     return np.asarray(f).reshape(*[g.shape[0] for g in grids], constraint.n_joints)
@@ -47,6 +67,7 @@ def premodel(constraint: LoopConstraint, grids, kind: str = "spline", policy: st
     ``"bicubic"`` (:class:`~mbjax.maps.BicubicSpline`, 2 coordinates).  ``policy`` is the maps'
     out-of-range policy.
     """
+    checked_constraint(constraint, "premodel")
     if kind not in KINDS:
         raise ValueError(f"premodel: unknown kind {kind!r}; supported: {KINDS}")
     nq = constraint.n_coordinates
@@ -54,7 +75,7 @@ def premodel(constraint: LoopConstraint, grids, kind: str = "spline", policy: st
         raise ValueError(f"premodel: kind {kind!r} fits one coordinate, the loop has {nq}; use 'bicubic'")
     if kind == "bicubic" and nq != 2:
         raise ValueError(f"premodel: kind 'bicubic' fits two coordinates, the loop has {nq}")
-    grids = [np.asarray(g, dtype=float).ravel() for g in grids]
+    grids = _grids(constraint, grids, "premodel")
     values = sweep(constraint, grids)
     maps = []
     for j in range(constraint.n_joints):

@@ -26,7 +26,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ._constraint import LoopConstraint, solve
+from .. import _checks
+from ._constraint import LoopConstraint, checked_constraint, checked_f, checked_q, solve
 
 
 def projectors(gbar):
@@ -75,23 +76,56 @@ def _second_derivatives(constraint: LoopConstraint, f, q):
 
 
 def hessian_rhs(constraint: LoopConstraint, f, q, grad):
-    """Γ of Eq. 120 as ``(m, n_q, n_q)`` (Γ_i = -𝐉ᵀ ∇²g_i 𝐉, see the module docstring)."""
+    """Γ of Eq. 120 as ``(m, n_q, n_q)`` (Γ_i = -𝐉ᵀ ∇²g_i 𝐉, see the module docstring).
+
+    A building block of :func:`projection_derivatives`: shapes are checked here, values there.
+    """
+    checked_constraint(constraint, "hessian_rhs")
+    f = checked_f(constraint, f, "hessian_rhs")
+    q = checked_q(constraint, q, "hessian_rhs")
+    m, nq = constraint.n_joints, constraint.n_coordinates
+    grad = _checks.as_array(grad, "hessian_rhs: grad (∇f)", (m, nq), ("m", "n_q"), f" for joints {constraint.joints}")
+    return _hessian_rhs(constraint, f, q, grad)
+
+
+def _hessian_rhs(constraint: LoopConstraint, f, q, grad):
     nq = q.shape[0]
     jz = jnp.concatenate([grad, jnp.eye(nq, dtype=grad.dtype)], axis=0)
     hz = _second_derivatives(constraint, f, q)
     return -jnp.einsum("za,izw,wb->iab", jz, hz, jz)
 
 
+def _solved(constraint: LoopConstraint, f, q, where: str):
+    """Shape checks, then one fused run-time check: ``f``, ``q`` finite and ``g(f, q) ≈ 0``."""
+    checked_constraint(constraint, where)
+    f = checked_f(constraint, f, where)
+    q = checked_q(constraint, q, where)
+    dtype = jnp.result_type(f, q, float)
+    f, q = f.astype(dtype), q.astype(dtype)
+    res = jnp.max(jnp.abs(constraint.residual(f, q)))
+    tol = max(1e3 * constraint.tol, 1e3 * float(jnp.finfo(dtype).eps)) * (1.0 + jnp.max(jnp.abs(f)))
+    f = _checks.all_of(f, [
+        _checks.not_finite(f, f"{where}: f", f" for joints {constraint.joints}"),
+        _checks.not_finite(q, f"{where}: q", f" for coordinates {constraint.coordinates}"),
+        (~(res <= tol), f"{where}: f does not solve g(f, q) = 0 at this q (the derivatives hold on the "
+                        "constraint only): solve it first, e.g. mbjax.constraints.solve(constraint, q)"),
+    ])
+    return f, q
+
+
 @eqx.filter_jit
 def projection_derivatives(constraint: LoopConstraint, f, q):
     """∇f ``(m, n_q)`` and H ``(m, n_q, n_q)`` at a solved configuration by the projection method (Eq. 102-120)."""
-    f = jnp.asarray(f)
-    q = jnp.asarray(q)
+    f, q = _solved(constraint, f, q, "projection_derivatives")
+    return _projection_derivatives(constraint, f, q)
+
+
+def _projection_derivatives(constraint: LoopConstraint, f, q):
     nq = q.shape[0]
     gbar = constraint.jacobian_f(f, q)  # columns ḡ_j
     dgdq = constraint.jacobian_q(f, q).reshape(-1)  # ∂G/∂q, [i·nq + l]
     grad = project(gbar, -dgdq, nq)  # Eq. 118
-    gamma = hessian_rhs(constraint, f, q, grad).reshape(-1)  # Γ, [i·nq² + vec]
+    gamma = _hessian_rhs(constraint, f, q, grad).reshape(-1)  # Γ, [i·nq² + vec]
     hess = project(gbar, gamma, nq * nq).reshape(-1, nq, nq)
     # vec(H) is column-stacking; H is symmetric, so row/column order does not matter
     return grad, 0.5 * (hess + jnp.swapaxes(hess, -1, -2))
@@ -100,9 +134,10 @@ def projection_derivatives(constraint: LoopConstraint, f, q):
 @eqx.filter_jit
 def direct_derivatives(constraint: LoopConstraint, f, q):
     """Reference: ∇f = -(∂G/∂f)⁻¹ ∂G/∂q and H_i from one linear solve with the same Γ (test oracle)."""
+    f, q = _solved(constraint, f, q, "direct_derivatives")
     gf = constraint.jacobian_f(f, q)
     grad = -jnp.linalg.solve(gf, constraint.jacobian_q(f, q))
-    gamma = hessian_rhs(constraint, f, q, grad)
+    gamma = _hessian_rhs(constraint, f, q, grad)
     nq = q.shape[0]
     hess = jnp.linalg.solve(gf, gamma.reshape(gf.shape[0], -1)).reshape(-1, nq, nq)
     return grad, hess
@@ -111,6 +146,8 @@ def direct_derivatives(constraint: LoopConstraint, f, q):
 @eqx.filter_jit
 def projection_values(constraint: LoopConstraint, q, guess=None):
     """Solve f(q) (checked) and return ``(f, ∇f, H)`` by the projection method."""
+    checked_constraint(constraint, "projection_values")
+    q = checked_q(constraint, q, "projection_values")
     f = solve(constraint, q, guess)
-    grad, hess = projection_derivatives(constraint, f, q)
+    grad, hess = _projection_derivatives(constraint, f, q)
     return f, grad, hess

@@ -59,7 +59,11 @@ class CoordinateSpring(ForceElement):
     def generalized_force(self, model: Model, q, qd):
         b, bdot = self.element_state(model, q, qd)
         _, pullback = jax.vjp(lambda x: self.element_coordinates(model, x), q)
-        return pullback(self.law(b, bdot).astype(b.dtype))[0]
+        f = self.law(b, bdot)
+        if jnp.shape(f) != b.shape:
+            raise ValueError(f"{type(self).__name__}.law must return one force per element coordinate, shape "
+                             f"{b.shape} (like element_coordinates), got {jnp.shape(f)}")
+        return pullback(jnp.asarray(f).astype(b.dtype))[0]
 
 
 class CoordinateValues(eqx.Module):
@@ -78,6 +82,10 @@ class CoordinateValues(eqx.Module):
     maps: tuple | None = None
 
     def __call__(self, q):
+        need = 1 + max(self.index + tuple(i for inp in self.inputs for i in inp), default=-1)
+        if jnp.ndim(q) != 1 or jnp.shape(q)[0] < need:
+            raise ValueError(f"CoordinateValues: q must be the model's coordinate vector (nq,) with nq >= {need} "
+                             f"(it reads q[{need - 1}]), got shape {jnp.shape(q)}")
         out = q[np.asarray(self.index, dtype=np.int32)]
         for k, inp, m in zip(self.dependent, self.inputs, self.maps or ()):
             out = out.at[k].set(m.value(q[np.asarray(inp, dtype=np.int32)][None])[0].astype(q.dtype))
@@ -86,11 +94,19 @@ class CoordinateValues(eqx.Module):
     @classmethod
     def of(cls, model: Model, coordinates) -> "CoordinateValues":
         """``coordinates``: names of the model's coordinates, or joint maps (single-map stacks) of them."""
+        from ..maps import AbstractJointMap
+
+        if isinstance(coordinates, (str, AbstractJointMap)):
+            raise TypeError(f"CoordinateValues.of: coordinates must be a list of names or joint maps (one per "
+                            f"element), got a single {type(coordinates).__name__} {coordinates!r:.60}")
         index, dependent, inputs, maps = [], [], [], []
         for k, c in enumerate(coordinates):
             if isinstance(c, str):
                 index.append(model.coordinate_index(c))
                 continue
+            if not isinstance(c, AbstractJointMap) or c.n_maps != 1:
+                raise TypeError(f"CoordinateValues.of: coordinates[{k}] must be a coordinate name or a single joint "
+                                f"map of the model's coordinates, got {type(c).__name__} {c!r:.60}")
             index.append(0)
             dependent.append(k)
             inputs.append(tuple(model.coordinate_index(n) for n in c.coordinates[0]))

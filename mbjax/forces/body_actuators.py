@@ -25,6 +25,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _checks
 from .._loads import ExternalLoads
 from .._model import GROUND
 
@@ -67,12 +68,35 @@ class TorqueActuator(NamedTuple):
     max_control: float = np.inf
 
 
+def _vec3(v, what):
+    try:
+        v = np.asarray(v, float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what}: needs a 3-vector of numbers, got {v!r}") from None
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ValueError(f"{what}: needs a finite 3-vector, got {v.tolist()}")
+    return v
+
+
 def _unit(v, what):
-    v = np.asarray(v, float)
+    v = _vec3(v, what)
     n = np.linalg.norm(v)
-    if v.shape != (3,) or not np.isfinite(n) or n == 0.0:
+    if n == 0.0:
         raise ValueError(f"{what}: needs a finite non-zero 3-vector, got {v.tolist()}")
     return v / n
+
+
+def _scalar_fields(a, kind):
+    """``optimal_force`` finite and > 0; ``min_control <= max_control``, neither NaN."""
+    try:
+        f, lo, hi = float(a.optimal_force), float(a.min_control), float(a.max_control)
+    except (TypeError, ValueError):
+        raise TypeError(f"{kind} {a.name!r}: optimal_force, min_control and max_control must be numbers, got "
+                        f"{a.optimal_force!r}, {a.min_control!r}, {a.max_control!r}") from None
+    if not (np.isfinite(f) and f > 0):
+        raise ValueError(f"{kind} {a.name!r}: optimal_force must be finite and > 0, got {f}")
+    if np.isnan(lo) or np.isnan(hi) or lo > hi:
+        raise ValueError(f"{kind} {a.name!r}: need min_control <= max_control, got [{lo}, {hi}]")
 
 
 def _loads(model, actuators):
@@ -81,25 +105,35 @@ def _loads(model, actuators):
     bodies, points, forces, torques, pframes, fframes, owner = [], [], [], [], [], [], []
     names = set(model.body_names)
     for k, a in enumerate(actuators):
+        if isinstance(a, (PointActuator, TorqueActuator)):
+            _scalar_fields(a, type(a).__name__)
         if isinstance(a, PointActuator):
             if a.body not in names:
-                raise ValueError(f"PointActuator {a.name!r}: body {a.body!r} is not a body of the model")
+                raise ValueError(f"PointActuator {a.name!r}: body {a.body!r} is not a body of the model "
+                                 f"{tuple(model.body_names)}")
             d = _unit(a.direction, f"PointActuator {a.name!r} direction")
             bodies.append(a.body)
-            points.append(np.asarray(a.point, float))
+            points.append(_vec3(a.point, f"PointActuator {a.name!r} point"))
             forces.append(d * a.optimal_force)
             torques.append(np.zeros(3))
             pframes.append(GROUND if a.point_is_global else a.body)
             fframes.append(GROUND if a.force_is_global else a.body)
             owner.append(k)
         elif isinstance(a, TorqueActuator):
+            if all(b is None or b == GROUND for b in (a.body_a, a.body_b)):
+                raise ValueError(f"TorqueActuator {a.name!r}: body_a {a.body_a!r} and body_b {a.body_b!r} name no body "
+                                 "of the model (the torque would act on nothing)")
+            if a.body_b == a.body_a:
+                raise ValueError(f"TorqueActuator {a.name!r}: body_a and body_b are both {a.body_a!r} (the torques "
+                                 "cancel); give body_b=None for no reaction torque")
             ax = _unit(a.axis, f"TorqueActuator {a.name!r} axis") * a.optimal_force
             frame = GROUND if a.torque_is_global else a.body_a
             for body, sign in ((a.body_a, 1.0), (a.body_b, -1.0)):
                 if body is None or body == GROUND:
                     continue
                 if body not in names:
-                    raise ValueError(f"TorqueActuator {a.name!r}: body {body!r} is not a body of the model")
+                    raise ValueError(f"TorqueActuator {a.name!r}: body {body!r} is not a body of the model "
+                                     f"{tuple(model.body_names)}")
                 bodies.append(body)
                 points.append(np.zeros(3))
                 forces.append(np.zeros(3))
@@ -108,7 +142,9 @@ def _loads(model, actuators):
                 fframes.append(frame)
                 owner.append(k)
         else:
-            raise TypeError(f"not a PointActuator or TorqueActuator: {a!r}")
+            raise TypeError(f"actuator_matrix: actuators[{k}] is not a PointActuator or TorqueActuator: {a!r:.80}"
+                            + (" (a CoordinateActuator's column is a unit column on its coordinate)"
+                               if isinstance(a, CoordinateActuator) else ""))
     if not bodies:
         return None, np.zeros((0,), np.int32)
     loads = ExternalLoads(tuple(bodies), np.asarray(points), np.asarray(forces), np.asarray(torques),
@@ -130,8 +166,13 @@ def actuator_matrix(model, actuators, q):
     optimization program with pelvis residuals."""
     from .._kinematics import forward_pass
 
+    if isinstance(actuators, (str, PointActuator, TorqueActuator, CoordinateActuator)):
+        raise TypeError(f"actuator_matrix: actuators must be a list of PointActuator / TorqueActuator, got a single "
+                        f"{type(actuators).__name__} {actuators!r:.80} (wrap it in a list)")
     actuators = tuple(actuators)
-    q = jnp.asarray(q)
+    ctx = _checks.coordinates_context(model)
+    q = _checks.as_array(q, "actuator_matrix: q", (model.n_coordinates,), ("nq",), ctx)
+    q = _checks.finite(q, "actuator_matrix: q", ctx)
     dtype = jnp.result_type(q, float)
     loads, owner = _loads(model, actuators)
     if loads is None:

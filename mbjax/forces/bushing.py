@@ -16,12 +16,31 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 
+from . import _params
+from .. import _checks
 from .base import CoordinateSpring, frame_poses
 
 
 def body_fixed_xyz(rot):
-    """X-Y-Z body-fixed angles ``(..., 3)`` of rotations ``(..., 3, 3)`` (Simbody's formula, regular branch)."""
-    r = rot
+    """X-Y-Z body-fixed angles ``(..., 3)`` of rotations ``(..., 3, 3)`` (Simbody's formula, regular branch).
+
+    ``rot`` must be rotation matrices: a wrong shape raises ``ValueError``; NaN or inf, or a matrix
+    that is not orthonormal (``|RᵀR - I| > 1e-6``), a run-time error (checks on)."""
+    r = _checks.real_array(rot, "body_fixed_xyz: rot must be an array of rotation matrices (..., 3, 3)",
+                           "body_fixed_xyz: rot must be real")
+    if r.ndim < 2 or r.shape[-2:] != (3, 3):
+        raise ValueError(f"body_fixed_xyz: rot must have shape (..., 3, 3) (rotation matrices), got {r.shape}")
+    if not jnp.issubdtype(r.dtype, jnp.inexact):
+        r = r.astype(float)
+    err = jnp.abs(jnp.einsum("...ji,...jk->...ik", r, r) - jnp.eye(3, dtype=r.dtype))
+    r = _checks.all_of(r, [_checks.not_finite(r, "body_fixed_xyz: rot"),
+                           (err > max(1e-6, 100 * _checks.dtype_eps(r.dtype)),
+                            "body_fixed_xyz: rot is not a rotation matrix (RᵀR != I)")])
+    return _xyz(r)
+
+
+def _xyz(r):
+    """:func:`body_fixed_xyz` without checks (rotations built from validated poses)."""
     cos_y = jnp.sqrt((r[..., 0, 0] ** 2 + r[..., 0, 1] ** 2 + r[..., 1, 2] ** 2 + r[..., 2, 2] ** 2) / 2)
     return jnp.stack([jnp.arctan2(-r[..., 1, 2], r[..., 2, 2]),
                       jnp.arctan2(r[..., 0, 2], cos_y),
@@ -39,15 +58,30 @@ class BushingForce(CoordinateSpring):
     body2: tuple[int, ...] = eqx.field(static=True)
     element_names: tuple[str, ...] = eqx.field(static=True)
 
+    def __check_init__(self):
+        kind, names = "BushingForce", self.element_names
+        _params.check_names(kind, names)
+        _params.check_poses(kind, names, "x_b1f (frame F in body 1)", self.x_b1f)
+        _params.check_poses(kind, names, "x_b2m (frame M in body 2)", self.x_b2m)
+        _params.check_param(kind, names, "stiffness", self.stiffness, (6,), "warn")
+        _params.check_param(kind, names, "damping", self.damping, (6,), "warn")
+        _params.check_bodies(kind, names, "body1", self.body1)
+        _params.check_bodies(kind, names, "body2", self.body2)
+        for name, b1, b2 in zip(names, self.body1, self.body2):
+            if b1 == b2:
+                raise ValueError(f"BushingForce {name!r}: body1 and body2 are the same body ({b1}); a bushing "
+                                 "joins two bodies")
 
     def deflections(self, model, q):
         """``(n, 6)`` bushing coordinates ``b``."""
+        _params.check_bodies("BushingForce", self.element_names, "body1", self.body1, model.n_bodies)
+        _params.check_bodies("BushingForce", self.element_names, "body2", self.body2, model.n_bodies)
         x_gf = frame_poses(model, q, self.body1, self.x_b1f)
         x_gm = frame_poses(model, q, self.body2, self.x_b2m)
         r_gf = x_gf[:, :3, :3]
         r_fm = jnp.einsum("nji,njk->nik", r_gf, x_gm[:, :3, :3])
         p_fm = jnp.einsum("nji,nj->ni", r_gf, x_gm[:, :3, 3] - x_gf[:, :3, 3])
-        return jnp.concatenate([body_fixed_xyz(r_fm), p_fm], axis=-1)
+        return jnp.concatenate([_xyz(r_fm), p_fm], axis=-1)
 
     def element_coordinates(self, model, q):
         return self.deflections(model, q).reshape(-1)

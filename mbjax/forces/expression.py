@@ -30,6 +30,7 @@ FUNCTIONS = {
     "select": (3, lambda x, a, b: jnp.where(x != 0, a, b)),
 }
 _TOKEN = re.compile(r"(\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|([A-Za-z_][A-Za-z0-9_]*)|([-+*/^(),])")
+_WHO = "compile_expression: expression"
 _BINARY = {"+": (0, True), "-": (0, True), "*": (1, True), "/": (1, True), "^": (3, False)}
 
 
@@ -38,7 +39,7 @@ def _tokens(text: str):
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise ValueError(f"expression {text!r}: unexpected character {text[pos]!r} at position {pos}")
+            raise ValueError(f"{_WHO} {text!r}: unexpected character {text[pos]!r} at position {pos}")
         kind = "num" if m.group(1) else ("name" if m.group(2) else "op")
         out.append((kind, m.group(0)))
         pos = m.end()
@@ -49,6 +50,7 @@ class _Parser:
     def __init__(self, text, variables):
         self.text, self.variables = text, tuple(variables)
         self.toks, self.i = _tokens(text), 0
+        self.used = set()
 
     def peek(self):
         return self.toks[self.i] if self.i < len(self.toks) else (None, None)
@@ -56,7 +58,7 @@ class _Parser:
     def take(self, op=None):
         tok = self.peek()
         if tok[0] is None or (op is not None and tok[1] != op):
-            raise ValueError(f"expression {self.text!r}: expected {op or 'more input'!r}, got {tok[1]!r}")
+            raise ValueError(f"{_WHO} {self.text!r}: expected {op or 'more input'!r}, got {tok[1]!r}")
         self.i += 1
         return tok
 
@@ -86,7 +88,7 @@ class _Parser:
         if kind == "name":
             if self.peek()[1] == "(":
                 if text not in FUNCTIONS:
-                    raise ValueError(f"expression {self.text!r}: unknown function {text!r}; Lepton's functions "
+                    raise ValueError(f"{_WHO} {self.text!r}: unknown function {text!r}; Lepton's functions "
                                      f"are {tuple(FUNCTIONS)}")
                 self.take("(")
                 args = [self.expr(0)]
@@ -96,12 +98,13 @@ class _Parser:
                 self.take(")")
                 n, fn = FUNCTIONS[text]
                 if len(args) != n:
-                    raise ValueError(f"expression {self.text!r}: {text} takes {n} argument(s), got {len(args)}")
+                    raise ValueError(f"{_WHO} {self.text!r}: {text} takes {n} argument(s), got {len(args)}")
                 return lambda env: fn(*(a(env) for a in args))
             if text not in self.variables:
-                raise ValueError(f"expression {self.text!r}: unknown variable {text!r}; variables are {self.variables}")
+                raise ValueError(f"{_WHO} {self.text!r}: unknown variable {text!r}; variables are {self.variables}")
+            self.used.add(text)
             return lambda env: env[text]
-        raise ValueError(f"expression {self.text!r}: unexpected {text!r}")
+        raise ValueError(f"{_WHO} {self.text!r}: unexpected {text!r}")
 
 
 def _apply_binary(op, a, b):
@@ -117,16 +120,29 @@ def _apply_binary(op, a, b):
 
 
 def compile_expression(text: str, variables=("q", "qdot")):
-    """``fn(**values)`` evaluating the Lepton expression ``text`` with ``jnp`` (vectorised, differentiable)."""
+    """``fn(**values)`` evaluating the Lepton expression ``text`` with ``jnp`` (vectorised, differentiable).
+
+    A parse error, an unknown function or variable raises ``ValueError``; ``fn`` raises ``TypeError``
+    for a missing or unknown variable."""
+    if not isinstance(text, (str, int, float)) or isinstance(text, bool):
+        raise TypeError(f"compile_expression: text must be a string (a Lepton expression), got {type(text).__name__}")
+    if isinstance(variables, str) or not all(isinstance(v, str) and v.isidentifier() for v in variables):
+        raise TypeError(f"compile_expression: variables must be a sequence of names, got {variables!r}")
     src = "".join(str(text).split())  # ExpressionBasedCoordinateForce removes all whitespace first
     if not src:
-        raise ValueError("empty expression")
+        raise ValueError(f"compile_expression: empty expression {text!r}")
     p = _Parser(src, variables)
     tree = p.expr(0)
     if p.i != len(p.toks):
-        raise ValueError(f"expression {src!r}: unexpected {p.toks[p.i][1]!r} at token {p.i}")
+        raise ValueError(f"{_WHO} {src!r}: unexpected {p.toks[p.i][1]!r} at token {p.i}")
+    used, allowed = frozenset(p.used), tuple(variables)
 
     def fn(**env):
+        unknown = sorted(set(env) - set(allowed))
+        missing = sorted(used - set(env))
+        if unknown or missing:
+            raise TypeError(f"{_WHO} {src!r}: " + (f"unknown variable(s) {unknown}; " if unknown else "")
+                            + (f"missing value(s) for {missing}; " if missing else "") + f"its variables are {allowed}")
         return tree(env)
 
     fn.source = src

@@ -10,6 +10,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 
+from . import _params
 from .base import CoordinateSpring, CoordinateValues
 from .expression import compile_expression
 
@@ -22,14 +23,26 @@ class ExpressionBasedCoordinateForce(CoordinateSpring):
     element_names: tuple[str, ...] = eqx.field(static=True)
 
     def __check_init__(self):
-        for e in self.expressions:
-            compile_expression(e)  # refuse bad expressions at construction
-
+        kind, names = "ExpressionBasedCoordinateForce", self.element_names
+        _params.check_names(kind, names, len(self.coordinates.index))
+        if len(self.expressions) != len(names):
+            raise ValueError(f"{kind}: {len(self.expressions)} expressions for {len(names)} elements {names}")
+        for name, e in zip(names, self.expressions):
+            if not isinstance(e, str):
+                raise TypeError(f"{kind} {name!r}: the expression must be a string of q and qdot, got {e!r}")
+            try:
+                compile_expression(e)  # refuse bad expressions at construction
+            except ValueError as err:
+                raise ValueError(f"{kind} {name!r}: {err}") from None
 
     @classmethod
     def create(cls, model, names, coordinates, expressions):
-        return cls(CoordinateValues.of(model, coordinates), tuple("".join(e.split()) for e in expressions),
-                   tuple(names))
+        """One element per name: ``coordinates`` (names or joint maps) and Lepton ``expressions`` of q, qdot."""
+        if isinstance(expressions, str):
+            raise TypeError("ExpressionBasedCoordinateForce.create: expressions must be a list of strings (one per "
+                            f"element), got the single string {expressions!r}")
+        return cls(CoordinateValues.of(model, coordinates),
+                   tuple("".join(e.split()) if isinstance(e, str) else e for e in expressions), tuple(names))
 
     def element_coordinates(self, model, q):
         return self.coordinates(q)

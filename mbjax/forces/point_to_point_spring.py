@@ -11,6 +11,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 
+from . import _params
 from .base import CoordinateSpring, frame_poses
 
 
@@ -25,8 +26,19 @@ class PointToPointSpring(CoordinateSpring):
     body2: tuple[int, ...] = eqx.field(static=True)
     element_names: tuple[str, ...] = eqx.field(static=True)
 
+    def __check_init__(self):
+        kind, names = "PointToPointSpring", self.element_names
+        _params.check_names(kind, names)
+        _params.check_param(kind, names, "point1", self.point1, (3,))
+        _params.check_param(kind, names, "point2", self.point2, (3,))
+        _params.check_param(kind, names, "stiffness", self.stiffness, (), "warn")
+        _params.check_param(kind, names, "rest_length", self.rest_length, (), "warn")
+        _params.check_bodies(kind, names, "body1", self.body1)
+        _params.check_bodies(kind, names, "body2", self.body2)
 
     def element_coordinates(self, model, q):
+        _params.check_bodies("PointToPointSpring", self.element_names, "body1", self.body1, model.n_bodies)
+        _params.check_bodies("PointToPointSpring", self.element_names, "body2", self.body2, model.n_bodies)
         n = len(self.body1)
         eye = jnp.broadcast_to(jnp.eye(4), (n, 4, 4))
         x1 = frame_poses(model, q, self.body1, eye)

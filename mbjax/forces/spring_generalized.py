@@ -9,6 +9,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 
+from . import _params
 from .base import CoordinateSpring, CoordinateValues
 
 
@@ -21,11 +22,19 @@ class SpringGeneralizedForce(CoordinateSpring):
     viscosity: jnp.ndarray
     element_names: tuple[str, ...] = eqx.field(static=True)
 
+    def __check_init__(self):
+        kind, names = "SpringGeneralizedForce", self.element_names
+        _params.check_names(kind, names, len(self.coordinates.index))
+        _params.check_param(kind, names, "stiffness", self.stiffness, (), "warn")
+        _params.check_param(kind, names, "rest_length", self.rest)
+        _params.check_param(kind, names, "viscosity", self.viscosity, (), "warn")
 
     @classmethod
     def create(cls, model, names, coordinates, stiffness, rest_length, viscosity):
-        a = lambda v: jnp.asarray(v, dtype=float)  # noqa: E731
-        return cls(CoordinateValues.of(model, coordinates), a(stiffness), a(rest_length), a(viscosity), tuple(names))
+        """One element per name: ``coordinates`` (names or joint maps) and the parameters, ``(n,)`` each."""
+        a = lambda v, f: _params.floats(v, "SpringGeneralizedForce", f)  # noqa: E731
+        return cls(CoordinateValues.of(model, coordinates), a(stiffness, "stiffness"), a(rest_length, "rest_length"),
+                   a(viscosity, "viscosity"), tuple(names))
 
     def element_coordinates(self, model, q):
         return self.coordinates(q)

@@ -26,6 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _checks
+
 RANGE_POLICIES = ("error", "clamp", "extrapolate", "nan")
 
 
@@ -47,6 +49,39 @@ def as_coordinates(coordinates, arity: int | None, family: str) -> tuple[str, ..
             f"{family} reads exactly {arity} coordinate(s), got {len(coordinates)}: {coordinates}"
         )
     return tuple(str(c) for c in coordinates)
+
+
+def is_concrete(*arrays) -> bool:
+    """No argument is a tracer (construction-time value checks run only on concrete values)."""
+    return not any(isinstance(leaf, jax.core.Tracer) for a in arrays for leaf in jax.tree.leaves(a))
+
+
+def real_param(value, family: str, name: str, shape=None, what: str = ""):
+    """``value`` as a float array: real, of ``shape`` (``None`` entries match any size) and, when
+    concrete, free of NaN and inf; else ``TypeError`` / ``ValueError`` naming ``family`` and ``name``."""
+    arr = _checks.real_array(value, f"{family}: {name} must be a real number or array",
+                             f"{family}: {name} must be real")
+    arr = jnp.asarray(arr, dtype=float)
+    if shape is not None and (arr.ndim != len(shape) or any(s is not None and a != s
+                                                            for a, s in zip(arr.shape, shape))):
+        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+        raise ValueError(f"{family}: {name} must have shape {want}{what}, got {tuple(arr.shape)}")
+    if is_concrete(arr) and not np.all(np.isfinite(np.asarray(arr))):
+        raise ValueError(f"{family}: {name} must be finite (no NaN or inf), got {np.asarray(arr).tolist()}")
+    return arr
+
+
+def check_bounds(lower, upper, family: str, strict: bool = False):
+    """Concrete range ends: no NaN, ``lower <= upper`` (``<`` when ``strict``), element-wise."""
+    if not is_concrete(lower, upper):
+        return
+    lo, hi = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    if np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
+        raise ValueError(f"{family}: the range [lower, upper] holds NaN: lower {lo.tolist()}, upper {hi.tolist()}")
+    bad = (lo >= hi) if strict else (lo > hi)
+    if np.any(bad):
+        raise ValueError(f"{family}: need lower {'<' if strict else '<='} upper, got lower {lo.tolist()}, "
+                         f"upper {hi.tolist()} (bounds the wrong way round?)")
 
 
 class AbstractJointMap(eqx.Module):
@@ -122,9 +157,21 @@ class AbstractJointMap(eqx.Module):
         return replace_fields(out, coordinates=(self.coordinates[index],))
 
     def __call__(self, x):
-        """Value, gradient and Hessian at local inputs; accepts ``(k,)`` for a single map."""
-        x = jnp.asarray(x)
-        if x.ndim == 1 and self.n_maps == 1:
+        """Value, gradient and Hessian at local inputs ``x (n_maps, k)``; accepts ``(k,)`` for a single map.
+
+        ``k`` is :attr:`width`; a wrong shape raises ``ValueError``, NaN or inf in ``x`` a run-time
+        error (checks on)."""
+        family, k, n = type(self).__name__, self.width, self.n_maps
+        x = _checks.real_array(x, f"{family}: x must be a real array", f"{family}: x must be real")
+        coords = self.coordinates if n > 1 else self.coordinates[0]
+        if not ((x.ndim == 2 and x.shape == (n, k)) or (x.ndim == 1 and n == 1 and x.shape == (k,))):
+            single = f"({k},) or " if n == 1 else ""
+            raise ValueError(f"{family}: x must have shape {single}(n_maps, k) = ({n}, {k}) (the local inputs "
+                             f"{coords}), got {tuple(x.shape)}")
+        if not jnp.issubdtype(x.dtype, jnp.inexact):
+            x = x.astype(float)
+        x = _checks.finite(x, f"{family}: x", f" (coordinates {coords})")
+        if x.ndim == 1:
             f, g, h = self.local(x[None])
             return f[0], g[0], h[0]
         return self.local(x)

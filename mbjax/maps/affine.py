@@ -8,7 +8,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates
+from ._base import AbstractJointMap, as_coordinates, real_param
 
 
 class Affine(AbstractJointMap):
@@ -24,19 +24,29 @@ class Affine(AbstractJointMap):
             len(coordinates) > 0 and isinstance(coordinates[0], str)
         ):
             coords = as_coordinates(coordinates, None, "Affine")
-            slope = jnp.atleast_1d(jnp.asarray(slope, dtype=float))
+            slope = jnp.atleast_1d(real_param(slope, "Affine", "slope"))
             if slope.shape != (len(coords),):
                 raise ValueError(
                     f"Affine: {len(coords)} coordinate(s) {coords} need {len(coords)} slope(s), "
                     f"got shape {slope.shape}"
                 )
+            offset = real_param(offset, "Affine", "offset")
+            if offset.size != 1:
+                raise ValueError(f"Affine: offset must be one number (a map of {coords}), got shape {offset.shape}")
             self.slope = slope[None]
-            self.offset = jnp.atleast_1d(jnp.asarray(offset, dtype=float))
+            self.offset = jnp.reshape(offset, (1,))
             self.coordinates = (coords,)
         else:  # already stacked
-            self.slope = jnp.asarray(slope)
-            self.offset = jnp.asarray(offset)
-            self.coordinates = tuple(tuple(str(x) for x in c) for c in coordinates)
+            coords = tuple(tuple(str(x) for x in c) for c in coordinates)
+            if not coords:
+                raise ValueError("Affine: no coordinates given (a map reading none is a Constant)")
+            n, k = len(coords), max(max(len(c) for c in coords), 1)
+            self.slope = real_param(slope, "Affine", "slope", (n, None), f" (n_maps, k) with k >= {k} for {coords}")
+            if self.slope.shape[1] < k:
+                raise ValueError(f"Affine: slope must have shape (n_maps, k) with k >= {k} for {coords}, "
+                                 f"got {tuple(self.slope.shape)}")
+            self.offset = real_param(offset, "Affine", "offset", (n,), f" (one per map of {coords})")
+            self.coordinates = coords
 
     def local(self, x):
         k = x.shape[-1]

@@ -57,6 +57,8 @@ class BicubicSpline(AbstractJointMap):
             check_knots(x2, "BicubicSpline", "x2")
         x1 = jnp.asarray(x1, dtype=float)
         x2 = jnp.asarray(x2, dtype=float)
+        if _is_concrete(values) and not np.all(np.isfinite(np.asarray(values, dtype=float))):
+            raise ValueError("BicubicSpline: grid values must be finite (no NaN or inf)")
         values = jnp.asarray(values, dtype=float)
         if x1.ndim != 1 or x2.ndim != 1 or values.shape != (x1.shape[0], x2.shape[0]):
             raise ValueError(

@@ -20,7 +20,7 @@ from typing import ClassVar, Sequence
 import equinox as eqx
 import jax.numpy as jnp
 
-from ._base import AbstractJointMap, as_coordinates
+from ._base import AbstractJointMap, as_coordinates, real_param
 from .affine import Affine
 from .spline import _new
 
@@ -35,8 +35,10 @@ class Composed(AbstractJointMap):
     arity: ClassVar[int | None] = None
 
     def __init__(self, outer: AbstractJointMap, matrix, offset=None, coordinates=None):
-        if not isinstance(outer, AbstractJointMap) or outer.n_maps != 1:
-            raise ValueError("Composed: outer must be a single joint map (a stack of one)")
+        if not isinstance(outer, AbstractJointMap):
+            raise TypeError(f"Composed: outer must be a joint map (mbjax.maps), got {type(outer).__name__}")
+        if outer.n_maps != 1:
+            raise ValueError(f"Composed: outer must be a single joint map (a stack of one), got {outer.n_maps} maps")
         m = len(outer.coordinates[0])
         if m == 0:
             raise ValueError("Composed: the outer map reads no variable; nothing to compose")
@@ -50,7 +52,7 @@ class Composed(AbstractJointMap):
                 "or pass an Affine inner map (one per outer variable)"
             )
         coords = as_coordinates(coordinates, None, "Composed")
-        a = jnp.asarray(matrix, dtype=float)
+        a = real_param(matrix, "Composed", "matrix")
         if a.ndim == 1 and m == 1:
             a = a[None]
         if a.shape != (m, len(coords)):
@@ -58,7 +60,13 @@ class Composed(AbstractJointMap):
                 f"Composed: matrix must have shape (outer variables {m}, coordinates {len(coords)}), "
                 f"got {a.shape}"
             )
-        b = jnp.zeros((m,), a.dtype) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=float), (m,))
+        if offset is None:
+            b = jnp.zeros((m,), a.dtype)
+        else:
+            b = real_param(offset, "Composed", "offset")
+            if b.shape not in ((), (1,), (m,)):
+                raise ValueError(f"Composed: offset must have shape (outer variables {m},), got {b.shape}")
+            b = jnp.broadcast_to(b, (m,))
         self.outer = outer
         self.matrix = a[None]
         self.offset = jnp.asarray(b)[None]

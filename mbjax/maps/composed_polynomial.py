@@ -32,6 +32,11 @@ class ComposedPolynomial(AbstractJointMap):
     arity: ClassVar[int | None] = None
 
     def __init__(self, outer: PiecewisePolynomial, inner: AbstractJointMap):
+        if not isinstance(outer, PiecewisePolynomial):
+            raise TypeError(f"ComposedPolynomial: outer must be a PiecewisePolynomial, got {type(outer).__name__} "
+                            "(mbjax.maps.Composed composes any outer family with an affine inner map)")
+        if not isinstance(inner, AbstractJointMap):
+            raise TypeError(f"ComposedPolynomial: inner must be a joint map (mbjax.maps), got {type(inner).__name__}")
         if outer.n_maps != inner.n_maps:
             raise ValueError(f"ComposedPolynomial: {outer.n_maps} outer maps but {inner.n_maps} inner maps")
         self.outer = outer

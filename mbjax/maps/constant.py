@@ -8,7 +8,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap
+from ._base import AbstractJointMap, real_param
 
 
 class Constant(AbstractJointMap):
@@ -19,7 +19,10 @@ class Constant(AbstractJointMap):
     arity: ClassVar[int | None] = 0
 
     def __init__(self, value=0.0):
-        self.constant = jnp.atleast_1d(jnp.asarray(value, dtype=float))
+        value = jnp.atleast_1d(real_param(value, "Constant", "value"))
+        if value.ndim != 1:
+            raise ValueError(f"Constant: value must be a number (or a 1-D stack of numbers), got shape {value.shape}")
+        self.constant = value
         self.coordinates = ((),) * self.constant.shape[0]
 
     def local(self, x):

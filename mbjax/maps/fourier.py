@@ -21,8 +21,9 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates, check_policy, range_guard
-from .spline import _new
+from ._base import AbstractJointMap, as_coordinates, check_bounds, check_policy, range_guard, real_param
+from .. import _checks
+from .spline import _is_concrete, _new
 
 
 class Fourier(AbstractJointMap):
@@ -41,23 +42,32 @@ class Fourier(AbstractJointMap):
     def __init__(self, coordinate, a0, a, b, omega, policy: str = "error", lower=None, upper=None):
         self.coordinates = (as_coordinates(coordinate, 1, "Fourier"),)
         self.policy = check_policy(policy)
-        a = jnp.atleast_1d(jnp.asarray(a, dtype=float))
-        b = jnp.atleast_1d(jnp.asarray(b, dtype=float))
+        a = jnp.atleast_1d(real_param(a, "Fourier", "a (cosine coefficients)"))
+        b = jnp.atleast_1d(real_param(b, "Fourier", "b (sine coefficients)"))
         if a.ndim != 1 or a.shape != b.shape:
             raise ValueError(
                 f"Fourier: cosine and sine coefficients must be 1-D of equal length, got {a.shape}, {b.shape}"
             )
-        self.a0 = jnp.reshape(jnp.asarray(a0, dtype=float), (1,))
+
+        def one(v, name):
+            v = jnp.asarray(v, dtype=float)
+            if v.size != 1:
+                raise ValueError(f"Fourier: {name} must be one number, got shape {v.shape}")
+            return jnp.reshape(v, (1,))
+
+        self.a0 = one(real_param(a0, "Fourier", "a0"), "a0")
         self.a = a[None]
         self.b = b[None]
-        self.omega = jnp.reshape(jnp.asarray(omega, dtype=float), (1,))
+        self.omega = one(real_param(omega, "Fourier", "omega"), "omega")
+        if _is_concrete(self.omega) and not float(self.omega[0]) > 0.0:
+            raise ValueError(f"Fourier: omega (the base frequency) must be > 0, got {float(self.omega[0])}")
         lo = -jnp.inf if lower is None else lower
         hi = jnp.inf if upper is None else upper
-        self.lower = jnp.reshape(jnp.asarray(lo, dtype=float), (1,))
-        self.upper = jnp.reshape(jnp.asarray(hi, dtype=float), (1,))
-        if lower is not None and upper is not None and not isinstance(lower, jnp.ndarray):
-            if not float(lower) < float(upper):
-                raise ValueError(f"Fourier: need lower < upper, got [{lower}, {upper}]")
+        self.lower = one(_checks.real_array(lo, "Fourier: lower must be a number", "Fourier: lower must be real"),
+                         "lower")
+        self.upper = one(_checks.real_array(hi, "Fourier: upper must be a number", "Fourier: upper must be real"),
+                         "upper")
+        check_bounds(self.lower, self.upper, "Fourier", strict=True)
 
     @property
     def n_harmonics(self) -> int:

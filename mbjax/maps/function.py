@@ -7,8 +7,9 @@ from typing import Any, Callable, ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates
+from ._base import AbstractJointMap, as_coordinates, is_concrete
 
 
 class FunctionMap(AbstractJointMap):
@@ -25,12 +26,23 @@ class FunctionMap(AbstractJointMap):
     arity: ClassVar[int | None] = None
 
     def __init__(self, fn, coordinates, params=None, *, _stacked=False):
+        if not callable(fn):
+            raise TypeError(f"FunctionMap: fn must be a function fn(params, x) of the local inputs, got "
+                            f"{type(fn).__name__}")
         self.fn = fn
         if _stacked:
             self.coordinates = coordinates
             self.params = params
         else:
-            self.coordinates = (as_coordinates(coordinates, None, "FunctionMap"),)
+            coords = as_coordinates(coordinates, None, "FunctionMap")
+            self.coordinates = (coords,)
+            leaves = jax.tree.leaves(params)
+            if is_concrete(params) and not all(np.all(np.isfinite(np.asarray(a, dtype=float))) for a in leaves):
+                raise ValueError(f"FunctionMap: params must be finite (no NaN or inf), got {params!r}")
+            out = jax.eval_shape(fn, params, jax.ShapeDtypeStruct((len(coords),), jnp.result_type(float)))
+            if not hasattr(out, "shape") or out.shape != ():
+                raise ValueError(f"FunctionMap: fn(params, x) must return a scalar for x of shape ({len(coords)},) "
+                                 f"(coordinates {coords}), got {getattr(out, 'shape', type(out).__name__)}")
             self.params = jax.tree.map(lambda a: jnp.asarray(a)[None], params)
 
     def local(self, x):

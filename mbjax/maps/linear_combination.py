@@ -8,7 +8,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap
+from ._base import AbstractJointMap, real_param
 
 
 class LinearCombination(AbstractJointMap):
@@ -28,7 +28,10 @@ class LinearCombination(AbstractJointMap):
     arity: ClassVar[int | None] = None
 
     def __init__(self, terms: Sequence[AbstractJointMap], weights, offset: float = 0.0):
-        terms = tuple(terms)
+        terms = (terms,) if isinstance(terms, AbstractJointMap) else tuple(terms)
+        for i, t in enumerate(terms):
+            if not isinstance(t, AbstractJointMap):
+                raise TypeError(f"LinearCombination: terms[{i}] must be a joint map (mbjax.maps), got {type(t).__name__}")
         if not terms or any(t.n_maps != 1 for t in terms):
             raise ValueError("LinearCombination: give one or more single (unstacked) joint maps")
         names: list[str] = []
@@ -37,8 +40,12 @@ class LinearCombination(AbstractJointMap):
                 if c not in names:
                     names.append(c)
         self.terms = terms
-        self.weights = jnp.asarray(np.asarray(weights, dtype=float).reshape(1, len(terms)))
-        self.offset = jnp.asarray([float(offset)])
+        w = jnp.atleast_1d(real_param(weights, "LinearCombination", "weights"))
+        if w.shape != (len(terms),):
+            raise ValueError(f"LinearCombination: weights must have shape ({len(terms)},) (one per term), got {w.shape}")
+        off = real_param(offset, "LinearCombination", "offset", ())
+        self.weights = w[None]
+        self.offset = off[None]
         self.term_columns = tuple(tuple(names.index(c) for c in t.coordinates[0]) for t in terms)
         self.coordinates = (tuple(names),)
 

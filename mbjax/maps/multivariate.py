@@ -13,7 +13,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates
+from ._base import AbstractJointMap, as_coordinates, real_param
 
 
 def multivariate_exponents(dimension: int, order: int) -> np.ndarray:
@@ -39,11 +39,18 @@ class MultivariatePolynomial(AbstractJointMap):
             self.coefficients, self.exponents, self.coordinates = _stacked
             return
         coords = as_coordinates(coordinates, None, "MultivariatePolynomial")
+        if not coords:
+            raise ValueError("MultivariatePolynomial: needs at least one coordinate (use Constant for none)")
+        if isinstance(order, bool) or not isinstance(order, (int, np.integer)) and not (
+                isinstance(order, (float, np.floating)) and float(order).is_integer()):
+            raise ValueError(f"MultivariatePolynomial: order must be a non-negative integer, got {order!r}")
+        if int(order) < 0:
+            raise ValueError(f"MultivariatePolynomial: order must be a non-negative integer, got {order!r}")
         exps = multivariate_exponents(len(coords), int(order))
-        coefficients = np.asarray(coefficients, dtype=float).ravel()
+        coefficients = np.asarray(real_param(coefficients, "MultivariatePolynomial", "coefficients")).ravel()
         if coefficients.size != exps.shape[0]:
             raise ValueError(
-                f"MultivariatePolynomialFunction of dimension {len(coords)} and order {order} needs "
+                f"MultivariatePolynomial: a MultivariatePolynomialFunction of dimension {len(coords)} and order {order} needs "
                 f"{exps.shape[0]} coefficients, got {coefficients.size}"
             )
         self.coefficients = jnp.asarray(coefficients)[None]

@@ -26,7 +26,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates
+from ._base import AbstractJointMap, as_coordinates, is_concrete
 
 
 def check_knots(x, y, what: str, minimum: int = 2):
@@ -132,6 +132,23 @@ def pp_piecewise_linear(x, y) -> PPData:
     return PPData(breaks, anchors, coef[:, :2])
 
 
+def _check_pieces(data: PPData):
+    """Shapes ``breaks (P-1,)``, ``anchors (P,)``, ``coef (P, D)``; finite; breaks not decreasing."""
+    b, a, c = data.breaks, data.anchors, data.coef
+    if a.ndim != 1 or a.size < 1 or b.shape != (a.size - 1,) or c.ndim != 2 or c.shape[0] != a.size or c.shape[1] < 1:
+        raise ValueError(f"PiecewisePolynomial: P pieces need breaks (P-1,), anchors (P,) and coefficients (P, D), "
+                         f"got breaks {b.shape}, anchors {a.shape}, coefficients {c.shape}")
+    if not is_concrete(b, a, c):
+        return
+    for name, v in (("breaks", b), ("anchors", a), ("coefficients", c)):
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"PiecewisePolynomial: {name} must be finite (no NaN or inf), got {v.tolist()}")
+    if np.any(np.diff(b) < 0):
+        i = int(np.argmin(np.diff(b)))
+        raise ValueError(f"PiecewisePolynomial: breaks must be increasing, got breaks[{i}]={b[i]} > "
+                         f"breaks[{i + 1}]={b[i + 1]}")
+
+
 class PiecewisePolynomial(AbstractJointMap):
     """Stack of 1-D piecewise polynomials ``f(x) = Σ_d c_jd (x - a_j)^d`` on piece ``j``.
 
@@ -152,6 +169,10 @@ class PiecewisePolynomial(AbstractJointMap):
             self.breaks, self.anchors, self.coef, self.coordinates, self.kinds = _stacked
             return
         self.coordinates = (as_coordinates(coordinate, 1, "PiecewisePolynomial"),)
+        if not isinstance(data, PPData):
+            raise TypeError(f"PiecewisePolynomial: data must be a PPData (pp_constant, pp_linear, pp_polynomial, "
+                            f"pp_piecewise_linear, ...), got {type(data).__name__}")
+        _check_pieces(data)
         self.breaks = jnp.asarray(data.breaks, dtype=float)[None]
         self.anchors = jnp.asarray(data.anchors, dtype=float)[None]
         self.coef = jnp.asarray(data.coef, dtype=float)[None]

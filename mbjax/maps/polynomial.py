@@ -24,7 +24,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates, check_policy, range_guard
+from ._base import AbstractJointMap, as_coordinates, check_bounds, check_policy, range_guard, real_param
+from .. import _checks
 from .spline import _new
 
 
@@ -56,7 +57,11 @@ class Polynomial(AbstractJointMap):
         k = len(coords)
         if k == 0:
             raise ValueError("Polynomial: needs at least one coordinate (use Constant for none)")
-        exps = np.asarray(exponents, dtype=np.int64)
+        raw = np.asarray(exponents)
+        if not (np.issubdtype(raw.dtype, np.integer) or (np.issubdtype(raw.dtype, np.floating)
+                                                         and np.all(np.mod(raw, 1) == 0))):
+            raise ValueError(f"Polynomial: exponents must be non-negative integers, got {raw.tolist()}")
+        exps = raw.astype(np.int64)
         if exps.ndim == 1 and k == 1:
             exps = exps[:, None]
         if exps.ndim != 2 or exps.shape[1] != k:
@@ -66,7 +71,7 @@ class Polynomial(AbstractJointMap):
             )
         if np.any(exps < 0):
             raise ValueError("Polynomial: exponents must be non-negative integers")
-        coef = jnp.atleast_1d(jnp.asarray(coefficients, dtype=float))
+        coef = jnp.atleast_1d(real_param(coefficients, "Polynomial", "coefficients"))
         if coef.shape != (exps.shape[0],):
             raise ValueError(
                 f"Polynomial: {exps.shape[0]} terms need {exps.shape[0]} coefficients, got shape {coef.shape}"
@@ -75,8 +80,18 @@ class Polynomial(AbstractJointMap):
         self.policy = check_policy(policy)
         self.exponents = (tuple(tuple(int(v) for v in row) for row in exps),)
         self.coefficients = coef[None]
-        lo = jnp.full((k,), -jnp.inf) if lower is None else jnp.broadcast_to(jnp.asarray(lower, dtype=float), (k,))
-        hi = jnp.full((k,), jnp.inf) if upper is None else jnp.broadcast_to(jnp.asarray(upper, dtype=float), (k,))
+        def bound(v, name, fill):
+            if v is None:
+                return jnp.full((k,), fill)
+            v = jnp.asarray(_checks.real_array(v, f"Polynomial: {name} must be a number or array",
+                                               f"Polynomial: {name} must be real"), dtype=float)
+            if v.shape not in ((), (1,), (k,)):
+                raise ValueError(f"Polynomial: {name} must have shape ({k},) (one per coordinate of {coords}), "
+                                 f"got {v.shape}")
+            return jnp.broadcast_to(v, (k,))
+
+        lo, hi = bound(lower, "lower", -jnp.inf), bound(upper, "upper", jnp.inf)
+        check_bounds(lo, hi, "Polynomial")
         self.lower = jnp.asarray(lo, dtype=coef.dtype)[None]
         self.upper = jnp.asarray(hi, dtype=coef.dtype)[None]
 

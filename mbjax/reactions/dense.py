@@ -34,7 +34,9 @@ from .._kinematics import compose as _compose, joint_transforms
 from .._model import Model
 from .._spatial import skew
 from .._loads import checked_loads
-from .spec import CHAIN, ExternalLoads, JointReactions, ReactionSpec, as_spec, fixed_directions, spec_jit
+from .. import _checks
+from .spec import (CHAIN, ExternalLoads, JointReactions, ReactionSpec, as_spec, checked_model, fixed_directions,
+                   spec_jit)
 
 
 # --------------------------------------------------------------------------------------------
@@ -44,6 +46,24 @@ from .spec import CHAIN, ExternalLoads, JointReactions, ReactionSpec, as_spec, f
 
 def _vee(w):
     return jnp.stack([w[..., 2, 1], w[..., 0, 2], w[..., 1, 0]], -1)
+
+
+def _state(model: Model, where: str, q, qd=None, qdd=None, tie=False):
+    """``q`` (and ``qd``, ``qdd``) as ``(nq,)`` arrays of one floating dtype (shapes at trace time), then
+    one fused run-time check that they are finite; ``where`` names the function.  ``tie=True``
+    returns the unchecked arrays and a function that attaches the check to an output (for results
+    that may not depend on the values)."""
+    checked_model(model, where)
+    nq, ctx = model.n_coordinates, _checks.coordinates_context(model)
+    named = [(n, _checks.as_array(x, f"{where}: {n}", (nq,), ("nq",), ctx))
+             for n, x in (("q", q), ("qd", qd), ("qdd", qdd)) if x is not None]
+    dtype = jnp.result_type(*(a for _, a in named), model.axis, float)
+    arrs = [a.astype(dtype) for _, a in named]
+    rules = [_checks.not_finite(a, f"{where}: {n}", ctx) for (n, _), a in zip(named, arrs)]
+    if tie:
+        return arrs, lambda out: _checks.all_of(out, rules)
+    arrs[0] = _checks.all_of(arrs[0], rules)
+    return arrs[0] if len(arrs) == 1 else tuple(arrs)
 
 
 def _joint_variables(model: Model, q):
@@ -93,7 +113,10 @@ def _zeros_z(spec: ReactionSpec, dtype):
 @eqx.filter_jit
 def velocity_jacobian(model: Model, q, spec: ReactionSpec | None = None):
     """D = ∂g/∂q at z = 0 by ``jax.jacfwd`` (Eq. 2.4), per body ``(nb, 6, nq)`` rows [ω; v_C]."""
-    q = jnp.asarray(q)
+    return _velocity_jacobian(model, _state(model, "velocity_jacobian", q), spec)
+
+
+def _velocity_jacobian(model: Model, q, spec: ReactionSpec | None = None):
     joints = () if spec is None else spec.joints
     z0 = jnp.zeros((len(joints), 6), q.dtype)
     rot, xc = _frames(model, q, z0, joints)
@@ -108,8 +131,10 @@ def augmented_jacobians(model: Model, q, joints=None):
     E's last axis is z_c = [rotation; translation] about/along the child frame axes at the joint
     point (all six directions; project on :func:`prohibited_directions` for Blajer's E).
     """
-    spec = as_spec(model, joints)
-    q = jnp.asarray(q)
+    return _augmented_jacobians(model, _state(model, "augmented_jacobians", q), joints)
+
+
+def _augmented_jacobians(model: Model, q, spec: ReactionSpec):
     z0 = _zeros_z(spec, q.dtype)
     fr = lambda qq, zz: _frames(model, qq, zz, spec.joints)
     rot, xc = fr(q, z0)
@@ -127,7 +152,7 @@ def acceleration_bias(model: Model, q, qd):
     Nested JVPs along q̇ give Ṙ, ẋ_C and R̈|_(q̈=0), ẍ_C|_(q̈=0); then ω̇|_(q̈=0) = vee(R̈ Rᵀ + Ṙ Ṙᵀ)
     and γ = [ω̇; ẍ_C] at q̈ = 0, which is Ḋ q̇ (cheaper than a JVP of the full Jacobian).
     """
-    return _bias_and_omega(model, jnp.asarray(q), jnp.asarray(qd))[0]
+    return _bias_and_omega(model, *_state(model, "acceleration_bias", q, qd))[0]
 
 
 def _bias_and_omega(model: Model, q, qd):
@@ -154,7 +179,10 @@ def _world_inertia(model: Model, rot):
 @eqx.filter_jit
 def body_mass_matrix(model: Model, q):
     """Blocks M_b = diag(R I_C Rᵀ, m 1) of Eq. 2.2, ``(nb, 6, 6)``."""
-    q = jnp.asarray(q)
+    return _body_mass_matrix(model, _state(model, "body_mass_matrix", q))
+
+
+def _body_mass_matrix(model: Model, q):
     rot, _ = _frames(model, q, jnp.zeros((0, 6), q.dtype), ())
     nb = model.n_bodies
     out = jnp.zeros((nb, 6, 6), rot.dtype)
@@ -168,14 +196,18 @@ def applied_forces(model: Model, q, qd, external: ExternalLoads | None = None):
 
     Gravity ``model.gravity`` on every body, plus ``external`` loads (point forces, torques).
     """
-    q, qd = jnp.asarray(q), jnp.asarray(qd)
+    q, qd = _state(model, "applied_forces", q, qd)
+    return _applied_forces(model, q, qd, _resolved(model, q, external, "applied_forces"))
+
+
+def _applied_forces(model: Model, q, qd, resolved):
     _, omega, rot, xc = _bias_and_omega(model, q, qd)
-    return _applied(model, rot, xc, omega, _resolved(model, q, external))
+    return _applied(model, rot, xc, omega, resolved)
 
 
-def _resolved(model: Model, q, external):
+def _resolved(model: Model, q, external, where: str = "joint reactions"):
     """``external`` with points in body frames, forces/torques in world axes (:meth:`ExternalLoads.resolved`)."""
-    external = checked_loads(external, "joint reactions")
+    external = checked_loads(external, where)
     return None if external is None else external.resolved(model, q)
 
 
@@ -205,7 +237,7 @@ def _relative_twist_jacobian(model: Model, q, c: int, p: int, dvel=None, poses=N
     Built from D (COM velocities and ω by jacfwd): v_b(o) = v_Cb + ω_b × (o - x_Cb).
     """
     q = jnp.asarray(q)
-    dvel = velocity_jacobian(model, q) if dvel is None else dvel
+    dvel = _velocity_jacobian(model, q) if dvel is None else dvel
     if poses is None or xc is None:
         poses = _poses(model, q)
         xc = jnp.einsum("bij,bj->bi", poses[:, :3, :3], model.com) + poses[:, :3, 3]
@@ -236,8 +268,14 @@ def prohibited_directions(model: Model, q, joints=None, rtol: float = 1e-9):
     jacfwd); a chain whose motion has lower rank than its static dof raises at run time.  The
     basis of a chain's complement is ``eigh``'s (arbitrary within the subspace): compare Z Zᵀ.
     """
-    spec = as_spec(model, joints)
-    q = jnp.asarray(q)
+    if isinstance(rtol, (bool, np.bool_)) or not isinstance(rtol, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(rtol) and 0 <= rtol < 1):
+        raise ValueError(f"prohibited_directions: rtol (relative rank tolerance) must be a number in [0, 1), got {rtol!r}")
+    (q,), checked = _state(model, "prohibited_directions", q, tie=True)
+    return checked(_prohibited_directions(model, q, joints, rtol))  # fixed bases do not depend on q
+
+
+def _prohibited_directions(model: Model, q, spec: ReactionSpec, rtol: float = 1e-9):
     dtype = jnp.result_type(q, model.axis)
     dvel = poses = xc = None
     out = []
@@ -246,7 +284,7 @@ def prohibited_directions(model: Model, q, joints=None, rtol: float = 1e-9):
             out.append(fixed_directions(model.axis[c], kind, dtype))
             continue
         if dvel is None:
-            dvel, poses = velocity_jacobian(model, q), _poses(model, q)
+            dvel, poses = _velocity_jacobian(model, q), _poses(model, q)
             xc = jnp.einsum("bij,bj->bi", poses[:, :3, :3], model.com) + poses[:, :3, 3]
         jr = _relative_twist_jacobian(model, q, c, p, dvel, poses, xc)
         evals, evecs = jnp.linalg.eigh(jr @ jr.T)
@@ -271,16 +309,19 @@ def prohibited_directions(model: Model, q, joints=None, rtol: float = 1e-9):
 @spec_jit
 def transmitted_multipliers(model: Model, q, qd, qdd, joints=None, external=None):
     """λ6 = E_cᵀ(h - M(D q̈ + γ)) (Eq. 2.10) with all six z per joint, ``(nj, 6)`` (paper sign)."""
-    spec = as_spec(model, joints)
-    q, qd, qdd = (jnp.asarray(a) for a in (q, qd, qdd))
-    d, e = augmented_jacobians(model, q, spec)
+    q, qd, qdd = _state(model, "transmitted_multipliers", q, qd, qdd)
+    return _transmitted_multipliers(model, q, qd, qdd, joints, _resolved(model, q, external, "transmitted_multipliers"))
+
+
+def _transmitted_multipliers(model: Model, q, qd, qdd, spec: ReactionSpec, resolved):
+    d, e = _augmented_jacobians(model, q, spec)
     gamma, omega, rot, xc = _bias_and_omega(model, q, qd)
     acc = jnp.einsum("bkl,l->bk", d, qdd) + gamma
     i_w = _world_inertia(model, rot)
     inertial = jnp.concatenate(
         [jnp.einsum("bij,bj->bi", i_w, acc[:, :3]), model.mass[:, None] * acc[:, 3:]], -1
     )  # M (D q̈ + γ) with the block-diagonal M of Eq. 2.2
-    residual = _applied(model, rot, xc, omega, _resolved(model, q, external)) - inertial
+    residual = _applied(model, rot, xc, omega, resolved) - inertial
     return jnp.einsum("bkjn,bk->jn", e, residual)
 
 
@@ -293,16 +334,17 @@ def joint_reactions_dense(model: Model, q, qd, qdd, joints=None, external: Exter
     at their attachments).  No matrix is inverted; see the module docstring for frames, points
     and how this maps to OpenSim's ``JointReaction`` and Pinocchio's ``data.f``.
     """
-    spec = as_spec(model, joints)
-    lam6 = transmitted_multipliers(model, q, qd, qdd, spec, external)
+    spec = joints
+    q, qd, qdd = _state(model, "joint_reactions_dense", q, qd, qdd)
+    lam6 = _transmitted_multipliers(model, q, qd, qdd, spec, _resolved(model, q, external, "joint_reactions_dense"))
     local = -lam6
-    poses = _poses(model, jnp.asarray(q))
+    poses = _poses(model, q)
     jj = np.asarray(spec.joints, dtype=np.int32)
     rot = poses[jj, :3, :3]
     point = poses[jj, :3, 3]
     moment = jnp.einsum("jab,jb->ja", rot, local[:, :3])
     force = jnp.einsum("jab,jb->ja", rot, local[:, 3:])
-    zs = prohibited_directions(model, q, spec)
+    zs = _prohibited_directions(model, q, spec)
     comps = tuple(z.T @ local[k] for k, z in enumerate(zs))
     reaction = jnp.stack([z @ (z.T @ local[k]) for k, z in enumerate(zs)]) if zs else local
     return JointReactions(force, moment, point, local, comps, reaction)
@@ -315,9 +357,14 @@ def blajer_matrices(model: Model, q, joints=None, rows: str = "all"):
 
     ``rows="all"`` keeps every body (n = 6 nb); ``"massive"`` keeps bodies with mass only.
     """
-    spec = as_spec(model, joints)
-    d, e = augmented_jacobians(model, q, spec)
-    zs = prohibited_directions(model, q, spec)
+    if rows not in ("all", "massive"):
+        raise ValueError(f"blajer_matrices: rows must be 'all' or 'massive', got {rows!r}")
+    return _blajer_matrices(model, _state(model, "blajer_matrices", q), joints, rows)
+
+
+def _blajer_matrices(model: Model, q, spec: ReactionSpec, rows: str = "all"):
+    d, e = _augmented_jacobians(model, q, spec)
+    zs = _prohibited_directions(model, q, spec)
     e_z = jnp.concatenate([e[:, :, k, :] @ z for k, z in enumerate(zs)], axis=-1)
     if rows == "massive":
         keep = np.asarray(spec.massive)
@@ -328,10 +375,9 @@ def blajer_matrices(model: Model, q, joints=None, rows: str = "all"):
 @spec_jit
 def resolved_multipliers(model: Model, q, qd, qdd, joints=None, external=None):
     """Blajer's λ = Eᵀ(h - M(D q̈ + γ)) (Eq. 2.10) literally, flat ``(m,)``, paper sign."""
-    spec = as_spec(model, joints)
-    q, qd, qdd = (jnp.asarray(a) for a in (q, qd, qdd))
-    d, e = blajer_matrices(model, q, spec)
-    gamma = acceleration_bias(model, q, qd).reshape(-1)
-    big_m = jax.scipy.linalg.block_diag(*body_mass_matrix(model, q))
-    h = applied_forces(model, q, qd, external).reshape(-1)
+    q, qd, qdd = _state(model, "resolved_multipliers", q, qd, qdd)
+    d, e = _blajer_matrices(model, q, joints)
+    gamma = _bias_and_omega(model, q, qd)[0].reshape(-1)
+    big_m = jax.scipy.linalg.block_diag(*_body_mass_matrix(model, q))
+    h = _applied_forces(model, q, qd, _resolved(model, q, external, "resolved_multipliers")).reshape(-1)
     return e.T @ (h - big_m @ (d @ qdd + gamma))

@@ -74,8 +74,17 @@ class ReactionSpec:
 def model_fingerprint(model: Model) -> tuple:
     """Static identity of a model for spec checks: tree, joint types, body and coordinate names,
     which bodies have joint maps (masses are parameters and may be traced: not included)."""
+    checked_model(model, "model_fingerprint")
     top = model.topology
     return (top.parents, top.joint_types, top.body_names, top.coordinate_names, top.map_bodies)
+
+
+def checked_model(model, where: str) -> Model:
+    """``model`` if it is an :class:`mbjax.Model`, else ``TypeError`` naming ``where``."""
+    if not isinstance(model, Model):
+        raise TypeError(f"{where}: model must be an mbjax.Model (e.g. mbjax.models.load(...) or "
+                        f"ModelBuilder(...).build()), got {type(model).__name__}")
+    return model
 
 
 def _body_coordinates(model: Model) -> list[set[str]]:
@@ -93,6 +102,7 @@ def reaction_spec(model: Model, joints=None) -> ReactionSpec:
     child of one physical joint).  Needs concrete masses (call outside ``jit``, or close over the
     model) because zero-inertia chains are found from them.
     """
+    checked_model(model, "reaction_spec")
     try:
         mass = np.asarray(model.mass)
     except Exception as err:  # traced masses
@@ -109,8 +119,19 @@ def reaction_spec(model: Model, joints=None) -> ReactionSpec:
     else:
         if isinstance(joints, (str, int, np.integer)):
             joints = [joints]
+        try:
+            joints = list(joints)
+        except TypeError:
+            raise TypeError(f"joint_reactions: joints must be child body names/indices, a ReactionSpec or None, "
+                            f"got {type(joints).__name__}") from None
+        if not joints:
+            raise ValueError(f"joint_reactions: joints is empty; name at least one joint by its child body, one "
+                             f"of {top.body_names} (or pass None for every body with mass)")
         idx = []
         for j in joints:
+            if isinstance(j, (bool, np.bool_)) or not isinstance(j, (str, int, np.integer)):
+                raise TypeError(f"joint_reactions: a joint is named by its child body (a name in {top.body_names} "
+                                f"or an integer index), got {j!r}")
             if isinstance(j, str) and j not in top.body_names:
                 raise ValueError(
                     f"joint_reactions: unknown joint {j!r}; joints are named by their child body, "
@@ -163,6 +184,7 @@ def reaction_spec(model: Model, joints=None) -> ReactionSpec:
 
 def as_spec(model: Model, joints) -> ReactionSpec:
     """``joints`` as a :class:`ReactionSpec` for ``model``; a spec built for another model is refused."""
+    checked_model(model, "joint_reactions")
     if not isinstance(joints, ReactionSpec):
         return reaction_spec(model, joints)
     if joints.fingerprint != model_fingerprint(model):

@@ -68,11 +68,31 @@ class InfeasibleError(RuntimeError):
 def infeasibility_report(result, coordinate_names=None, tol: float = 1e-6, times=None) -> InfeasibilityReport:
     """Report of a one-frame or trajectory :class:`StaticOptimizationResult` (module docstring).
     ``coordinate_names`` may be a model (its ``coordinate_names``) or a sequence of names."""
-    res = np.atleast_2d(np.asarray(result.residual))
+    if not (hasattr(result, "residual") and hasattr(result, "converged")):
+        raise TypeError(f"infeasibility_report: result must be a StaticOptimizationResult (from static_optimization "
+                        f"or solve_problem), got {type(result).__name__}")
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"infeasibility_report: tol must be a finite number >= 0 (N·m), got {tol!r}")
+    res = np.asarray(result.residual)
+    if res.ndim not in (1, 2):
+        raise ValueError(f"infeasibility_report: result.residual must have shape (nq,) or (T, nq), got {res.shape}")
+    res = np.atleast_2d(res)
     conv = np.atleast_1d(np.asarray(result.converged))
+    if conv.shape != (res.shape[0],):
+        raise ValueError(f"infeasibility_report: result.converged has shape {conv.shape} but result.residual has "
+                         f"{res.shape[0]} frame(s)")
     if coordinate_names is not None and hasattr(coordinate_names, "coordinate_names"):
         coordinate_names = coordinate_names.coordinate_names
+    if isinstance(coordinate_names, str):
+        coordinate_names = [coordinate_names]
     names = list(coordinate_names) if coordinate_names is not None else [f"q{j}" for j in range(res.shape[1])]
+    if len(names) != res.shape[1]:
+        raise ValueError(f"infeasibility_report: {len(names)} coordinate names {names} for a residual of "
+                         f"{res.shape[1]} coordinates; pass the model the result was computed for")
+    if times is not None and np.shape(times) != (res.shape[0],):
+        raise ValueError(f"infeasibility_report: times must have one entry per frame ({res.shape[0]},), "
+                         f"got shape {np.shape(times)}")
     bad = np.argwhere(~(np.abs(res) <= tol))
     entries = [(int(f), names[int(j)], float(res[f, j])) for f, j in bad]
     return InfeasibilityReport(float(tol), entries, [int(f) for f in np.nonzero(~conv)[0]], times)

@@ -46,6 +46,7 @@ solves with IPOPT to ``optimizer_convergence_criterion`` (default 1e-4); here
 
 from __future__ import annotations
 
+import inspect
 from typing import NamedTuple
 
 import jax
@@ -154,6 +155,34 @@ def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passi
     f_opt is OpenSim's ``calcInextensibleTendonActiveFiberForce(s, 1.0)``).  ``R``/``L``: moment
     arms and path lengths at ``q`` when already known; ``pennation_rule``: ``"opensim"`` or
     ``"rigid"`` (:func:`_inextensible`; they differ for pennated Millard2012 muscles only)."""
+    q, qd, R, L, rules = _coefficient_inputs(model, q, qd, R, L, "muscle_force_coefficients")
+    qd = _checks.all_of(qd, rules)
+    return _coefficients(model, q, qd, use_muscle_physiology, passive_forces, R, L, pennation_rule)
+
+
+def _coefficient_inputs(model, q, qd, R, L, where: str):
+    """Shapes of ``q``, ``qd`` and the optional ``R``/``L`` (trace time) and the finiteness rules of
+    ``qd``, ``R``, ``L`` for one fused check (``q`` is checked where it is used, by the moment arms)."""
+    from .._model import Model
+
+    if not isinstance(model, Model):
+        raise TypeError(f"{where}: model must be an mbjax.Model (e.g. mbjax.models.load(...)), got {type(model).__name__}")
+    paths = get_paths(model)
+    nq, nm = model.n_coordinates, paths.n_muscles
+    qctx, mctx = _checks.coordinates_context(model), _checks.names_context("muscles", paths.names)
+    q = _checks.as_array(q, f"{where}: q", (nq,), ("nq",), qctx)
+    qd = _checks.as_array(qd, f"{where}: qd", (nq,), ("nq",), qctx)
+    rules = [_checks.not_finite(qd, f"{where}: qd", qctx)]
+    if R is not None:
+        R = _checks.as_array(R, f"{where}: moment_arms", (nq, nm), ("nq", "nm"), mctx)
+        rules.append(_checks.not_finite(R, f"{where}: moment_arms", mctx))
+    if L is not None:
+        L = _checks.as_array(L, f"{where}: lengths", (nm,), ("nm",), mctx)
+        rules.append(_checks.not_finite(L, f"{where}: lengths", mctx))
+    return q, qd, R, L, rules
+
+
+def _coefficients(model, q, qd, use_muscle_physiology, passive_forces, R, L, pennation_rule):
     if pennation_rule not in ("opensim", "rigid"):
         raise ValueError(f"pennation_rule must be 'opensim' or 'rigid', got {pennation_rule!r}")
     paths = get_paths(model)
@@ -164,7 +193,6 @@ def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passi
             "rigid-tendon force per unit activation; OpenSim's deprecated class has no rigid-tendon mode and "
             "substitutes a compliant isometric equilibrium times a generic force-velocity curve, which mbjax "
             f"does not model).  Load the model with ignore_forces=({SCHUTTE!r},) to leave them out")
-    q = jnp.asarray(q)
     if R is None:
         R = moment_arms(model, q)
     if L is None:
@@ -192,36 +220,34 @@ def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_ph
     moment arms and lengths at ``q`` when already computed (e.g. batched), which the rule then ignores;
     ``actuators (nq, na)``: generalized force per unit control of non-muscle actuators (module docstring);
     ``pennation_rule``: :func:`muscle_force_coefficients`."""
-    q = jnp.asarray(q)
+    q, qd, R, L, rules = _coefficient_inputs(model, q, qd, R, L, "sharing_problem")
     nq, paths = model.n_coordinates, get_paths(model)
     nm, mctx = paths.n_muscles, _checks.names_context("muscles", paths.names)
-    if R is not None:
-        R = _checks.as_array(R, "moment_arms", (nq, nm), ("nq", "nm"), mctx)
-        if L is not None:
-            L = _checks.as_array(L, "lengths", (nm,), ("nm",), mctx)
-    elif moment_arm_rule == "opensim":
+    if moment_arm_rule not in ("geometric", "opensim"):
+        raise ValueError(f"moment_arm_rule must be 'geometric' or 'opensim', got {moment_arm_rule!r}")
+    if R is None and moment_arm_rule == "opensim":
         from ..muscles.opensim_moment_arms import opensim_moment_arms
 
         R = opensim_moment_arms(model, q)
-    elif moment_arm_rule == "geometric":
+    elif R is None:
         R = moment_arms(model, q)
-    else:
-        raise ValueError(f"moment_arm_rule must be 'geometric' or 'opensim', got {moment_arm_rule!r}")
-    f_opt, f_pas = muscle_force_coefficients(model, q, qd, use_muscle_physiology=use_muscle_physiology,
-                                             passive_forces=passive_forces, R=R, L=L, pennation_rule=pennation_rule)
+    f_opt, f_pas = _coefficients(model, q, qd, use_muscle_physiology, passive_forces, R, L, pennation_rule)
     if tau is None:
         tau = inverse_dynamics(model, q, qd, qdd, external)
     else:  # never broadcast: a (1,) torque is not every coordinate's
         ctx = _checks.coordinates_context(model)
         tau = _checks.as_array(tau, "tau", (nq,), ("nq",), ctx)
-        tau = _checks.all_of(tau, [_checks.not_finite(tau, "static optimization: tau", ctx),
-                                   _checks.not_finite(R, "static optimization: moment_arms", mctx)])
+        rules += [_checks.not_finite(tau, "static optimization: tau", ctx),
+                  _checks.not_finite(R, "static optimization: moment_arms", mctx)]
     if actuators is not None:
-        actuators = jnp.asarray(actuators, R.dtype)
+        actuators = _checks.real_array(actuators, "sharing_problem: actuators must be a real array (nq, na)",
+                                       "sharing_problem: actuators must be real").astype(R.dtype)
         if actuators.ndim != 2 or actuators.shape[0] != R.shape[0]:
             raise ValueError(f"sharing_problem: actuators must have shape (nq, na) = ({R.shape[0]}, na), "
                              f"got {actuators.shape}")
-    return SharingProblem(R, f_opt, f_pas, jnp.asarray(tau, R.dtype), actuators)
+        rules.append(_checks.not_finite(actuators, "sharing_problem: actuators"))
+    tau = _checks.all_of(jnp.asarray(tau, R.dtype), rules)
+    return SharingProblem(R, f_opt, f_pas, tau, actuators)
 
 
 def _reserve_vector(reserves, nq, dtype):
@@ -236,9 +262,37 @@ def _reserve_vector(reserves, nq, dtype):
     return jnp.broadcast_to(fr, (nq,))
 
 
+def _checked_problem(problem, where: str, stacked: bool) -> SharingProblem:
+    """``problem`` if it is a :class:`SharingProblem` of one frame (or, ``stacked``, of ``T`` frames)
+    with consistent shapes; ``TypeError``/``ValueError`` naming ``where`` otherwise."""
+    if not isinstance(problem, SharingProblem):
+        raise TypeError(f"{where}: problem must be a mbjax.sharing.SharingProblem (from sharing_problem(...)), "
+                        f"got {type(problem).__name__}")
+    lead = 1 if stacked else 0
+    R = jnp.shape(problem.moment_arms)
+    if len(R) != 2 + lead:
+        raise ValueError(f"{where}: problem.moment_arms must have shape {'(T, nq, nm)' if stacked else '(nq, nm)'}, got "
+                         f"{R}" + ("" if stacked else " (a problem stacked over frames goes to solve_trajectory)")
+                         + (" (one frame's problem goes to solve_problem)" if stacked and len(R) == 2 else ""))
+    nq, nm = R[lead:]
+    front = R[:lead]
+    want = {"f_opt": front + (nm,), "f_passive": front + (nm,), "tau": front + (nq,)}
+    for name, shape in want.items():
+        got = tuple(jnp.shape(getattr(problem, name)))
+        if got != shape:
+            raise ValueError(f"{where}: problem.{name} must have shape {shape} (nq = {nq} coordinates, nm = {nm} "
+                             f"muscles, from problem.moment_arms), got {got}")
+    if problem.actuators is not None:
+        got = tuple(jnp.shape(problem.actuators))
+        if len(got) != 2 + lead or got[:lead + 1] != front + (nq,):
+            raise ValueError(f"{where}: problem.actuators must have shape {front + (nq,)} + (na,), got {got}")
+    return problem
+
+
 def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, reserve_bounds,
-             actuator_bounds=(-jnp.inf, jnp.inf)):
-    """A, b, lo, hi, w of the parameter vector x = (a, τ_r / F_r, x_a) and the reserve optimal forces."""
+             actuator_bounds=(-jnp.inf, jnp.inf), extra=()):
+    """A, b, lo, hi, w of the parameter vector x = (a, τ_r / F_r, x_a) and the reserve optimal forces;
+    ``extra``: more ``(bad, message)`` rules for the one fused check."""
     R, f_opt, f_pas, tau, B = problem
     nq, nm = R.shape
     dtype = R.dtype
@@ -269,7 +323,10 @@ def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, rese
     b = _checks.all_of(b, [(~jnp.all(jnp.isfinite(w) & (w >= 0)), "static optimization: weights must be finite and >= 0"),
                            (jnp.any(lo > hi) | jnp.any(jnp.isnan(lo)) | jnp.any(jnp.isnan(hi)),
                             "static optimization: a lower bound (activation_bounds, reserve_bounds or "
-                            "actuator_bounds) is above its upper bound or NaN")])
+                            "actuator_bounds) is above its upper bound or NaN"),
+                           (~jnp.all(jnp.isfinite(A)) | ~jnp.all(jnp.isfinite(b)),
+                            "static optimization: the problem (moment_arms, f_opt, f_passive, tau or actuators) "
+                            "contains NaN or inf"), *extra])
     return A, b, lo, hi, w, fr
 
 
@@ -287,6 +344,19 @@ def _bound(bounds, k: int, name: str, n: int):
     return x
 
 
+def _solver_options(options) -> dict:
+    """``options`` as keyword arguments of :func:`mbjax.sharing.qp.solve`, unknown names refused."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"solver_options must be a dict of qp.solve options, got {type(options).__name__}")
+    allowed = [n for n, prm in inspect.signature(qp.solve).parameters.items() if prm.kind == prm.KEYWORD_ONLY]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(f"solver_options: unknown option(s) {unknown}; mbjax.sharing.qp.solve takes {allowed}")
+    return dict(options)
+
+
 def _n_actuators(problem: SharingProblem) -> int:
     return 0 if problem.actuators is None else problem.actuators.shape[-1]
 
@@ -295,15 +365,24 @@ def solve_problem(problem: SharingProblem, *, exponent=2, weights=None, reserves
                   reserve_bounds=(-jnp.inf, jnp.inf), actuator_bounds=(-jnp.inf, jnp.inf), initial_guess=None,
                   solver_options=None) -> StaticOptimizationResult:
     """Solve one frame's :class:`SharingProblem` (see :func:`static_optimization`)."""
-    R, f_opt, f_pas, tau, B = problem
+    R, f_opt, f_pas, tau, B = _checked_problem(problem, "solve_problem", stacked=False)
     nq, nm = R.shape
     na = _n_actuators(problem)
     nr = 0 if reserves is None else nq
     dtype = R.dtype
-    A, b, lo, hi, w, fr = _qp_data(problem, weights, reserves, activation_bounds, reserve_bounds, actuator_bounds)
+    guess_rules = []
+    if initial_guess is not None and not isinstance(initial_guess, StaticOptimizationResult):
+        initial_guess = _checks.real_array(initial_guess, "solve_problem: initial_guess must be activations (nm,) or a "
+                                           "StaticOptimizationResult", "solve_problem: initial_guess must be real")
+        guess_rules.append(_checks.not_finite(initial_guess, "solve_problem: initial_guess"))
+    A, b, lo, hi, w, fr = _qp_data(problem, weights, reserves, activation_bounds, reserve_bounds, actuator_bounds,
+                                   guess_rules)
     x0 = lam0 = None
     if initial_guess is not None:
         if isinstance(initial_guess, StaticOptimizationResult):
+            if jnp.shape(initial_guess.activations) != (nm,):
+                raise ValueError(f"solve_problem: initial_guess (a previous result) has activations of shape "
+                                 f"{jnp.shape(initial_guess.activations)}, this problem has nm = {nm} muscles")
             parts = [initial_guess.activations]
             if fr is not None:
                 parts.append(initial_guess.reserve_torques / jnp.where(fr == 0, 1.0, fr))
@@ -318,7 +397,7 @@ def solve_problem(problem: SharingProblem, *, exponent=2, weights=None, reserves
                                  f"(activations, reserves, actuators), got {x0.shape}")
             if x0.shape[0] == nm and nr + na:
                 x0 = jnp.concatenate([x0, jnp.zeros((nr + na,), dtype)])
-    sol = qp.solve(A, b, lo, hi, w, exponent, x0, lam0, **(solver_options or {}))
+    sol = qp.solve(A, b, lo, hi, w, exponent, x0, lam0, **_solver_options(solver_options))
     a = sol.x[:nm]
     forces = a * f_opt + f_pas
     tau_r = sol.x[nm:nm + nr] * fr if fr is not None else jnp.zeros((nq,), dtype)
@@ -410,7 +489,25 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
 def solve_trajectory(problems: SharingProblem, *, warm_start=True, initial_guess=None, **kw) -> StaticOptimizationResult:
     """Solve stacked per-frame problems (leading axis ``T``): ``lax.scan`` with warm starts, or
     ``vmap`` (see :func:`static_optimization_trajectory`; ``kw`` as in :func:`solve_problem`)."""
+    _checked_problem(problems, "solve_trajectory", stacked=True)
+    if not isinstance(warm_start, (bool, np.bool_)):
+        raise TypeError(f"solve_trajectory: warm_start must be True or False, got {warm_start!r}")
     T, nm = problems.f_opt.shape
+    if T == 0:
+        raise ValueError("solve_trajectory: no frames (the problems' leading axis T is 0)")
+    if initial_guess is not None:
+        if isinstance(initial_guess, StaticOptimizationResult):
+            raise TypeError("solve_trajectory: initial_guess must be activations (nm,)"
+                            + ("" if warm_start else " or (T, nm)") + ", not a StaticOptimizationResult")
+        initial_guess = _checks.real_array(initial_guess, "solve_trajectory: initial_guess must be an array of activations",
+                                           "solve_trajectory: initial_guess must be real")
+        shapes = ((nm,),) if warm_start else ((nm,), (T, nm))
+        if initial_guess.shape not in shapes:
+            raise ValueError(f"solve_trajectory: initial_guess must have shape (nm,) = ({nm},)"
+                             + ("" if warm_start else f" or (T, nm) = ({T}, {nm})")
+                             + f", got {initial_guess.shape}" + (" (one guess per frame needs warm_start=False)"
+                                                                 if warm_start and initial_guess.ndim == 2 else ""))
+        initial_guess = _checks.all_of(initial_guess, [_checks.not_finite(initial_guess, "solve_trajectory: initial_guess")])
     if not warm_start:
         if initial_guess is None:
             return jax.vmap(lambda pr: solve_problem(pr, **kw))(problems)
