@@ -22,7 +22,10 @@ the OpenSim tools trace their solvers with checks off after validating inputs, s
 
 from __future__ import annotations
 
+import math
 import os
+
+import numpy as np
 
 DEFAULT_MAX_BYTES = 2 * 1024 ** 3
 
@@ -51,9 +54,11 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compi
 
     from .program_store import writable_folder
 
+    _check_options(path, min_compile_time, max_bytes, programs)
+    # every check before the first setting changes: a refused call leaves the process as it was
     folder = writable_folder(path if path is not None else default_cache_dir(), "compilation cache")
-    if not min_compile_time >= 0:
-        raise ValueError(f"min_compile_time must be >= 0 seconds, got {min_compile_time}")
+    if programs:
+        writable_folder(folder + "-programs", "program store")
     jax.config.update("jax_compilation_cache_dir", folder)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
@@ -68,6 +73,26 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *, min_compi
 
         enable_program_store(folder + "-programs")
     return folder
+
+
+def _check_options(path, min_compile_time, max_bytes, programs) -> None:
+    """Types and values of :func:`enable_compilation_cache`'s arguments (``TypeError``/``ValueError``)."""
+    where = "enable_compilation_cache"
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{where}: path must be a folder (str or os.PathLike) or None, got {type(path).__name__} "
+                        f"{path!r}")
+    if path is not None and not os.fspath(path):
+        raise ValueError(f"{where}: path is empty; give a folder, or None for {default_cache_dir()}")
+    if isinstance(min_compile_time, bool) or not isinstance(min_compile_time, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: min_compile_time must be a number of seconds, got {min_compile_time!r}")
+    if not (math.isfinite(min_compile_time) and min_compile_time >= 0):
+        raise ValueError(f"{where}: min_compile_time must be a finite number >= 0 seconds, got {min_compile_time!r}")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)):
+        raise TypeError(f"{where}: max_bytes must be an integer number of bytes (-1: no cap), got {max_bytes!r}")
+    if max_bytes < -1:
+        raise ValueError(f"{where}: max_bytes must be >= 0 bytes, or -1 for no cap, got {max_bytes!r}")
+    if not isinstance(programs, (bool, np.bool_)):
+        raise TypeError(f"{where}: programs must be True or False, got {programs!r}")
 
 
 def compilation_cache_dir() -> str | None:

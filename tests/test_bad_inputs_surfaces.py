@@ -236,16 +236,11 @@ EXEMPT = {
 #: public names the survey does not reach yet: the debt, listed so that it can only shrink (a name
 #: here that the survey reaches fails the census, as does a new public name in neither list)
 NOT_YET: set[str] = {
-    'Geodesic', 'MovingPathPoint', 'MusclePaths', 'Selection', 'StandardInertial', 'ViscousDamping',
-    'WrapLine', 'WrapObject', 'activation_rate', 'body_wrenches', 'build_path_functions',
-    'cross_body_lengths', 'cylinder_geodesic', 'cylinder_geodesic_length', 'ellipsoid_geodesic',
-    'ellipsoid_geodesic_length', 'enable_compilation_cache', 'fibre_energy_density', 'fibre_law',
-    'fibre_length_range', 'fit_static_scale', 'gamma_beta', 'generalized_stiffness', 'gmlav',
-    'gravity_forces_kron', 'huber_residual', 'isometric_torques', 'joint_reactions_classical',
-    'moment_arms_block', 'moment_arms_sparse', 'multibundle_fibres', 'path_state', 'pose_derivatives_kron',
-    'pseudo_inertia', 'quadrature_points', 'register', 'scale_kinematics', 'scale_markers',
-    'segment_factors', 'single_threaded_matmuls', 'smooth_wrapping', 'spatial_area', 'sphere_geodesic',
-    'sphere_geodesic_length', 'tps_kernel', 'twist_perturbation', 'with_wrapping',
+    'Geodesic', 'MovingPathPoint', 'MusclePaths', 'WrapLine', 'WrapObject', 'activation_rate',
+    'body_wrenches', 'build_path_functions', 'cross_body_lengths', 'cylinder_geodesic',
+    'cylinder_geodesic_length', 'ellipsoid_geodesic', 'ellipsoid_geodesic_length', 'gamma_beta', 'gmlav',
+    'moment_arms_block', 'moment_arms_sparse', 'path_state', 'smooth_wrapping', 'sphere_geodesic',
+    'sphere_geodesic_length', 'with_wrapping',
 }
 
 

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import all_of, not_finite, real_array
 from .parametrizations import Parametrization
 
 _IU = (np.array([0, 0, 0, 1, 1, 2]), np.array([0, 1, 2, 1, 2, 2]))
@@ -66,6 +67,13 @@ class _Inertial(Parametrization):
     bodies: Any = eqx.field(static=True, default=None)
     _all_by_default = False
 
+    def __check_init__(self):
+        b = self.bodies
+        if b is not None and (isinstance(b, (str, bytes)) or not isinstance(b, (tuple, list))):
+            raise TypeError(f"{type(self).__name__}: bodies must be None (every body) or a tuple of body names or "
+                            f"indices, got {b!r}" + (f"; for one body write bodies=({b!r},)" if isinstance(b, (str, int))
+                                                     else ""))
+
     def bind(self, value, info):
         shapes = [tuple(np.shape(v)) for v in value]
         nb = shapes[0][0] if shapes and len(shapes[0]) == 1 else None
@@ -79,7 +87,17 @@ class _Inertial(Parametrization):
                 raise ValueError(f"{type(self).__name__}: bodies {bad} are not body names or indices in [0, {nb})")
         if self.bodies is None and self._all_by_default:
             return type(self)(tuple(range(np.shape(value[0])[0])))
-        return type(self)(_resolve_bodies(self.bodies, value[0], info))
+        bodies = tuple(b % nb if not isinstance(b, str) else b for b in _resolve_bodies(self.bodies, value[0], info))
+        if not bodies:
+            raise ValueError(f"{type(self).__name__}: no body to parametrize (bodies={self.bodies!r}"
+                             + (", and no body has mass > 0" if self.bodies is None else "") + ")")
+        twice = sorted({b for b in bodies if bodies.count(b) > 1})
+        if twice:
+            labels = info[0].labels[0] if info and info[0].labels else None
+            named = [str(labels[b]) if labels is not None else b for b in twice]
+            raise ValueError(f"{type(self).__name__}: bodies {named} given more than once in bodies={self.bodies!r} "
+                             "(a name and its index, or a negative index, count as the same body)")
+        return type(self)(bodies)
 
     def _sel(self):
         return np.asarray(self.bodies, dtype=int)
@@ -122,7 +140,30 @@ class StandardInertial(_Inertial):
 
 
 def pseudo_inertia(m, c, ic):
-    """J = [Σ, h; hᵀ, m] ``(n, 4, 4)`` about the body origin from mass, COM and COM inertia."""
+    """J = [Σ, h; hᵀ, m] ``(n, 4, 4)`` about the body origin from masses ``m (n,)``, COMs ``c (n, 3)``
+    and COM inertias ``ic (n, 3, 3)`` (NaN/inf raise at run time, checks on)."""
+    arrays = []
+    for x, name, tail in ((m, "m", ()), (c, "c", (3,)), (ic, "ic", (3, 3))):
+        a = real_array(x, f"pseudo_inertia: {name} must be an array", f"pseudo_inertia: {name} must be real")
+        if a.ndim != 1 + len(tail) or tuple(a.shape[1:]) != tail:
+            raise ValueError(f"pseudo_inertia: {name} must have shape {_shape(('n',) + tail)} (one row per body; "
+                             f"m (n,), c (n, 3), ic (n, 3, 3)), got {tuple(a.shape)}")
+        arrays.append(a)
+    n = [a.shape[0] for a in arrays]
+    if len(set(n)) != 1:
+        raise ValueError(f"pseudo_inertia: m, c and ic must hold the same number of bodies, got {n[0]}, {n[1]}, {n[2]}")
+    dtype = jnp.result_type(*arrays, float)
+    m, c, ic = (a.astype(dtype) for a in arrays)
+    m, c, ic = all_of((m, c, ic), [not_finite(a, f"pseudo_inertia: {k}") for a, k in ((m, "m"), (c, "c"), (ic, "ic"))])
+    return _pseudo_inertia(m, c, ic)
+
+
+def _shape(dims) -> str:
+    return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _pseudo_inertia(m, c, ic):
+    """:func:`pseudo_inertia` unchecked."""
     io = _origin_inertia(m, c, ic)
     eye = jnp.eye(3, dtype=c.dtype)
     sigma = 0.5 * jnp.trace(io, axis1=1, axis2=2)[:, None, None] * eye - io
@@ -145,7 +186,7 @@ class PhysicalInertia(_Inertial):
     def free(self, value):
         mass, com, inertia = value
         s = self._sel()
-        j = pseudo_inertia(mass[s], com[s], inertia[s])
+        j = _pseudo_inertia(mass[s], com[s], inertia[s])
         if not isinstance(j, jax.core.Tracer):
             ev = np.linalg.eigvalsh(np.asarray(j))
             if np.any(ev <= 0):

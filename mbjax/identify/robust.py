@@ -13,9 +13,33 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import all_of, not_finite, real_array
+
 
 def huber_residual(r, delta):
-    """r̃ with ½ r̃² = Huber ρ_δ(r) (see module)."""
+    """r̃ with ½ r̃² = Huber ρ_δ(r) (see module): ``r`` real residuals (any shape), ``delta`` the
+    threshold, one finite number > 0.  NaN/inf in ``r`` (or a traced ``delta`` out of range) raise at
+    run time (checks on)."""
+    r = real_array(r, "huber_residual: r must be an array of real residuals",
+                   "huber_residual: r must hold real residuals")
+    d = real_array(delta, "huber_residual: delta must be a number (the Huber threshold, > 0)",
+                   "huber_residual: delta must be a real number (the Huber threshold, > 0)", show_value=True)
+    if d.ndim != 0:
+        raise ValueError(f"huber_residual: delta must be one number (the Huber threshold, > 0), got shape "
+                         f"{tuple(d.shape)}; weight the residuals instead for a threshold per residual")
+    rules = [not_finite(r, "huber_residual: r")]
+    v = _concrete(d)
+    if v is not None:
+        if not (np.isfinite(v) and v > 0):
+            raise ValueError(f"huber_residual: delta must be a finite number > 0 (the residual size beyond which "
+                             f"the loss grows linearly), got {delta!r}")
+    else:
+        rules.append((~(jnp.isfinite(d) & (d > 0)), "huber_residual: delta must be a finite number > 0"))
+    return all_of(_huber(r, d), rules)
+
+
+def _huber(r, delta):
+    """:func:`huber_residual` unchecked (``delta`` checked when the data term is built)."""
     a = jnp.abs(r)
     inside = a <= delta
     outer = jnp.sqrt(jnp.maximum(2.0 * delta * a - delta**2, delta**2))
@@ -27,7 +51,7 @@ def finish(r, weights=None, huber=None):
     if weights is not None:
         r = r * weights
     if huber is not None:
-        r = huber_residual(r, huber)
+        r = _huber(r, huber)
     return jnp.ravel(r)
 
 

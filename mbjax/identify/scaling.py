@@ -55,6 +55,11 @@ _COORDINATE_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "Express
 def _scaling_info(model, caller="scale_model", geometry=True):
     """OpenSim's scaling layout of ``model``; ``geometry``: the caller scales body geometry, which a
     model with eliminated point-on-line coordinates cannot have scaled (their loop keeps a copy)."""
+    from .._model import Model
+
+    if not isinstance(model, Model):
+        raise TypeError(f"{caller}: model must be an mbjax Model loaded from an .osim file (mbjax.io.load_osim), "
+                        f"got {type(model).__name__}")
     info = model.extras.get("osim")
     sc = getattr(info, "scaling", None)
     if sc is None:
@@ -79,32 +84,48 @@ def segment_factors(model, factors) -> jnp.ndarray:
     :func:`segment_names`) as an array over :func:`segment_names`.  Unknown names and, where the values
     are concrete, non-positive or non-finite factors raise ``ValueError`` (traced ones: at run time,
     checks on)."""
-    out, rules = _factors(model, factors)
+    out, rules = _factors(model, factors, "segment_factors")
     return all_of(out, rules)
 
 
-def _factors(model, factors):
+def _factor_array(x, what: str, shape: tuple):
+    """``x`` as a real float array of ``shape``; ``what`` names it in the error."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"{what} must be a number (a positive scale factor), got {x!r}")
+    try:
+        arr = jnp.asarray(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be numbers (positive scale factors), got {type(x).__name__}: {x!r}") from None
+    if arr.dtype == bool or not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+        raise TypeError(f"{what} must be real numbers (positive scale factors), got dtype {arr.dtype}")
+    if arr.shape != shape:
+        raise ValueError(f"{what} must have shape {shape}, got {tuple(arr.shape)}")
+    return arr.astype(float)
+
+
+def _factors(model, factors, caller="scale_model"):
     """:func:`segment_factors` unchecked when traced, and the run-time rules that check it then."""
-    names = segment_names(model)
+    names = _scaling_info(model, caller, geometry=False).segments
     if isinstance(factors, dict):
         unknown = [k for k in factors if k not in names and k != "ground"]
         if unknown:
-            raise ValueError(f"scale factors for unknown body(ies) {unknown}; bodies are {names}")
+            raise ValueError(f"{caller}: scale factors for unknown body(ies) {unknown}; bodies are {names}")
         if "ground" in factors and _concrete(factors["ground"]) and float(factors["ground"]) != 1.0:
-            raise ValueError(f"ground's scale factor must be 1 (ground is not scaled), got {factors['ground']}")
-        vals = [jnp.asarray(factors.get(n, 1.0), dtype=float) for n in names]
+            raise ValueError(f"{caller}: ground's scale factor must be 1 (ground is not scaled), got {factors['ground']}")
+        vals = [_factor_array(factors.get(n, 1.0), f"{caller}: the scale factor of body {n!r}", ()) for n in names]
         out = jnp.stack(vals) if vals else jnp.zeros(0)
     else:
-        out = jnp.asarray(factors, dtype=float)
-        if out.shape != (len(names),):
-            raise ValueError(f"scale factors must have shape ({len(names)},) (one per body {names}), got {out.shape}")
+        if isinstance(factors, (str, bytes)) or factors is None:
+            raise TypeError(f"{caller}: factors must be a dict body name -> factor or an array of shape "
+                            f"({len(names)},) (one per body {names}), got {factors!r}")
+        out = _factor_array(factors, f"{caller}: scale factors (one per body {names})", (len(names),))
     if _concrete(out):
-        _check(np.asarray(out), names)
+        _check(np.asarray(out), names, caller)
         return out, []
     if not names:
         return out, []
     return out, [(~(jnp.isfinite(out) & (out > 0)),
-                  [f"scale factor of body {n!r} must be positive and finite" for n in names])]
+                  [f"{caller}: scale factor of body {n!r} must be positive and finite" for n in names])]
 
 
 def _concrete(x) -> bool:
@@ -115,10 +136,10 @@ def _concrete(x) -> bool:
         return False
 
 
-def _check(values, names):
+def _check(values, names, caller):
     bad = [f"{n}={v!r}" for n, v in zip(names, values.tolist()) if not (np.isfinite(v) and v > 0)]
     if bad:
-        raise ValueError(f"scale factors must be positive and finite: {', '.join(bad)}")
+        raise ValueError(f"{caller}: scale factors must be positive and finite: {', '.join(bad)}")
 
 
 def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool = True):
@@ -131,7 +152,7 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     from ..muscles import muscle_lengths
 
     sc = _scaling_info(model, "scale_model")
-    s, rules = _factors(model, factors)
+    s, rules = _factors(model, factors, "scale_model")
     if mass is not None:
         if np.ndim(mass) != 0:
             raise ValueError(f"scale_model: mass must be the subject's total mass, one number (kg), got shape "
@@ -201,7 +222,8 @@ def scale_kinematics(model, factors):
     same body poses, markers need :func:`scale_markers`; masses, paths and muscles are left as they
     are (cheaper inside a marker fit)."""
     sc = _scaling_info(model, "scale_kinematics")
-    s = segment_factors(model, factors).astype(model.offset.dtype)
+    s, rules = _factors(model, factors, "scale_kinematics")
+    s = all_of(s, rules).astype(model.offset.dtype)
     offset, axis = _frames(model, sc, jnp.concatenate([s, jnp.ones(1, s.dtype)]))
     return eqx.tree_at(lambda m: (m.offset, m.axis), model, (offset, axis))
 
@@ -265,7 +287,17 @@ def _scale_linear_combination(family, f):
 def scale_markers(model, markers, factors):
     """:class:`mbjax.Markers` with each offset times its body's factor (OpenSim scales a marker's
     location in its parent frame by that frame's body's factor)."""
-    s = segment_factors(model, factors)
+    from ..markers import Markers
+
+    if not isinstance(markers, Markers):
+        raise TypeError(f"scale_markers(model, markers, factors): markers must be mbjax.Markers, got "
+                        f"{type(markers).__name__}")
+    s, rules = _factors(model, factors, "scale_markers")
+    s = all_of(s, rules)
+    far = [(n, b) for n, b in zip(markers.names, markers.body) if b >= model.n_bodies]
+    if far:
+        raise ValueError(f"scale_markers: marker {far[0][0]!r} is on body index {far[0][1]}, but the model has "
+                         f"{model.n_bodies} bodies {model.body_names}; build the markers for this model")
     ext = jnp.concatenate([s.astype(markers.offset.dtype), jnp.ones(1, markers.offset.dtype)])
     f = _body_factor(model, ext, np.asarray(markers.body, int))
     return eqx.tree_at(lambda m: m.offset, markers, markers.offset * f[:, None])

@@ -74,7 +74,11 @@ def _items(where, tree):
     if not callable(where):
         raise TypeError(f"`where` must be a function tree -> leaves to fit (e.g. `lambda m: m.mass`), got "
                         f"{type(where).__name__} {where!r}")
-    got = where(tree)
+    try:
+        got = where(tree)
+    except (AttributeError, KeyError, IndexError, TypeError) as err:
+        raise ValueError(f"`where` failed on the tree ({type(tree).__name__}): {type(err).__name__}: {err}; it must "
+                         "pick leaves of the tree it is given (the Model, or the tuple holding it)") from err
     items = tuple(got) if isinstance(got, tuple) else (got,)
     if not items:
         raise ValueError("`where` selected nothing (it returned an empty tuple): return the leaves to fit, "
@@ -95,6 +99,7 @@ class Selection(eqx.Module):
     sizes: tuple = eqx.field(static=True)
     names: tuple = eqx.field(static=True)
     grouped_all: bool = eqx.field(static=True)
+    shapes: tuple = eqx.field(static=True)
 
     def __init__(self, tree, where, parametrization=None):
         items = _items(where, tree)
@@ -116,7 +121,7 @@ class Selection(eqx.Module):
                 raise ValueError(f"{len(params)} parametrizations for {len(items)} items returned by `where`")
         infos = _leaf_infos(tree)
         geometry = _copied_geometry(tree)
-        bound, sizes, names = [], [], []
+        bound, sizes, names, shapes, seen = [], [], [], [], {}
         for item, p in zip(items, params):
             leaves = tuple(jax.tree.leaves(item))
             if not leaves:
@@ -124,6 +129,11 @@ class Selection(eqx.Module):
             if any(id(leaf) not in infos for leaf in leaves):
                 raise ValueError("`where` must return leaves of the tree (eqx.tree_at convention)")
             info = tuple(infos[id(leaf)] for leaf in leaves)
+            for leaf, i in zip(leaves, info):
+                if id(leaf) in seen:
+                    raise ValueError(f"`where` selects the leaf {i.name!r} twice: select each leaf once")
+                seen[id(leaf)] = i.name
+            shapes.append(tuple(i.shape for i in info))
             copied = [i.name for leaf, i in zip(leaves, info) if id(leaf) in geometry]
             if copied:
                 raise NotImplementedError(
@@ -147,6 +157,7 @@ class Selection(eqx.Module):
         self.sizes = tuple(sizes)
         self.names = tuple(names)
         self.grouped_all = bool(grouped_all)
+        self.shapes = tuple(shapes)
 
     @property
     def n(self) -> int:
@@ -157,8 +168,13 @@ class Selection(eqx.Module):
         if self.grouped_all:
             items = (items,)
         out = []
-        for item, p in zip(items, self.params):
+        for item, p, shapes in zip(items, self.params, self.shapes):
             leaves = tuple(jax.tree.leaves(item))
+            got = tuple(tuple(np.shape(leaf)) for leaf in leaves)
+            if len(items) != len(self.params) or got != shapes:
+                raise ValueError(f"Selection: `where` picks leaves of shapes {got} from this tree, but the selection "
+                                 f"was built on a tree with {shapes}: use it with trees of the same structure "
+                                 "(the same model), or build a new Selection")
             out.append(leaves if p.group else leaves[0])
         return out
 
@@ -168,7 +184,17 @@ class Selection(eqx.Module):
         return jnp.concatenate([jnp.ravel(x) for x in parts])
 
     def apply(self, theta, tree):
-        """``tree`` with the selected leaves set from ``theta``."""
+        """``tree`` with the selected leaves set from ``theta`` ``(n,)``."""
+        try:
+            theta = jnp.asarray(theta)
+        except TypeError:
+            raise TypeError(f"Selection.apply: theta must be a real vector of shape ({self.n},), got "
+                            f"{type(theta).__name__}") from None
+        if not (jnp.issubdtype(theta.dtype, jnp.floating) or jnp.issubdtype(theta.dtype, jnp.integer)):
+            raise TypeError(f"Selection.apply: theta must be real, got dtype {theta.dtype}")
+        if theta.shape != (self.n,):
+            raise ValueError(f"Selection.apply: theta must have shape (n,) = ({self.n},), one entry per name "
+                             f"in .names, got {tuple(theta.shape)}")
         splits = [int(x) for x in np.cumsum(self.sizes)[:-1]]
         parts = jnp.split(theta, splits) if splits else [theta]
         new = []

@@ -14,6 +14,7 @@ their body's factor (:func:`~mbjax.identify.scaling.scale_markers`).  Factors ar
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import equinox as eqx
@@ -23,7 +24,7 @@ import numpy as np
 
 from ..markers import Markers, marker_positions
 from .fit import fit
-from .scaling import frame_range, scale_kinematics, scale_markers, scale_model, segment_names
+from .scaling import _scaling_info, frame_range, scale_kinematics, scale_markers, scale_model, segment_names
 
 
 class StaticScaleResult(NamedTuple):
@@ -113,10 +114,17 @@ def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coo
     from ..ik import CoordinateTask, inverse_kinematics
     from ..io.trc import MarkerData
 
-    segs = segment_names(model)
+    segs = _scaling_info(model, "fit_static_scale", geometry=False).segments
+    _check_inputs(markers, data, groups, weights, factors0, time_range)
     group_names = tuple(groups)
     where = {}
     for g, bodies in groups.items():
+        if isinstance(bodies, str) or not isinstance(bodies, (tuple, list, set, frozenset)):
+            raise TypeError(f"fit_static_scale: group {g!r} must be a tuple of body names, got {bodies!r}"
+                            + (f"; for one body write ({bodies!r},)" if isinstance(bodies, str) else ""))
+        if not bodies:
+            raise ValueError(f"fit_static_scale: group {g!r} holds no body (its factor would not change the model); "
+                             "drop it")
         for b in bodies:
             if b not in segs:
                 raise ValueError(f"group {g!r}: unknown body {b!r}; bodies are {segs}")
@@ -131,29 +139,52 @@ def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coo
     for g in f0:
         if g not in groups:
             raise ValueError(f"factors0: unknown group {g!r}; groups are {group_names}")
-    s0 = np.array([float(f0.get(g, 1.0)) for g in group_names])
+    s0 = np.array([_number(f0.get(g, 1.0), f"factors0[{g!r}]") for g in group_names])
     if not np.all(np.isfinite(s0) & (s0 > 0)):
         raise ValueError(f"factors0 must be positive and finite, got {s0.tolist()}")
     # the static frame and the tracked markers
-    x = average_frames(data, time_range) if time_range is not None else np.nanmean(data.positions, axis=0)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a marker missing in every frame: left out below
+        x = average_frames(data, time_range) if time_range is not None else np.nanmean(data.positions, axis=0)
     wdict = {n: 1.0 for n in data.names if n in markers.names} if weights is None else dict(weights)
     for n in wdict:
         if n not in markers.names or n not in data.names:
-            raise ValueError(f"marker {n!r} is not in {'the model' if n not in markers.names else 'the data'}")
+            raise ValueError(f"fit_static_scale: weights names marker {n!r}, which is not in "
+                             f"{'the model' if n not in markers.names else 'the data'}")
+        v = _number(wdict[n], f"weights[{n!r}]")
+        if not (np.isfinite(v) and v >= 0):
+            raise ValueError(f"fit_static_scale: weights[{n!r}] must be a finite number >= 0, got {v!r}")
+    if not wdict:
+        raise ValueError(f"fit_static_scale: no marker of the model is in the data (model markers "
+                         f"{markers.names[:8]}, data markers {tuple(data.names)[:8]})")
     used = [n for n in data.names if n in wdict and np.all(np.isfinite(x[data.names.index(n)]))]
+    if not used:
+        raise ValueError(f"fit_static_scale: every tracked marker {tuple(wdict)[:8]} is missing (NaN) in every frame"
+                         f"{'' if time_range is None else f' of time_range {tuple(time_range)}'}: nothing to fit")
     xm = x[[data.names.index(n) for n in used]]
     w = np.array([float(wdict[n]) for n in used])
     if not np.all(np.isfinite(w) & (w >= 0)) or w.sum() <= 0:
-        raise ValueError("marker weights must be finite, >= 0, and not all 0")
+        raise ValueError(f"fit_static_scale: marker weights are all 0 for the measured markers {used[:8]}: "
+                         "nothing to fit")
     mk = markers.select(used)
     # coordinate tasks and bounds (as mbjax.ik / OpenSim's IK)
     info = model.extras["osim"]
     names = model.coordinate_names
     wc, qref = np.zeros(len(names)), np.asarray(info.default, float).copy()
+    if coordinate_tasks is not None and not isinstance(coordinate_tasks, dict):
+        raise TypeError(f"fit_static_scale: coordinate_tasks must be a dict coordinate name -> CoordinateTask or "
+                        f"weight, got {type(coordinate_tasks).__name__}")
+    all_coordinates = set(names) | {c for c, _ in info.roles}
     for c, task in dict(coordinate_tasks or {}).items():
+        if c not in all_coordinates:
+            raise ValueError(f"fit_static_scale: coordinate_tasks names an unknown coordinate {c!r}; coordinates "
+                             f"are {names}")
         if c not in names:
             continue  # a locked coordinate (OpenSim drops the task)
-        task = task if isinstance(task, CoordinateTask) else CoordinateTask(float(task))
+        task = task if isinstance(task, CoordinateTask) else CoordinateTask(_number(task, f"coordinate_tasks[{c!r}]"))
+        if not (np.isfinite(task.weight) and task.weight >= 0):
+            raise ValueError(f"fit_static_scale: coordinate task {c!r} has weight {task.weight!r}; give a finite "
+                             "weight >= 0")
         k = names.index(c)
         wc[k] = task.weight
         if task.value_type == "manual_value":
@@ -191,6 +222,45 @@ def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coo
         factors=dict(zip(segs, s.tolist())), groups=dict(zip(group_names, np.exp(np.asarray(fitted.log_s)).tolist())),
         q=q, scaled=scaled, markers=scaled_markers, marker_names=tuple(used), measured=xm, errors=err,
         rms=float(np.sqrt(np.mean(err**2))), report=report, objective=obj, tree=fitted)
+
+
+def _number(x, what: str) -> float:
+    """``x`` as a float; ``TypeError`` naming ``what`` otherwise."""
+    if isinstance(x, (str, bytes, bool)) or np.ndim(x) != 0:
+        raise TypeError(f"fit_static_scale: {what} must be a number, got {x!r}")
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"fit_static_scale: {what} must be a number, got {x!r}") from None
+
+
+def _check_inputs(markers, data, groups, weights, factors0, time_range):
+    """Types and shapes of :func:`fit_static_scale`'s arguments."""
+    from ..io.trc import MarkerData
+
+    if not isinstance(markers, Markers):
+        raise TypeError(f"fit_static_scale: markers must be mbjax.Markers (e.g. mbjax.io.load_marker_set), got "
+                        f"{type(markers).__name__}")
+    if not isinstance(data, MarkerData):
+        raise TypeError(f"fit_static_scale: data must be mbjax.io.MarkerData (e.g. mbjax.io.read_trc), got "
+                        f"{type(data).__name__}")
+    t, pos = np.asarray(data.time), np.asarray(data.positions)
+    if t.ndim != 1 or t.size == 0 or pos.shape != (t.size, len(data.names), 3):
+        raise ValueError(f"fit_static_scale: data must hold time (T,) and positions (T, n_markers, 3) = "
+                         f"({t.size}, {len(data.names)}, 3) with T >= 1, got time {t.shape}, positions {pos.shape}")
+    for name, d, what in (("groups", groups, "group name -> tuple of body names"),
+                          ("weights", weights, "marker name -> weight"), ("factors0", factors0, "group name -> factor")):
+        if d is not None and not isinstance(d, dict):
+            raise TypeError(f"fit_static_scale: {name} must be a dict {what}, got {type(d).__name__}")
+    if time_range is not None:
+        if isinstance(time_range, str) or np.shape(time_range) != (2,):
+            raise TypeError(f"fit_static_scale: time_range must be (start, end) in seconds, got {time_range!r}")
+        start, end = (_number(v, "time_range") for v in time_range)
+        if not start <= end:
+            raise ValueError(f"fit_static_scale: time_range start {start} is past its end {end}")
+        if start > float(t[-1]) or end < float(t[0]):
+            raise ValueError(f"fit_static_scale: time_range ({start:g}, {end:g}) lies outside the data's times "
+                             f"{float(t[0]):g} to {float(t[-1]):g}")
 
 
 def place_markers(model, markers: Markers, q, measured, names, movable=None) -> Markers:

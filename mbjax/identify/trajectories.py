@@ -40,8 +40,38 @@ class ViscousDamping(eqx.Module):
 
     c: jnp.ndarray
 
+    def __check_init__(self):
+        c = self.c
+        if isinstance(c, (str, bytes)) or c is None:
+            raise TypeError(f"ViscousDamping: c must be damping coefficients (a number or one per coordinate), got {c!r}")
+        try:
+            arr = np.asarray(c) if not isinstance(c, jax.core.Tracer) else None
+        except Exception:  # a traced value inside a transformation: checked where it is used
+            arr = None
+        if arr is None:
+            if np.ndim(c) > 1:
+                raise ValueError(f"ViscousDamping: c must be a number or a vector (one per coordinate), got shape "
+                                 f"{np.shape(c)}")
+            return
+        if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+            raise TypeError(f"ViscousDamping: c must be real damping coefficients, got dtype {arr.dtype}")
+        if arr.ndim > 1:
+            raise ValueError(f"ViscousDamping: c must be a number or a vector (nq,) (one per coordinate), got shape "
+                             f"{arr.shape}")
+        bad = ~(np.isfinite(arr) & (arr >= 0))
+        if bad.any():
+            k = int(np.argmax(np.ravel(bad)))
+            v = float(np.ravel(arr)[k])
+            raise ValueError(f"ViscousDamping: c must be finite and >= 0 (N m s/rad), got {v!r}"
+                             + (f" at index {k}" if arr.ndim else "")
+                             + (" (a negative coefficient feeds energy in)" if v < 0 else ""))
+
     def __call__(self, t, q, qd):
-        return -self.c * qd
+        c = jnp.asarray(self.c)
+        if c.ndim != 0 and c.shape != jnp.shape(qd):
+            raise ValueError(f"ViscousDamping: c has shape {tuple(c.shape)} but the model has {jnp.shape(qd)[-1]} "
+                             f"coordinates: give one coefficient per coordinate, shape {tuple(jnp.shape(qd))}, or one number")
+        return -c * qd
 
 
 def _unpack(tree):

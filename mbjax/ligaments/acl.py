@@ -129,13 +129,24 @@ def _synthetic_acl(free_length, stiffness, law, lam_contour, seed):
 
 
 def fibre_length_range(lig: TPSMLigament, n: int = 2000, seed: int = 0):
-    """Min, mean and max fibre length (m) at the reference pose over random points of Σ_tp."""
+    """Min, mean and max fibre length (m) at the reference pose over ``n`` random points of Σ_tp
+    (those that fall inside the domain)."""
     from .quadrature import _inside
 
+    if not isinstance(lig, TPSMLigament):
+        raise TypeError(f"fibre_length_range: lig must be a TPSMLigament (e.g. synthetic_acl()[0]), got "
+                        f"{type(lig).__name__}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"fibre_length_range: n must be an integer >= 1 (the number of random points), got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"fibre_length_range: seed must be an integer >= 0, got {seed!r}")
     rng = np.random.default_rng(seed)
     poly = np.asarray(lig.domain)
     pts = rng.uniform(poly.min(0), poly.max(0), (n, 2))
     pts = pts[_inside(poly, pts)]
+    if not len(pts):
+        raise ValueError(f"fibre_length_range: none of the n = {n} random points fell inside the insertion domain; "
+                         "increase n")
     pa = jax.vmap(lambda p: lig.point_a(p)[0])(jnp.asarray(pts))
     pb = jax.vmap(lig.point_b)(jnp.asarray(pts))
     length = np.linalg.norm(np.asarray(pa - pb), axis=-1)

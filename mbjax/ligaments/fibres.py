@@ -28,8 +28,48 @@ from .._spatial import safe_norm
 LAWS = ("quadratic", "blankevoort")
 
 
+def _law_options(where: str, law, transition_strain) -> None:
+    """The law's name and transition strain (trace time)."""
+    if not isinstance(law, str) or law not in LAWS:
+        raise ValueError(f"{where}: law {law!r} is not one of {LAWS}")
+    ts = transition_strain
+    if isinstance(ts, bool) or not isinstance(ts, (int, float, np.integer, np.floating)) or not (
+            np.isfinite(ts) and ts > 0):
+        raise ValueError(f"{where}: transition_strain must be a finite number > 0 (2 ε_l of Blankevoort's law), "
+                         f"got {ts!r}")
+
+
+def _law_arrays(where: str, **arrays):
+    """Real arrays that broadcast to the strain's shape without changing it (trace time)."""
+    out = {}
+    for name, x in arrays.items():
+        out[name] = _checks.real_array(x, f"{where}: {name} must be a real array or number",
+                                       f"{where}: {name} must be real")
+    shape = tuple(out["strain"].shape)
+    for name, a in out.items():
+        try:
+            ok = np.broadcast_shapes(tuple(a.shape), shape) == shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"{where}: {name} has shape {tuple(a.shape)}, strain {shape}: give one value per fibre "
+                             "(the strain's shape) or one number")
+    return out
+
+
 def fibre_law(strain, stiffness, law: str = "quadratic", transition_strain: float = 0.06):
-    """Fibre stress ``f(c, ε)`` of Eq. 6 (zero for slack fibres)."""
+    """Fibre stress ``f(c, ε)`` of Eq. 6 (zero for slack fibres).  ``stiffness`` (Pa) >= 0: one number
+    or one per strain; NaN/inf raise at run time (checks on)."""
+    _law_options("fibre_law", law, transition_strain)
+    a = _law_arrays("fibre_law", strain=strain, stiffness=stiffness)
+    eps, k = a["strain"], a["stiffness"]
+    out = _fibre_law(eps, k, law, transition_strain)
+    return _checks.all_of(out, [_checks.not_finite(eps, "fibre_law: strain"),
+                                (~jnp.isfinite(k) | (k < 0), "fibre_law: stiffness must be finite and >= 0 (Pa)")])
+
+
+def _fibre_law(strain, stiffness, law, transition_strain):
+    """:func:`fibre_law` unchecked (a :class:`FibreSet`'s values are checked by its callers)."""
     eps = jnp.asarray(strain)
     pos = jnp.maximum(eps, 0.0)
     if law == "quadratic":
@@ -43,7 +83,20 @@ def fibre_law(strain, stiffness, law: str = "quadratic", transition_strain: floa
 
 
 def fibre_energy_density(strain, stiffness, free_length, law: str = "quadratic", transition_strain: float = 0.06):
-    """Elastic energy per unit area ``∫_{l0}^{l} f dl = l0 ∫_0^ε f(e) de`` (for virtual-work tests)."""
+    """Elastic energy per unit area ``∫_{l0}^{l} f dl = l0 ∫_0^ε f(e) de`` (for virtual-work tests).
+    ``stiffness`` >= 0 and ``free_length`` > 0 (m): one number or one per strain."""
+    _law_options("fibre_energy_density", law, transition_strain)
+    a = _law_arrays("fibre_energy_density", strain=strain, stiffness=stiffness, free_length=free_length)
+    eps, k, l0 = a["strain"], a["stiffness"], a["free_length"]
+    out = _fibre_energy_density(eps, k, l0, law, transition_strain)
+    return _checks.all_of(out, [
+        _checks.not_finite(eps, "fibre_energy_density: strain"),
+        (~jnp.isfinite(k) | (k < 0), "fibre_energy_density: stiffness must be finite and >= 0 (Pa)"),
+        (~jnp.isfinite(l0) | (l0 <= 0), "fibre_energy_density: free_length must be finite and > 0 (m)")])
+
+
+def _fibre_energy_density(strain, stiffness, free_length, law, transition_strain):
+    """:func:`fibre_energy_density` unchecked."""
     pos = jnp.maximum(jnp.asarray(strain), 0.0)
     if law == "quadratic":
         return free_length * stiffness * pos**3 / 3.0
@@ -186,7 +239,7 @@ def fibre_state(fibres: FibreSet, pose_a, pose_b):
 def wrench(fibres: FibreSet, pose_a, pose_b, pole=None):
     """:func:`ligament_wrench` without checks (inputs checked by the caller)."""
     _, q, _, strain, s_hat = _state(fibres, pose_a, pose_b)
-    t = fibre_law(strain, fibres.stiffness, fibres.law, fibres.transition_strain) * fibres.weight
+    t = _fibre_law(strain, fibres.stiffness, fibres.law, fibres.transition_strain) * fibres.weight
     force = t[:, None] * s_hat
     arm = q if pole is None else q - pole
     moment = jnp.cross(arm, force)
@@ -211,7 +264,7 @@ def ligament_wrench(fibres: FibreSet, pose_a, pose_b, pole=None):
 def energy(fibres: FibreSet, pose_a, pose_b):
     """:func:`ligament_energy` without checks."""
     _, _, _, strain, _ = _state(fibres, pose_a, pose_b)
-    e = fibre_energy_density(strain, fibres.stiffness, fibres.free_length, fibres.law, fibres.transition_strain)
+    e = _fibre_energy_density(strain, fibres.stiffness, fibres.free_length, fibres.law, fibres.transition_strain)
     return jnp.sum(e * fibres.weight)
 
 

@@ -121,7 +121,15 @@ def ligament_potential(model: Model, q, element: LigamentForce):
 
 
 def twist_perturbation(xi):
-    """``exp`` of a world twist ``ξ = [ω; v]`` as a 4x4 transform (applied on the left of a pose)."""
+    """``exp`` of a world twist ``ξ = [ω; v]`` ``(6,)`` as a 4x4 transform (applied on the left of a
+    pose); NaN/inf raise at run time (checks on)."""
+    xi = _checks.as_array(xi, "twist_perturbation: xi", (6,), (6,), " (a twist [ω; v]; jax.vmap for several)")
+    xi = _checks.finite(xi.astype(jnp.result_type(xi, float)), "twist_perturbation: xi")
+    return _twist(xi)
+
+
+def _twist(xi):
+    """:func:`twist_perturbation` unchecked."""
     rot = jax.scipy.linalg.expm(skew(xi[:3]))
     return transform(rot, xi[3:])
 
@@ -135,11 +143,19 @@ def ligament_stiffness(fibres: FibreSet, pose_a, pose_b):
     pose_a, pose_b, _ = checked(fibres, pose_a, pose_b, "ligament_stiffness")
 
     def w(xi):
-        return wrench_jit(fibres, pose_a, twist_perturbation(xi) @ pose_b)
+        return wrench_jit(fibres, pose_a, _twist(xi) @ pose_b)
 
     return jax.jacfwd(w)(jnp.zeros(6, dtype=jnp.result_type(pose_b)))
 
 
 def generalized_stiffness(model: Model, q, element: LigamentForce):
     """``K = -∂Q/∂q`` (nq, nq) by ``jax.jacfwd`` of the generalized forces."""
+    if not isinstance(model, Model):
+        raise TypeError(f"generalized_stiffness(model, q, element): model must be an mbjax Model, got "
+                        f"{type(model).__name__}")
+    if not isinstance(element, LigamentForce):
+        raise TypeError(f"generalized_stiffness: element must be a LigamentForce, got {type(element).__name__}")
+    q = _checks.real_array(q, "generalized_stiffness: q must be a real array of shape (nq,)",
+                           "generalized_stiffness: q must be real")
+    q = q.astype(jnp.result_type(q, float))  # integer coordinates: jacfwd needs floats
     return -jax.jacfwd(ligament_generalized_forces, argnums=1)(model, q, element)

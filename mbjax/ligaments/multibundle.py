@@ -21,8 +21,15 @@ from .tpsm import TPSMLigament
 
 def spatial_area(lig: TPSMLigament, mesh: Mesh):
     """Area of the insertion surface Σ_t approximated by the lifted triangles σ_kS."""
+    _check_ligament(lig, "spatial_area")
     mesh = check_mesh(mesh)
     return _spatial_area(lig, jnp.asarray(mesh.vertices), jnp.asarray(mesh.triangles))
+
+
+def _check_ligament(lig, where: str) -> None:
+    if not isinstance(lig, TPSMLigament):
+        raise TypeError(f"{where}(lig, mesh): lig must be a TPSMLigament (e.g. synthetic_acl()[0]), got "
+                        f"{type(lig).__name__}")
 
 
 @eqx.filter_jit
@@ -34,6 +41,7 @@ def _spatial_area(lig, vertices, triangles):
 
 def multibundle_fibres(lig: TPSMLigament, mesh: Mesh, placement: str = "vertices") -> FibreSet:
     """MBM fibres at mesh vertices (``"vertices"``) or triangle centroids (``"centroids"``, Fig. 9)."""
+    _check_ligament(lig, "multibundle_fibres")
     mesh = check_mesh(mesh)
     if placement == "vertices":
         xy = mesh.vertices

@@ -227,8 +227,11 @@ def triangulate(polygon, n_triangles: int, seed: int = 0) -> Mesh:
 def quadrature_points(mesh: Mesh, rule: TriangleRule):
     """Physical points ``(nt·g, 2)`` and weights ``W_g A_σk`` ``(nt·g,)`` (Eq. 11, 14-15)."""
     rule = check_rule(rule, "quadrature_points")
-    if not isinstance(mesh, Mesh):
-        mesh = check_mesh(mesh)
+    checked = check_mesh(mesh)
+    if isinstance(mesh, Mesh):  # validated; the caller's orientation kept (same points as before)
+        mesh = Mesh(np.asarray(mesh.vertices, float), np.asarray(mesh.triangles).astype(int))
+    else:
+        mesh = checked
     c = mesh.corners  # (nt, 3, 2)
     r, s = rule.points[:, 0], rule.points[:, 1]
     bary = np.stack([1 - r - s, r, s], -1)  # (g, 3)

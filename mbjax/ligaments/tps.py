@@ -28,11 +28,20 @@ CHANGED = " (changed after fitting? eqx.tree_at or a fit step)"
 
 
 def tps_kernel(r2):
-    """``g = r² log r = ½ r² log r²`` as a function of ``r²``; ``g(0) = 0`` with finite gradients.
+    """``g = r² log r = ½ r² log r²`` as a function of squared distances ``r² >= 0``; ``g(0) = 0``
+    with finite gradients.  NaN, inf or negative ``r²`` raise at run time (checks on).
 
     The double-``where`` keeps ``jax.grad`` finite (zero) at ``r = 0`` (the true first derivative
     there is 0; the second derivative of ``r² log r`` is log-singular and is returned as 0).
     """
+    r2 = _checks.real_array(r2, "tps_kernel: r2 must be an array of squared distances",
+                            "tps_kernel: r2 must be real squared distances")
+    return _checks.all_of(_tps_kernel(r2), [
+        (~jnp.isfinite(r2) | (r2 < 0), "tps_kernel: r2 (squared distances) must be finite and >= 0")])
+
+
+def _tps_kernel(r2):
+    """:func:`tps_kernel` unchecked (distances computed from checked landmarks)."""
     pos = r2 > 0
     safe = jnp.where(pos, r2, 1.0)
     return jnp.where(pos, 0.5 * safe * jnp.log(safe), 0.0)
@@ -101,7 +110,7 @@ class ThinPlateSpline(eqx.Module):
         u = self._u(xy)
         uk = (self.landmarks - self.origin) / self.scale
         d = u[..., None, :] - uk  # (..., n, 2)
-        g = tps_kernel(jnp.sum(d * d, -1))
+        g = _tps_kernel(jnp.sum(d * d, -1))
         return g @ self.weights + self.affine[0] + u @ self.affine[1:]
 
     def jacobian_unchecked(self, xy):
@@ -119,7 +128,7 @@ class ThinPlateSpline(eqx.Module):
         """
         uk = (self.landmarks - self.origin) / self.scale
         d = uk[:, None, :] - uk[None, :, :]
-        k = tps_kernel(jnp.sum(d * d, -1))
+        k = _tps_kernel(jnp.sum(d * d, -1))
         return 8.0 * math.pi * jnp.einsum("id,ij,jd->d", self.weights, k, self.weights) / self.scale**2
 
 
@@ -161,7 +170,7 @@ def _system(landmarks, values, lam, origin, scale):
     n = landmarks.shape[0]
     u = (landmarks - origin) / scale
     d = u[:, None, :] - u[None, :, :]
-    g = tps_kernel(jnp.sum(d * d, -1)) + jnp.diag(lam)
+    g = _tps_kernel(jnp.sum(d * d, -1)) + jnp.diag(lam)
     p = jnp.concatenate([jnp.ones((n, 1), u.dtype), u], 1)
     top = jnp.concatenate([g, p], 1)
     bottom = jnp.concatenate([p.T, jnp.zeros((3, 3), u.dtype)], 1)

@@ -28,7 +28,20 @@ from .tps import ThinPlateSpline, fit_tps
 
 
 def register(reference_landmarks, subject_landmarks, lam=0.0, *, scale=1.0) -> ThinPlateSpline:
-    """Step (i)/(ii): the TPS mapping reference → subject planar landmarks (Eq. 3 with λ_i)."""
+    """Step (i)/(ii): the TPS mapping reference → subject planar landmarks (Eq. 3 with λ_i); both
+    ``(n, 2)``, ``lam`` a number or one per landmark."""
+    arrays = []
+    for x, name in ((reference_landmarks, "reference_landmarks"), (subject_landmarks, "subject_landmarks")):
+        a = _checks.real_array(x, f"register: {name} must be an array (n, 2) of planar points",
+                               f"register: {name} must be real")
+        if a.ndim != 2 or a.shape[1] != 2:
+            raise ValueError(f"register: {name} must have shape (n, 2) (planar landmarks (x, y)), got {tuple(a.shape)}")
+        arrays.append(a)
+    if arrays[0].shape != arrays[1].shape:
+        raise ValueError(f"register: reference_landmarks {tuple(arrays[0].shape)} and subject_landmarks "
+                         f"{tuple(arrays[1].shape)} must pair up, one subject landmark per reference landmark")
+    for x, name in ((lam, "lam"), (scale, "scale")):
+        _checks.real_array(x, f"register: {name} must be a number", f"register: {name} must be real", show_value=True)
     return fit_tps(reference_landmarks, subject_landmarks, lam, scale=scale)
 
 

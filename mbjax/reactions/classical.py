@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import real_array
 from .._model import Model
 from .._spatial import skew
 from .dense import _frames, _poses, acceleration_bias, applied_forces, body_mass_matrix, prohibited_directions
@@ -60,7 +61,6 @@ def constraint_matrix(model: Model, q, joints=None, rows: str = "all"):
     return c_mat.reshape(c_mat.shape[0], -1)
 
 
-@spec_jit
 def joint_reactions_classical(model: Model, q, qd, joints=None, external=None):
     """Classical λ = (C M⁻¹ Cᵀ)⁻¹ C (M⁻¹ h - γ) (Eq. 2.11), flat ``(m,)``, paper sign.
 
@@ -68,6 +68,18 @@ def joint_reactions_classical(model: Model, q, qd, joints=None, external=None):
     every applied load, actuation included (the formula is forward dynamics: no q̈).  Raises if
     the joints do not open every constraint ([D E] must be square: 6 n_massive = nq + m).
     """
+    if not isinstance(model, Model):
+        raise TypeError(f"joint_reactions_classical(model, q, qd, ...): model must be an mbjax.Model, got "
+                        f"{type(model).__name__}")
+    for x, name in ((q, "q"), (qd, "qd")):
+        real_array(x, f"joint_reactions_classical: {name} must be a real array of shape (nq,) = "
+                      f"({model.n_coordinates},)", f"joint_reactions_classical: {name} must be real")
+    return _joint_reactions_classical(model, q, qd, joints, external)
+
+
+@spec_jit
+def _joint_reactions_classical(model: Model, q, qd, joints=None, external=None):
+    """:func:`joint_reactions_classical` under ``eqx.filter_jit``."""
     spec = as_spec(model, joints)
     q, qd = jnp.asarray(q), jnp.asarray(qd)
     n = 6 * len(spec.massive)
