@@ -1,4 +1,5 @@
-"""``mbjax info``: what an ``.osim`` file declares, read from its XML (no JAX)."""
+"""``mbjax info``: what an ``.osim`` file declares, read from its XML (no JAX), and what of it
+:func:`mbjax.io.load_osim` would refuse, by the checks that need no model (listed, exit 0)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ def info_command(args):
                         for m in s.muscles],
             "wrap_objects": [{"name": w.name, "class": w.kind, "body": w.body} for w in s.wrap_objects],
         }
+        data["refusals"] = list(s.refusals)
         if s.constraints:
             data["constraints"] = [{"name": c.name, "class": c.kind, "enforced": c.enforced, "handling": c.handling}
                                    for c in s.constraints]
@@ -90,6 +92,11 @@ def info_command(args):
     if data.get("constraints"):
         out.append(f"\nconstraints ({len(data['constraints'])}):")
         out.extend(f"  {c['name']}  {c['class']}: {c['handling']}" for c in data["constraints"])
+    if "refusals" in data:
+        if data["refusals"]:
+            out.append(f"\nload_osim refuses this file ({len(data['refusals'])} problem(s)):")
+            out.extend(f"  {r}" for r in data["refusals"])
+        out.append("\nchecked: the XML only (no model built); mbjax.io.load_osim(path) makes every check")
     try:
         print("\n".join(out))
     except BrokenPipeError:  # `mbjax info MODEL | head`

@@ -26,7 +26,11 @@ def _read_lines(path) -> list[str]:
     if not os.path.exists(path):
         raise FileNotFoundError(path)
     with open(path, newline=None) as fh:
-        return fh.read().split("\n")
+        text = fh.read()
+    for bom in ("\ufeff", "\xef\xbb\xbf"):  # a UTF-8 byte order mark (some editors write one), decoded
+        if text.startswith(bom):
+            text = text[len(bom):]
+    return text.split("\n")
 
 
 def _check_times(path, time, line=None, repeats_refused=True):

@@ -89,10 +89,13 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   (ignored)"``).  The ContactGeometrySet is
   read only for the geometry a HuntCrossleyForce names.  Sets that change no quantity mbjax
   computes from the model are not read: ControllerSet (mbjax takes excitations as inputs),
-  ProbeSet, ComponentSet; their objects, and any element of ``<Model>`` or of a ``<Body>`` that
-  OpenSim does not define (``<FooSet>``, a misspelt property), are listed in one warning per file
-  naming each (line, element).  Descriptions, units and visuals (geometry, display preferences)
-  are not read and not warned.  A duplicate name within a set (joints, forces, markers,
+  ProbeSet, ComponentSet; their objects, and any element of ``<Model>``, of a ``<Body>`` or of a
+  path force (and its curve objects) that OpenSim does not define for its class (``<FooSet>``, a
+  misspelt ``<max_isometric_forse>``: OpenSim's default stays in force), are listed in one warning
+  per file naming each (line, element, muscle).  OpenSim reads the first ``<Model>`` child of a
+  name only: a second set (``<ConstraintSet>`` ...) is refused, naming its objects; a second other
+  property (``<gravity>``) is in that warning.  Descriptions, units and visuals (geometry, display
+  preferences) are not read and not warned.  A duplicate name within a set (joints, forces, markers,
   constraints, ...) is refused: OpenSim renames the second, which breaks the references to it.
   A body without mass or inertia and without massive bodies beyond it is warned, with the
   coordinates whose mass matrix it makes singular.  ``<OpenSimDocument>`` without an integer

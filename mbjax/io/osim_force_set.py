@@ -13,7 +13,8 @@ from ..muscles.paths import PathPoint
 from ..muscles.schutte1993 import CURVES as SCHUTTE_CURVES
 from ..muscles.schutte1993 import SCHUTTE
 from .osim_actuators import read_actuators
-from .osim_classes import MODELLED_FORCES, MUSCLE_TYPES, RECORDED_FORCES
+from .osim_classes import (CURVE_PROPERTIES, MODELLED_FORCES, MUSCLE_TYPES, PATH_FORCE_FUNCTIONS,
+                           PATH_FORCE_PROPERTIES, RECORDED_FORCES)
 from .osim_path_functions import FUNCTION_BASED_PATH
 from .osim_paths import CONDITIONAL_RANGE_TOLERANCE
 from .osim_xml import FUNCTION_TYPES, _function_element, _pp
@@ -70,6 +71,8 @@ class _ForceSetMixin:
                                 NotImplementedError)
             if path_only:
                 self.ignored.append((f.tag, f.get("name")))
+            else:
+                self._unknown_properties(f)
             name = f.get("name")
             gp = f.find("GeometryPath")
             if f.find(FUNCTION_BASED_PATH) is not None:
@@ -130,6 +133,27 @@ class _ForceSetMixin:
             defaults = self.model.findall("defaults") + fset.findall("defaults")
             self._actuators, _ = read_actuators(doc, actuators, version=self.version, defaults=defaults)
         return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
+
+    def _unknown_properties(self, f):
+        """List in ``self.unused`` the children of path force ``f`` (and of its curve objects) that
+        are no property OpenSim 4.6 declares for its class (a misspelt ``<max_isometric_forse>``
+        would leave the default in force): OpenSim ignores them too."""
+        doc, owner = self.doc, f"<{f.tag} name={f.get('name')!r}>"
+        known = PATH_FORCE_PROPERTIES.get(f.tag, ())
+        functions = PATH_FORCE_FUNCTIONS.get(f.tag, ())
+        for c in f:
+            if not isinstance(c.tag, str):
+                continue
+            if c.tag in FUNCTION_TYPES and c.get("name") in functions:
+                continue
+            if c.tag not in known:
+                self.unused.append(f"line {doc.lines.get(c, '?')} <{c.tag}> in {owner} (not a property of "
+                                   f"{f.tag}; check the spelling)")
+            elif c.tag in CURVE_PROPERTIES:
+                for g in c:
+                    if isinstance(g.tag, str) and g.tag not in CURVE_PROPERTIES[c.tag]:
+                        self.unused.append(f"line {doc.lines.get(g, '?')} <{g.tag}> in {owner}/<{c.tag}> (not a "
+                                           f"property of {c.tag}; check the spelling)")
 
     def _schutte_muscle(self, f, props):
         """The curves of a ``Schutte1993Muscle_Deprecated`` (``{curve: PPData}``, absent = default);

@@ -8,6 +8,7 @@ import numpy as np
 from .._model import GROUND
 from .osim_classes import JOINT_TYPES
 from .osim_older_documents import JOINTSET_VERSION, rename_sockets
+from .osim_summary import second_element
 from .osim_xml import _coordinate_elements, _floats, _text, _tf, _xyz_body_fixed
 
 
@@ -51,9 +52,17 @@ class _StructureMixin:
                                         f"at line {doc.lines.get(first, '?')} (OpenSim renames the second, which "
                                         "breaks every reference to it); rename one")
                     seen[name] = el
+        first_of = {}
         for el in model:
             if not isinstance(el.tag, str):
                 continue
+            if el.tag in first_of:  # OpenSim reads the first element of a property's name only
+                again = second_element(el, first_of[el.tag], doc.lines)
+                if el.tag.endswith("Set"):
+                    raise doc.error(el, again)
+                self.unused.append(f"line {doc.lines.get(el, '?')} <{el.tag}> in <Model> ({again})")
+                continue
+            first_of[el.tag] = el
             if el.tag not in _MODEL_CHILDREN:
                 self.unused.append(f"line {doc.lines.get(el, '?')} <{el.tag}> in <Model>")
             elif el.tag in _UNREAD_SETS and el.find("objects") is not None:

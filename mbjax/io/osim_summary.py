@@ -15,7 +15,8 @@ position.  Units: rad for rotational, m for translational coordinates (OpenSim's
 A missing ``<range>`` is OpenSim's default ``[-10, 10]``.
 
 :func:`summarize_osim` also makes the cheap checks of :func:`mbjax.io.load_osim` (document version,
-duplicate names, masses, coordinate ranges and flags, joint and force classes) and warns, naming
+duplicate names, a second set of a name, masses, coordinate ranges and flags, joint and force
+classes, joints naming no body or frame of the file, spline knots that do not increase) and warns, naming
 file, line and element, when ``load_osim`` would refuse the file (``OsimSummary.refusals``).
 """
 
@@ -28,6 +29,7 @@ import xml.etree.ElementTree as ET
 from pyexpat import ExpatError, ParserCreate
 
 from .osim_classes import JOINT_TYPES, LOADER_FORCES
+from .osim_older_documents import JOINTSET_VERSION, rename_sockets
 
 __all__ = ["CoordinateSummary", "BodySummary", "MuscleSummary", "WrapObjectSummary", "ConstraintSummary",
            "OsimSummary", "summarize_osim"]
@@ -171,6 +173,78 @@ def _parse(path, lines=None):
     return builder.close()
 
 
+#: a joint's sockets naming its parent and child frames (or bodies, in older documents)
+_JOINT_SOCKETS = ("socket_parent_frame", "socket_child_frame", "socket_parent_body", "socket_child_body")
+#: the knotted functions whose knots must be strictly increasing (``mbjax.maps.piecewise.check_knots``)
+_KNOTTED = ("SimmSpline", "NaturalCubicSpline", "PiecewiseLinearFunction", "GCVSpline")
+
+
+def second_element(el, first, lines) -> str:
+    """Why a second ``<Model>`` child of the same name as ``first`` is not read (OpenSim reads the
+    first only, ``AbstractProperty::readFromXMLParentElement``), naming the objects it holds."""
+    objects = el.find("objects")
+    held = [f"{o.tag} {o.get('name')!r}" for o in (objects if objects is not None else []) if isinstance(o.tag, str)]
+    return (f"a second <{el.tag}> (the first is at line {lines.get(first, '?')}): OpenSim reads only the first "
+            "and ignores this one" + (f" and its {len(held)} object(s) ({', '.join(held)})" if held else "")
+            + (f"; move its objects into the first <{el.tag}>" if el.tag.endswith("Set") else ""))
+
+
+def _frame_refusals(where, root, model, lines, defaults) -> list[str]:
+    """Joints naming a parent or child frame (or body) that no body or offset frame of the file has.
+
+    Conservative: only the last name of a socket path is looked up, so a wrong path to an existing
+    name is left to :func:`mbjax.io.load_osim`."""
+    version = root.get("Version", "").strip()
+    version = int(version) if version.isdigit() else 40000
+    rename_sockets(_Tree(root, lines), version)
+    ground = model.find("Ground")
+    names = {"ground", "..", ""} | ({ground.get("name")} if ground is not None else set())
+    for tag in ("Body", "PhysicalOffsetFrame"):
+        names |= {el.get("name") for el in model.iter(tag) if el not in defaults}
+    out = []
+    for j in model.iter():
+        if j in defaults or j.tag not in JOINT_TYPES:
+            continue
+        sockets = _JOINT_SOCKETS if version >= JOINTSET_VERSION else ("parent_body",)
+        for socket in sockets:
+            ref = j.findtext(socket)
+            if ref is not None and ref.strip().rstrip("/").split("/")[-1] not in names:
+                what = "body" if socket.endswith("body") else "frame"
+                out.append(f"{where(j)}: <{socket}> names {ref.strip()!r}, which is no {what} of the file "
+                           "(check the spelling, or add the body)")
+    return out
+
+
+def _knot_refusals(where, model, defaults) -> list[str]:
+    """Spline knots that are not strictly increasing, or x and y of different lengths, in the
+    joints, constraints and muscle paths that :func:`mbjax.io.load_osim` reads."""
+    holders = [model.find("JointSet"), model.find("BodySet"), model.find("ConstraintSet")]
+    forces = model.find("ForceSet/objects")
+    holders += [f.find("GeometryPath") for f in (forces if forces is not None else ())]
+    out = []
+    for holder in holders:
+        for fn in (holder.iter() if holder is not None else ()):
+            if fn.tag not in _KNOTTED or fn in defaults:
+                continue
+            x, y = _floats(fn, "x", None), _floats(fn, "y", None)
+            if x is None or y is None:
+                continue
+            if len(x) != len(y):
+                out.append(f"{where(fn)}: <x> has {len(x)} values but <y> has {len(y)}")
+            elif any(b <= a for a, b in zip(x, x[1:])):
+                k = next(i for i in range(1, len(x)) if x[i] <= x[i - 1])
+                out.append(f"{where(fn)}: knots <x> must be strictly increasing, got x[{k - 1}] = {x[k - 1]:g} "
+                           f"then x[{k}] = {x[k]:g}")
+    return out
+
+
+@dataclasses.dataclass
+class _Tree:
+    """The parsed file as :func:`~mbjax.io.osim_older_documents.rename_sockets` reads it."""
+    root: ET.Element
+    lines: dict
+
+
 def _refusals(path, root, model, lines, parent) -> list[str]:
     """What :func:`mbjax.io.load_osim` refuses in the file, by its cheap checks (XML only)."""
     out = []
@@ -192,7 +266,14 @@ def _refusals(path, root, model, lines, parent) -> list[str]:
                     out.append(f"{where(el)}: duplicate name {name!r} in the {set_name} (also line "
                                f"{lines.get(seen[name], '?')})")
                 seen.setdefault(name, el)
+    first = {}
+    for el in model:
+        if isinstance(el.tag, str) and el.tag.endswith("Set") and el.tag in first:
+            out.append(f"{where(el)}: {second_element(el, first[el.tag], lines)}")
+        first.setdefault(el.tag, el)
     defaults = {el for d in model.iter("defaults") for el in d.iter()}  # class defaults, not components
+    out.extend(_frame_refusals(where, root, model, lines, defaults))
+    out.extend(_knot_refusals(where, model, defaults))
     seen = {}
     for c in model.iter("Coordinate"):
         if c in defaults:
