@@ -81,9 +81,11 @@ def as_array(x, name: str, shape: Sequence[int | None], dims: Sequence[str | int
     ``dims`` names each axis (``("nq",)``, ``("npts", 3)``) for the message; ``context`` is
     appended (e.g. the coordinate names).  Raises ``ValueError`` at trace time.
     """
+    if x is None:
+        raise ValueError(f"{name} must be a real array of shape {_fmt(dims)}{context}, got None")
     try:
         arr = jnp.asarray(x)
-    except TypeError as err:
+    except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be a real array of shape {_fmt(dims)}, got {type(x).__name__}: {err}") from None
     if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
         raise ValueError(f"{name} must be a real (integer or floating) array, got dtype {arr.dtype}")

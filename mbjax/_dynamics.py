@@ -186,6 +186,10 @@ def inverse_dynamics(model: Model, q, qd, qdd, external=None):
     tau = batch_last(_inverse_dynamics_kernel)(model, q, _vector(model, qd, "qd"), _vector(model, qdd, "qdd"))
     if isinstance(external, ExternalLoads):
         external = external.generalized_forces(model, q)
+    elif isinstance(external, (dict, str, bytes)):
+        raise TypeError(f"inverse_dynamics: external must be a generalized force Q (nq,) = ({model.n_coordinates},) "
+                        f"or mbjax.ExternalLoads (forces and torques at points of named bodies), got "
+                        f"{type(external).__name__}")
     if external is not None:
         tau = tau - _vector(model, external, "external")
     return tau

@@ -45,6 +45,22 @@ def test_initial_fiber_lengths_refuses_nan_and_other_lengths():
     np.testing.assert_allclose(lf, ref, rtol=1e-9)
 
 
+def test_dynamics_refuse_none_and_a_mapping_of_loads_by_name():
+    with pytest.raises(ValueError, match=rf"qd must be a real array of shape \(nq,\) {COORDS}, got None"):
+        mbjax.inverse_dynamics(ARM, Q, None, QD)
+    with pytest.raises(ValueError, match=rf"q must be a real array of shape \(nq,\) {COORDS}, got None"):
+        mbjax.mass_matrix(ARM, None)
+    with pytest.raises(TypeError, match=r"inverse_dynamics: external must be a generalized force Q \(nq,\) = \(2,\) "
+                                        r"or mbjax.ExternalLoads .* got dict"):
+        mbjax.inverse_dynamics(ARM, Q, QD, QD, external={"r_humerus": [0.0, 0.0, 10.0]})
+    with pytest.raises(ValueError, match=r"external must be a real array of shape \(nq,\), got list"):
+        mbjax.inverse_dynamics(ARM, Q, QD, QD, external=[[1.0, 2.0], [3.0]])
+    # the valid twin: a generalized force Q is subtracted, τ(Q) = τ(0) - Q
+    tq = jnp.asarray([0.5, -0.25])
+    np.testing.assert_allclose(np.asarray(mbjax.inverse_dynamics(ARM, Q, QD, QD, external=tq)),
+                               np.asarray(mbjax.inverse_dynamics(ARM, Q, QD, QD) - tq), rtol=0, atol=1e-12)
+
+
 def test_model_forces_refuses_nan_and_other_shapes():
     with pytest.raises(RuntimeError, match=rf"model_forces: q contains NaN or inf {COORDS}"):
         mbjax.forces.model_forces(ARM, NAN_Q, QD)
