@@ -29,10 +29,12 @@ from .tools import id_command, ik_command, jr_command, run_command, so_command
 
 EPILOG = """exit status:
   0    success
-  1    failure: the model file cannot be read, the results cannot be written, an unexpected error
-  2    usage error: a bad flag or value (named in the message), an unknown coordinate or muscle,
-       an output path that cannot be written, a model that needs --ignore-wrapping, a sweep far
-       outside a coordinate's range or larger than --max-poses
+  1    failure: a model, setup or data file that cannot be read or run (missing, malformed, a
+       setup of another tool, a bad value or name in it: named with its file and line), results
+       that cannot be written, an unexpected error
+  2    usage error: a bad flag or value on the command line (named in the message), an unknown
+       coordinate or muscle given to a flag, an output path that cannot be written, a model that
+       needs --ignore-wrapping, a sweep far outside a coordinate's range or larger than --max-poses
   130  interrupted (Ctrl-C)
 Errors are one line on stderr; MBJAX_TRACEBACK=1 adds the traceback of an unexpected error."""
 

@@ -86,7 +86,7 @@ def tools_of_setup(path: str) -> tuple[str, ...]:
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as e:
-        raise UsageError(f"SETUP {path}: not an XML file ({e})") from None
+        raise Failure(f"SETUP {path}: not an XML file ({e})") from None
     tool = root[0] if root.tag == "OpenSimDocument" and len(root) else root
     if tool.tag in _RUNNABLE:
         return _RUNNABLE[tool.tag]
@@ -100,7 +100,7 @@ def tools_of_setup(path: str) -> tuple[str, ...]:
         others = sorted({el.tag for analyses in tool.iter("AnalysisSet") for objs in analyses.iter("objects")
                          for el in objs} - {e for e, _ in _ANALYSES})
         if not found:
-            raise UsageError(f"SETUP {path}: its AnalyzeTool has no StaticOptimization or JointReaction analysis "
+            raise Failure(f"SETUP {path}: its AnalyzeTool has no StaticOptimization or JointReaction analysis "
                              f"switched on ({', '.join(others) or 'no analyses'}); mbjax runs those two")
         if others:
             print(f"mbjax run: warning: {path}: analyses mbjax does not run, left out: {', '.join(others)}",
@@ -109,7 +109,7 @@ def tools_of_setup(path: str) -> tuple[str, ...]:
             print(f"mbjax run: warning: {path}: analyses switched off (<on> false), not run: "
                   f"{', '.join(e for e, n in _ANALYSES if n in off)}", file=sys.stderr)
         return tuple(n for _, n in _ANALYSES if n in found)
-    raise UsageError(f"SETUP {path}: <{tool.tag}> is not a tool mbjax runs (InverseKinematicsTool, "
+    raise Failure(f"SETUP {path}: <{tool.tag}> is not a tool mbjax runs (InverseKinematicsTool, "
                      "InverseDynamicsTool, AnalyzeTool with StaticOptimization or JointReaction)")
 
 
@@ -147,8 +147,8 @@ def _setup_files(path, tool):
 
 def check_plan(plan, model: str | None = None) -> None:
     """Every setup of ``mbjax run`` checked before the first runs: it parses (time ranges
-    well-formed), and each file it reads exists or is written by an earlier step; a coordinates file
-    already there must overlap the setup's time range."""
+    well-formed, cut-offs finite), and each file it reads exists or is written by an earlier step; a
+    coordinates or marker file already there must overlap the setup's time range."""
     import warnings
 
     from ..id_tool import check_input_file
@@ -174,6 +174,16 @@ def check_plan(plan, model: str | None = None) -> None:
                     if len(t):
                         _clip_time_range(reader(path).time_range, float(t[0]), float(t[-1]),
                                          f"{path}: coordinates file {f}", tool)
+            if tag == "marker_file" and tool == "ik":
+                from ..ik import read_ik_setup
+                from ..io.storage import read_trc
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    rng, t = read_ik_setup(path).time_range, read_trc(f).time
+                    if rng is not None and len(t):
+                        _clip_time_range(rng, float(t[0]), float(t[-1]), f"{path}: marker file {f}",
+                                         "InverseKinematicsTool")
         made |= {os.path.abspath(o) for o in outputs if o is not None}
 
 

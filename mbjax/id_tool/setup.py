@@ -57,10 +57,8 @@ def read_id_setup(path) -> IDSetup:
     from ..io.setup_xml import SetupFile
 
     setup = SetupFile(path)
-    path, doc, root, base = setup.path, setup.doc, setup.root, setup.base
-    tool = root if root.tag == "InverseDynamicsTool" else root.find("InverseDynamicsTool")
-    if tool is None:
-        raise doc.error(root, "no <InverseDynamicsTool>")
+    path, doc, base = setup.path, setup.doc, setup.base
+    tool = setup.tool("InverseDynamicsTool")
 
     text, file_of, number = (functools.partial(f, tool) for f in (setup.text, setup.file, setup.number))
     unused = [f"{doc.where(el)} (not an InverseDynamicsTool property)" for el in tool
@@ -73,19 +71,7 @@ def read_id_setup(path) -> IDSetup:
     if unused:
         warnings.warn(f"{path}: not used by mbjax's inverse dynamics: " + "; ".join(unused), stacklevel=2)
 
-    time_range = (-np.inf, np.inf)
-    txt = text("time_range")
-    if txt is not None:
-        try:
-            vals = [float(v) for v in txt.split()]
-        except ValueError:
-            vals = []
-        if len(vals) != 2:
-            raise doc.error(tool.find("time_range"), f"<time_range> must hold two numbers, got {txt!r}")
-        if not vals[0] <= vals[1]:
-            raise doc.error(tool.find("time_range"), f"<time_range> must hold a start and an end no earlier "
-                            f"than it, got {txt!r}")
-        time_range = (vals[0], vals[1])
+    time_range = setup.time_range(tool, (-np.inf, np.inf))
     excluded = tuple((text("forces_to_exclude") or "").split())
     joints = text("joints_to_report_body_forces")
     if joints:
@@ -95,7 +81,7 @@ def read_id_setup(path) -> IDSetup:
     out = text("output_gen_force_file") or "inverse_dynamics.sto"
     stem, ext = os.path.splitext(os.path.basename(out))
     return IDSetup(path, file_of("model_file"), file_of("coordinates_file"), file_of("external_loads_file"),
-                   time_range, number("lowpass_cutoff_frequency_for_coordinates", -1.0), excluded, results,
+                   time_range, setup.cutoff(tool), excluded, results,
                    os.path.join(results, stem + (ext or ".sto")))
 
 

@@ -32,6 +32,8 @@ class IKSetup(NamedTuple):
     #: ``<results_directory>/<tool name>_ik_marker_errors.sto`` when ``<report_errors>`` (OpenSim's
     #: default true), else None
     errors_file: str | None = None
+    #: the ``IKMarkerTask`` names switched off (``<apply> false``)
+    marker_tasks_off: tuple = ()
 
 
 def read_ik_setup(path) -> IKSetup:
@@ -40,10 +42,8 @@ def read_ik_setup(path) -> IKSetup:
     from ..io.setup_xml import SetupFile
 
     setup = SetupFile(path)
-    path, doc, root, base = setup.path, setup.doc, setup.root, setup.base
-    tool = root if root.tag == "InverseKinematicsTool" else root.find("InverseKinematicsTool")
-    if tool is None:
-        raise ValueError(f"{path}: no <InverseKinematicsTool>")
+    path, doc, base = setup.path, setup.doc, setup.base
+    tool = setup.tool("InverseKinematicsTool")
 
     def file_of(tag):
         return setup.file(tool, tag)
@@ -56,28 +56,19 @@ def read_ik_setup(path) -> IKSetup:
                 raise
             raise doc.error(el, f"<{tag}> must be a number, got {setup.text(el, tag)!r}") from None  # names the task
 
-    tr = tool.find("time_range")
-    time_range = None
-    txt = setup.text(tool, "time_range")
-    if txt is not None:
-        try:
-            vals = [float(v) for v in txt.split()]
-        except ValueError:
-            vals = []
-        if len(vals) != 2:
-            raise doc.error(tr, f"<time_range> must hold two numbers, got {txt!r}")
-        if not vals[0] <= vals[1]:
-            raise doc.error(tr, f"<time_range> is reversed: its start {vals[0]:g} is after its end {vals[1]:g}; "
-                            "give the start first")
-        time_range = (vals[0], vals[1])
-    marker_w, coord_t = {}, {}
+    time_range = setup.time_range(tool)
+    marker_w, coord_t, off, unused = {}, {}, [], []
     tasks = tool.find("IKTaskSet")
     objs = tasks.find("objects") if tasks is not None else None
     for el in (objs if objs is not None else []):
         if not isinstance(el.tag, str):
             continue
+        if el.tag in _TASK_READ:
+            unused += setup.unknown(el, _TASK_READ[el.tag], f"<{el.tag} name={el.get('name')!r}>")
         apply = (el.findtext("apply") or "true").strip().lower() in ("true", "1")
         if not apply:
+            if el.tag == "IKMarkerTask":
+                off.append((el.get("name") or "").strip())
             continue
         weight = number(el, "weight", 1.0)
         if not (np.isfinite(weight) and weight >= 0):
@@ -98,7 +89,7 @@ def read_ik_setup(path) -> IKSetup:
         else:
             raise ValueError(f"{path}: unknown IK task <{el.tag}>")
     constraint_weight = number(tool, "constraint_weight", float("inf"))
-    unused = [f"<{el.tag}>" for el in tool if isinstance(el.tag, str) and el.tag not in _IK_READ + _IK_IGNORED]
+    unused = setup.unknown(tool, _IK_READ + _IK_IGNORED) + unused
     if (tool.findtext("report_marker_locations") or "").strip().lower() == "true":
         unused.append("<report_marker_locations> true (the model's marker locations file is not written)")
     errors_file = None
@@ -112,7 +103,7 @@ def read_ik_setup(path) -> IKSetup:
         warnings.warn(f"{path}: not used by mbjax's inverse kinematics: " + "; ".join(unused), stacklevel=2)
     return IKSetup(file_of("model_file"), file_of("marker_file"), file_of("coordinate_file"),
                    file_of("output_motion_file"), time_range, number(tool, "accuracy", 1e-5),
-                   constraint_weight, marker_w, coord_t, errors_file)
+                   constraint_weight, marker_w, coord_t, errors_file, tuple(off))
 
 
 def write_ik_marker_errors(path, result: IKResult) -> None:
@@ -131,6 +122,8 @@ def write_ik_marker_errors(path, result: IKResult) -> None:
 _IK_READ = ("model_file", "marker_file", "coordinate_file", "output_motion_file", "time_range", "accuracy",
             "constraint_weight", "IKTaskSet", "report_errors", "report_marker_locations")
 _IK_IGNORED = ("results_directory", "input_directory", "defaults")
+#: the properties of OpenSim's IK tasks
+_TASK_READ = {"IKMarkerTask": ("apply", "weight"), "IKCoordinateTask": ("apply", "weight", "value_type", "value")}
 
 
 def _nearest_row(time: np.ndarray, t: float) -> int:
@@ -170,6 +163,10 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
                          f"({'<accuracy> in the file' if accuracy is None else 'accuracy='})")
     kwargs.setdefault("rtol", max(acc, _default_tolerance()))
     kwargs.setdefault("atol", max(acc, _default_tolerance()))
+    if not setup.marker_weights:
+        why = (f"every <IKMarkerTask> is switched off (<apply> false: {', '.join(map(repr, setup.marker_tasks_off))})"
+               if setup.marker_tasks_off else "its <IKTaskSet> has no applied, named <IKMarkerTask>")
+        raise ValueError(f"{path}: no marker to track: {why}; set <apply> true in the tasks of the markers to track")
     if setup.marker_file is None:
         raise ValueError(f"{path}: no <marker_file>")
     for tag, file in (("marker_file", setup.marker_file), ("coordinate_file", setup.coordinate_file)):
@@ -186,11 +183,11 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
         markers = load_markers(setup.model_file, model)
     data = read_trc(setup.marker_file)
     if setup.time_range is not None:
-        t0 = max(setup.time_range[0], data.time[0])
-        t1 = min(setup.time_range[1], data.time[-1])
-        if t1 < t0:
-            raise ValueError(f"{path}: time range {setup.time_range} does not overlap the marker data "
-                             f"[{data.time[0]}, {data.time[-1]}]")
+        from ..id_tool.motion import _clip_time_range  # the tools' one rule for time ranges
+
+        t0, t1 = _clip_time_range(setup.time_range, float(data.time[0]), float(data.time[-1]),
+                                  f"{path}: marker file {setup.marker_file}", "InverseKinematicsTool")
+        t0, t1 = max(t0, data.time[0]), min(t1, data.time[-1])
         a, b = _nearest_row(data.time, t0), _nearest_row(data.time, t1) + 1
         data = data._replace(time=data.time[a:b], positions=data.positions[a:b],
                              frame=None if data.frame is None else data.frame[a:b])

@@ -38,9 +38,12 @@ def _check_marker_scale(data, x, xm, present):
         return
     factor = TRC_UNITS.get(TRC_UNIT_NAMES.get(data.units, data.units), 1.0) / ratio  # metres per file unit
     guess = min(TRC_UNITS, key=lambda u: abs(np.log(TRC_UNITS[u] / factor)))
-    raise ValueError(f"IK: the marker data (Units={data.units!r}) spread {ratio:.3g} times as far as the model's "
-                     f"markers at the best pose: the file's units do not match its values (they look like "
-                     f"{guess!r}); fix its Units header")
+    array = min(TRC_UNITS, key=lambda u: abs(np.log(TRC_UNITS[u] * ratio)))  # the unit of metres-labelled values
+    raise ValueError(f"IK: the marker positions spread {ratio:.3g} times as far as the model's markers at the best "
+                     f"pose: they are not in metres. An array you built: MarkerData.positions must be in metres "
+                     f"(they look like {array!r}: multiply them by {TRC_UNITS[array] if array != 'm' else 1 / ratio:g}); "
+                     f"a .trc file read with read_trc: its Units header (Units={data.units!r}) does not match its "
+                     f"values (they look like {guess!r}): fix its Units header")
 
 
 def _report_undetermined(names, times, loose, ok):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time as _time
 import warnings
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import jax
@@ -73,6 +74,13 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
         used = [n for n in data.names if n in markers.names]
         wdict = {n: 1.0 for n in used}
     else:
+        if not isinstance(weights, Mapping):
+            raise TypeError(f"IK: weights must be a dict marker name -> weight (e.g. {{'r_acromion': 1.0}}), got "
+                            f"{type(weights).__name__} {weights!r}; None weights every marker in both the model "
+                            "and the data by 1")
+        if not weights:
+            raise ValueError("IK: weights is empty: no marker task to track; give a dict marker name -> weight, "
+                             "or None to weight every marker in both the model and the data by 1")
         wdict = {str(k): _weight(f"IK marker task {k!r}", v) for k, v in dict(weights).items()}
         unknown = {n: ("the model or the marker data" if n not in markers.names and n not in data.names
                        else "the model" if n not in markers.names else "the marker data")

@@ -53,6 +53,15 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
                          "(missing='default' uses default values)")
     if missing not in ("error", "default"):
         raise ValueError(f"missing must be 'error' or 'default', got {missing!r}")
+    if info is not None:  # the tools' rule: far outside the range, or degrees labelled radians
+        from .motion_ranges import warn_outside_ranges
+
+        meta = table.metadata or {}
+        source = (f"coordinates file {meta['file']}" if meta.get("file")
+                  else f"coordinates table {meta['name']!r}" if meta.get("name") else "coordinates table")
+        read = [i for i, n in enumerate(names) if n in index]
+        warn_outside_ranges(model, [names[i] for i in read], out[:, read], f"coordinates_from_table: {source}",
+                            table.in_degrees, stacklevel=3, times=np.asarray(table.time, float))
     return out
 
 

@@ -3,8 +3,8 @@ scale marker set, the ``ModelScaler`` (scaling order, marker-pair measurements w
 they scale, manual scales, time range, mass distribution) and the ``MarkerPlacer`` (IK tasks, time
 range).  Paths are made absolute (relative to the setup file); only uniform ``X Y Z`` body scales are
 supported (``NotImplementedError`` naming the line otherwise).  A flag other than true/false, a
-``time_range`` that is not two times in order, an unknown ``scaling_order`` step or a negative weight
-is refused naming the element and line; elements OpenSim's ScaleTool does not know (and a
+``time_range`` that is not two times in order, an unknown ``scaling_order`` step, a negative weight
+or manual ``scales`` that are not finite and positive (a negative factor mirrors the body) is refused naming the element and line; elements OpenSim's ScaleTool does not know (and a
 ``MarkerPlacer`` ``coordinate_file``, not read) are named in a warning."""
 
 from __future__ import annotations
@@ -163,7 +163,15 @@ def read_scale_setup(path) -> ScaleSetup:
             if not _applied(setup, sc):
                 continue
             f = _floats(setup, sc, "scales")
-            if len(f) != 3 or len(set(f)) != 1:
+            seg = setup.text(sc, "segment")
+            if len(f) != 3 or not all(math.isfinite(v) for v in f):
+                raise setup.doc.error(sc.find("scales"), f"<scales> of segment {seg!r} must be three finite "
+                                      f"factors, got {setup.text(sc, 'scales')!r}")
+            if min(f) <= 0:
+                raise setup.doc.error(sc.find("scales"), f"<scales> of segment {seg!r} must be positive, got "
+                                      f"{setup.text(sc, 'scales')!r} (a negative factor mirrors the body, zero "
+                                      "collapses it); give factors > 0")
+            if len(set(f)) != 1:
                 raise setup.doc.error(sc, f"only uniform manual scales are supported, got {f}", NotImplementedError)
             manual[setup.text(sc, "segment")] = f[0]
         scaler_file = setup.resolve(setup.text(scaler, "marker_file"))

@@ -60,3 +60,54 @@ class SetupFile:
         if txt.lower() not in ("true", "false"):
             raise self.doc.error(el.find(tag), f"<{tag}> must be true or false, got {txt!r}")
         return txt.lower() == "true"
+
+    def time_range(self, el, default=None):
+        """``<time_range>``: two numbers (not NaN), start <= end; ``default`` when absent."""
+        txt = self.text(el, "time_range")
+        if txt is None:
+            return default
+        try:
+            vals = [float(v) for v in txt.split()]
+        except ValueError:
+            vals = []
+        if len(vals) != 2 or any(v != v for v in vals):
+            raise self.doc.error(el.find("time_range"), f"<time_range> must hold two numbers, got {txt!r} "
+                                 "(a start and an end time)")
+        if not vals[0] <= vals[1]:
+            raise self.doc.error(el.find("time_range"), f"<time_range> is reversed: its start {vals[0]:g} is after "
+                                 f"its end {vals[1]:g} (got {txt!r}); give the start first")
+        return (vals[0], vals[1])
+
+    def cutoff(self, el, tag="lowpass_cutoff_frequency_for_coordinates"):
+        """A low-pass cut-off (Hz): finite and not 0; negative (OpenSim's default -1) means no filtering."""
+        f = self.number(el, tag, -1.0)
+        if f != f or f in (float("inf"), float("-inf")):
+            raise self.doc.error(el.find(tag), f"<{tag}> must be a finite frequency (Hz), or -1 for no filtering; "
+                                 f"got {self.text(el, tag)!r}")
+        if f == 0:
+            raise self.doc.error(el.find(tag), f"<{tag}> 0 Hz would remove the whole motion; give a positive "
+                                 "cut-off, or -1 for no filtering")
+        return f
+
+    def unknown(self, el, known, owner=None) -> list:
+        """The children of ``el`` whose tag is not in ``known`` (misspellings), each as ``file:line:
+        <tag>``, with `` in <owner>`` when ``owner`` names the element they are in."""
+        where = f" in {owner}" if owner else ""
+        return [f"{self.doc.where(c)}{where}" for c in el if isinstance(c.tag, str) and c.tag not in known]
+
+    def tool(self, tag):
+        """The ``<tag>`` tool element (the root or its child); a setup of another tool is refused
+        naming the tool it holds and the mbjax command that runs it."""
+        el = self.root if self.root.tag == tag else self.root.find(tag)
+        if el is not None:
+            return el
+        held = self.root if self.root.tag != "OpenSimDocument" else next(
+            (c for c in self.root if isinstance(c.tag, str)), None)
+        found = f"it holds <{held.tag}>" if held is not None else "it holds no tool"
+        command = _COMMANDS.get(held.tag) if held is not None else None
+        hint = f" (run it with `mbjax {command}`)" if command else ""
+        raise ValueError(f"{self.path}: no <{tag}>: {found}{hint}")
+
+
+#: the mbjax command that runs each OpenSim tool's setup
+_COMMANDS = {"InverseKinematicsTool": "ik", "InverseDynamicsTool": "id", "AnalyzeTool": "so or jr"}

@@ -98,7 +98,7 @@ def read_jr_setup(path) -> JRSetup:
                    file_of(text(tool, "external_loads_file")),
                    tuple(file_of(f) for f in (text(tool, "force_set_files") or "").split()),
                    flag(tool, "replace_force_set", False), (t0, t1),
-                   number(tool, "lowpass_cutoff_frequency_for_coordinates", -1.0), int(step),
+                   setup.cutoff(tool), int(step),
                    file_of(text(jr, "forces_file")), words("joint_names", ("ALL",)), apply_on,
                    words("express_in_frame", ("ground",)), results)
 

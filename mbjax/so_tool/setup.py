@@ -202,7 +202,7 @@ def read_so_setup(path) -> SOSetup:
                    file_of(text(tool, "coordinates_file")), file_of(text(tool, "external_loads_file")),
                    tuple(file_of(f) for f in (text(tool, "force_set_files") or "").split()),
                    flag(tool, "replace_force_set", False), (t0, t1),
-                   number(tool, "lowpass_cutoff_frequency_for_coordinates", -1.0),
+                   setup.cutoff(tool),
                    exponent, flag(so, "use_muscle_physiology", True),
                    flag(so, "use_model_force_set", True), criterion,
                    results, int(step))
