@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .._checks import all_of, as_array, names_context, not_finite
+from .._checks import all_of, as_array, names_context, not_finite, real_array
 from .parameter_rules import parameter_rules
 from .parameters import SCHUTTE, hill_parameters, kind_mask
 from .path_set import MusclePaths, get_paths
@@ -25,7 +25,38 @@ def clamp_activation(activation, minimum_activation):
 
 def activation_rate(excitation, activation, activation_time_constant, deactivation_time_constant,
                     minimum_activation):
-    """``MuscleFirstOrderActivationDynamicModel::calcDerivative`` (elementwise)."""
+    """``MuscleFirstOrderActivationDynamicModel::calcDerivative`` (elementwise).
+
+    ``excitation`` and ``activation`` have one shape; each parameter is a scalar or of that shape
+    (nothing else broadcasts).  Time constants must be finite and positive, ``minimum_activation``
+    in [0, 1), everything finite (one fused run-time check while checks are on).
+    """
+    where = "activation_rate"
+    args = {"excitation": excitation, "activation": activation,
+            "activation_time_constant": activation_time_constant,
+            "deactivation_time_constant": deactivation_time_constant, "minimum_activation": minimum_activation}
+    arr = {k: real_array(v, f"{where}: {k} must be a real number or array",
+                         f"{where}: {k} must be a real (integer or floating) array") for k, v in args.items()}
+    shape = arr["excitation"].shape
+    if arr["activation"].shape != shape:
+        raise ValueError(f"{where}: excitation and activation must have one shape, got {shape} and "
+                         f"{arr['activation'].shape}")
+    for k in list(args)[2:]:
+        if arr[k].ndim and arr[k].shape != shape:
+            raise ValueError(f"{where}: {k} must be a scalar or have the shape of the activation {shape}, "
+                             f"got {arr[k].shape}")
+    taus = (arr["activation_time_constant"], arr["deactivation_time_constant"])
+    a_min = arr["minimum_activation"]
+    rules = [not_finite(arr[k], f"{where}: {k}") for k in args]
+    rules += [(t <= 0, f"{where}: {k} must be positive (a time constant, s)")
+              for k, t in zip(list(args)[2:4], taus)]
+    rules.append(((a_min < 0) | (a_min >= 1), f"{where}: minimum_activation must lie in [0, 1)"))
+    excitation = all_of(arr["excitation"], rules)
+    return _rate(excitation, arr["activation"], *taus, a_min)
+
+
+def _rate(excitation, activation, activation_time_constant, deactivation_time_constant, minimum_activation):
+    """:func:`activation_rate` without its checks (parameters of a validated model)."""
     a = clamp_activation(activation, minimum_activation)
     tau = jnp.where(excitation > a, activation_time_constant * (0.5 + 1.5 * a),
                     deactivation_time_constant / (0.5 + 1.5 * a))
@@ -64,8 +95,8 @@ def activation_rate_of_muscles(excitation, activation, params):
     else:
         schutte = jnp.asarray(kind_mask(params, SCHUTTE))
     safe = lambda key, v: jnp.where(schutte, v, p[key])  # noqa: E731  (no NaN in the unused branch)
-    rate = activation_rate(excitation, activation, safe("activation_time_constant", 1.0),
-                           safe("deactivation_time_constant", 1.0), safe("minimum_activation", 0.0))
+    rate = _rate(excitation, activation, safe("activation_time_constant", 1.0),
+                 safe("deactivation_time_constant", 1.0), safe("minimum_activation", 0.0))
     s_rate = schutte_activation_rate(excitation, activation, jnp.where(schutte, p.get("activation1", 1.0), 1.0),
                                      jnp.where(schutte, p.get("activation2", 1.0), 1.0),
                                      jnp.where(schutte, p.get("time_scale", 1.0), 1.0))

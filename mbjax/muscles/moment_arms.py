@@ -43,13 +43,14 @@ from .geometry import _lanes_last, _wrap_lanes, muscle_lengths, path_geometry
 from .geometry import wrapped_lengths as _wrapped_lengths
 from .path_functions import all_paths_are_functions, function_moment_arms, get_path_functions, refuse_path_functions
 from .. import _checks
-from .paths import PathState, empty_result, get_paths, path_state, require_pose_and_path
+from .paths import (PathState, empty_result, get_paths, reference_pose, reference_rules, require_pose_and_path,
+                    unchecked_path_state)
 
 
 def _body_onehot(paths, nb: int) -> np.ndarray:
     """Static ``(nm, P, nb + 1)`` indicator of the body of each point (ground last)."""
-    body = np.asarray(paths.body, dtype=np.int64)
-    valid = np.asarray(paths.valid, dtype=bool)
+    body = np.asarray(paths.body, dtype=np.int64).reshape(paths.n_muscles, paths.n_points)
+    valid = np.asarray(paths.valid, dtype=bool).reshape(body.shape)
     idx = np.where(body < 0, nb, body)
     out = np.zeros(body.shape + (nb + 1,))
     m, p = np.nonzero(valid)
@@ -307,14 +308,44 @@ def moment_arms_autodiff(model: Model, q) -> jnp.ndarray:
     return -jax.jacfwd(lambda x: muscle_lengths(model, x))(jnp.asarray(q)).T
 
 
+def _reference_inputs(model: Model, q, where: str):
+    """``q`` shape-checked for the paper-shaped oracles, which read straight-line path points only:
+    a model with path functions or wrap objects is refused by name."""
+    q = reference_pose(model, q, where)
+    refuse_path_functions(model, where)
+    paths = get_paths(model)
+    if paths.wraps is not None:
+        wrapped = [paths.names[m] for m in paths.wraps.muscles]
+        raise NotImplementedError(
+            f"{where} reads straight-line paths, and the muscles {wrapped} wrap over objects; use "
+            "mbjax.moment_arms / mbjax.muscle_lengths, or the model loaded with ignore_wrapping=True")
+    return q
+
+
 def gmlav(model: Model, q, st: PathState | None = None):
     """GMLAV E ``(nb, 3, nm)`` and its moment Ê ``(nb, 3, nm)`` in each body's frame (Def. 3-5).
 
-    Row block ``i`` is zero for muscles outside Λ_i (Eq. 153-154).
+    Row block ``i`` is zero for muscles outside Λ_i (Eq. 153-154).  ``st``: the
+    :func:`~mbjax.muscles.path_state` of this model at ``q`` (computed when None).
     """
-    refuse_path_functions(model, "gmlav")
+    q = _reference_inputs(model, q, "gmlav")
+    if st is None:
+        st = unchecked_path_state(model, q)
+    elif not isinstance(st, PathState):
+        raise TypeError(f"gmlav: st must be the PathState of mbjax.muscles.path_state(model, q) or None, "
+                        f"got {type(st).__name__}")
+    else:
+        paths = get_paths(model)
+        expect = (paths.n_muscles, paths.n_points, 3)
+        if tuple(st.world.shape) != expect:
+            raise ValueError(f"gmlav: st is the path state of another model: its points have shape "
+                             f"{tuple(st.world.shape)}, this model's (nm, P, 3) = {expect}")
+    out = _gmlav(model, st)
+    return _checks.all_of(out, reference_rules(model, q, st.active, "gmlav"))
+
+
+def _gmlav(model: Model, st: PathState):
     paths = get_paths(model)
-    st = path_state(model, q) if st is None else st
     nb = model.n_bodies
     f_local = jnp.einsum("mpba,mpb->mpa", st.rot, st.force)  # R_bᵀ f_p
     m_local = jnp.cross(st.local, f_local)
@@ -329,10 +360,16 @@ def body_wrenches(model: Model, q, forces):
 
     ``forces`` ``(nm,)`` are tensions F_mt; returns ``F_O (nb, 3)`` and ``M_O (nb, 3)``.
     """
-    refuse_path_functions(model, "body_wrenches")
-    e, e_hat = gmlav(model, q)
-    forces = jnp.asarray(forces, e.dtype)
-    return jnp.einsum("bam,m->ba", e, forces), jnp.einsum("bam,m->ba", e_hat, forces)
+    q = _reference_inputs(model, q, "body_wrenches")
+    names = get_paths(model).names
+    ctx = _checks.names_context("muscles", names) + " (body_wrenches)"
+    forces = _checks.as_array(forces, "forces", (len(names),), ("nm",), ctx)
+    st = unchecked_path_state(model, q)
+    e, e_hat = _gmlav(model, st)
+    forces = forces.astype(e.dtype)
+    out = jnp.einsum("bam,m->ba", e, forces), jnp.einsum("bam,m->ba", e_hat, forces)
+    return _checks.all_of(out, [_checks.not_finite(forces, "forces", ctx),
+                                *reference_rules(model, q, st.active, "body_wrenches")])
 
 
 def gamma_beta(model: Model, q):
@@ -341,11 +378,18 @@ def gamma_beta(model: Model, q):
     γ_i = Σ_{j ∈ Anc(i)∪{i}} c_ji ⊗ ∇f_j with c_ji the displacement of body ``i``'s origin per unit
     f_j in body ``i``'s frame: ``ω̂_j × (p_i - p_j)`` (revolute) or the axis (prismatic).
     """
+    q = reference_pose(model, q, "gamma_beta")
+    out = _gamma_beta(model, q)
+    return _checks.all_of(out, [_checks.not_finite(q, "gamma_beta: q", _checks.coordinates_context(model))])
+
+
+def _gamma_beta(model: Model, q):
     from .._kinematics import body_poses
 
     top = model.topology
-    jv = joint_values(model, q)
-    poses = body_poses(model, q)
+    with _checks.checks(False):  # the caller's one fused check covers q
+        jv = joint_values(model, q)
+        poses = body_poses(model, q)
     rot, pos = poses[:, :3, :3], poses[:, :3, 3]
     axis_w = jnp.einsum("jab,jb->ja", rot, model.axis.astype(rot.dtype))  # (nb, 3)
     anc = jnp.asarray(top.ancestor_mask(), rot.dtype)  # [i, j]
@@ -362,11 +406,11 @@ def gamma_beta(model: Model, q):
 
 def moment_arms_block(model: Model, q) -> jnp.ndarray:
     """R by the block form R = Γ E + Jᵀ ϑ B Ê (Eq. 193) plus the moving-point term."""
-    refuse_path_functions(model, "moment_arms_block")
+    q = _reference_inputs(model, q, "moment_arms_block")
     paths = get_paths(model)
-    st = path_state(model, q)
-    e, e_hat = gmlav(model, q, st)
-    gamma, beta, rev, jac = gamma_beta(model, q)
+    st = unchecked_path_state(model, q)
+    e, e_hat = _gmlav(model, st)
+    gamma, beta, rev, jac = _gamma_beta(model, q)
     nb, nq = jac.shape
     nm = e.shape[-1]
     big_gamma = jnp.transpose(gamma, (1, 0, 2)).reshape(nq, 3 * nb)  # [γ_1 … γ_nb]
@@ -374,17 +418,19 @@ def moment_arms_block(model: Model, q) -> jnp.ndarray:
     big_beta = jnp.transpose(beta, (1, 0, 2)).reshape(nb, 3 * nb)  # [β_1 … β_nb], rows j
     big_e_hat = e_hat.reshape(3 * nb, nm)
     r = big_gamma @ big_e + jac.T @ (rev[:, None] * (big_beta @ big_e_hat))
-    return r + _moving_term(st, paths, nb)
+    r = r + _moving_term(st, paths, nb)
+    return _checks.all_of(r, reference_rules(model, q, st.active, "moment_arms_block"))
 
 
 def moment_arms_sparse(model: Model, q) -> jnp.ndarray:
     """R column by column from the bodies of Γ_k only (Eq. 195), vectorised over muscles."""
-    refuse_path_functions(model, "moment_arms_sparse")
+    q = _reference_inputs(model, q, "moment_arms_sparse")
     paths = get_paths(model)
-    st = path_state(model, q)
-    e, e_hat = gmlav(model, q, st)
-    gamma, beta, rev, jac = gamma_beta(model, q)
-    mem = np.asarray(paths.membership(), dtype=np.int32)  # (nm, G), -1 padded
+    st = unchecked_path_state(model, q)
+    e, e_hat = _gmlav(model, st)
+    gamma, beta, rev, jac = _gamma_beta(model, q)
+    mem = np.asarray(paths.membership(), dtype=np.int32).reshape(paths.n_muscles, -1) if paths.n_muscles \
+        else np.zeros((0, 1), np.int32)  # (nm, G), -1 padded
     mask = jnp.asarray(mem >= 0, e.dtype)
     safe = np.maximum(mem, 0)
     cols = np.arange(mem.shape[0])[:, None]
@@ -393,7 +439,8 @@ def moment_arms_sparse(model: Model, q) -> jnp.ndarray:
     lin = jnp.einsum("mgla,mga->lm", gamma[safe], e_k)
     ang = jnp.einsum("mgja,mga->jm", beta[safe], e_hat_k)
     r = lin + jac.T @ (rev[:, None] * ang)
-    return r + _moving_term(st, paths, model.n_bodies)
+    r = r + _moving_term(st, paths, model.n_bodies)
+    return _checks.all_of(r, reference_rules(model, q, st.active, "moment_arms_sparse"))
 
 
 from .._eager import compiled_when_eager as _naming  # noqa: E402

@@ -64,7 +64,9 @@ from .._model import Model
 from .geometry import path_geometry, wrap_frames, wrapped_lengths, wrapped_paths
 from .moment_arms import moment_arms
 from .path_functions import all_paths_are_functions, function_lengths, function_moment_arms, get_path_functions
-from .paths import _active, _locations, _safe_norm, get_paths, path_state, require_pose_and_path
+from .. import _checks
+from .paths import (_active, _locations, _safe_norm, get_paths, reference_pose, reference_rules,
+                    require_pose_and_path, unchecked_path_state)
 
 
 def _smooth(paths) -> bool:
@@ -82,17 +84,28 @@ def cross_body_lengths(model: Model, q, frozen=None) -> jnp.ndarray:
     those muscles the value is Σ u·(x_b − x_a), the length at that pose for one-pass paths, and its
     derivative there is the unit tension's virtual work either way.
     """
+    q = reference_pose(model, q, "cross_body_lengths")
     paths = get_paths(model)
-    st = path_state(model, q, derivatives=False)
-    body = np.asarray(paths.body)  # (nm, P), static; -1 = ground
+    if paths.wraps is not None and frozen is None:
+        raise ValueError("cross_body_lengths: the model has wrap objects; pass frozen=frozen_wrap_paths(model, q0)")
+    if frozen is not None and not isinstance(frozen, FrozenWrap):
+        raise TypeError(f"cross_body_lengths: frozen must be frozen_wrap_paths(model, q0) or None, "
+                        f"got {type(frozen).__name__}")
+    out, active = _cross_body_lengths(model, q, frozen)
+    return _checks.all_of(out, reference_rules(model, q, active, "cross_body_lengths"))
+
+
+def _cross_body_lengths(model: Model, q, frozen):
+    """:func:`cross_body_lengths` without its checks, and the active points ``(nm, P)``."""
+    paths = get_paths(model)
+    st = unchecked_path_state(model, q, derivatives=False)
+    body = np.asarray(paths.body, dtype=np.int64).reshape(paths.n_muscles, paths.n_points)  # static; -1 = ground
     nxt_body = jnp.take_along_axis(jnp.asarray(body), st.nxt, axis=1)
     cross = (jnp.asarray(body) != nxt_body) & st.seg
     out = jnp.sum(jnp.where(cross, st.seg_len, 0.0), axis=1)
-    if paths.wraps is None:
-        return out
-    if frozen is None:
-        raise ValueError("cross_body_lengths: the model has wrap objects; pass frozen=frozen_wrap_paths(model, q0)")
-    return out.at[np.asarray(paths.wraps.muscles)].set(_wrapped_cross_body_lengths(model, q, frozen))
+    if paths.wraps is not None:
+        out = out.at[np.asarray(paths.wraps.muscles)].set(_wrapped_cross_body_lengths(model, q, frozen))
+    return out, st.active
 
 
 class FrozenWrap(NamedTuple):
@@ -244,7 +257,7 @@ def _opensim_moment_arms_and_lengths(model: Model, qs):
         return jax.vmap(lambda x: _straight_opensim_moment_arms(model, x))(qs), lengths
 
     def one(x, fz):
-        return -jax.jacfwd(lambda y: cross_body_lengths(model, y, fz))(x).T
+        return -jax.jacfwd(lambda y: _cross_body_lengths(model, y, fz)[0])(x).T  # checked by the caller
 
     return jax.vmap(one)(qs, frozen), lengths
 
@@ -268,4 +281,4 @@ def _opensim_moment_arms(model: Model, q):
     if paths.wraps is None or _smooth(paths):
         return _straight_opensim_moment_arms(model, q)
     frozen = frozen_wrap_paths(model, q)
-    return -jax.jacfwd(lambda x: cross_body_lengths(model, x, frozen))(q).T
+    return -jax.jacfwd(lambda x: _cross_body_lengths(model, x, frozen)[0])(q).T  # checked by the caller

@@ -20,6 +20,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from .._model import Model
 from .path_set import MusclePaths, get_paths
 from .schutte1993 import CURVES as SCHUTTE_CURVES
 from .schutte1993 import PASSIVE_GIVEN, SCHUTTE, SCHUTTE_DEFAULTS, curve_parameters
@@ -108,6 +109,8 @@ def hill_parameters(obj) -> dict:
     class (e.g. ``KshapeActive`` for a Millard muscle) are filled with that class's value where it
     has one and NaN elsewhere.
     """
+    if not isinstance(obj, (MusclePaths, Model)):
+        raise TypeError(f"hill_parameters: expected a model with muscles or its MusclePaths, got {type(obj).__name__}")
     paths = _paths(obj)
     given = paths.parameters
     nm = paths.n_muscles

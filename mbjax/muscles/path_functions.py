@@ -187,6 +187,12 @@ def build_path_functions(muscle_names: Sequence[str], coordinate_names: Sequence
     and order; ``ranges``: the ``(lower, upper)`` of each coordinate the function is valid on (what
     it was fitted on; default: everywhere).  Errors name the muscle and the coordinate.
     """
+    for what, names in (("muscle_names", muscle_names), ("coordinate_names", coordinate_names)):
+        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+            raise TypeError(f"build_path_functions: {what} must be a sequence of names (model.muscle_names, "
+                            f"model.coordinate_names), got {names!r}"[:300])
+        if len(set(names)) != len(names):
+            raise ValueError(f"build_path_functions: {what} repeat a name: {list(names)}"[:300])
     muscle_names = list(muscle_names)
     coordinate_names = list(coordinate_names)
     by_key: dict[tuple[int, int], list] = {}
@@ -200,6 +206,9 @@ def build_path_functions(muscle_names: Sequence[str], coordinate_names: Sequence
             raise ValueError(f"path function for muscle {name!r}: expected (coordinates, order, coefficients) or "
                              f"(coordinates, order, coefficients, ranges), got {spec!r}"[:300])
         coords, order, coefficients = spec[:3]
+        if isinstance(coords, str):
+            raise ValueError(f"path function for muscle {name!r}: coordinates must be a sequence of names, got the "
+                             f"string {coords!r} (write ({coords!r},) for one coordinate)")
         coords = tuple(coords)
         if not coords:
             raise ValueError(f"path function for muscle {name!r}: it names no coordinate")
@@ -209,10 +218,20 @@ def build_path_functions(muscle_names: Sequence[str], coordinate_names: Sequence
         if missing:
             raise ValueError(f"path function for muscle {name!r}: {missing} are not coordinates of the model "
                              f"(independent coordinates: {coordinate_names})")
+        if (isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer, float, np.floating))
+                or not float(order).is_integer()):
+            raise ValueError(f"path function for muscle {name!r}: order must be an integer >= 1, got {order!r}")
         order = int(order)
         if order < 1:
             raise ValueError(f"path function for muscle {name!r}: order must be >= 1, got {order}")
-        c = np.asarray(coefficients, dtype=float).ravel()
+        try:
+            c = np.asarray(coefficients, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"path function for muscle {name!r}: coefficients must be a sequence of numbers, got "
+                             f"{coefficients!r}"[:300]) from None
+        if c.ndim != 1:
+            raise ValueError(f"path function for muscle {name!r}: coefficients must be one flat sequence (OpenSim's "
+                             f"term order), got shape {c.shape}")
         n_terms = multivariate_exponents(len(coords), order).shape[0]
         if c.size != n_terms:
             raise ValueError(f"path function for muscle {name!r}: a MultivariatePolynomialFunction of dimension "
@@ -240,7 +259,11 @@ def _ranges(name: str, coords: tuple, ranges) -> np.ndarray:
     """``(d, 2)`` lower and upper bound of each coordinate (``ranges`` None: unbounded)."""
     if ranges is None:
         return np.tile([-np.inf, np.inf], (len(coords), 1))
-    r = np.asarray(ranges, dtype=float)
+    try:
+        r = np.asarray(ranges, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"path function for muscle {name!r}: ranges must be one (lower, upper) pair of numbers per "
+                         f"coordinate {coords}, got {ranges!r}"[:300]) from None
     if r.shape != (len(coords), 2):
         raise ValueError(f"path function for muscle {name!r}: ranges must be one (lower, upper) per coordinate "
                          f"{coords}, shape ({len(coords)}, 2), got {r.shape}")

@@ -52,6 +52,17 @@ class MovingPathPoint(PathPoint):
 
     functions: tuple[Any, Any, Any] = (None, None, None)
 
+    def __post_init__(self):
+        where = f"MovingPathPoint {self.name or 'unnamed'!r} on {self.body!r}"
+        fns = self.functions
+        if isinstance(fns, (str, bytes)) or not isinstance(fns, (tuple, list)) or len(fns) != 3:
+            raise ValueError(f"{where}: functions must be a 3-tuple (x, y, z), each a single joint map or None "
+                             f"(keep location[c]), got {fns!r}"[:300])
+        for c, fn in enumerate(fns):
+            if fn is not None and (not isinstance(fn, AbstractJointMap) or fn.n_maps != 1):
+                raise ValueError(f"{where}: functions[{c}] must be a single (unstacked) joint map of the "
+                                 f"coordinates (mbjax.maps) or None, got {type(fn).__name__}")
+
 
 class MusclePaths(eqx.Module):
     """All musculotendon paths of a model, padded to ``P`` points per muscle.
@@ -88,6 +99,24 @@ class MusclePaths(eqx.Module):
     cond_maps: tuple[AbstractJointMap, ...] | None = None
     #: per condition-map family: positions of each map's local inputs in q (padded)
     cond_inputs: tuple[tuple[tuple[int, ...], ...], ...] = eqx.field(static=True, default=())
+
+    def __check_init__(self):
+        nm, npt = len(self.names), (len(self.body[0]) if self.body else 0)
+        shapes = {"location": (self.location, (nm, npt, 3)), "cond_range": (self.cond_range, (nm, npt, 2))}
+        for what, (x, expect) in shapes.items():
+            if jnp.shape(x) != expect:
+                raise ValueError(f"MusclePaths: {what} must have shape {expect} for {nm} muscles of {npt} point "
+                                 f"slots, got {jnp.shape(x)} (build it with mbjax.muscles.build_paths)")
+        for k, v in self.parameters.items():
+            if jnp.shape(v)[:1] != (nm,):
+                raise ValueError(f"MusclePaths: parameters[{k!r}] must have one row per muscle ({nm},), got shape "
+                                 f"{jnp.shape(v)}")
+        for what, rows in (("kinds", self.kinds), ("body", self.body), ("valid", self.valid),
+                           ("cond_coord", self.cond_coord), ("point_names", self.point_names)):
+            if len(rows) != nm or (what != "kinds" and any(len(r) != npt for r in rows)):
+                raise ValueError(f"MusclePaths: {what} must hold one entry per muscle ({nm})"
+                                 + ("" if what == "kinds" else f", each of {npt} point slots")
+                                 + " (build it with mbjax.muscles.build_paths)")
 
     @property
     def n_muscles(self) -> int:
@@ -143,6 +172,13 @@ def empty_paths() -> MusclePaths:
         moving_inputs=(),
         point_names=(),
     )
+
+
+def require_model(model, where: str) -> None:
+    """Refuse (``TypeError``, naming ``where``) anything that is not an mbjax model."""
+    if not isinstance(model, Model):
+        raise TypeError(f"{where}: model must be an mbjax Model (mbjax.models.load, mbjax.io.load_osim, "
+                        f"ModelBuilder.build), got {type(model).__name__}")
 
 
 def get_paths(model: Model) -> MusclePaths:

@@ -37,7 +37,7 @@ from ..maps._base import AbstractJointMap, local_index
 from ..wrapping.path import build_wraps
 from .parameter_rules import check_hill_parameters, given_or_default
 from .path_functions import path_function_range_rules
-from .path_set import ConditionalPathPoint, MovingPathPoint, MusclePaths, PathPoint, get_paths
+from .path_set import ConditionalPathPoint, MovingPathPoint, MusclePaths, PathPoint, get_paths, require_model
 
 
 def build_paths(
@@ -365,13 +365,48 @@ def path_state(model: Model, q, derivatives: bool = True) -> PathState:
 
     The literal form that the paper-shaped oracles (GMLAV, Eq. 193 block and Eq. 195 sparse moment
     arms) read; the fast path is :func:`mbjax.muscles.geometry.path_geometry`, checked against it.
+    ``q (nq,)`` is checked (shape at trace time; NaN, NaN path points and paths with fewer than two
+    active points at run time, one fused check).
     """
+    q = reference_pose(model, q, "path_state")
+    st = unchecked_path_state(model, q, derivatives)
+    return _checks.all_of(st, reference_rules(model, q, st.active, "path_state"))
+
+
+def reference_pose(model: Model, q, where: str):
+    """``q`` of the reference routes, shape-checked at trace time (``where`` names the caller)."""
+    require_model(model, where)
+    return _checks.as_array(q, "q", (model.n_coordinates,), ("nq",),
+                            f"{_checks.coordinates_context(model)} ({where})")
+
+
+def reference_rules(model: Model, q, active, where: str) -> list:
+    """The run-time rules of the reference routes (for one :func:`mbjax._checks.all_of`): ``q``
+    finite, path points finite, and every path with at least two active points at ``q`` (else it
+    has no segment and would count as length 0 and moment arm 0)."""
+    names = get_paths(model).names
+    rules = [_checks.not_finite(q, f"{where}: q", _checks.coordinates_context(model)), *path_point_rules(model, where),
+             *wrap_dimension_rules(model, where)]
+    if names:
+        rules.append((jnp.sum(active, axis=-1) < 2,
+                      [f"{where}: muscle {n!r} has fewer than 2 active points at this q (conditional points "
+                       "out of range): its path is undefined" for n in names]))
+    return rules
+
+
+def unchecked_path_state(model: Model, q, derivatives: bool = True) -> PathState:
+    """:func:`path_state` without its checks (for the routes that check their own result)."""
     paths = get_paths(model)
     q = jnp.asarray(q)
-    poses = body_poses(model, q)
+    with _checks.checks(False):  # the caller's one fused check covers q
+        poses = body_poses(model, q)
     dtype = poses.dtype
     q = q.astype(dtype)
     poses = jnp.concatenate([poses, jnp.eye(4, dtype=dtype)[None]], 0)  # ground = index nb (= -1)
+    if not paths.n_muscles:  # no muscles: every table is empty
+        f, i = (lambda *shape: jnp.zeros((0, 0) + shape, dtype)), jnp.zeros((0, 0), jnp.int32)
+        return PathState(f(3), f(3, q.shape[0]), f(3), i.astype(bool), i, i.astype(bool), f(3), f(), f(3), poses,
+                         f(3, 3))
     body = np.asarray(paths.body, dtype=np.int32)
     bidx = np.where(body < 0, model.n_bodies, body)
     loc, d_loc = _locations(paths, q, derivatives)

@@ -79,12 +79,27 @@ class WrapObject:
     active: bool = True
 
     def __post_init__(self):
+        for what in ("kind", "body", "quadrant"):
+            if not isinstance(getattr(self, what), str):
+                raise TypeError(f"wrap object {self.name!r}: {what} must be a string, got "
+                                f"{type(getattr(self, what)).__name__} {getattr(self, what)!r}")
+        if not isinstance(self.active, (bool, np.bool_)):
+            raise TypeError(f"wrap object {self.name!r}: active must be True or False, got {self.active!r}")
         if self.kind not in KINDS:
             raise ValueError(f"wrap object {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
-        quadrant_axis_sign(self.quadrant)
-        dims = np.asarray(self.dimensions, dtype=float)
-        rot = np.asarray(self.rotation, dtype=float)
-        trans = np.asarray(self.translation, dtype=float)
+        try:
+            quadrant_axis_sign(self.quadrant)
+        except ValueError as err:
+            raise ValueError(f"wrap object {self.name!r}: {err}") from None
+        arrays = []
+        for what, shape in (("dimensions", "a 3-vector"), ("rotation", "a 3x3 rotation matrix"),
+                            ("translation", "a 3-vector")):
+            try:
+                arrays.append(np.asarray(getattr(self, what), dtype=float))
+            except (TypeError, ValueError):
+                raise ValueError(f"wrap object {self.name!r}: {what} must be {shape} of numbers, got "
+                                 f"{getattr(self, what)!r}"[:300]) from None
+        dims, rot, trans = arrays
         if dims.shape != (3,) or not np.all(np.isfinite(dims)):
             raise ValueError(f"wrap object {self.name!r}: dimensions must be a finite 3-vector, got {dims!r}")
         needed = DIMENSIONS_USED[self.kind]
@@ -92,8 +107,9 @@ class WrapObject:
             raise ValueError(f"wrap object {self.name!r} ({self.kind}): dimensions must be positive, got {dims[:needed]}")
         if self.kind == "WrapTorus" and not dims[0] < dims[1]:
             raise ValueError(f"wrap object {self.name!r}: torus inner radius {dims[0]} must be below outer {dims[1]}")
-        if rot.shape != (3, 3) or not np.allclose(rot.T @ rot, np.eye(3), atol=1e-9):
-            raise ValueError(f"wrap object {self.name!r}: rotation must be a 3x3 rotation matrix")
+        if rot.shape != (3, 3) or not np.allclose(rot.T @ rot, np.eye(3), atol=1e-9) or np.linalg.det(rot) < 0:
+            raise ValueError(f"wrap object {self.name!r}: rotation must be a 3x3 proper rotation matrix (orthonormal, "
+                             f"determinant +1: a reflection would mirror the surface), got {rot.tolist()}")
         if trans.shape != (3,) or not np.all(np.isfinite(trans)):
             raise ValueError(f"wrap object {self.name!r}: translation must be a finite 3-vector")
 

@@ -60,6 +60,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
+
+from .. import _checks
 
 
 def _safe_sqrt(x):
@@ -87,11 +90,8 @@ def _circle_wrap(a, b, gamma, radius, chord):
     return jnp.where(wrap, around, chord), wrap
 
 
-def sphere_geodesic_length(p1, p2, radius):
-    """Shortest length from ``p1`` to ``p2`` (``(..., 3)``) outside a sphere of ``radius`` at the origin.
-
-    Returns ``(length, wraps)``; ``wraps`` is True where the path touches the sphere.
-    """
+def _sphere_geodesic_length(p1, p2, radius):
+    """:func:`sphere_geodesic_length` without its argument checks (inputs of a validated model)."""
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
     a, b = _norm(p1), _norm(p2)
     return _circle_wrap(a, b, _sphere_angle(p1, p2, a, b), radius, _norm(p1 - p2))
@@ -105,13 +105,8 @@ def _sphere_angle(p1, p2, a, b):
     return jnp.arctan2(cross, jnp.where(centre, 1.0, jnp.sum(p1 * p2, axis=-1)))
 
 
-def cylinder_geodesic_length(p1, p2, radius, side: int = 0):
-    """Shortest length from ``p1`` to ``p2`` (``(..., 3)``) outside an infinite cylinder (axis z).
-
-    ``side``: ``+1`` the path goes counter-clockwise about +z from p1 to p2, ``-1`` clockwise,
-    ``0`` the shorter way (where both ways are equally long, e.g. p1 and p2 diametrically opposite,
-    the length is continuous but its gradient is not).  Returns ``(length, wraps)``.
-    """
+def _cylinder_geodesic_length(p1, p2, radius, side: int = 0):
+    """:func:`cylinder_geodesic_length` without its argument checks."""
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
     u, v = p1[..., :2], p2[..., :2]
     a, b = _norm(u), _norm(v)
@@ -157,9 +152,8 @@ def _any_normal(e):
     return _unit(n, _norm(n))
 
 
-def sphere_geodesic(p1, p2, radius) -> Geodesic:
-    """The great-circle shortest path from ``p1`` to ``p2`` (``(..., 3)``) around a sphere at the origin,
-    with its tangent points (module docstring)."""
+def _sphere_geodesic(p1, p2, radius) -> Geodesic:
+    """:func:`sphere_geodesic` without its argument checks (inputs of a validated model)."""
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
     radius = jnp.asarray(radius, p1.dtype)
     a, b = _norm(p1), _norm(p2)
@@ -198,13 +192,8 @@ def _rot2(e, theta):
     return jnp.stack([c * e[..., 0] - s * e[..., 1], s * e[..., 0] + c * e[..., 1]], axis=-1)
 
 
-def cylinder_geodesic(p1, p2, radius, allowed=None) -> Geodesic:
-    """The shortest path from ``p1`` to ``p2`` (``(..., 3)``) around an infinite cylinder (axis z) with
-    its tangent points (module docstring).
-
-    ``allowed`` ``(..., 2)``: the side the path must pass (OpenSim's quadrant as a unit vector in
-    the cross-section; a zero vector or ``None``: unconstrained, the shorter way).
-    """
+def _cylinder_geodesic(p1, p2, radius, allowed=None) -> Geodesic:
+    """:func:`cylinder_geodesic` without its argument checks (inputs of a validated model)."""
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
     radius = jnp.asarray(radius, p1.dtype)
     u, v = p1[..., :2], p2[..., :2]
@@ -231,3 +220,103 @@ def cylinder_geodesic(p1, p2, radius, allowed=None) -> Geodesic:
     w3 = wrap[..., None]
     return Geodesic(jnp.where(wrap, length3, _norm(p1 - p2)), wrap, jnp.where(w3, t1, p2), jnp.where(w3, t2, p2),
                     jnp.where(wrap, arc, 0.0))
+
+
+def geodesic_inputs(where: str, p1, p2, radius, radius_name: str = "radius", radius_axis: bool = False, extra=()):
+    """The checked end points and surface size of a single-surface geodesic.
+
+    Trace time: ``p1``, ``p2`` real ``(..., 3)`` arrays whose leading axes broadcast together;
+    ``radius`` a scalar (``radius_axis``: ``(..., 3)`` semi-axes) that does not enlarge the points'
+    batch shape; integer points are taken as floats.  Run time (one fused check, checks on): points
+    finite, sizes finite and positive.  ``extra``: further ``(bad, message)`` rules.
+    """
+    def real(x, name):
+        return _checks.real_array(x, f"{where}: {name} must be a real array",
+                                  f"{where}: {name} must be a real (integer or floating) array")
+
+    p1, p2, radius = real(p1, "p1"), real(p2, "p2"), real(radius, radius_name)
+    for name, p in (("p1", p1), ("p2", p2)):
+        if p.ndim < 1 or p.shape[-1] != 3:
+            raise ValueError(f"{where}: {name} must have shape (..., 3) (points in the surface's frame), "
+                             f"got {tuple(p.shape)}")
+    try:
+        batch = np.broadcast_shapes(p1.shape[:-1], p2.shape[:-1])
+    except ValueError:
+        raise ValueError(f"{where}: p1 {tuple(p1.shape)} and p2 {tuple(p2.shape)} must have leading (batch) "
+                         "axes that broadcast together") from None
+    if radius_axis and (radius.ndim < 1 or radius.shape[-1] != 3):
+        raise ValueError(f"{where}: {radius_name} must have shape (..., 3) (the semi-axes along x, y, z), "
+                         f"got {tuple(radius.shape)}")
+    own = radius.shape[:-1] if radius_axis else radius.shape
+    try:
+        fits = np.broadcast_shapes(own, batch) == batch
+    except ValueError:
+        fits = False
+    if not fits:
+        expect = "(..., 3) semi-axes whose leading axes" if radius_axis else "a scalar or an array that"
+        raise ValueError(f"{where}: {radius_name} must be {expect} broadcast to the points' batch shape "
+                         f"{tuple(batch)}, got {tuple(radius.shape)} (one surface per pair of points; "
+                         "jax.vmap over several surfaces)")
+    floating = [p.dtype for p in (p1, p2) if jnp.issubdtype(p.dtype, jnp.floating)]
+    dtype = jnp.result_type(*floating) if floating else jnp.result_type(float)
+    p1, p2 = (p if jnp.issubdtype(p.dtype, jnp.floating) else p.astype(dtype) for p in (p1, p2))
+    rules = [_checks.not_finite(p1, f"{where}: p1"), _checks.not_finite(p2, f"{where}: p2"),
+             (~jnp.isfinite(radius) | (radius <= 0),
+              f"{where}: {radius_name} must be finite and positive"), *extra]
+    return _checks.all_of(p1, rules), p2, radius
+
+
+def sphere_geodesic_length(p1, p2, radius):
+    """Shortest length from ``p1`` to ``p2`` (``(..., 3)``) outside a sphere of ``radius`` at the origin.
+
+    Returns ``(length, wraps)``; ``wraps`` is True where the path touches the sphere.
+    """
+    return _sphere_geodesic_length(*geodesic_inputs("sphere_geodesic_length", p1, p2, radius))
+
+
+def cylinder_geodesic_length(p1, p2, radius, side: int = 0):
+    """Shortest length from ``p1`` to ``p2`` (``(..., 3)``) outside an infinite cylinder (axis z).
+
+    ``side``: ``+1`` the path goes counter-clockwise about +z from p1 to p2, ``-1`` clockwise,
+    ``0`` the shorter way (where both ways are equally long, e.g. p1 and p2 diametrically opposite,
+    the length is continuous but its gradient is not).  Returns ``(length, wraps)``.
+    """
+    if isinstance(side, (bool, np.bool_)) or side not in (-1, 0, 1):
+        raise ValueError(f"cylinder_geodesic_length: side must be -1, 0 or +1, got {side!r}")
+    return _cylinder_geodesic_length(*geodesic_inputs("cylinder_geodesic_length", p1, p2, radius), int(side))
+
+
+def sphere_geodesic(p1, p2, radius) -> Geodesic:
+    """The great-circle shortest path from ``p1`` to ``p2`` (``(..., 3)``) around a sphere at the origin,
+    with its tangent points (module docstring)."""
+    return _sphere_geodesic(*geodesic_inputs("sphere_geodesic", p1, p2, radius))
+
+
+def cylinder_geodesic(p1, p2, radius, allowed=None) -> Geodesic:
+    """The shortest path from ``p1`` to ``p2`` (``(..., 3)``) around an infinite cylinder (axis z) with
+    its tangent points (module docstring).
+
+    ``allowed`` ``(..., 2)``: the side the path must pass (OpenSim's quadrant as a unit vector in
+    the cross-section; a zero vector or ``None``: unconstrained, the shorter way).
+    """
+    extra = []
+    if allowed is not None:
+        allowed = _checks.real_array(allowed, "cylinder_geodesic: allowed must be a real array (..., 2) (a "
+                                     "direction in the cross-section) or None",
+                                     "cylinder_geodesic: allowed must be a real (integer or floating) array")
+        if allowed.ndim < 1 or allowed.shape[-1] != 2:
+            raise ValueError(f"cylinder_geodesic: allowed must have shape (..., 2) (a direction in the "
+                             f"cross-section, e.g. (1, 0) for quadrant +x), got {tuple(allowed.shape)}")
+        extra = [_checks.not_finite(allowed, "cylinder_geodesic: allowed")]
+    p1, p2, radius = geodesic_inputs("cylinder_geodesic", p1, p2, radius, extra=extra)
+    if allowed is not None:
+        batch = np.broadcast_shapes(p1.shape[:-1], p2.shape[:-1])
+        try:
+            fits = np.broadcast_shapes(allowed.shape[:-1], batch) == batch
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"cylinder_geodesic: allowed {tuple(allowed.shape)} must have leading axes that "
+                             f"broadcast to the points' batch shape {tuple(batch)}")
+        p1, p2 = jnp.broadcast_to(p1, batch + (3,)), jnp.broadcast_to(p2, batch + (3,))
+    return _cylinder_geodesic(p1, p2, radius, allowed)

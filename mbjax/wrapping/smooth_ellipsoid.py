@@ -55,9 +55,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 
-from .smooth import Geodesic, _any_normal, sphere_geodesic
+from .smooth import Geodesic, _any_normal, geodesic_inputs
+from .smooth import _sphere_geodesic as sphere_geodesic
 
 #: classical Runge-Kutta steps along one geodesic
 GEODESIC_STEPS = 64
@@ -194,8 +196,26 @@ def ellipsoid_geodesic(p1, p2, radii, steps: int = GEODESIC_STEPS) -> Geodesic:
     """The shortest path from ``p1`` to ``p2`` (``(..., 3)``, ellipsoid frame) around the ellipsoid
     with semi-axes ``radii`` (``(..., 3)``), with its tangent points and geodesic arc length
     (module docstring).  Differentiable (implicit derivatives of the shooting solve); NaN length
-    where the solve fails."""
+    where the solve fails.  ``steps``: Runge-Kutta steps along the geodesic (a positive integer)."""
+    return _ellipsoid_geodesic(*_inputs("ellipsoid_geodesic", p1, p2, radii, steps), steps)
+
+
+def _inputs(where, p1, p2, radii, steps):
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"{where}: steps must be a positive integer (Runge-Kutta steps along the geodesic), "
+                         f"got {steps!r}")
+    return geodesic_inputs(where, p1, p2, radii, radius_name="radii", radius_axis=True)
+
+
+def _ellipsoid_geodesic(p1, p2, radii, steps: int = GEODESIC_STEPS) -> Geodesic:
+    """:func:`ellipsoid_geodesic` without its argument checks (inputs of a validated model)."""
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
+    if p1.dtype == jnp.float32 and jax.config.jax_enable_x64:
+        # float32 inputs in a float64 session: optimistix mixes the dtypes in its damped step and
+        # fails, so solve in float64 and return float32
+        out = _ellipsoid_geodesic(p1.astype(jnp.float64), p2.astype(jnp.float64), jnp.asarray(radii, jnp.float64),
+                                  steps)
+        return Geodesic(*(x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x for x in out))
     radii = jnp.asarray(radii, p1.dtype)
     shape = jnp.broadcast_shapes(p1.shape, p2.shape, radii.shape)
     flat = [jnp.broadcast_to(x, shape).reshape(-1, 3) for x in (p1, p2, radii)]
@@ -206,4 +226,4 @@ def ellipsoid_geodesic(p1, p2, radii, steps: int = GEODESIC_STEPS) -> Geodesic:
 
 def ellipsoid_geodesic_length(p1, p2, radii, steps: int = GEODESIC_STEPS):
     """Length of :func:`ellipsoid_geodesic`."""
-    return ellipsoid_geodesic(p1, p2, radii, steps).length
+    return _ellipsoid_geodesic(*_inputs("ellipsoid_geodesic_length", p1, p2, radii, steps), steps).length

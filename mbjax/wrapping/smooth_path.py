@@ -77,8 +77,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .smooth import Geodesic, cylinder_geodesic, sphere_geodesic
-from .smooth_ellipsoid import ellipsoid_geodesic
+from .smooth import Geodesic
+from .smooth import _cylinder_geodesic as cylinder_geodesic
+from .smooth import _sphere_geodesic as sphere_geodesic
+from .smooth_ellipsoid import _ellipsoid_geodesic as ellipsoid_geodesic
 
 #: the ``wrapping=`` choices of :func:`mbjax.io.load_osim` and :func:`with_wrapping`
 WRAPPINGS = ("opensim", "smooth")
@@ -307,8 +309,11 @@ def with_wrapping(model, wrapping: str, source: str = ""):
     model without wrapping is returned unchanged (straight lines are smooth already).  Only a static
     flag of ``MusclePaths.wraps`` changes: parameters, gradients and names stay.
     """
-    if wrapping not in WRAPPINGS:
-        raise ValueError(f"wrapping must be one of {WRAPPINGS}, got {wrapping!r}")
+    if not isinstance(getattr(model, "extras", None), dict):
+        raise TypeError(f"with_wrapping: model must be an mbjax Model (mbjax.io.load_osim, mbjax.models.load), "
+                        f"got {type(model).__name__}")
+    if not isinstance(wrapping, str) or wrapping not in WRAPPINGS:
+        raise ValueError(f"with_wrapping: wrapping must be one of {WRAPPINGS}, got {wrapping!r}")
     paths = model.extras.get("muscles")
     wraps = None if paths is None else paths.wraps
     if wraps is None or wraps.wrapping == wrapping:
