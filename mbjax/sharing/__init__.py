@@ -7,7 +7,7 @@ from .report import check_feasible as check_feasible
 from .report import infeasibility_report as infeasibility_report
 from .static_optimization import SharingProblem as SharingProblem
 from .static_optimization import StaticOptimizationResult as StaticOptimizationResult
-from .static_optimization import muscle_force_coefficients as muscle_force_coefficients
+from .force_coefficients import muscle_force_coefficients as muscle_force_coefficients
 from .static_optimization import sharing_problem as sharing_problem
 from .static_optimization import solve_problem as solve_problem
 from .static_optimization import solve_trajectory as solve_trajectory

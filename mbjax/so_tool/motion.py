@@ -22,7 +22,8 @@ from ..muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from ..muscles.parameters import hill_parameters
 from ..muscles.paths import get_paths
 from ..sharing.qp import check_exponent
-from ..sharing.static_optimization import path_actuator_properties, static_optimization_trajectory
+from ..sharing.force_coefficients import path_actuator_properties
+from ..sharing.static_optimization import static_optimization_trajectory
 from .actuators import actuator_columns, check_actuators, model_actuators
 
 
