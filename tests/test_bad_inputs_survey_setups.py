@@ -90,7 +90,8 @@ def test_coordinates_from_table_file_without_inDegrees_line(tmp_path):
         text = f.read()
     assert "inDegrees=yes\n" in text
     (tmp_path / "no_flag.mot").write_text(text.replace("inDegrees=yes\n", ""))
-    with pytest.warns(UserWarning, match=r"beyond two turns: r_elbow_flex reaches .* rad"):
+    with pytest.warns(UserWarning, match=r"coordinates file .*no_flag\.mot: rotational coordinate\(s\) beyond two "
+                                         r"turns: r_elbow_flex reaches .* rad"):
         coordinates_from_table(ARM, read_storage(tmp_path / "no_flag.mot"))
 
 

@@ -57,7 +57,8 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
         from .motion_ranges import warn_outside_ranges
 
         meta = table.metadata or {}
-        source = (f"coordinates file {meta['file']}" if meta.get("file")
+        file = meta.get("source_file") or meta.get("file")
+        source = (f"coordinates file {file}" if file
                   else f"coordinates table {meta['name']!r}" if meta.get("name") else "coordinates table")
         read = [i for i, n in enumerate(names) if n in index]
         warn_outside_ranges(model, [names[i] for i in read], out[:, read], f"coordinates_from_table: {source}",

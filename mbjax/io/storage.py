@@ -72,6 +72,10 @@ def _fast_rows(rows: list[str], ncol: int):
 # --------------------------------------------------------------------------------------------
 
 
+#: the metadata key :func:`read_storage` sets to the file it read (never written to a file)
+SOURCE_KEY = "source_file"
+
+
 def read_storage(path) -> Table:
     """Read a ``.mot``/``.sto`` file (Storage or TimeSeriesTable format) as a :class:`Table`."""
     lines = _read_lines(path)
@@ -129,6 +133,7 @@ def read_storage(path) -> Table:
         raise _err(path, meta_line["nRows"], f"header says nRows={n_row} but the file has {len(rows)} rows")
     arr = np.asarray(rows, dtype=float).reshape(len(rows), len(labels))
     _check_times(path, arr[:, 0], lambda k: _data_line(lines, i + 1, k), repeats_refused=not legacy)
+    meta[SOURCE_KEY] = str(path)  # for messages about the table's values; not written back
     return Table(arr[:, 0], tuple(labels[1:]), arr[:, 1:], in_degrees, meta)
 
 
@@ -249,7 +254,8 @@ def write_storage(path, table: Table, format: str | None = None, name: str | Non
     _check_labels(path, ["time"] + labels, refuse=True)
     _check_times(path, time, repeats_refused=format == "table")
     meta = dict(table.metadata or {})
-    skip = {"name", "description", "version", "nRows", "nColumns", "inDegrees", "DataType", "OpenSimVersion"}
+    skip = {"name", "description", "version", "nRows", "nColumns", "inDegrees", "DataType", "OpenSimVersion",
+            SOURCE_KEY}
     out = []
     if format == "storage":
         out.append(name or meta.get("name") or "mbjax")
