@@ -46,7 +46,8 @@ def warn_outside_ranges(model, names, values, source: str, in_degrees: bool | No
             lines.append(f"{name} reaches {worst:.4g}, range [{lo:.4g}, {hi:.4g}]{at}")
     if units:
         warnings.warn(f"{source}: rotational coordinate(s) beyond two turns: {'; '.join(units)}. Is the file in "
-                      "degrees? Its header says inDegrees=no or has no inDegrees line (values read as radians)", stacklevel=stacklevel)
+                      "degrees? Its header says inDegrees=no or has no inDegrees line (values read as radians)",
+                      stacklevel=stacklevel)
     if lines:
         warnings.warn(f"{source}: coordinate(s) far outside their range (by more than its width): "
                       f"{'; '.join(lines)}{cause}", stacklevel=stacklevel)
