@@ -266,6 +266,7 @@ def _central(f, x, eps=1e-6):
     return np.stack(cols, -1).reshape(np.shape(f(x)) + x.shape)
 
 
+@pytest.mark.extended  # 24 s; trajectory gradients through forward dynamics are checked against differences in CI
 def test_forward_dynamics_derivatives_by_inverse_dynamics():
     """q̈' = M⁻¹(τ' - ∂ID/∂x x') (the rule of ``forward_dynamics``): reverse mode equals autodiff
     through the composite-rigid-body M and its Cholesky solve (inertias along symmetric directions,

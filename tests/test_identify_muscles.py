@@ -14,6 +14,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mbjax
 from mbjax import identify as idf
@@ -54,6 +55,7 @@ def test_isometric_residual_jacobian_equals_central_differences():
     np.testing.assert_allclose(jac, fd, rtol=1e-6, atol=1e-6 * np.abs(jac).max())
 
 
+@pytest.mark.extended  # a 30 s fit; its residual's Jacobian is checked against differences in CI, and notebook 09 fits
 def test_noise_free_isometric_fit_recovers_fibre_and_tendon_lengths():
     truth, q, act = _problem()
     predict = eqx.filter_jit(lambda res, m: res.predict(m))  # compiled whole, not op by op

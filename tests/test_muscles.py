@@ -164,6 +164,7 @@ def test_batched_equals_looped_and_single_trace():
     assert jnp.max(jnp.abs(batched - looped)) < 1e-14
 
 
+@pytest.mark.extended  # 20 s; moment_arms_batched is a memory guard around the vmap that CI checks against -dL/dq
 def test_moment_arms_batched_equals_vmap_and_minus_dl_dq():
     """Batch-last kernel in chunks (last chunk padded) = vmap(moment_arms) = -jacfwd(L) = previous path."""
     model = random_paths(random_tree(5, n_bodies=7, n_coordinates=4), 5, n_muscles=8)

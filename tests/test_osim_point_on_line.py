@@ -165,6 +165,7 @@ def _both_routes(loop, q):
     return loop_values(loop, q, "implicit"), loop_values(loop, q, "projection")
 
 
+@pytest.mark.extended  # 30 s; the solved poses are checked against OpenSim's constraints in CI (validation)
 def test_derivatives_match_finite_differences_and_projection(variant):
     """On the variant (as written, H = 0 identically)."""
     model = variant[0]

@@ -94,6 +94,7 @@ def test_synthetic_matches_slsqp():
     assert n_active > 0  # the bounds were exercised
 
 
+@pytest.mark.extended  # 27 s against SciPy's SLSQP; static optimization is checked against OpenSim's in CI
 def test_gait_residual_frame_matches_slsqp():
     """A Gait2354 frame with 54 muscles, 6 pelvis residuals and 17 coordinate reserves (23 rows, 83
     columns, row-scaled A spanning 1e-3..1): the previous primal-dual active-set polish cycled on

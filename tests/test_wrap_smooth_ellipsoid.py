@@ -111,6 +111,7 @@ def test_geodesic_keeps_joachimsthals_integral(triaxial):
         np.testing.assert_allclose(np.sum(x**2 / RADII**2, axis=1), 1.0, atol=1e-8)  # on the surface
 
 
+@pytest.mark.extended  # 23 s; moment arms = -dL/dq in both modes over the smooth ellipsoid run in CI (test_wrap_smooth_paths)
 def test_envelope_gradients_and_central_differences(triaxial):
     """∂L/∂P = unit(P − T1), ∂L/∂S = unit(S − T2) at the solution (envelope theorem), and reverse mode
     through the implicit derivatives equals central differences in the semi-axes."""

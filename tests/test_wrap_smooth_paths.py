@@ -263,6 +263,7 @@ def _hinge_ellipsoid(radii):
     return with_muscles(model, paths)
 
 
+@pytest.mark.extended  # 15 s; the sphere and ellipsoid paths are each checked against closed forms in CI
 def test_ellipsoid_with_equal_semi_axes_is_the_sphere():
     thetas = np.linspace(2.3, 3.1, 9)[:, None]
     ell = _lengths(smooth_wrapping(_hinge_ellipsoid((R, R, R))), thetas)
