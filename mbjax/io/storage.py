@@ -17,7 +17,8 @@ Two table formats are read and written (both open in OpenSim 4.6):
   ``DataType=double``, ``version=3``, ``OpenSimVersion=...``, ``endheader``, then the same columns.
 
 Anything before ``endheader`` of the form ``key=value`` goes into :attr:`Table.metadata`; other header
-lines (the Storage name and free text) are kept in ``metadata["name"]`` / ``metadata["description"]``.
+lines (the Storage name and free text) are kept in ``metadata["name"]`` / ``metadata["description"]``;
+``metadata["source_file"]`` is the path the table was read from (for messages; never written back).
 ``inDegrees`` is read as OpenSim reads it (``yes``/``no``; absent = ``no``, ``Storage``'s default).
 The first column must be labelled ``time`` and no label may repeat; times must be finite and
 increase (a repeated time is refused in files OpenSim reads as a ``TimeSeriesTable``, warned about
