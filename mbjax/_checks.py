@@ -98,6 +98,15 @@ def as_array(x, name: str, shape: Sequence[int | None], dims: Sequence[str | int
     return arr
 
 
+def broadcasts_to(shape, target) -> bool:
+    """Whether an array of ``shape`` broadcasts to exactly ``target`` (no new or larger axes): the
+    rule for per-element parameters given as one number, one per trailing axis, or one per element."""
+    try:
+        return np.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
+    except ValueError:
+        return False
+
+
 def real_array(x, not_array: str, not_real: str, show_value: bool = False):
     """``x`` as a real (integer or floating) JAX array; else ``TypeError``: ``not_array`` and the
     type (and, with ``show_value``, the value) when it is no array at all, ``not_real`` and the dtype

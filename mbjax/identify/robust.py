@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import all_of, not_finite, real_array
+from .._checks import all_of, broadcasts_to, not_finite, real_array
 
 
 def huber_residual(r, delta):
@@ -78,11 +78,7 @@ def options(weights, huber, shape, dims: str, builder: str):
     if weights is None:
         return None
     w = jnp.asarray(weights)
-    try:
-        ok = np.broadcast_shapes(tuple(w.shape), shape) == shape
-    except ValueError:
-        ok = False
-    if not ok:
+    if not broadcasts_to(w.shape, shape):
         raise ValueError(f"{builder}: weights has shape {tuple(w.shape)}, which does not broadcast to the residuals "
                          f"{dims} = {shape}; give one weight per residual, per trailing axis (e.g. per column), or "
                          "a scalar (a weight per sample: weights[:, None])")

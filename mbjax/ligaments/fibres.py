@@ -47,11 +47,7 @@ def _law_arrays(where: str, **arrays):
                                        f"{where}: {name} must be real")
     shape = tuple(out["strain"].shape)
     for name, a in out.items():
-        try:
-            ok = np.broadcast_shapes(tuple(a.shape), shape) == shape
-        except ValueError:
-            ok = False
-        if not ok:
+        if not _checks.broadcasts_to(a.shape, shape):
             raise ValueError(f"{where}: {name} has shape {tuple(a.shape)}, strain {shape}: give one value per fibre "
                              "(the strain's shape) or one number")
     return out

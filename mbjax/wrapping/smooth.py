@@ -248,11 +248,7 @@ def geodesic_inputs(where: str, p1, p2, radius, radius_name: str = "radius", rad
         raise ValueError(f"{where}: {radius_name} must have shape (..., 3) (the semi-axes along x, y, z), "
                          f"got {tuple(radius.shape)}")
     own = radius.shape[:-1] if radius_axis else radius.shape
-    try:
-        fits = np.broadcast_shapes(own, batch) == batch
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _checks.broadcasts_to(own, batch):
         expect = "(..., 3) semi-axes whose leading axes" if radius_axis else "a scalar or an array that"
         raise ValueError(f"{where}: {radius_name} must be {expect} broadcast to the points' batch shape "
                          f"{tuple(batch)}, got {tuple(radius.shape)} (one surface per pair of points; "
@@ -311,11 +307,7 @@ def cylinder_geodesic(p1, p2, radius, allowed=None) -> Geodesic:
     p1, p2, radius = geodesic_inputs("cylinder_geodesic", p1, p2, radius, extra=extra)
     if allowed is not None:
         batch = np.broadcast_shapes(p1.shape[:-1], p2.shape[:-1])
-        try:
-            fits = np.broadcast_shapes(allowed.shape[:-1], batch) == batch
-        except ValueError:
-            fits = False
-        if not fits:
+        if not _checks.broadcasts_to(allowed.shape[:-1], batch):
             raise ValueError(f"cylinder_geodesic: allowed {tuple(allowed.shape)} must have leading axes that "
                              f"broadcast to the points' batch shape {tuple(batch)}")
         p1, p2 = jnp.broadcast_to(p1, batch + (3,)), jnp.broadcast_to(p2, batch + (3,))
