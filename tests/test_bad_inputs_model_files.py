@@ -11,21 +11,11 @@ import pytest
 
 from mbjax.io import load_osim
 from mbjax.io.osim_summary import summarize_osim
+from _osim_text import replace_once as _sub, write_text as _write
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "mbjax", "models", "data")
 PENDULUM = open(os.path.join(DATA, "double_pendulum.osim")).read()
 ARM26 = open(os.path.join(DATA, "arm26.osim")).read()
-
-
-def _write(tmp_path, text, name="model.osim"):
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
-
-
-def _sub(text, old, new, count=1):
-    assert old in text, old
-    return text.replace(old, new, count)
 
 
 def _no_warnings_load(path, **kwargs):

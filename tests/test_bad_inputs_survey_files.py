@@ -20,6 +20,7 @@ from mbjax.io import load_osim, read_storage, read_trc, write_storage
 from mbjax.io.osim_classes import CURVE_PROPERTIES, MUSCLE_TYPES, PATH_FORCE_FUNCTIONS, PATH_FORCE_PROPERTIES
 from mbjax.io.osim_summary import _parse, summarize_osim
 from mbjax.io.table import Table
+from _osim_text import replace_once as _sub, write_text as _write
 
 DATA = os.path.dirname(mbjax.models.model_path("arm26"))
 ARM26 = open(mbjax.models.model_path("arm26")).read()
@@ -27,17 +28,6 @@ PENDULUM = open(os.path.join(DATA, "double_pendulum.osim")).read()
 TRC = os.path.join(os.path.dirname(__file__), "data", "opensim_models", "arm26_ik", "arm26_elbow_flex.trc")
 #: ``Muscle::constructProperties``: OpenSim's default maximum isometric force
 OPENSIM_DEFAULT_MAX_ISOMETRIC_FORCE = 1000.0
-
-
-def _write(tmp_path, text, name="model.osim"):
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
-
-
-def _sub(text, old, new, count=1):
-    assert old in text, old
-    return text.replace(old, new, count)
 
 
 def _load(path, **kwargs):

@@ -1,0 +1,15 @@
+"""Small helpers of the tests that edit an ``.osim`` file's text: write it into ``tmp_path``, and
+replace a piece of it that must be there."""
+
+
+def write_text(tmp_path, text, name="model.osim"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def replace_once(text, old, new, count=1):
+    """``text`` with ``old`` replaced (``count`` times); ``old`` must occur (a test that edits
+    nothing would pass for the wrong reason)."""
+    assert old in text, old
+    return text.replace(old, new, count)
