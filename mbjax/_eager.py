@@ -26,8 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import checks_enabled
+from ._model import require_model
 from ._ranges import RUNTIME_ERRORS as _RUNTIME_ERRORS
-from ._ranges import name_range_violation
+from ._ranges import name_range_violation, warn_far_outside_ranges
 
 
 def _as_input(x):
@@ -53,9 +54,13 @@ def compiled_when_eager(fn):
 
     @functools.wraps(fn)
     def public(model, *args, **kwargs):
+        require_model(model, fn.__name__)
         args = tuple(_as_input(a) for a in args)
+        checks_on = checks_enabled()
+        if checks_on and args:
+            warn_far_outside_ranges(model, args[0], fn.__name__)
         try:
-            return jitted(checks_enabled(), model, *args, **{k: _as_input(v) for k, v in kwargs.items()})
+            return jitted(checks_on, model, *args, **{k: _as_input(v) for k, v in kwargs.items()})
         except _RUNTIME_ERRORS as e:
             name_range_violation(e, model, args)
             raise

@@ -29,6 +29,14 @@ from .maps._base import AbstractJointMap
 GROUND = "ground"
 
 
+def require_model(model, where: str) -> None:
+    """Refuse a first argument that is not a :class:`Model` (a path, a name, None), saying how to get one."""
+    if not isinstance(model, Model):
+        hint = (f" (a file name? load it with mbjax.io.load_osim({model!r}) or mbjax.models.load({model!r}))"
+                if isinstance(model, str) else "")
+        raise TypeError(f"{where}: the first argument must be an mbjax Model, got {type(model).__name__}{hint}")
+
+
 class Model(eqx.Module):
     """A body tree with empirical joint maps.
 

@@ -11,6 +11,8 @@ Public functions called eagerly re-raise the run-time error with this list
 from __future__ import annotations
 
 import functools
+import os
+import warnings
 from typing import NamedTuple
 
 import equinox as eqx
@@ -115,6 +117,58 @@ def describe_range_violations(model: Model, q, limit: int = 10) -> str:
     if len(found) > limit:
         lines.append(f"... and {len(found) - limit} more")
     return "\n".join(lines)
+
+
+class CoordinateRangeWarning(UserWarning):
+    """A pose given to a public function lies far outside a coordinate's ``<range>`` in the model file."""
+
+
+def warn_far_outside_ranges(model, q, where: str) -> None:
+    """Warn, naming the coordinate, when a concrete pose leaves a coordinate's range by more than its width.
+
+    The core functions compute anywhere (sweeps past a joint's range are legitimate), so this is a
+    warning, given only for eager calls on models read from a file with coordinate ranges: the
+    common mistake it catches is a pose in degrees (or millimetres), which no range check at the
+    edge of a range would tell from a real pose.  Unbounded ranges (wider than 1000) are skipped.
+    """
+    info = getattr(model, "extras", {}).get("osim")
+    lower, upper = getattr(info, "lower", None), getattr(info, "upper", None)
+    if lower is None or upper is None or isinstance(q, jax.core.Tracer):
+        return
+    try:
+        values = np.asarray(q, dtype=float)
+    except (TypeError, ValueError):
+        return
+    nq = model.n_coordinates
+    if values.ndim not in (1, 2) or values.shape[-1] != nq or np.shape(lower) != (nq,):
+        return
+    values = values.reshape(-1, nq)
+    lo, hi = np.asarray(lower, float), np.asarray(upper, float)
+    width = hi - lo
+    kinds = tuple(getattr(info, "motion_types", ())) or ("rotational",) * nq
+    found = []
+    with np.errstate(invalid="ignore"):
+        vmin, vmax = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+    for j in range(nq):
+        if not (np.isfinite(width[j]) and 0 < width[j] <= 1e3):
+            continue
+        far_low, far_high = vmin[j] < lo[j] - width[j], vmax[j] > hi[j] + width[j]
+        if not (far_low or far_high):
+            continue
+        value = vmin[j] if far_low else vmax[j]
+        unit, factor, other, beyond = ("m", 1e-3, "millimetres", 10.0) if kinds[j] == "translational" else \
+            ("rad", np.pi / 180, "degrees", 2 * np.pi)
+        within = (max(abs(vmin[j]), abs(vmax[j])) > beyond  # more than a full turn (10 m): not a pose
+                  and lo[j] - width[j] <= vmin[j] * factor and vmax[j] * factor <= hi[j] + width[j])
+        hint = f" (it looks like {other}: mbjax takes {'metres' if unit == 'm' else 'radians'})" if within else ""
+        found.append(f"{model.coordinate_names[j]!r} = {value:.6g} outside [{lo[j]:.6g}, {hi[j]:.6g}] {unit}{hint}")
+    if found:
+        source = getattr(info, "source", None)
+        of = f" of {os.path.basename(source)}" if isinstance(source, str) else ""
+        warnings.warn(f"{where}: the pose is outside the coordinate ranges{of} by more than each range's width: "
+                      + "; ".join(found[:6]) + (f"; and {len(found) - 6} more" if len(found) > 6 else "")
+                      + " (computed anyway; mbjax.config.checks(False) silences this)",
+                      CoordinateRangeWarning, stacklevel=3)
 
 
 #: what a failed ``eqx.error_if`` raises: Equinox's error under ``filter_jit``, XLA's otherwise
