@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax._ranges import CoordinateRangeWarning
+from mbjax.config import CoordinateRangeWarning
 
 jax.config.update("jax_enable_x64", True)
 
