@@ -184,6 +184,34 @@ def all_of(x, conditions):
     return eqx.branched_error_if(x, jnp.any(bads), jnp.argmax(bads), messages)
 
 
+def names(x, what: str, where: str) -> tuple[str, ...]:
+    """A list of names as a tuple of str; a lone string is one name (never split into characters).
+
+    ``what`` is the argument (``"muscles"``), ``where`` the function; anything but a string or an
+    iterable of strings raises ``TypeError`` naming the argument and the offending item.
+    """
+    if isinstance(x, str):
+        return (x,)
+    try:
+        items = tuple(x)
+    except TypeError:
+        raise TypeError(f"{where}: {what} must be a name or a list of names (str), got {type(x).__name__}: "
+                        f"{x!r}") from None
+    bad = [v for v in items if not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"{where}: {what} must be names (str), got {type(bad[0]).__name__} {bad[0]!r} in {list(items)!r}")
+    return items
+
+
+def in_unit_interval(x, name: str, names: Sequence[str], context: str = ""):
+    """The rule ``(bad, messages)`` of :func:`all_of` that ``x (n,)`` lies in [0, 1], a message per entry
+    naming it (``names``: one per entry, e.g. the muscles)."""
+    bad = (x < 0) | (x > 1)
+    if jnp.shape(x) != (len(names),):  # a shape error is raised elsewhere: one message here
+        return bad, f"{name} must be in [0, 1]{context}"
+    return bad, [f"{name} must be in [0, 1]{context}: {n!r} is outside" for n in names]
+
+
 def names_context(kind: str, names: Sequence[str], limit: int = 8) -> str:
     """`` for muscles ('a', 'b', ...)`` with at most ``limit`` names shown."""
     shown = ", ".join(repr(n) for n in names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")

@@ -38,7 +38,7 @@ from ._kinematics import Kinematics, body_poses, check_vector, forward_pass
 from ._kinematics_kron import pose_derivatives_kron
 from ._loads import ExternalLoads
 from ._wrenches import _joint_torques, _ops_of, subtree_wrenches
-from ._model import Model
+from ._model import Model, require_model
 
 # --------------------------------------------------------------------------------------------
 # Newton-Euler and composite-rigid-body kernels on the kinematics pass (batch last)
@@ -317,6 +317,7 @@ def mass_matrix_kron(model: Model, q, derivs=None):
     Literal Kronecker products (Python loop over bodies): a test oracle, not a fast path.
     ``derivs`` may pass ``(B, D, D')`` lists in the paper's layout.
     """
+    require_model(model, "mass_matrix_kron")
     nq, _, d, _, dtype, jmat = _kron_setup(model, q, derivs)
     eye4 = jnp.eye(4, dtype=dtype)
     u = _kron.commutation_matrix(nq, 4, dtype)
@@ -339,6 +340,7 @@ def bias_forces_kron(model: Model, q, qd, derivs=None):
     i.e. Eq. 145 with D_iᵀ → D'_iᵀ and q̈ → q̇ ⊗ q̇ (Eq. 147 as printed repeats Eq. 145, see
     ERRATA).  Returns N q̇ = Σ_i N_i q̇ ``(nq,)`` (Eq. 190).
     """
+    require_model(model, "bias_forces_kron")
     qd = _vector(model, qd, "qd")
     nq, _, d, dd, dtype, jmat = _kron_setup(model, q, derivs)
     eye4 = jnp.eye(4, dtype=dtype)
@@ -373,6 +375,7 @@ def gravity_forces_kron(model: Model, q, derivs=None):
 
 def kinetic_energy(model: Model, q, qd):
     """T = ½ Σ_i trace(Ṫ_i J_i Ṫ_iᵀ) with Ṫ_i = jvp of the world poses and J_i of Eq. 131."""
+    require_model(model, "kinetic_energy")
     q, qd = _vector(model, q, "q"), _vector(model, qd, "qd")
     _, tdot = jax.jvp(lambda x: body_poses(model, x), (q,), (qd,))
     jmat = model.pseudo_inertia().astype(tdot.dtype)
@@ -414,6 +417,7 @@ def inverse_dynamics_lagrangian(model: Model, q, qd, qdd):
 
 def total_energy(model: Model, q, qd):
     """T + V (gravity only), for energy-conservation checks."""
+    require_model(model, "total_energy")
     return kinetic_energy(model, q, qd) + potential_energy(model, q)
 
 

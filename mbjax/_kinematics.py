@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _checks
-from ._model import Model
+from ._model import Model, require_model
 from ._batching import Small, batch_last, materialize
 from ._spatial import inverse_transform, skew
 
@@ -419,6 +419,7 @@ def joint_matrices(model: Model) -> jnp.ndarray:
 
 def joint_transforms(model: Model, f) -> jnp.ndarray:
     """Parent-to-child transforms ᵖʳ⁽ⁱ⁾ᵢA₄ = O_i J_i(f_i) (Eq. 38-39), ``(nb, 4, 4)``."""
+    require_model(model, "joint_transforms")
     f = jnp.asarray(f)
     nf = model.axis.shape[0]
     if f.ndim < 1 or f.shape[0] != nf:

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from . import _checks
 from ._eager import compiled_when_eager
 from ._kinematics import PoseDerivatives, body_poses, check_vector, pose_derivatives
-from ._model import Model
+from ._model import Model, require_model
 from ._spatial import homogeneous
 
 
@@ -26,6 +26,7 @@ def point_positions(model: Model, q, body, points) -> jnp.ndarray:
 
 def point_velocity(model: Model, q, qd, body, points, derivs: PoseDerivatives | None = None):
     """Velocity of body-fixed points, ⁰v = D_iᵀ([r; 1] ⊗ q̇) (Eq. 44)."""
+    require_model(model, "point_velocity")
     i = model.body_index(body)
     qd = check_vector(model, qd, "qd")
     derivs = pose_derivatives(model, q, order=1) if derivs is None else derivs
@@ -36,11 +37,13 @@ def point_velocity(model: Model, q, qd, body, points, derivs: PoseDerivatives | 
 
 def virtual_displacement(model: Model, q, dq, body, points, derivs: PoseDerivatives | None = None):
     """Virtual displacement δ⁰r = D_iᵀ([r; 1] ⊗ δq) of body-fixed points (Eq. 46)."""
+    require_model(model, "virtual_displacement")
     return point_velocity(model, q, check_vector(model, dq, "dq"), body, points, derivs)
 
 
 def point_acceleration(model: Model, q, qd, qdd, body, points, derivs: PoseDerivatives | None = None):
     """Acceleration ⁰a = D'_iᵀ([r; 1] ⊗ q̇ ⊗ q̇) + D_iᵀ([r; 1] ⊗ q̈) (Eq. 57)."""
+    require_model(model, "point_acceleration")
     i = model.body_index(body)
     qd, qdd = check_vector(model, qd, "qd"), check_vector(model, qdd, "qdd")
     derivs = pose_derivatives(model, q, order=2) if derivs is None else derivs

@@ -19,7 +19,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ._model import Model
+from ._model import Model, require_model
 
 
 class RangeViolation(NamedTuple):
@@ -61,6 +61,7 @@ def range_violations(model: Model, q) -> list[RangeViolation]:
     The slack is :func:`mbjax.maps._base.range_guard`'s (1e-12 of the span), so the list is empty
     exactly when the compiled check passes.
     """
+    require_model(model, "range_violations")
     q = np.asarray(q, dtype=float)
     nq = model.n_coordinates
     if q.ndim not in (1, 2) or q.shape[-1] != nq:
@@ -133,8 +134,8 @@ def warn_far_outside_ranges(model, q, where: str) -> None:
     """
     info = getattr(model, "extras", {}).get("osim")
     lower, upper = getattr(info, "lower", None), getattr(info, "upper", None)
-    if lower is None or upper is None or isinstance(q, jax.core.Tracer):
-        return
+    if lower is None or upper is None or any(isinstance(a, jax.core.Tracer) for a in (q, lower, upper)):
+        return  # traced (under jit, vmap, or grad with respect to the model): nothing concrete to judge
     try:
         values = np.asarray(q, dtype=float)
     except (TypeError, ValueError):
@@ -147,8 +148,9 @@ def warn_far_outside_ranges(model, q, where: str) -> None:
     width = hi - lo
     kinds = tuple(getattr(info, "motion_types", ())) or ("rotational",) * nq
     found = []
-    with np.errstate(invalid="ignore"):
-        vmin, vmax = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+    finite = np.isfinite(values)  # NaN and inf are the run-time checks' business
+    vmin = np.min(np.where(finite, values, np.inf), axis=0)
+    vmax = np.max(np.where(finite, values, -np.inf), axis=0)
     for j in range(nq):
         if not (np.isfinite(width[j]) and 0 < width[j] <= 1e3):
             continue

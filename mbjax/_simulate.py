@@ -30,6 +30,7 @@ naming the diffrax result.  With ``throw=False`` inspect ``solution.result`` and
 
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 import diffrax
@@ -136,6 +137,32 @@ def _check_options(dt0, rtol, atol, max_steps, solver, who: str, tolerances: boo
                 if not np.all(np.isfinite(v)) or np.any(v < 0):
                     raise ValueError(f"{who}: {name} must be finite and >= 0, got {v}")
     return None if max_steps is None else int(max_steps)
+
+
+def _check_callable(fn, name: str, model, t0, q0, qd0, who: str = "simulate"):
+    """``controls``/``forces`` must take ``(t, q, qd)``; called eagerly (concrete inputs, checks on) at
+    ``t0`` once, so a wrong shape or a NaN is named now rather than as a failed solve."""
+    if not callable(fn):
+        raise TypeError(f"{who}: {name} must be a callable, got {type(fn).__name__}; it takes (t, q, qd) and "
+                        "returns generalized forces (nq,)")
+    label = getattr(fn, "__name__", type(fn).__name__)
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: checked when traced
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(t0, q0, qd0)
+        except TypeError:
+            raise TypeError(f"{who}: {name} must take three arguments (t, q, qd) and return generalized forces "
+                            f"(nq,) = ({model.n_coordinates},); {label}{signature} does not") from None
+    if not _checks.checks_enabled() or any(_is_traced(x) for x in (t0, q0, qd0)):
+        return
+    out = np.asarray(_generalized(fn(t0, q0, qd0), name, q0, model, who))
+    if not np.all(np.isfinite(out)):
+        bad = [model.coordinate_names[j] for j in np.nonzero(~np.isfinite(np.atleast_1d(out)))[0]]
+        raise ValueError(f"{who}: {name}(t0, q0, qd0) returned NaN or inf for coordinates {bad} (t0 = {t0}); "
+                         "it must return finite generalized forces")
 
 
 def _initial_state(model, q0, qd0, who: str):
@@ -279,13 +306,16 @@ def simulate(
     dtype = q0.dtype
     _check_interval(t0, t1)
     max_steps = _check_options(dt0, rtol, atol, max_steps, solver, "simulate", tolerances=stepsize_controller is None)
-    for name, fn in (("controls", controls), ("forces", forces), ("vector_field", vector_field)):
-        if fn is not None and not callable(fn):
-            raise TypeError(f"simulate: {name} must be a callable, got {type(fn).__name__}")
+    if vector_field is not None and not callable(vector_field):
+        raise TypeError(f"simulate: vector_field must be a callable, got {type(vector_field).__name__}")
     # non-weak arrays of the state's dtype: Python floats, NumPy scalars and arrays all give the
     # same abstract signature, so new values never re-trace
     t0 = jnp.asarray(t0, dtype=dtype)
     t1 = jnp.asarray(t1, dtype=dtype)
+    if vector_field is None:
+        for name, fn in (("controls", controls), ("forces", forces)):
+            if fn is not None:
+                _check_callable(fn, name, model, t0, q0, qd0)
     if dt0 is not None:
         dt0 = jnp.asarray(dt0, dtype=dtype)
     if solver is None:

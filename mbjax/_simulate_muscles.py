@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from . import _checks
 from ._checks import checks
 from ._dynamics import _forward_dynamics
-from ._model import Model
+from ._model import Model, require_model
 from ._simulate import (_as_saveat, _check_interval, _check_options, _checked_end_time, _checked_saveat, _generalized,
                         _initial_state)
 from .muscles.fiber_dynamics import effective_activation, lengths_speeds_rule, muscle_derivatives, tendon_kinds
@@ -51,6 +51,7 @@ from .muscles.parameter_rules import parameter_rules
 from .muscles.parameters import hill_parameters
 from .muscles.path_set import get_paths
 from .muscles.paths import path_point_rules, wrap_dimension_rules
+from .muscles.pose_warning import warns_for_pose
 
 #: OpenSim's ``ActivationFiberLengthMuscle::default_activation``
 DEFAULT_ACTIVATION = 0.05
@@ -137,10 +138,12 @@ def _real_state(x, name: str, nm: int, dtype):
     return arr.astype(dtype)
 
 
+@warns_for_pose
 def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, moment_arms: str = "geometric"):
     """OpenSim's ``equilibrateMuscles``: equilibrium fibre lengths ``(nm,)`` at (q, q̇, a) (the
     excitation stands for the activation where ``ignore_activation_dynamics``); ``moment_arms``
     picks the path speed as in :func:`simulate_muscles`."""
+    require_model(model, "initial_fiber_lengths")
     rule = lengths_speeds_rule(moment_arms)
     ctx = _checks.coordinates_context(model)
     names = model.extras["muscles"].names if "muscles" in model.extras else ()
@@ -151,14 +154,14 @@ def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, mome
     rules = [_checks.not_finite(q, "initial_fiber_lengths: q", ctx),
              _checks.not_finite(qd, "initial_fiber_lengths: qd", ctx),
              _checks.not_finite(activation, "initial_fiber_lengths: activation", mctx),
-             ((activation < 0) | (activation > 1), f"initial_fiber_lengths: activation must be in [0, 1]{mctx}"),
+             _checks.in_unit_interval(activation, "initial_fiber_lengths: activation", names, mctx),
              *path_point_rules(model, "initial_fiber_lengths"),
              *wrap_dimension_rules(model, "initial_fiber_lengths"),
              *parameter_rules(get_paths(model), "initial_fiber_lengths")]
     if excitation is not None:
         excitation = _checks.as_array(excitation, "excitation", (len(names),), ("nm",), mctx)
         rules += [_checks.not_finite(excitation, "initial_fiber_lengths: excitation", mctx),
-                  ((excitation < 0) | (excitation > 1), f"initial_fiber_lengths: excitation must be in [0, 1]{mctx}")]
+                  _checks.in_unit_interval(excitation, "initial_fiber_lengths: excitation", names, mctx)]
     q = _checks.all_of(q, rules)
     with checks(False):
         L, V, _ = rule(model, q, qd)
@@ -181,10 +184,10 @@ def _integrate_muscles(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_c
     u0 = jnp.asarray(field.excitations(t0))
     y0 = y0._replace(q=_checks.all_of(q0, [
         *((~jnp.isfinite(x), f"simulate_muscles: initial {n} is not finite") for x, n in zip(y0, MuscleSimState._fields)),
-        ((a0 < 0) | (a0 > 1), f"simulate_muscles: activation0 must be in [0, 1]{mctx}"),
+        _checks.in_unit_interval(a0, "simulate_muscles: activation0", _muscle_names(model), mctx),
         (l0 < 0, f"simulate_muscles: fiber_length0 must be >= 0 (m){mctx}"),
         _checks.not_finite(u0, "simulate_muscles: excitations(t0)", mctx),
-        ((u0 < 0) | (u0 > 1), f"simulate_muscles: excitations(t0) must be in [0, 1]{mctx}")]))
+        _checks.in_unit_interval(u0, "simulate_muscles: excitations(t0)", _muscle_names(model), mctx)]))
     return diffrax.diffeqsolve(
         diffrax.ODETerm(field),
         solver,
@@ -316,11 +319,11 @@ def muscle_vector_field(model: Model, t, state: MuscleSimState, excitations, mom
              _checks.not_finite(q, f"{who}: state.q", ctx),
              _checks.not_finite(qd, f"{who}: state.qd", ctx),
              _checks.not_finite(a, f"{who}: state.activation", mctx),
-             ((a < 0) | (a > 1), f"{who}: state.activation must be in [0, 1]{mctx}"),
+             _checks.in_unit_interval(a, f"{who}: state.activation", names, mctx),
              _checks.not_finite(lce, f"{who}: state.fiber_length", mctx),
              (lce < 0, f"{who}: state.fiber_length must be >= 0 (m){mctx}"),
              _checks.not_finite(u, f"{who}: excitations", mctx),
-             ((u < 0) | (u > 1), f"{who}: excitations must be in [0, 1]{mctx}"),
+             _checks.in_unit_interval(u, f"{who}: excitations", names, mctx),
              *path_point_rules(model, who),
              *wrap_dimension_rules(model, who),
              *parameter_rules(get_paths(model), who)]

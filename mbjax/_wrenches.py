@@ -14,7 +14,7 @@ import numpy as np
 from . import _checks
 from ._batching import Small, batch_last
 from ._kinematics import Kinematics, _motion_subspace, body_poses, check_vector, forward_pass
-from ._model import Model
+from ._model import Model, require_model
 
 
 def _ops_of(kin: Kinematics) -> Small:
@@ -65,6 +65,7 @@ def generalized_forces(model: Model, q, bodies, points, forces, torques=None):
     applications may be passed without the leading axis.  Every applied load (muscle, ligament,
     contact) reaches the coordinates through :func:`body_wrench_forces`.
     """
+    require_model(model, "generalized_forces")
     if isinstance(bodies, (str, int, np.integer)):
         bodies = [bodies]
         points = jnp.asarray(points)[None]
@@ -104,6 +105,7 @@ def body_wrench_forces(model: Model, q, wrench):
     """Generalized force Q ``(nq,)`` of body-frame wrenches ``(nb, 6)`` = [moment about the body
     origin; force], both in body axes: Q = Fᵀ τ_θ with τ_θ the joint components of their subtree sums.
     """
+    require_model(model, "body_wrench_forces")
     wrench = _checks.as_array(wrench, "wrench", (model.n_bodies, 6), ("nb", 6), f" for bodies {model.body_names}")
     wrench = _checks.finite(wrench, "wrench")
     return batch_last(_wrench_kernel)(model, check_vector(model, q, "q"), wrench)

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._model import require_model
 from . import _checks
 from ._kinematics import body_poses
 
@@ -144,6 +145,7 @@ def _checked(model, markers: "Markers", q, where: str):
 
 def marker_positions(model, markers: Markers, q) -> jnp.ndarray:
     """World positions ``(nm, 3)`` of the markers at pose ``q`` (``⁰A_b [r; 1]``, Eq. 41)."""
+    require_model(model, "marker_positions")
     q = _checked(model, markers, q, "marker_positions")
     with _checks.checks(False):  # checked above
         poses = body_poses(model, q)

@@ -22,6 +22,7 @@ from .common import (
     load_model,
 )
 from .moment_arms_sweep import curve_styles
+from ..io.xml_booleans import BOOL_TEXT
 
 
 def _setup_model(args, tool):
@@ -94,7 +95,7 @@ def tools_of_setup(path: str) -> tuple[str, ...]:
         found, off = [], []
         for element, name in _ANALYSES:
             for el in tool.iter(element):
-                on = (el.findtext("on") or "true").strip().lower() != "false"
+                on = BOOL_TEXT.get((el.findtext("on") or "true").strip().lower(), True)  # bad text: the reader refuses it
                 (found if on else off).append(name)
                 break
         others = sorted({el.tag for analyses in tool.iter("AnalysisSet") for objs in analyses.iter("objects")

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._kinematics import body_poses
-from .._model import Model
+from .._model import Model, require_model
 from .. import _checks
 
 
@@ -140,6 +140,7 @@ class ForceSet(eqx.Module):
 
 def with_force_elements(model: Model, *elements: ForceElement) -> Model:
     """A copy of ``model`` whose force set also holds ``elements`` (stacks of one kind each)."""
+    require_model(model, "with_force_elements")
     for e in elements:
         if e is not None and not isinstance(e, ForceElement):
             raise TypeError(f"with_force_elements: {type(e).__name__} {str(e)[:80]!r} is not a ForceElement "
@@ -161,6 +162,7 @@ def model_forces(model: Model, q, qd):
     Zero for a model without any.  Add it to the right side of Eq. 198; for :func:`mbjax.simulate`
     pass ``forces=ModelForces(model)``.
     """
+    require_model(model, "model_forces")
     ctx = _checks.coordinates_context(model)
     q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)
     if not jnp.issubdtype(q.dtype, jnp.inexact):

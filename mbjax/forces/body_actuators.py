@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import _checks
 from .._loads import ExternalLoads
-from .._model import GROUND
+from .._model import GROUND, require_model
 
 
 class CoordinateActuator(NamedTuple):
@@ -164,6 +164,7 @@ def actuator_matrix(model, actuators, q):
     of the unit loads (body-wrench recursion) and to the loads' power (``tests/test_body_actuators.py``).
     It replaced a ``vmap`` of that recursion over the actuators, a large share of a static
     optimization program with pelvis residuals."""
+    require_model(model, "actuator_matrix")
     from .._kinematics import forward_pass
 
     if isinstance(actuators, (str, PointActuator, TorqueActuator, CoordinateActuator)):

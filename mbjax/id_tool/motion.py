@@ -4,6 +4,7 @@ dynamics of all frames in one program, and the forces excluded."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import NamedTuple
 
@@ -16,8 +17,11 @@ from .. import _checks
 from .._batching import padded_length
 from .._dynamics import inverse_dynamics
 from .._loads import ExternalLoads
+from .._model import require_model
+from ..io.arguments import name_list, positive_int, real_number
+from ..io.external_loads import ExternalLoadsFile, read_external_loads
 from ..io.signal import NaturalSpline, lowpass_storage
-from ..io.motion_ranges import warn_outside_ranges
+from ..io.motion_ranges import warn_outside_ranges, warn_radians_as_degrees
 from ..io.storage import Table, _rotational
 
 
@@ -132,6 +136,8 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
                          f"{float(time[r]):.6g} s); the coordinate splines need finite values")
     first, last = float(time[0]), float(time[-1])
     time_range = _clip_time_range(time_range, first, last, source, tool)
+    if lowpass_cutoff is not None:
+        lowpass_cutoff = real_number(lowpass_cutoff, "lowpass_cutoff", tool)
     if lowpass_cutoff is not None and not np.isfinite(lowpass_cutoff):
         raise ValueError(f"lowpass_cutoff must be a finite frequency (Hz), or negative for no filtering; got "
                          f"{lowpass_cutoff!r}")
@@ -158,6 +164,8 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
         scale = np.ones(len(present))
     y = data[:, [cols[n] for n in present]] * scale
     warn_outside_ranges(model, present, y, source, coordinates.in_degrees, stacklevel=4)
+    if coordinates.in_degrees:
+        warn_radians_as_degrees(model, present, y, source, last - first, stacklevel=4)
     spline = NaturalSpline(time, y, 5)
     t0, t1 = (-np.inf, np.inf) if time_range is None else (float(time_range[0]), float(time_range[1]))
     start, final = max(time[0], t0), min(time[-1], t1)
@@ -165,9 +173,7 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
         raise ValueError(f"{source}: time range {time_range} does not overlap the file's times [{first:.6g}, "
                          f"{last:.6g}] s")
     a, b = _find_index(time, start), _find_index(time, final)
-    k = int(step_interval)
-    if k < 1 or k != step_interval:
-        raise ValueError(f"step_interval must be a positive integer, got {step_interval!r}")
+    k = positive_int(step_interval, "step_interval", tool)
     rows = np.arange(a, b + 1)
     rows = rows[(rows == a) | (rows == b) | (rows % k == 0)]
     t = time[rows]
@@ -247,10 +253,11 @@ def inverse_dynamics_frames(model, q, qd, qdd, external=None, *, forces: bool = 
     Frames run in chunks of ``chunk`` (the last padded; a trial shorter than ``chunk`` is padded to
     the next quarter octave, :func:`padded_length`): one compilation per model, load structure and
     padded length."""
+    require_model(model, "inverse_dynamics_frames")
+    C = positive_int(chunk, "chunk", "inverse_dynamics_frames")
     q, qd, qdd, external = check_frames(model, q, qd, qdd, external)
     T = q.shape[0]
     dyn = dynamics_model(model)  # muscles etc. are not traced
-    C = max(1, int(chunk))
     C = min(C, padded_length(T))  # a short trial: the next quarter octave, not a whole chunk
     out = np.empty_like(q)
     host = None if external is None else jax.tree_util.tree_map(np.asarray, external)
@@ -326,14 +333,32 @@ def _labels(model) -> tuple[str, ...]:
     return tuple(n + ("_moment" if r else "_force") for n, r in zip(names, rot))
 
 
+def external_loads_file(external_loads, where: str):
+    """``external_loads`` as an :class:`ExternalLoadsFile` or None: a path to an ExternalLoads .xml is
+    read (:func:`mbjax.io.read_external_loads`); another type is refused saying what is accepted."""
+    if external_loads is None or isinstance(external_loads, ExternalLoadsFile):
+        return external_loads
+    if isinstance(external_loads, (str, os.PathLike)):
+        return read_external_loads(external_loads)
+    raise TypeError(f"{where}: external_loads must be an ExternalLoadsFile (mbjax.io.read_external_loads), the path "
+                    f"of an ExternalLoads .xml, or None; got {type(external_loads).__name__} {external_loads!r}")
+
+
 def inverse_dynamics_motion(model, coordinates: Table, external_loads=None, *, lowpass_cutoff: float = -1.0,
                             time_range=None, forces_to_exclude=("Muscles",), chunk: int = 256) -> IDResult:
     """OpenSim's ID of a coordinates table with external loads (the package docstring's steps).
 
     ``external_loads``: an :class:`~mbjax.io.external_loads.ExternalLoadsFile` (read with
-    :func:`mbjax.io.read_external_loads`), evaluated at the ID frames, or None.
+    :func:`mbjax.io.read_external_loads`) or its .xml path, evaluated at the ID frames, or None.
     ``forces_to_exclude``: OpenSim's list (``All``, ``Muscles``, ``Actuators``, names).
     """
+    where = "inverse_dynamics_motion"
+    require_model(model, where)
+    if lowpass_cutoff is not None:  # None: no filtering
+        lowpass_cutoff = real_number(lowpass_cutoff, "lowpass_cutoff", where)
+    chunk = positive_int(chunk, "chunk", where)
+    forces_to_exclude = name_list(forces_to_exclude, "forces_to_exclude", where)
+    external_loads = external_loads_file(external_loads, where)
     warn_float32("inverse dynamics")
     t, q, qd, qdd = coordinate_trajectory(model, coordinates, lowpass_cutoff, time_range)
     with_forces = _force_elements_applied(model, forces_to_exclude)

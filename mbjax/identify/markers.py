@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._model import require_model
 from .._kinematics import body_poses
 from .robust import finish
 from .robust import measured as measured_data
@@ -55,6 +56,9 @@ class MarkerSet(eqx.Module):
 
 def marker_set(model, bodies, offsets, scales=None) -> MarkerSet:
     """Markers on ``bodies`` (names or indices) at ``offsets (nk, 3)``; ``scales`` default 1."""
+    require_model(model, "marker_set")
+    if isinstance(bodies, (str, int, np.integer)):  # one body, never split into characters
+        bodies = (bodies,)
     idx = tuple(model.body_index(b) for b in bodies)
     sc = jnp.ones(model.n_bodies) if scales is None else jnp.asarray(scales)
     off = jnp.asarray(offsets, dtype=sc.dtype)

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import all_of
+from .._model import require_model
 
 #: SimTK::Eps: ``Body::scaleInertialProperties`` zeroes the inertia of a body of mass at most this
 _EPS = float(np.finfo(float).eps)
@@ -55,11 +56,7 @@ _COORDINATE_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "Express
 def _scaling_info(model, caller="scale_model", geometry=True):
     """OpenSim's scaling layout of ``model``; ``geometry``: the caller scales body geometry, which a
     model with eliminated point-on-line coordinates cannot have scaled (their loop keeps a copy)."""
-    from .._model import Model
-
-    if not isinstance(model, Model):
-        raise TypeError(f"{caller}: model must be an mbjax Model loaded from an .osim file (mbjax.io.load_osim), "
-                        f"got {type(model).__name__}")
+    require_model(model, caller)
     info = model.extras.get("osim")
     sc = getattr(info, "scaling", None)
     if sc is None:
@@ -140,6 +137,20 @@ def _check(values, names, caller):
     bad = [f"{n}={v!r}" for n, v in zip(names, values.tolist()) if not (np.isfinite(v) and v > 0)]
     if bad:
         raise ValueError(f"{caller}: scale factors must be positive and finite: {', '.join(bad)}")
+    warn_implausible_factors(dict(zip(names, values.tolist())), caller)
+
+
+def warn_implausible_factors(factors: dict, where: str, stacklevel: int = 5) -> None:
+    """Warn about scale factors beyond 0.1..10 (no human segment is scaled so), naming them; one in
+    10..1000 looks like a percentage."""
+    odd = {n: v for n, v in factors.items() if np.isfinite(v) and (v > 10 or 0 < v < 0.1)}
+    if not odd:
+        return
+    pct = [n for n, v in odd.items() if 10 < v <= 1000]
+    hint = (f"; {', '.join(map(repr, pct))} look(s) like a percentage: a factor is a ratio (110 % is 1.10)"
+            if pct else "")
+    warnings.warn(f"{where}: implausible scale factor(s) for a human subject (expected 0.1..10): "
+                  + ", ".join(f"{n}={v:g}" for n, v in odd.items()) + hint, stacklevel=stacklevel)
 
 
 def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool = True):
@@ -289,6 +300,7 @@ def scale_markers(model, markers, factors):
     location in its parent frame by that frame's body's factor)."""
     from ..markers import Markers
 
+    require_model(model, "scale_markers")
     if not isinstance(markers, Markers):
         raise TypeError(f"scale_markers(model, markers, factors): markers must be mbjax.Markers, got "
                         f"{type(markers).__name__}")
@@ -328,6 +340,7 @@ def measurement_factor(model, markers, data, pairs, time_range, name=None) -> fl
     frame of the range, or a pair of one marker (or of two at the same place), is refused."""
     from ..markers import marker_positions
 
+    require_model(model, "measurement_factor")
     what = f"measurement {name!r}" if name is not None else "measurement_factor"
     if not pairs:
         raise ValueError(f"{what}: needs at least one marker pair")

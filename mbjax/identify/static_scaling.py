@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._model import require_model
+from ..io.arguments import name_list, positive_int
 from ..markers import Markers, marker_positions
 from .fit import fit
 from .scaling import _scaling_info, frame_range, scale_kinematics, scale_markers, scale_model, segment_names
@@ -115,6 +117,7 @@ def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coo
     from ..io.trc import MarkerData
 
     segs = _scaling_info(model, "fit_static_scale", geometry=False).segments
+    max_steps = positive_int(max_steps, "max_steps", "fit_static_scale")
     _check_inputs(markers, data, groups, weights, factors0, time_range)
     group_names = tuple(groups)
     where = {}
@@ -269,7 +272,9 @@ def place_markers(model, markers: Markers, q, measured, names, movable=None) -> 
     ``⁰A_b(q)⁻¹ x``; the others are kept."""
     from .._kinematics import body_poses
 
-    movable = set(names if movable is None else movable)
+    require_model(model, "place_markers")
+    names = name_list(names, "names", "place_markers")
+    movable = set(names if movable is None else name_list(movable, "movable", "place_markers"))
     poses = np.asarray(body_poses(model, jnp.asarray(q)))
     offset = np.asarray(markers.offset, float).copy()
     x = np.asarray(measured, float)

@@ -51,7 +51,9 @@ def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
             ref = np.full(len(times), float(task.value))
         elif task.value_type == "from_file":
             if coordinate_data is None:
-                raise ValueError(f"coordinate task {name!r} is from_file but no coordinate_data was given")
+                raise ValueError(f"IK: coordinate task {name!r} has value_type 'from_file' but no coordinate_data "
+                                 "was given; pass coordinate_data (the coordinates Table, mbjax.io.read_storage) or "
+                                 "use 'default_value' or 'manual_value'")
             if file_q is None:
                 file_q = coordinates_from_table(model, coordinate_data, missing="default")
                 cols = {lab.strip("/").split("/")[-2] if lab.endswith("/value") else lab.split("/")[-1]

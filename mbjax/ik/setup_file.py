@@ -65,7 +65,7 @@ def read_ik_setup(path) -> IKSetup:
             continue
         if el.tag in _TASK_READ:
             unused += setup.unknown(el, _TASK_READ[el.tag], f"<{el.tag} name={el.get('name')!r}>")
-        apply = (el.findtext("apply") or "true").strip().lower() in ("true", "1")
+        apply = setup.flag(el, "apply", True)
         if not apply:
             if el.tag == "IKMarkerTask":
                 off.append((el.get("name") or "").strip())
@@ -85,15 +85,19 @@ def read_ik_setup(path) -> IKSetup:
                 raise doc.error(el, "an <IKCoordinateTask> without a name: give it the name of the coordinate "
                                 "to track")
             vt = (el.findtext("value_type") or "default_value").strip()
+            if vt == "from_file" and setup.text(tool, "coordinate_file") is None:
+                raise doc.error(el, "<value_type> is from_file but the setup's <coordinate_file> is empty; give "
+                                "the coordinates file (.mot/.sto) in <coordinate_file>, or set <value_type> to "
+                                "default_value or manual_value")
             coord_t[name] = CoordinateTask(weight, vt, number(el, "value", 0.0))
         else:
             raise ValueError(f"{path}: unknown IK task <{el.tag}>")
     constraint_weight = number(tool, "constraint_weight", float("inf"))
     unused = setup.unknown(tool, _IK_READ + _IK_IGNORED) + unused
-    if (tool.findtext("report_marker_locations") or "").strip().lower() == "true":
+    if setup.flag(tool, "report_marker_locations", False):
         unused.append("<report_marker_locations> true (the model's marker locations file is not written)")
     errors_file = None
-    if (tool.findtext("report_errors") or "true").strip().lower() != "false":
+    if setup.flag(tool, "report_errors", True):
         results = file_of("results_directory") or base
         errors_file = os.path.join(results, f"{tool.get('name') or ''}_ik_marker_errors.sto")
     if np.isfinite(constraint_weight):

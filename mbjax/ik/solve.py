@@ -15,6 +15,8 @@ import numpy as np
 from .. import _checks
 from .._batching import padded_length
 from ..io.motion_ranges import warn_outside_ranges
+from .._model import require_model
+from ..io.arguments import name_list
 from ..io.storage import MarkerData, Table
 from ..markers import Markers
 from .checks import _checked_marker_data, _checked_q0, _default_tolerance, _tolerance, _weight
@@ -53,6 +55,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     a Gauss-Newton step from its solution is within 100 times that tolerance.  ``progress``: print
     a line per chunk of ``chunk`` frames (default: when there is more than one chunk).
     """
+    require_model(model, "inverse_kinematics")
     if method not in ("scan", "vmap"):
         raise ValueError(f"method must be 'scan' or 'vmap', got {method!r}")
     tol = _default_tolerance()
@@ -120,7 +123,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     q_fix = default.copy()
     lock = {}
     if locked is not None:
-        lock = dict(locked) if isinstance(locked, dict) else {n: None for n in locked}
+        lock = dict(locked) if isinstance(locked, dict) else {n: None for n in name_list(locked, "locked", "IK")}
     for n, v in lock.items():
         if n not in names:
             raise ValueError(f"locked coordinate {n!r} is not a coordinate of the model {names}")

@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 
+from .._model import require_model
+from .motion_ranges import rotational_flags as _rotational, warn_outside_ranges, warn_radians_as_degrees
 from .table import Table
 
 
@@ -21,6 +23,7 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
     (``missing="error"``) or takes its default value (``missing="default"``).  Extra columns (speeds, locked or coupled coordinates)
     are ignored.
     """
+    require_model(model, "coordinates_from_table")
     names = model.coordinate_names
     info = model.extras.get("osim") if hasattr(model, "extras") else None
     if rotational is not None:
@@ -54,8 +57,6 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
     if missing not in ("error", "default"):
         raise ValueError(f"missing must be 'error' or 'default', got {missing!r}")
     if info is not None:  # the tools' rule: far outside the range, or degrees labelled radians
-        from .motion_ranges import warn_outside_ranges
-
         meta = table.metadata or {}
         file = meta.get("source_file") or meta.get("file")
         source = (f"coordinates file {file}" if file
@@ -63,20 +64,11 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
         read = [i for i, n in enumerate(names) if n in index]
         warn_outside_ranges(model, [names[i] for i in read], out[:, read], f"coordinates_from_table: {source}",
                             table.in_degrees, stacklevel=3, times=np.asarray(table.time, float))
+        if table.in_degrees:
+            time = np.asarray(table.time, float)
+            warn_radians_as_degrees(model, [names[i] for i in read], out[:, read], f"coordinates_from_table: {source}",
+                                    float(time[-1] - time[0]) if time.size else 0.0, stacklevel=3)
     return out
-
-
-def _rotational(model) -> np.ndarray:
-    """Which model coordinates OpenSim 4 treats as rotational (:mod:`mbjax.io.osim_motion`, from the
-    model's source file; the loader's ``motion_types`` when the file is gone)."""
-    info = model.extras["osim"]
-    try:
-        from .osim_motion import motion_types
-
-        types = motion_types(info.source)
-        return np.array([types.get(n, m) == "rotational" for n, m in zip(model.coordinate_names, info.motion_types)])
-    except (OSError, ValueError):
-        return np.array([m == "rotational" for m in info.motion_types])
 
 
 def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = "Coordinates",
@@ -88,6 +80,7 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
     model in its ``CoordinateSet`` (file) order, as the IK tool writes them: coupled coordinates
     from their coupler functions of ``q``, locked ones at their locked value
     (:mod:`mbjax.io.osim_coordinates`); OpenSim reading the file back gets the full pose."""
+    require_model(model, "table_from_coordinates")
     q = np.asarray(q, dtype=float)
     info = model.extras.get("osim") if hasattr(model, "extras") else None
     if in_degrees and info is None:

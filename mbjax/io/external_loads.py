@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._model import GROUND
-from .osim_xml import _Doc
+from .osim_xml import _Doc, _bool
 from .signal import NaturalSpline
 from .storage import read_storage
 from .table import Table
@@ -193,12 +193,8 @@ def _functions(loads: ExternalLoadsFile, times=None):
 
 
 def _flag(doc, el, tag):
-    txt = (el.findtext(tag) or "").strip().lower()
-    if not txt:
-        return None
-    if txt not in ("true", "false", "1", "0"):
-        raise doc.error(el, f"<{tag}> must be true or false, got {txt!r}")
-    return txt in ("true", "1")
+    """A bool element (None when absent), read as every setup file's (:func:`osim_xml._bool`)."""
+    return _bool(el, tag, None, doc)
 
 
 def _columns(doc, el, table: Table, datafile: str, identifier: str | None, what: str):
@@ -307,4 +303,28 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
         if fcols is None and pcols is not None:
             raise doc.error(el, "specifies a point but applies no force (OpenSim refuses it)")
         forces.append(ExternalForceSpec(name, applied, fexp, pexp, fcols, pcols, tcols, doc.lines.get(el, 0)))
+        _warn_far_point(doc, el, table, datafile, fcols, pcols, pexp)
     return ExternalLoadsFile(path, datafile, tuple(forces), table)
+
+
+#: an applied point farther than this (m) from its frame's origin lies outside any gait lab
+FAR_POINT = 10.0
+
+
+def _warn_far_point(doc, el, table: Table, datafile: str, fcols, pcols, frame: str) -> None:
+    """Warn naming the point columns when the point of a force (where it is not zero) lies more
+    than :data:`FAR_POINT` from the origin of its frame: the file's points look like millimetres."""
+    if pcols is None:
+        return
+    labels = list(table.labels)
+    data = np.asarray(table.data, float)
+    p = data[:, [labels.index(c) for c in pcols]]
+    if fcols is not None:
+        on = np.linalg.norm(data[:, [labels.index(c) for c in fcols]], axis=1) > 0
+        p = p[on]
+    dist = np.linalg.norm(p, axis=1)
+    dist = dist[np.isfinite(dist)]
+    if dist.size and dist.max() > FAR_POINT:
+        warnings.warn(f"{datafile}: the point columns {list(pcols)} of {doc.where(el)} reach {dist.max():.4g} m from "
+                      f"the origin of {frame!r}, far beyond any gait lab: they look like millimetres; convert them "
+                      "to metres (divide by 1000)", stacklevel=3)

@@ -13,8 +13,25 @@ import warnings
 
 import numpy as np
 
+from .osim_motion import motion_types
+
 #: a rotational coordinate beyond two turns (rad) is read as "degrees labelled as radians"
 RADIAN_LIMIT = 4.0 * np.pi
+#: a file labelled degrees whose rotational values all stay within one turn's number (2 pi), one of
+#: which moves by at least this much over at least :data:`RADIANS_DURATION` s, looks like radians
+RADIANS_MOTION = 0.5
+RADIANS_DURATION = 0.5
+
+
+def rotational_flags(model) -> np.ndarray:
+    """Which model coordinates OpenSim 4 treats as rotational (:mod:`mbjax.io.osim_motion`, from the
+    model's source file; the loader's ``motion_types`` when the file is gone)."""
+    info = model.extras["osim"]
+    try:
+        types = motion_types(info.source)
+        return np.array([types.get(n, m) == "rotational" for n, m in zip(model.coordinate_names, info.motion_types)])
+    except (OSError, ValueError):
+        return np.array([m == "rotational" for m in info.motion_types])
 
 
 def warn_outside_ranges(model, names, values, source: str, in_degrees: bool | None, stacklevel: int = 3,
@@ -51,3 +68,28 @@ def warn_outside_ranges(model, names, values, source: str, in_degrees: bool | No
     if lines:
         warnings.warn(f"{source}: coordinate(s) far outside their range (by more than its width): "
                       f"{'; '.join(lines)}{cause}", stacklevel=stacklevel)
+
+
+def warn_radians_as_degrees(model, names, values, source: str, duration: float, stacklevel: int = 3) -> None:
+    """Warn when a file labelled degrees looks like radians: over a trial of at least
+    :data:`RADIANS_DURATION` s, every rotational column of ``names`` (``values (T, k)`` converted to
+    radians) holds file values within [-2 pi, 2 pi] and one moves by at least :data:`RADIANS_MOTION`
+    (real degree trials reach tens of degrees; a short clip may be still)."""
+    if model.extras.get("osim") is None or not len(names) or not duration >= RADIANS_DURATION:
+        return
+    rot = rotational_flags(model)
+    coords = list(model.coordinate_names)
+    cols = [k for k, n in enumerate(names) if rot[coords.index(n)]]
+    if not cols:
+        return
+    raw = np.degrees(np.asarray(values, float)[:, cols])  # the numbers in the file
+    if not np.all(np.isfinite(raw)) or np.max(np.abs(raw)) > 2 * np.pi:
+        return
+    moves = np.max(raw, axis=0) - np.min(raw, axis=0)
+    k = int(np.argmax(moves))
+    if moves[k] < RADIANS_MOTION:
+        return
+    name = names[cols[k]]
+    warnings.warn(f"{source}: the header says inDegrees=yes, but every rotational coordinate stays within "
+                  f"+-2 pi (e.g. {name} from {np.min(raw[:, k]):.4g} to {np.max(raw[:, k]):.4g}, read as degrees); "
+                  "the values look like radians: if so, set inDegrees=no in the file's header", stacklevel=stacklevel)

@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .arguments import require_folder
+
 MAGIC = b"MBJAXMDL"
 VERSION = 1
 
@@ -55,6 +57,7 @@ def _skeleton(tree):
 
 def save_model(path, model) -> None:
     """Write ``model`` (a ``Model`` or any pytree of them) to ``path`` (see module)."""
+    path = require_folder(path, "save_model")
     try:
         skel = pickle.dumps(_skeleton(model), protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, AttributeError, TypeError) as e:

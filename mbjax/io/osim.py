@@ -185,6 +185,8 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
         self.unused: list[str] = []
         #: coordinates whose default is outside their range (unclamped, so OpenSim loads them), warned once
         self._default_outside: list[str] = []
+        #: rotational coordinates whose <range> looks like degrees, warned once
+        self._degree_ranges: list[str] = []
         #: OpenSim body -> mass, for the massless-terminal-body check
         self._masses: dict[str, float] = {}
         self.doc = _Doc(path)
@@ -293,6 +295,10 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
             warnings.warn(f"{path}: {len(self._default_outside)} coordinate(s) with a <default_value> outside their "
                           "<range> (not clamped, so OpenSim loads them; the default pose is outside the range): "
                           + "; ".join(self._default_outside), stacklevel=4)
+        if self._degree_ranges:
+            warnings.warn(f"{path}: the <range> of rotational coordinate(s) " + "; ".join(self._degree_ranges)
+                          + " looks like degrees: OpenSim reads a rotational range in radians; convert it "
+                          "(degrees * pi / 180)", stacklevel=4)
         for arg, names, holder in (("ignore_forces", self.ignore_forces, "ForceSet"),
                                    ("ignore_constraints", self.ignore_constraints, "ConstraintSet")):
             classes = {el.tag for s in self.model.findall(holder)

@@ -103,6 +103,13 @@ class _Coords:
         return ComposedPolynomial(PiecewisePolynomial("u", outer, kind), inner)
 
 
+def _looks_like_degrees(rng) -> bool:
+    """A rotational range in degrees: a bound past 2 pi (but not an 'unbounded' sentinel such as
+    99999.9), spanning more than two turns, and not OpenSim's default [-10, 10]."""
+    big = max(abs(rng[0]), abs(rng[1]))
+    return 2 * np.pi < big < 1000 and rng[1] - rng[0] > 4 * np.pi and list(rng) != [-10.0, 10.0]
+
+
 class _CouplersMixin:
     """:class:`~mbjax.io.osim._Loader`'s reading of the ``Coordinate`` elements and the
     ``ConstraintSet`` into ``self.coords``."""
@@ -126,6 +133,8 @@ class _CouplersMixin:
         if not rng[0] <= rng[1]:  # OpenSim refuses it when clamped; unclamped, no range is meant
             raise doc.error(c, f"{'clamped ' if clamped else ''}coordinate {name!r}: <range> {rng[0]:g} {rng[1]:g} "
                             "has max < min (write it as min max)")
+        if mt == "rotational" and c.find("range") is not None and _looks_like_degrees(rng):
+            self._degree_ranges.append(f"{name} [{rng[0]:g}, {rng[1]:g}]")
         outside = not (rng[0] - _SQRT_EPS < default < rng[1] + _SQRT_EPS)
         if clamped and outside:  # OpenSim's Coordinate::extendFinalizeFromProperties refuses it
             raise doc.error(c, f"clamped coordinate {name!r}: <default_value> {default!r} is outside its "

@@ -28,6 +28,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..maps.multivariate import multivariate_exponents
+from .._model import require_model
+from .arguments import require_folder
 from .osim_xml import _coordinate_elements, _Doc, _floats
 
 FUNCTION_BASED_PATH = "FunctionBasedPath"
@@ -302,7 +304,8 @@ def write_path_functions(model, filename, coordinate_paths: dict | None = None) 
     Coordinate paths are ``/jointset/<joint>/<coordinate>`` with the joints of the model's source
     ``.osim``; ``coordinate_paths`` (``{coordinate: path}``) gives them for a model without one.
     Returns ``filename``."""
-    filename = os.fspath(filename)
+    require_model(model, "write_path_functions")
+    filename = require_folder(filename, "write_path_functions")
     joints = None
     if coordinate_paths is None:
         joints = table_of_model(model).joints

@@ -65,6 +65,7 @@ from .osim_write_checks import refuse_unloadable, unwritten_changes
 from .osim_write_scaling import _factors, _scale_file_markers, _write_scaled_frames
 from .osim_write_values import _fmt, _multiply_function, _set
 from .osim_xml import _floats
+from .arguments import require_folder
 
 _INERTIA_3X = ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")
 
@@ -106,6 +107,7 @@ def write_osim(model, path, *, source=None, markers=None) -> str:
                              f"{model.n_bodies} (-1: ground); were they made for another model?")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"write_osim: path must be a file name (str or os.PathLike), got {type(path).__name__}")
+    require_folder(path, "write_osim")
     info = model.extras.get("osim")
     source = os.fspath(source) if source is not None else (info.source if info is not None else None)
     if source is None:

@@ -12,6 +12,7 @@ import numpy as np
 from ..maps.gcv_spline import pp_gcv_spline
 from ..maps.piecewise import PPData, pp_constant, pp_linear, pp_piecewise_linear, pp_polynomial
 from ..maps.simm_spline import pp_simm_spline
+from .xml_booleans import BOOL_TEXT
 
 FUNCTION_TYPES = (
     "Constant",
@@ -87,7 +88,6 @@ def _floats(doc, el, tag, n=None, default=None):
 
 
 #: the spellings of an XML bool read (true/false in any case, as OpenSim; also 1/0)
-_BOOL_TEXT = {"true": True, "1": True, "false": False, "0": False}
 
 
 def _bool(el, tag, default=False, doc=None):
@@ -95,7 +95,7 @@ def _bool(el, tag, default=False, doc=None):
     txt = _text(el, tag)
     if txt is None:
         return default
-    value = _BOOL_TEXT.get(txt.lower())
+    value = BOOL_TEXT.get(txt.lower())
     if value is None:
         msg = (f"<{tag}> must be true or false, got {txt!r}")
         if doc is not None:

@@ -84,12 +84,7 @@ _STEPS = ("measurements", "manualScale")
 
 def _bool(setup, el, tag, default=True):
     """A true/false element (``1``/``0`` too); another value is refused naming the element."""
-    txt = setup.text(el, tag)
-    if txt is None:
-        return default
-    if txt.lower() in ("true", "1", "false", "0"):
-        return txt.lower() in ("true", "1")
-    raise setup.doc.error(el.find(tag), f"<{tag}> must be true or false, got {txt!r}")
+    return setup.flag(el, tag, default)
 
 
 def _applied(setup, el):
@@ -173,6 +168,10 @@ def read_scale_setup(path) -> ScaleSetup:
                                       "collapses it); give factors > 0")
             if len(set(f)) != 1:
                 raise setup.doc.error(sc, f"only uniform manual scales are supported, got {f}", NotImplementedError)
+            if not 0.1 <= f[0] <= 10:  # no human segment is scaled so
+                hint = " (it looks like a percentage: a factor is a ratio, 110 % is 1.10)" if 10 < f[0] <= 1000 else ""
+                warnings.warn(f"{setup.doc.where(sc)}: implausible <scales> {f[0]:g} for segment {seg!r} of a human "
+                              f"subject (expected 0.1..10){hint}", stacklevel=3)
             manual[setup.text(sc, "segment")] = f[0]
         scaler_file = setup.resolve(setup.text(scaler, "marker_file"))
         scaler_range = _time_range(setup, scaler)

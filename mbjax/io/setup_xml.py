@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from .osim_xml import _Doc
+from .xml_booleans import BOOL_TEXT
 
 
 class SetupFile:
@@ -54,12 +55,17 @@ class SetupFile:
         return v
 
     def flag(self, el, tag, default):
+        """A bool element of any setup file: true/false in any case, or 1/0, as OpenSim reads them;
+        other text is refused naming the file, line, element and tag."""
         txt = self.text(el, tag)
         if txt is None:
             return default
-        if txt.lower() not in ("true", "false"):
-            raise self.doc.error(el.find(tag), f"<{tag}> must be true or false, got {txt!r}")
-        return txt.lower() == "true"
+        value = BOOL_TEXT.get(txt.lower())
+        if value is None:
+            owner = el.get("name")
+            raise self.doc.error(el.find(tag), f"<{tag}> must be true or false, got {txt!r} (in <{el.tag}"
+                                 + (f" name={owner!r}" if owner else "") + ">)")
+        return value
 
     def time_range(self, el, default=None):
         """``<time_range>``: two numbers (not NaN), start <= end; ``default`` when absent."""

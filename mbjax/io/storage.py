@@ -46,6 +46,7 @@ import numpy as np
 from ._table_text import _check_times, _data_line, _err, _number, _read_lines
 from .coordinate_tables import _rotational, coordinates_from_table, table_from_coordinates
 from .output_paths import OutputPathError, cannot_write, prepare_output
+from .arguments import require_folder
 from .table import Table
 from .trc import TRC_KEYS, TRC_UNIT_NAMES, TRC_UNITS, MarkerData, read_trc, write_trc
 
@@ -239,7 +240,7 @@ def write_storage(path, table: Table, format: str | None = None, name: str | Non
     the ``STOFileAdapter`` header (``version=3``).  Numbers are written with 17 significant digits
     (round trips are exact).  Labels must not contain whitespace.
     """
-    path = os.fspath(path)
+    path = require_folder(path, "write_storage")
     if format is None:
         format = "storage" if path.lower().endswith(".mot") else "table"
     if format not in ("storage", "table"):

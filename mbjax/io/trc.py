@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._table_text import _check_times, _data_line, _err, _number, _read_lines
+from .arguments import require_folder
 
 #: metres per unit of a .trc ``Units`` field
 TRC_UNITS = {"mm": 1e-3, "cm": 1e-2, "m": 1.0}
@@ -209,7 +210,7 @@ def write_trc(path, markers: MarkerData, units: str = "mm") -> None:
 
     Every field ends in a tab, as ``TRCFileAdapter`` writes, so a missing last marker keeps its three
     empty fields when OpenSim reads the file back."""
-    path = os.fspath(path)
+    path = require_folder(path, "write_trc")
     if units not in TRC_UNITS:
         raise ValueError(f"units must be one of {sorted(TRC_UNITS)}, got {units!r}")
     time = np.asarray(markers.time, dtype=float).reshape(-1)

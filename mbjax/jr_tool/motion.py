@@ -15,9 +15,11 @@ from .._batching import Small
 from .._dynamics import _cross_force, _inertia_times, forward_dynamics
 from .._wrenches import subtree_wrenches
 from .._kinematics import forward_pass
-from .._model import GROUND
+from .._model import GROUND, require_model
 from ..forces.body_actuators import CoordinateActuator
 from ..id_tool import warn_float32
+from ..id_tool.motion import external_loads_file
+from ..io.arguments import real_number
 from ..io.storage import Table
 from ..muscles.paths import get_paths
 from ..so_tool import actuator_columns, model_actuators, states_trajectory
@@ -149,7 +151,7 @@ def joint_reactions_motion(model, coordinates: Table, forces: Table, external_lo
     """OpenSim's ``JointReaction`` analysis of a coordinates table with a forces table (package docstring).
 
     ``forces``: a static optimization's force table (:func:`mbjax.io.read_storage` of ``_force.sto``);
-    ``external_loads``: an :class:`~mbjax.io.external_loads.ExternalLoadsFile` or None;
+    ``external_loads``: an :class:`~mbjax.io.external_loads.ExternalLoadsFile`, its .xml path, or None;
     ``actuators``: the force-set files' actuators (:func:`mbjax.so_tool.read_reserves`), after the
     model's own scalar actuators (``use_model_actuators``: :func:`mbjax.so_tool.model_actuators`);
     ``replace_force_set``: the model's muscles, actuators and force elements are left out (OpenSim's
@@ -157,6 +159,10 @@ def joint_reactions_motion(model, coordinates: Table, forces: Table, external_lo
     ``step_interval``: the rows recorded (the first, the last, and every row of the padded states
     table whose index is a multiple of it).
     """
+    require_model(model, "joint_reactions_motion")
+    if lowpass_cutoff is not None:  # None: no filtering
+        lowpass_cutoff = real_number(lowpass_cutoff, "lowpass_cutoff", where)
+    external_loads = external_loads_file(external_loads, where)
     warn_float32("joint reactions")
     keys = reaction_keys(model, joints, apply_on_bodies, express_in_frame, where)
     with_elements = _check_force_elements(model, replace_force_set, where)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _checks
 from .._kinematics import body_jacobians, body_poses, check_vector
-from .._model import GROUND, Model
+from .._model import GROUND, Model, require_model
 from .._spatial import skew, transform
 from .fibres import FibreSet, checked, energy, fibre_rules, wrench_jit
 
@@ -93,6 +93,7 @@ def _body_wrenches(model: Model, q, element: LigamentForce):
 
 def ligament_body_wrenches(model: Model, q, element: LigamentForce):
     """World wrenches ``(W_A, W_B)``, each ``[moment about world origin; force]`` (6,)."""
+    require_model(model, "ligament_body_wrenches")
     q = _checked(model, q, element, "ligament_body_wrenches")
     with _checks.checks(False):  # checked above
         return _body_wrenches(model, q, element)
@@ -100,6 +101,7 @@ def ligament_body_wrenches(model: Model, q, element: LigamentForce):
 
 def ligament_generalized_forces(model: Model, q, element: LigamentForce):
     """``Q = J_Aᵀ W_A + J_Bᵀ W_B`` (nq,): the ligament's contribution to the right side of Eq. 198."""
+    require_model(model, "ligament_generalized_forces")
     q = _checked(model, q, element, "ligament_generalized_forces")
     with _checks.checks(False):  # checked above
         w_a, w_b = _body_wrenches(model, q, element)
@@ -114,6 +116,7 @@ def ligament_generalized_forces(model: Model, q, element: LigamentForce):
 
 def ligament_potential(model: Model, q, element: LigamentForce):
     """Elastic energy (J) at ``q``; ``-∇_q`` of it equals ``ligament_generalized_forces``."""
+    require_model(model, "ligament_potential")
     q = _checked(model, q, element, "ligament_potential")
     with _checks.checks(False):  # checked above
         poses = body_poses(model, q)

@@ -71,6 +71,24 @@ def real_param(value, family: str, name: str, shape=None, what: str = ""):
     return arr
 
 
+def samples_1d(x, y, where: str, x_name: str = "x", y_name: str = "y"):
+    """Samples ``x, y`` as float vectors of one length; a 2-D ``y`` (several curves) is refused, never flattened."""
+    out = []
+    for name, v in ((x_name, x), (y_name, y)):
+        try:
+            arr = np.asarray(v, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"{where}: {name} must be a 1-D array of numbers, got {type(v).__name__}") from None
+        if arr.ndim != 1:
+            size = f" of length len({x_name})" if name == y_name else ""
+            raise ValueError(f"{where}: {name} must be 1-D{size} (one curve), got shape {arr.shape}; fit each "
+                             "column separately")
+        out.append(arr)
+    if out[0].shape != out[1].shape:
+        raise ValueError(f"{where}: {x_name} and {y_name} differ in length ({out[0].size} and {out[1].size} values)")
+    return out[0], out[1]
+
+
 def check_bounds(lower, upper, family: str, strict: bool = False):
     """Concrete range ends: no NaN, ``lower <= upper`` (``<`` when ``strict``), element-wise."""
     if not is_concrete(lower, upper):

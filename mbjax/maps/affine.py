@@ -73,6 +73,9 @@ class Affine(AbstractJointMap):
         if x.ndim == 1:
             x = x[:, None]
         y = np.asarray(y, dtype=float)
+        if y.ndim != 1 or y.shape[0] != x.shape[0]:
+            raise ValueError(f"Affine.fit: y must be 1-D of length len(x) = {x.shape[0]} (one value per sample), "
+                             f"got shape {y.shape}")
         design = np.concatenate([np.ones((x.shape[0], 1)), x], axis=1)
         coef, *_ = np.linalg.lstsq(design, y, rcond=None)
         return cls(coordinates, coef[1:], coef[0])

@@ -21,7 +21,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates, check_bounds, check_policy, range_guard, real_param
+from ._base import AbstractJointMap, as_coordinates, check_bounds, check_policy, range_guard, real_param, samples_1d
 from .. import _checks
 from .spline import _is_concrete, _new
 
@@ -156,8 +156,7 @@ class Fourier(AbstractJointMap):
         the data up to the Nyquist limit of the highest harmonic), then refined by a bounded Brent
         search around the best grid point.
         """
-        x = np.asarray(x, dtype=float).ravel()
-        y = np.asarray(y, dtype=float).ravel()
+        x, y = samples_1d(x, y, "Fourier.fit")
         if x.shape != y.shape or x.shape[0] < 2:
             raise ValueError(f"Fourier.fit: need equal-length samples (>= 2), got {x.shape}, {y.shape}")
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):

@@ -26,14 +26,11 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates, is_concrete
+from ._base import AbstractJointMap, as_coordinates, is_concrete, samples_1d
 
 
 def check_knots(x, y, what: str, minimum: int = 2):
-    x = np.asarray(x, dtype=float).ravel()
-    y = np.asarray(y, dtype=float).ravel()
-    if x.shape != y.shape:
-        raise ValueError(f"{what}: x has {x.size} values but y has {y.size}")
+    x, y = samples_1d(x, y, what)
     if x.size < minimum:
         raise ValueError(f"{what}: needs at least {minimum} knots, got {x.size}")
     if np.any(np.diff(x) <= 0):

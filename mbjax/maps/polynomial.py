@@ -222,7 +222,10 @@ class Polynomial(AbstractJointMap):
         x = np.asarray(x, dtype=float)
         if x.ndim == 1:
             x = x[:, None]
-        y = np.asarray(y, dtype=float).ravel()
+        y = np.asarray(y, dtype=float)
+        if y.ndim != 1:
+            raise ValueError(f"Polynomial.fit: y must be 1-D of length len(x) (one curve), got shape {y.shape}; "
+                             "fit each column separately")
         if x.shape != (y.shape[0], len(coords)):
             raise ValueError(
                 f"Polynomial.fit: x must have shape (n, {len(coords)}) matching y (n,), got {x.shape}, {y.shape}"

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates, check_policy, range_guard
+from ._base import AbstractJointMap, as_coordinates, check_policy, range_guard, samples_1d
 
 # ------------------------------------------------------------------------------------------------
 # shared helpers (also used by the tensor-product bicubic spline)
@@ -274,10 +274,7 @@ class NaturalCubicSpline(AbstractJointMap):
         cross-validation); it is a natural cubic spline with knots at the samples, stored here by
         its values there.
         """
-        x = np.asarray(x, dtype=float).ravel()
-        y = np.asarray(y, dtype=float).ravel()
-        if x.shape != y.shape:
-            raise ValueError(f"NaturalCubicSpline.fit: x and y differ in length ({x.shape}, {y.shape})")
+        x, y = samples_1d(x, y, "NaturalCubicSpline.fit")
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
             raise ValueError("NaturalCubicSpline.fit: samples must be finite")
         order = np.argsort(x, kind="stable")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from .._model import Model
 from .._checks import all_of, as_array, names_context, not_finite, real_array
 from .parameter_rules import parameter_rules
 from .parameters import SCHUTTE, hill_parameters, kind_mask
@@ -73,6 +74,9 @@ def activation_derivative(excitation, activation, params):
     [a_min, 1] before the rate (an activation of 1.5 decays as an activation of 1 does) and the
     excitation is used as given.
     """
+    if not isinstance(params, (dict, MusclePaths, Model)):
+        raise TypeError("activation_derivative(excitation, activation, params): params must be an mbjax Model, its "
+                        f"MusclePaths or a parameter dict (mbjax.muscles.hill_parameters), got {type(params).__name__}")
     if isinstance(params, dict):
         nm = int(jnp.shape(params["minimum_activation"])[0])
         ctx = ""

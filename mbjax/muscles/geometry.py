@@ -18,12 +18,13 @@ import numpy as np
 
 from .._batching import Small, batch_last, materialize
 from .._kinematics import Kinematics, _local_eval, _scatter_gradient, check_vector, forward_pass
-from .._model import Model
+from .._model import Model, require_model
 from ..wrapping.path import WrappedPath, wrap_paths
 from ..wrapping.smooth_path import smooth_wrap_paths
 from .path_functions import all_paths_are_functions, function_lengths, get_path_functions
 from .. import _checks
 from .paths import condition_values, empty_result, get_paths, require_pose_and_path, segment_exists
+from .pose_warning import warns_for_pose
 
 
 class PathGeometry(NamedTuple):
@@ -250,8 +251,10 @@ def muscle_lengths(model: Model, q) -> jnp.ndarray:
     return require_pose_and_path(batch_last(_lengths_kernel, _lengths_shape)(model, q), model, q, "muscle_lengths")
 
 
+@warns_for_pose
 def path_points(model: Model, q):
     """World positions ``(nm, P, 3)`` of every path point and the active mask ``(nm, P)``."""
+    require_model(model, "path_points")
     q = check_vector(model, q)
     empty = empty_result(model, q, (0, 0, 3))  # no muscles: (0, 0, 3) and (0, 0)
     if empty is not None:

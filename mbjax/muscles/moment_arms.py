@@ -36,7 +36,7 @@ from .._batching import Small as _Small
 from .._batching import batch_last
 from .._batching import materialize as _materialize
 from .._kinematics import forward_pass, joint_values
-from .._model import Model
+from .._model import Model, require_model
 from ..wrapping._jacobian_rule import raw_forward_mode
 from ..wrapping.path import wrap_rows
 from .geometry import _lanes_last, _wrap_lanes, muscle_lengths, path_geometry
@@ -45,6 +45,7 @@ from .path_functions import all_paths_are_functions, function_moment_arms, get_p
 from .. import _checks
 from .paths import (PathState, empty_result, get_paths, reference_pose, reference_rules, require_pose_and_path,
                     unchecked_path_state)
+from .pose_warning import warns_for_pose
 
 
 def _body_onehot(paths, nb: int) -> np.ndarray:
@@ -278,6 +279,7 @@ def _moment_arm_shape(model: Model, q) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct((model.n_coordinates, get_paths(model).n_muscles), jnp.result_type(q, model.axis))
 
 
+@warns_for_pose
 def moment_arms_batched(model: Model, q_batch, batch_size: int | None = None) -> jnp.ndarray:
     """``jax.vmap(moment_arms)`` over ``q_batch (N, nq)`` in ``lax.map`` chunks of ``batch_size`` poses.
 
@@ -285,6 +287,7 @@ def moment_arms_batched(model: Model, q_batch, batch_size: int | None = None) ->
     already runs in cache-sized chunks on CPU.  ``batch_size=None`` (default) is one vmap; the last
     chunk is padded with copies of the last pose so one program is compiled.
     """
+    require_model(model, "moment_arms_batched")
     q_batch = jnp.asarray(q_batch)
     if q_batch.ndim != 2 or q_batch.shape[1] != model.n_coordinates:
         raise ValueError(f"q_batch must have shape (N, {model.n_coordinates}) (N, nq), got {q_batch.shape}")

@@ -48,16 +48,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._model import require_model
 from . import millard2012 as mil
 from . import schutte1993 as sch
 from . import thelen2003 as th
-from .._checks import all_of, as_array, coordinates_context, names_context, not_finite, vector
+from .._checks import all_of, as_array, coordinates_context, in_unit_interval, names_context, not_finite, vector
 from .geometry import muscle_lengths
 from .moment_arms import moment_arms
 from .parameters import MILLARD, SCHUTTE, THELEN, hill_parameters, kind_mask
 from .muscle_state import MuscleState
 from .parameter_rules import parameter_rules
 from .paths import get_paths
+from .pose_warning import pose_warning
 from .pennation import SIGNIFICANT_REAL, height, minimum_fiber_length, pennation_angle, rigid_fiber_length
 
 SQRT_EPS = float(np.sqrt(np.finfo(np.float64).eps))
@@ -440,7 +442,7 @@ def _muscle_inputs(model, **arrays):
         if k == "fiber_length":  # 0 is a state OpenSim reports (a fibre collapsed to its minimum)
             rules.append((v < 0, f"fiber_length must be >= 0 (m){ctx}"))
         if k == "activation":
-            rules.append(((v < 0) | (v > 1), f"activation must be in [0, 1]{ctx}"))
+            rules.append(in_unit_interval(v, "activation", paths.names, ctx))
     rules += parameter_rules(paths, "muscle parameters")
     first = next(iter(out))
     out[first] = all_of(out[first], rules)
@@ -457,6 +459,7 @@ def _nan_where_undefined(state, *inputs):
 def musculotendon_state(model, length, speed, activation) -> MuscleState:
     """Fibre and tendon state of every muscle from path lengths, lengthening speeds and activations
     ``(nm,)`` each (rigid tendons directly, compliant ones at OpenSim's equilibrium)."""
+    require_model(model, "musculotendon_state")
     length, speed, activation = _muscle_inputs(model, length=length, speed=speed, activation=activation)
     return _nan_where_undefined(_by_family(model, _one_muscle, length, speed, activation), length, speed, activation)
 
@@ -464,6 +467,7 @@ def musculotendon_state(model, length, speed, activation) -> MuscleState:
 def state_from_fiber_length(model, fiber_length, length, speed, activation) -> MuscleState:
     """OpenSim's muscle state for a given fibre-length state (elastic tendon): what
     ``Muscle::getTendonForce``, ``getFiberVelocity`` ... report for that state."""
+    require_model(model, "state_from_fiber_length")
     args = _muscle_inputs(model, fiber_length=fiber_length, length=length, speed=speed, activation=activation)
     return _nan_where_undefined(_by_family(model, _one_muscle_given_fiber_length, *args), *args)
 
@@ -471,12 +475,20 @@ def state_from_fiber_length(model, fiber_length, length, speed, activation) -> M
 def equilibrium_fiber_length(model, length, speed, activation):
     """Equilibrium fibre length ``(nm,)`` (m) of OpenSim's ``computeInitialFiberEquilibrium``
     (the rigid-tendon fibre length where ``ignore_tendon_compliance``)."""
+    require_model(model, "equilibrium_fiber_length")
     return musculotendon_state(model, length, speed, activation).fiber_length
 
 
 def muscle_state(model, q, qd, activation) -> MuscleState:
     """Fibre and tendon state at pose ``q``, velocity ``qd`` and activation ``(nm,)``:
-    L from :func:`mbjax.muscle_lengths`, V = -Rᵀ q̇ with R from :func:`mbjax.moment_arms`."""
+    L from :func:`mbjax.muscle_lengths`, V = -Rᵀ q̇ with R from :func:`mbjax.moment_arms`.
+    Called eagerly, a pose far outside the coordinate ranges is warned about (it looks like degrees)."""
+    require_model(model, "muscle_state")
+    with pose_warning(model, q, "muscle_state"):
+        return _muscle_state(model, q, qd, activation)
+
+
+def _muscle_state(model, q, qd, activation) -> MuscleState:
     length = muscle_lengths(model, q)
     qd = vector(qd, "qd", model.n_coordinates, "nq", coordinates_context(model))
     speed = -(moment_arms(model, q).T @ qd.astype(length.dtype))
@@ -485,5 +497,11 @@ def muscle_state(model, q, qd, activation) -> MuscleState:
 
 def muscle_forces(model, q, qd, activation):
     """Tendon forces ``(nm,)`` (N): rigid tendons directly, compliant tendons at their equilibrium
-    fibre state.  Generalized muscle forces are ``moment_arms(model, q) @ muscle_forces(...)``."""
-    return muscle_state(model, q, qd, activation).tendon_force
+    fibre state.  Generalized muscle forces are ``moment_arms(model, q) @ muscle_forces(...)``.
+
+    As OpenSim, a Thelen or Millard muscle's active force uses its activation clamped to
+    [``minimum_activation``, 1]: below ``minimum_activation`` (a = 0 included) the force does not
+    depend on the activation, and its derivative with respect to the activation is 0 there."""
+    require_model(model, "muscle_forces")
+    with pose_warning(model, q, "muscle_forces"):
+        return _muscle_state(model, q, qd, activation).tendon_force

@@ -60,13 +60,14 @@ import numpy as np
 from typing import NamedTuple
 
 from .._kinematics import check_vector, forward_pass
-from .._model import Model
+from .._model import Model, require_model
 from .geometry import path_geometry, wrap_frames, wrapped_lengths, wrapped_paths
 from .moment_arms import moment_arms
 from .path_functions import all_paths_are_functions, function_lengths, function_moment_arms, get_path_functions
 from .. import _checks
 from .paths import (_active, _locations, _safe_norm, get_paths, reference_pose, reference_rules,
                     require_pose_and_path, unchecked_path_state)
+from .pose_warning import warns_for_pose
 
 
 def _smooth(paths) -> bool:
@@ -211,11 +212,13 @@ def _straight_opensim_moment_arms(model: Model, q):
     return R.at[inputs[:, None], mine[None, :]].add(d_sub.T)
 
 
+@warns_for_pose
 def opensim_moment_arms_and_lengths(model: Model, qs):
     """OpenSim's moment arms ``(T, nq, nm)`` and the path lengths ``(T, nm)`` at ``T`` poses
     ``qs (T, nq)``, with one lane-folded wrap pass for all poses (no ``vmap`` over the wrap pass;
     per pose only the kinematics is differentiated).  Equals ``vmap`` of :func:`opensim_moment_arms`
     and :func:`mbjax.muscle_lengths`."""
+    require_model(model, "opensim_moment_arms_and_lengths")
     qs = jnp.asarray(qs)
     if qs.ndim != 2 or qs.shape[1] != model.n_coordinates:
         raise ValueError(f"qs must have shape (T, nq) = (T, {model.n_coordinates}), got {qs.shape}")
@@ -262,9 +265,11 @@ def _opensim_moment_arms_and_lengths(model: Model, qs):
     return jax.vmap(one)(qs, frozen), lengths
 
 
+@warns_for_pose
 def opensim_moment_arms(model: Model, q) -> jnp.ndarray:
     """Moment arms ``(nq, nm)`` as OpenSim's ``Muscle.computeMomentArm`` reports them (see module doc),
     over wrap surfaces too."""
+    require_model(model, "opensim_moment_arms")
     q = check_vector(model, q)
     functions = get_path_functions(model)
     if functions is not None:  # a path function's moment arm is -∂L/∂q in OpenSim too (FunctionBasedPath)

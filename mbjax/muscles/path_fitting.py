@@ -22,6 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .._checks import names as name_list
+from .._model import require_model
 from ..maps.multivariate import multivariate_exponents
 from .path_functions import _by_degree_inverse, _term_tables
 
@@ -192,11 +194,21 @@ def _coordinate_ranges(model, ranges):
     info = model.extras.get("osim")
     if info is not None:
         lower, upper = np.asarray(info.lower, float).copy(), np.asarray(info.upper, float).copy()
-    for name, (lo, hi) in (ranges or {}).items():
+    if ranges is not None and not isinstance(ranges, dict):
+        raise TypeError(f"fit_path_functions: ranges must be a dict {{coordinate: (lo, hi)}}, got {type(ranges).__name__}")
+    for name, pair in (ranges or {}).items():
         if name not in names:
             raise ValueError(f"fit_path_functions: ranges name {name!r}, which is not a coordinate of the model; "
                              f"coordinates: {names}")
-        lower[names.index(name)], upper[names.index(name)] = float(lo), float(hi)
+        try:
+            lo, hi = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise ValueError(f"fit_path_functions: ranges[{name!r}] must be a pair of numbers (lo, hi), "
+                             f"got {pair!r}") from None
+        if lo > hi:
+            raise ValueError(f"fit_path_functions: no finite range for coordinates [{name!r}]: ranges[{name!r}] = "
+                             f"({lo:g}, {hi:g}) is reversed (lower > upper); give ({hi:g}, {lo:g})")
+        lower[names.index(name)], upper[names.index(name)] = lo, hi
     bad = [n for n, lo, hi in zip(names, lower, upper) if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi)]
     if bad:
         raise ValueError(f"fit_path_functions: no finite range for coordinates {bad}; give ranges={{name: (lo, hi)}}")
@@ -238,13 +250,14 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
     points (joint reactions); :func:`mbjax.muscles.path_functions.with_path_functions` with None
     restores the exact paths.
     """
+    require_model(model, "fit_path_functions")
     from .path_functions import build_path_functions, with_path_functions
     from .paths import get_paths
 
     tolerance = tolerance or PathTolerance()
     paths = get_paths(model)
     names = list(paths.names)
-    chosen = names if muscles is None else list(muscles)
+    chosen = names if muscles is None else list(name_list(muscles, "muscles", "fit_path_functions"))
     unknown = [m for m in chosen if m not in names]
     if unknown:
         raise ValueError(f"fit_path_functions: {unknown} are not muscles of the model; muscles: {names}")

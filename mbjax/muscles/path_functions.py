@@ -25,6 +25,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from .._model import require_model
 from ..maps.multivariate import multivariate_exponents
 from .path_set import get_paths
 
@@ -316,6 +317,7 @@ def with_path_functions(model, functions: PathFunctions | dict | None):
     """A copy of ``model`` whose muscles named in ``functions`` use them for length and moment arms
     (``functions``: a :class:`PathFunctions` or the dict of :func:`build_path_functions`; None
     removes them, every path geometric again)."""
+    require_model(model, "with_path_functions")
     extras = dict(model.extras)
     if functions is None:
         extras.pop("path_functions", None)

@@ -32,7 +32,7 @@ import numpy as np
 from .. import _checks
 from ..wrapping.objects import DIMENSIONS_USED
 from .._kinematics import body_poses
-from .._model import GROUND, Model
+from .._model import GROUND, Model, require_model
 from ..maps._base import AbstractJointMap, local_index
 from ..wrapping.path import build_wraps
 from .parameter_rules import check_hill_parameters, given_or_default
@@ -177,6 +177,7 @@ def build_paths(
 
 def with_muscles(model: Model, paths: MusclePaths | Mapping[str, Sequence[PathPoint]], **kwargs) -> Model:
     """A copy of ``model`` whose ``extras["muscles"]`` holds ``paths`` (built with :func:`build_paths`)."""
+    require_model(model, "with_muscles")
     if not isinstance(paths, MusclePaths):
         paths = build_paths(model.body_names, model.coordinate_names, paths, **kwargs)
     nb = model.n_bodies

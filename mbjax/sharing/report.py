@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._checks import names as name_list
+
 
 @dataclass
 class InfeasibilityReport:
@@ -65,6 +67,18 @@ class InfeasibleError(RuntimeError):
         self.report = report
 
 
+def _same_model(result, model) -> None:
+    """Refuse a model other than the result's: its muscle count must match the result's activations
+    (the result holds no names, so a model with as many coordinates would otherwise label it)."""
+    muscles = tuple(getattr(getattr(model, "extras", {}).get("muscles"), "names", ()))
+    nm = np.shape(result.activations)[-1] if np.ndim(result.activations) else None
+    nq = np.shape(result.residual)[-1] if np.ndim(result.residual) else None
+    if nm is not None and nm != len(muscles):
+        raise ValueError(f"infeasibility_report: the result is of a model with {nm} muscles and {nq} coordinates, but "
+                         f"the model given has {len(muscles)} muscles {list(muscles)[:8]} and coordinates "
+                         f"{list(model.coordinate_names)}; pass the model the result was computed for")
+
+
 def infeasibility_report(result, coordinate_names=None, tol: float = 1e-6, times=None) -> InfeasibilityReport:
     """Report of a one-frame or trajectory :class:`StaticOptimizationResult` (module docstring).
     ``coordinate_names`` may be a model (its ``coordinate_names``) or a sequence of names."""
@@ -83,10 +97,10 @@ def infeasibility_report(result, coordinate_names=None, tol: float = 1e-6, times
         raise ValueError(f"infeasibility_report: result.converged has shape {conv.shape} but result.residual has "
                          f"{res.shape[0]} frame(s)")
     if coordinate_names is not None and hasattr(coordinate_names, "coordinate_names"):
+        _same_model(result, coordinate_names)
         coordinate_names = coordinate_names.coordinate_names
-    if isinstance(coordinate_names, str):
-        coordinate_names = [coordinate_names]
-    names = list(coordinate_names) if coordinate_names is not None else [f"q{j}" for j in range(res.shape[1])]
+    names = (list(name_list(coordinate_names, "coordinate_names", "infeasibility_report"))
+             if coordinate_names is not None else [f"q{j}" for j in range(res.shape[1])])
     if len(names) != res.shape[1]:
         raise ValueError(f"infeasibility_report: {len(names)} coordinate names {names} for a residual of "
                          f"{res.shape[1]} coordinates; pass the model the result was computed for")

@@ -53,10 +53,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._model import require_model
 from .._dynamics import inverse_dynamics
 from ..muscles.moment_arms import moment_arms
 from ..muscles.paths import get_paths
 from . import qp
+from ._per_name import by_name, check_bounds_by_name
 from .force_coefficients import _coefficient_inputs, _coefficients
 from .. import _checks
 
@@ -148,7 +150,12 @@ def _reserve_vector(reserves, nq, dtype):
     """Reserve optimal forces ``(nq,)`` from a scalar or ``(nq,)``: finite and >= 0 (0: none there)."""
     if reserves is None:
         return None
-    fr = jnp.asarray(reserves, dtype)
+    if isinstance(reserves, dict):
+        raise TypeError("reserves by coordinate name need the model: pass them to static_optimization(model, ...) "
+                        "or give an array (nq,) in the model's coordinate order")
+    fr = _checks.real_array(reserves, "static optimization: reserves must be a number or an array (nq,) of reserve optimal forces (or, "
+                            "with static_optimization, a dict {coordinate: optimal force})",
+                            "reserves must be real").astype(dtype)
     if fr.shape not in ((), (nq,)):  # never broadcast another length
         raise ValueError(f"reserves must be a scalar or have shape (nq,) = ({nq},), got {fr.shape}")
     fr = _checks.all_of(fr, [(~jnp.isfinite(fr) | (fr < 0),
@@ -195,7 +202,11 @@ def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, rese
     if weights is None:
         w = jnp.ones((nm,), dtype)
     else:
-        w = jnp.asarray(weights, dtype)
+        if isinstance(weights, dict):
+            raise TypeError("weights by muscle name need the model: pass them to static_optimization(model, ...) "
+                            "or give an array (nm,) in the problem's muscle order")
+        w = _checks.real_array(weights, "static optimization: weights must be a number or an array (nm,) of muscle weights (or, with "
+                               "static_optimization, a dict {muscle: weight})", "weights must be real").astype(dtype)
         if w.shape not in ((), (nm,)):  # never broadcast another length
             raise ValueError(f"weights must be a scalar or have shape (nm,) = ({nm},), got {w.shape}")
         w = jnp.broadcast_to(w, (nm,))
@@ -226,13 +237,16 @@ def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, rese
 
 def _bound(bounds, k: int, name: str, n: int):
     """``bounds[k]`` (a scalar or ``(n,)``), refusing anything that is not a (lower, upper) pair."""
+    if isinstance(bounds, (dict, str)):
+        raise TypeError(f"{name} must be a (lower, upper) pair (each a number or an array ({n},)), got "
+                        f"{type(bounds).__name__}: {bounds!r}")
     try:
         lower_upper = tuple(bounds)
     except TypeError:
         raise ValueError(f"{name} must be a (lower, upper) pair, got {bounds!r}") from None
     if len(lower_upper) != 2:
         raise ValueError(f"{name} must be a (lower, upper) pair, got {len(lower_upper)} values")
-    x = jnp.asarray(lower_upper[k])
+    x = _checks.real_array(lower_upper[k], f"{name}[{k}] must be a number or an array ({n},)", f"{name}[{k}] must be real")
     if x.shape not in ((), (n,)):
         raise ValueError(f"{name}[{k}] must be a scalar or have shape ({n},), got {x.shape}")
     return x
@@ -303,6 +317,18 @@ def solve_problem(problem: SharingProblem, *, exponent=2, weights=None, reserves
                                     sol.polish_iterations, sol.lam, x_a)
 
 
+def _named_options(model, weights, reserves, activation_bounds, reserve_bounds, where: str):
+    """``weights``/``reserves`` given by name as arrays in model order; concrete bounds checked by name."""
+    require_model(model, where)
+    muscles, coords = get_paths(model).names, model.coordinate_names
+    weights = by_name(weights, muscles, "weights", "muscles", where, 1.0)
+    reserves = by_name(reserves, coords, "reserves", "coordinates", where, 0.0)
+    check_bounds_by_name(activation_bounds, muscles, "activation_bounds", "muscles", where)
+    if reserves is not None:
+        check_bounds_by_name(reserve_bounds, coords, "reserve_bounds", "coordinates", where)
+    return weights, reserves
+
+
 def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=2, weights=None, reserves=None,
                         activation_bounds=(0.0, 1.0), reserve_bounds=(-jnp.inf, jnp.inf), use_muscle_physiology=True,
                         passive_forces=False, initial_guess=None, solver_options=None, actuators=None,
@@ -311,8 +337,9 @@ def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=
 
     Minimizes Σ w_i a_i^p (+ Σ |τ_r,j / F_r,j|^p with reserves) subject to R F(a) + τ_r = τ and
     ``activation_bounds``.  ``tau`` overrides the inverse-dynamics torque; ``external`` is a
-    generalized force Q_ext subtracted from it; ``weights`` (nm,) weigh the muscle terms;
-    ``reserves`` is a scalar or ``(nq,)`` of reserve optimal forces (0 = none on that coordinate);
+    generalized force Q_ext subtracted from it; ``weights`` (nm,) weigh the muscle terms (or a dict
+    ``{muscle: weight}``, the rest 1); ``reserves`` is a scalar or ``(nq,)`` of reserve optimal forces
+    (0 = none on that coordinate), or a dict ``{coordinate: optimal force}`` (the rest 0);
     ``actuators (nq, na)`` adds other actuators by their generalized force per unit control (module
     docstring) with ``actuator_bounds`` on their controls;
     ``initial_guess`` is activations ``(nm,)`` or a previous result (warm start);
@@ -321,6 +348,8 @@ def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=
     derivatives at the optimum).  Infeasible frames are not raised here: check ``residual`` /
     ``converged`` or use :func:`mbjax.sharing.infeasibility_report`.
     """
+    weights, reserves = _named_options(model, weights, reserves, activation_bounds, reserve_bounds,
+                                       "static_optimization")
     problem = sharing_problem(model, q, qd, qdd, tau=tau, external=external,
                               use_muscle_physiology=use_muscle_physiology, passive_forces=passive_forces,
                               actuators=actuators, pennation_rule=pennation_rule)
@@ -347,6 +376,9 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
     frame (e.g. :func:`mbjax.muscles.opensim_moment_arms_and_lengths`, one wrap pass for all frames);
     ``actuators (T, nq, na)``: other actuators' generalized force per unit control per frame.
     """
+    require_model(model, "static_optimization_trajectory")
+    weights, reserves = _named_options(model, weights, reserves, activation_bounds, reserve_bounds,
+                                       "static_optimization_trajectory")
     qs = jnp.asarray(qs)
     nq = model.n_coordinates
     shapes = [jnp.shape(x) for x in (qs, qds, qdds)]

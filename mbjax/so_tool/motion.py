@@ -16,7 +16,9 @@ from .. import _checks
 from .._batching import padded_length
 from ..id_tool import (check_frames, coordinate_trajectory, disabled_paths, dynamics_model, torques_of_frames,
                        warn_float32)
-from ..id_tool.motion import _force_elements_applied
+from ..id_tool.motion import _force_elements_applied, external_loads_file
+from .._model import require_model
+from ..io.arguments import real_number
 from ..io.storage import Table
 from ..muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from ..muscles.parameters import hill_parameters
@@ -93,7 +95,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
                                moment_arm_rule: str = "opensim") -> SOResult:
     """OpenSim's static optimization of a coordinates table (the package docstring's steps).
 
-    ``external_loads``: an :class:`~mbjax.io.external_loads.ExternalLoadsFile` or None;
+    ``external_loads``: an :class:`~mbjax.io.external_loads.ExternalLoadsFile`, its .xml path, or None;
     ``reserves``: more actuators (``CoordinateActuator`` / :class:`Reserve`, ``PointActuator``,
     ``TorqueActuator`` records, e.g. from :func:`read_reserves`), after the model's own
     (``use_model_actuators``: :func:`model_actuators`, as OpenSim uses them); ``step_interval``:
@@ -104,6 +106,12 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     ``moment_arm_rule``: ``"opensim"`` (its unit-force moment arms, what its tool uses; they differ
     from −∂L/∂q over ellipsoids and multi-pass wraps) or ``"geometric"``.
     """
+    where = "static_optimization_motion"
+    require_model(model, where)
+    if lowpass_cutoff is not None:  # None: no filtering
+        lowpass_cutoff = real_number(lowpass_cutoff, "lowpass_cutoff", where)
+    exponent = real_number(exponent, "exponent", where)
+    external_loads = external_loads_file(external_loads, where)
     warn_float32("static optimization")
     check_exponent(exponent)
     t, q, qd, qdd = states_trajectory(model, coordinates, lowpass_cutoff, time_range, step_interval)
