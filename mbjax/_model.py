@@ -34,7 +34,8 @@ def require_model(model, where: str) -> None:
     if not isinstance(model, Model):
         hint = (f" (a file name? load it with mbjax.io.load_osim({model!r}) or mbjax.models.load({model!r}))"
                 if isinstance(model, str) else "")
-        raise TypeError(f"{where}: the first argument must be an mbjax Model, got {type(model).__name__}{hint}")
+        raise TypeError(f"{where}: model must be an mbjax Model (the first argument; mbjax.models.load, "
+                        f"mbjax.io.load_osim, ModelBuilder.build), got {type(model).__name__}{hint}")
 
 
 class Model(eqx.Module):

@@ -237,7 +237,7 @@ def test_segment_factors_bad_values_named(arm_osim):
     for factors, error, message in bad:
         with pytest.raises(error, match=message):
             idf.segment_factors(arm_osim, factors)
-    with pytest.raises(TypeError, match="segment_factors: the first argument must be an mbjax Model"):
+    with pytest.raises(TypeError, match="segment_factors: model must be an mbjax Model"):
         idf.segment_factors("arm26", {"r_humerus": 1.1})
     with pytest.raises(RUNTIME, match="segment_factors: scale factor of body 'r_humerus' must be positive"):
         jax.jit(lambda x: idf.segment_factors(arm_osim, x))(jnp.array([1.0, jnp.nan, 1.0]))
@@ -302,7 +302,7 @@ def static_trial(arm_osim):
      "coordinate task 'r_elbow_flex' has weight -1.0; give a finite weight >= 0"),
     (dict(markers=np.zeros((4, 3))), TypeError, "markers must be mbjax.Markers"),
     (dict(data=np.zeros((2, 4, 3))), TypeError, "data must be mbjax.io.MarkerData"),
-    (dict(model=None), TypeError, "the first argument must be an mbjax Model"),
+    (dict(model=None), TypeError, "model must be an mbjax Model"),
 ])
 def test_fit_static_scale_bad_arguments_refused_before_fitting(arm_osim, static_trial, change, error, message):
     """Refused up front (the valid fit recovering known factors: tests/test_static_scaling.py)."""

@@ -74,7 +74,7 @@ def test_unbounded_ranges_and_models_without_a_file_are_not_judged():
 
 @pytest.mark.parametrize("bad", [None, "arm26", 3.0])
 def test_a_non_model_first_argument_is_refused(bad):
-    with pytest.raises(TypeError, match="body_poses: the first argument must be an mbjax Model"):
+    with pytest.raises(TypeError, match="body_poses: model must be an mbjax Model"):
         mbjax.body_poses(bad, jnp.zeros(2))
 
 

@@ -174,13 +174,6 @@ def empty_paths() -> MusclePaths:
     )
 
 
-def require_model(model, where: str) -> None:
-    """Refuse (``TypeError``, naming ``where``) anything that is not an mbjax model."""
-    if not isinstance(model, Model):
-        raise TypeError(f"{where}: model must be an mbjax Model (mbjax.models.load, mbjax.io.load_osim, "
-                        f"ModelBuilder.build), got {type(model).__name__}")
-
-
 def get_paths(model: Model) -> MusclePaths:
     """The model's :class:`MusclePaths`; a model without muscles has the empty set (``nm = 0``), so
     ``muscle_lengths`` is ``(0,)`` and ``moment_arms`` ``(nq, 0)`` (OpenSim's double pendulum)."""

@@ -37,7 +37,7 @@ from ..maps._base import AbstractJointMap, local_index
 from ..wrapping.path import build_wraps
 from .parameter_rules import check_hill_parameters, given_or_default
 from .path_functions import path_function_range_rules
-from .path_set import ConditionalPathPoint, MovingPathPoint, MusclePaths, PathPoint, get_paths, require_model
+from .path_set import ConditionalPathPoint, MovingPathPoint, MusclePaths, PathPoint, get_paths
 
 
 def build_paths(
