@@ -107,7 +107,7 @@ def compile_times():
             t0 = time.perf_counter()
             model = models.arm26() if label == "arm26" else load_osim(mobl_path())
             load_s = time.perf_counter() - t0
-            info = model.extras["osim"]
+            info = model.osim
             lo, hi = np.asarray(info.lower), np.asarray(info.upper)
             qs = jnp.asarray(lo + (hi - lo) * np.random.default_rng(0).uniform(size=(n, model.n_coordinates)))
             fn = jax.jit(jax.vmap(f, in_axes=(None, 0)))
@@ -151,7 +151,7 @@ def main():
             load_s = time.perf_counter() - t0
             if ARGS.float32:
                 model = jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, model)
-            info = model.extras["osim"]
+            info = model.osim
             lo, hi = np.asarray(info.lower), np.asarray(info.upper)
             rng = np.random.default_rng(0)
             n_m = max(n // 16, 256) if wrapped else n  # the wrap pass costs more per pose

@@ -36,7 +36,7 @@ import mbjax  # noqa: E402
 from mbjax import identify as idf  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "identify_muscles")
-WHERE = lambda m: (m.extras["muscles"].parameters["optimal_fiber_length"], m.extras["muscles"].parameters["tendon_slack_length"])  # noqa: E731
+WHERE = lambda m: (m.muscles.parameters["optimal_fiber_length"], m.muscles.parameters["tendon_slack_length"])  # noqa: E731
 
 
 def main():
@@ -71,7 +71,7 @@ def main():
     fitted, rep = idf.fit(start, res, WHERE, method="levenberg_marquardt", parametrization=idf.Positive(), max_steps=100)
     info = idf.identifiability(fitted, res, WHERE, sigma=args.sigma)
     est = np.concatenate([np.asarray(x) for x in WHERE(fitted)])
-    names = [n.replace("extras['muscles'].parameters", "") for n in info.names]
+    names = [n.replace("muscles.parameters", "") for n in info.names]
     print(f"rank {info.rank} of {len(names)}")
     print(f"{'parameter':<38}{'true (mm)':>10}{'start':>10}{'fitted':>10}{'± SE':>8}{'|err|/SE':>9}")
     rows = []

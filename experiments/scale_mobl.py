@@ -96,7 +96,7 @@ def problem(n_frames: int, seed: int = 0):
     segs = idf.segment_names(model)
     rng = np.random.default_rng(seed)
     s_true = rng.uniform(0.88, 1.15, len(segs))
-    sc = model.extras["osim"].scaling
+    sc = model.osim.scaling
     names, bodies, offsets = [], [], []
     for b in MARKED:
         i = model.body_index(b)

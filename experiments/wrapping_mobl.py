@@ -72,7 +72,7 @@ def length_and_arm_sweeper(model):
 
 def sweep(model, sweeper, oracle, muscle, coord, n):
     """Length and moment arm of ``muscle`` along ``coord`` (mbjax, and OpenSim when given)."""
-    info = model.extras["osim"]
+    info = model.osim
     names = model.coordinate_names
     k = names.index(coord)
     lo, hi = float(info.lower[k]), float(info.upper[k])
@@ -179,7 +179,7 @@ def main(argv=None):
         w.writerows(rows)
 
     fig = plt.figure(figsize=(10, 5))
-    info = model.extras["osim"]
+    info = model.osim
     shown = (("TRIlat", "elbow_flexion"), ("ECU", "deviation"))
     qs, labels = [], []
     for muscle, coord in shown:

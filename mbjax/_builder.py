@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._inertia import inertia_problems
-from ._model import GROUND, Model
+from ._model import GROUND, Model, element_fields
 from ._topology import JOINT_TYPES, REVOLUTE, Topology
 from .maps._base import AbstractJointMap, local_index
 from .maps.affine import Affine
@@ -109,7 +109,8 @@ class ModelBuilder:
         return self
 
     def build(self, extras: dict[str, Any] | None = None) -> Model:
-        """Stack the joint maps by family and return the :class:`Model`."""
+        """Stack the joint maps by family and return the :class:`Model` (``extras``: its element
+        fields as a dict, e.g. ``{"muscles": paths}``; or set them later with ``Model.replace``)."""
         if not self._bodies:
             raise ValueError("a model needs at least one body")
         groups: dict[Any, list[int]] = defaultdict(list)
@@ -140,8 +141,8 @@ class ModelBuilder:
             inertia=f64([b.inertia for b in self._bodies]),
             gravity=f64(self.gravity),
             maps=tuple(maps),
-            extras=dict(extras or {}),
             topology=topology,
+            **element_fields(extras or {}, "ModelBuilder.build"),
         )
 
 

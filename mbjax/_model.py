@@ -17,6 +17,7 @@ coordinates.  Multi-dof joints are chains through zero-inertia bodies (Ehsani §
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 from typing import Any
 
@@ -27,6 +28,17 @@ from ._topology import Topology
 from .maps._base import AbstractJointMap
 
 GROUND = "ground"
+
+#: what a model carries besides its bodies and joints (each None when absent), by the layer that reads it
+ELEMENT_FIELDS = ("muscles", "forces", "path_functions", "osim")
+
+
+def element_fields(extras, where: str) -> dict[str, Any]:
+    """The element fields from a dict keyed like them (absent keys: None); another key is refused."""
+    unknown = sorted(set(extras) - set(ELEMENT_FIELDS))
+    if unknown:
+        raise ValueError(f"{where}: unknown model element(s) {unknown}; a model carries {list(ELEMENT_FIELDS)}")
+    return {k: extras.get(k) for k in ELEMENT_FIELDS}
 
 
 def require_model(model, where: str) -> None:
@@ -39,13 +51,17 @@ def require_model(model, where: str) -> None:
 
 
 class Model(eqx.Module):
-    """A body tree with empirical joint maps.
+    """A body tree with empirical joint maps, and what other layers attach to it.
 
     Static: :attr:`topology` (hashable).  Array leaves (differentiable): joint ``offset``
     ``(nb, 4, 4)``, ``axis`` ``(nb, 3)``, ``mass`` ``(nb,)``, ``com`` ``(nb, 3)`` (body frame),
     ``inertia`` ``(nb, 3, 3)`` about the centre of mass in the body frame, ``gravity`` ``(3,)`` and
-    the stacked joint ``maps`` (one module per family).  ``extras`` holds force elements added by
-    other layers (muscle paths, ligaments) as a dict of modules.
+    the stacked joint ``maps`` (one module per family).  Attached, each None when absent:
+    ``muscles`` (the musculotendon paths and their parameters, :class:`mbjax.muscles.MusclePaths`),
+    ``forces`` (force elements: springs, bushings, contact, ligaments; :class:`mbjax.forces.ForceSet`),
+    ``path_functions`` (paths as fitted functions of the coordinates, :mod:`mbjax.muscles.path_functions`)
+    and ``osim`` (what the model keeps of its OpenSim file: coordinate defaults, ranges, units and
+    provenance, :class:`mbjax.io.osim_info.OsimInfo`).  Change them with :meth:`replace`.
     """
 
     offset: jnp.ndarray
@@ -55,13 +71,43 @@ class Model(eqx.Module):
     inertia: jnp.ndarray
     gravity: jnp.ndarray
     maps: tuple[AbstractJointMap, ...]
-    extras: dict[str, Any]
     topology: Topology = eqx.field(static=True)
+    muscles: Any = None
+    forces: Any = None
+    path_functions: Any = None
+    osim: Any = None
+
+    def replace(self, **fields) -> "Model":
+        """This model with the named fields replaced (the other arrays shared), e.g.
+        ``model.replace(muscles=None)`` for the skeleton alone."""
+        unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise TypeError(f"Model.replace: no field {unknown}; the fields are "
+                            f"{[f.name for f in dataclasses.fields(self)]}")
+        return dataclasses.replace(self, **fields)
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """Deprecated: the attached elements as a dict (read ``model.muscles``, ``.forces``,
+        ``.path_functions``, ``.osim`` instead)."""
+        warnings.warn("Model.extras is deprecated: read model.muscles, model.forces, model.path_functions or "
+                      "model.osim, and change them with model.replace(...)", DeprecationWarning, stacklevel=2)
+        return {k: getattr(self, k) for k in ELEMENT_FIELDS if getattr(self, k) is not None}
 
     def with_extras(self, extras: dict) -> "Model":
-        """This model with ``extras`` replaced (the arrays shared): ``eqx.tree_at(lambda m: m.extras,
-        model, extras)`` without its tree walk."""
-        return dataclasses.replace(self, extras=extras)
+        """Deprecated: ``model.replace(...)`` with the four element fields (absent keys become None)."""
+        warnings.warn("Model.with_extras is deprecated: use model.replace(muscles=..., forces=..., "
+                      "path_functions=..., osim=...)", DeprecationWarning, stacklevel=2)
+        return self.replace(**element_fields(extras, "Model.with_extras"))
+
+    def __setstate__(self, state):
+        """Unpickle (:func:`mbjax.io.load_model`), also a model saved when the elements were one ``extras`` dict."""
+        state = dict(state)
+        if "extras" in state:
+            state.update(element_fields(state.pop("extras") or {}, "load_model"))
+        for key in ELEMENT_FIELDS:
+            state.setdefault(key, None)
+        self.__dict__.update(state)
 
     @property
     def body_names(self) -> tuple[str, ...]:
@@ -73,8 +119,8 @@ class Model(eqx.Module):
 
     @property
     def muscle_names(self) -> tuple[str, ...]:
-        """Names of the musculotendon paths in ``extras["muscles"]`` (empty if none)."""
-        muscles = self.extras.get("muscles")
+        """Names of the musculotendon paths in :attr:`muscles` (empty if none)."""
+        muscles = self.muscles
         return tuple(getattr(muscles, "names", ())) if muscles is not None else ()
 
     @property

@@ -102,7 +102,7 @@ def range_violations(model: Model, q) -> list[RangeViolation]:
                     upper=float(upper[i, j]),
                     pose=None if single else p,
                 ))
-    functions = getattr(model, "extras", {}).get("path_functions")  # muscle paths fitted on a range
+    functions = getattr(model, "path_functions", None)  # muscle paths fitted on a range
     if functions is not None:
         for muscle, coordinate, value, lo, hi, p in functions.violations(model.coordinate_names, qs):
             out.append(RangeViolation(joint=muscle, family="path function", coordinates=(coordinate,),
@@ -132,7 +132,7 @@ def warn_far_outside_ranges(model, q, where: str) -> None:
     common mistake it catches is a pose in degrees (or millimetres), which no range check at the
     edge of a range would tell from a real pose.  Unbounded ranges (wider than 1000) are skipped.
     """
-    info = getattr(model, "extras", {}).get("osim")
+    info = getattr(model, "osim", None)
     lower, upper = getattr(info, "lower", None), getattr(info, "upper", None)
     if lower is None or upper is None or any(isinstance(a, jax.core.Tracer) for a in (q, lower, upper)):
         return  # traced (under jit, vmap, or grad with respect to the model): nothing concrete to judge

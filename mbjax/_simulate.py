@@ -331,7 +331,7 @@ def simulate(
         # solve's args (a smaller adjoint state for BacksolveAdjoint; a user's vector_field may
         # carry the whole model: models hold no empty-tuple nodes, which diffrax 0.7 cannot
         # stop_gradient through, see mbjax.muscles.paths.MusclePaths)
-        model = model.with_extras({})
+        model = model.replace(muscles=None, forces=None, path_functions=None, osim=None)
     elif controls is not None or forces is not None:
         raise ValueError("simulate: controls and forces apply to the default vector field; put them in vector_field")
     else:

@@ -92,7 +92,7 @@ class MuscleDrivenField(eqx.Module):
 
 
 def _muscle_names(model):
-    return tuple(model.extras["muscles"].names) if "muscles" in model.extras else ()
+    return tuple(model.muscles.names) if model.muscles is not None else ()
 
 
 def _excitation_shape(u, nm: int, model, who: str = "simulate_muscles", what: str = "excitations(t)"):
@@ -146,7 +146,7 @@ def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, mome
     require_model(model, "initial_fiber_lengths")
     rule = lengths_speeds_rule(moment_arms)
     ctx = _checks.coordinates_context(model)
-    names = model.extras["muscles"].names if "muscles" in model.extras else ()
+    names = model.muscles.names if model.muscles is not None else ()
     mctx = _checks.names_context("muscles", names)
     q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)
     qd = _checks.as_array(qd, "qd", (model.n_coordinates,), ("nq",), ctx)

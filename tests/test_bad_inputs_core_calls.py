@@ -20,7 +20,7 @@ with warnings.catch_warnings():
     ARM = mbjax.models.load("arm26", ignore_wrapping=True)
 Q, QD, A = jnp.asarray([0.3, 0.8]), jnp.zeros(2), jnp.full(6, 0.5)
 FAR = jnp.asarray([0.0, 10.0])  # elbow at 10 rad: far outside 0..2.27
-MUSCLES = ARM.extras["muscles"].names
+MUSCLES = ARM.muscles.names
 
 TIERS = ["mbjax", "mbjax.io", "mbjax.opensim", "mbjax.models", "mbjax.reference", "mbjax.config", "mbjax.wrapping",
          "mbjax.muscles", "mbjax.identify", "mbjax.ligaments", "mbjax.sharing", "mbjax.forces", "mbjax.maps",

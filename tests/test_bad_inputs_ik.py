@@ -61,7 +61,7 @@ def test_a_frame_that_is_not_a_minimum_is_not_converged():
     """The convergence report checks the solution itself: a Gauss-Newton step from the true pose is
     within the tolerance, one from the default pose is not."""
     data, q = _data()
-    fx = ik._Fixed(ARM.with_extras({}), MARKERS, *(np.asarray(a, float) for a in (
+    fx = ik._Fixed(ARM.replace(muscles=None, forces=None, path_functions=None, osim=None), MARKERS, *(np.asarray(a, float) for a in (
         [1, 1], [0, 0], [0, 0], [-1, -1], [1, 1], [0, 0])))
     spec = ik._Spec("scan", 1e-9, 1e-9, 200)
     w = np.full(3, 1 / 3)

@@ -124,7 +124,7 @@ def test_defaults_of_every_class_pass_the_rules():
 def test_shipped_models_pass_the_rules():
     for name in ("arm26", "gait10dof18musc", "gait2392_millard", "gait2392", "gait2354"):
         model = mbjax.io.load_osim(model_path(name))
-        assert np.isfinite(np.asarray(model.extras["muscles"].parameters["max_isometric_force"])).all()
+        assert np.isfinite(np.asarray(model.muscles.parameters["max_isometric_force"])).all()
 
 
 # ---- per-muscle arrays at call time: shapes named when traced, values in one fused check ----------
@@ -231,7 +231,7 @@ def test_float32_checks_refuse_and_accept_the_same():
         from mbjax.models import model_path
         assert not jax.config.jax_enable_x64
         m = mbjax.io.load_osim(model_path("gait10dof18musc"))
-        nm = m.extras["muscles"].n_muscles
+        nm = m.muscles.n_muscles
         q, qd = jnp.full(m.n_coordinates, 0.1), jnp.zeros(m.n_coordinates)
         f = mbjax.muscle_forces(m, q, qd, jnp.full(nm, 0.5))
         assert f.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(f)))
@@ -256,8 +256,8 @@ def test_wrap_dimensions_changed_after_loading_are_refused_by_object(axis, value
 
     model = _hinge_model("link")  # a string over a hinge cylinder (radius, length)
     q = jnp.asarray([2.9])
-    wraps = model.extras["muscles"].wraps
-    leaf = lambda m: m.extras["muscles"].wraps.dimensions  # noqa: E731
+    wraps = model.muscles.wraps
+    leaf = lambda m: m.muscles.wraps.dimensions  # noqa: E731
     bad = eqx.tree_at(leaf, model, wraps.dimensions.at[0, axis].set(value))
     name, kind = wraps.names[0], wraps.kinds[0]
     for fn in (mbjax.muscle_lengths, mbjax.moment_arms):
@@ -277,8 +277,8 @@ def test_opensim_moment_arms_refuse_changed_wrap_dimensions():
 
     model = _hinge_model("link")
     q = jnp.asarray([2.9])
-    wraps = model.extras["muscles"].wraps
-    bad = eqx.tree_at(lambda m: m.extras["muscles"].wraps.dimensions, model, wraps.dimensions.at[0, 0].set(math.nan))
+    wraps = model.muscles.wraps
+    bad = eqx.tree_at(lambda m: m.muscles.wraps.dimensions, model, wraps.dimensions.at[0, 0].set(math.nan))
     for fn, x in ((opensim_moment_arms, q), (opensim_moment_arms_and_lengths, q[None])):
         with pytest.raises(RuntimeError, match=rf"{fn.__name__}: wrap object '{wraps.names[0]}' .* has dimensions "
                                                "that are not finite and positive"):

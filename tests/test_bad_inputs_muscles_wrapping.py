@@ -111,7 +111,7 @@ def test_oracles_refuse_a_path_with_one_active_point(name):
 @pytest.mark.parametrize("name", [n for n in ORACLES if n != "gamma_beta"])
 def test_oracles_refuse_a_nan_path_point_set_after_loading(arm, name):
     """A NaN location would drop its segments (safe norm: length 0) without a word."""
-    paths = arm.extras["muscles"]
+    paths = arm.muscles
     bad = with_muscles(arm, eqx.tree_at(lambda p: p.location, paths, paths.location.at[0, 1, 0].set(jnp.nan)))
     with pytest.raises(RUNTIME, match=f"{name}: muscle 'flexor' has a path point that is not finite"):
         ORACLES[name](bad, Q)
@@ -228,7 +228,7 @@ def test_moving_path_point_valid_twin_moves_with_its_coordinate(arm):
 
 
 def test_muscle_paths_refuse_inconsistent_tables(arm):
-    paths = arm.extras["muscles"]
+    paths = arm.muscles
     with pytest.raises(ValueError, match=r"MusclePaths: location must have shape \(3, 3, 3\).*got \(3, 2, 3\)"):
         dataclasses.replace(paths, location=paths.location[:, :2])
     with pytest.raises(ValueError, match=r"MusclePaths: kinds must hold one entry per muscle \(3\)"):
@@ -250,7 +250,7 @@ def test_hill_parameters_refuses_what_is_no_model(obj):
 
 def test_hill_parameters_valid_twin_fills_opensim_defaults(arm):
     p = mm.hill_parameters(arm)
-    same = mm.hill_parameters(arm.extras["muscles"])
+    same = mm.hill_parameters(arm.muscles)
     assert set(p) == set(same)
     # a path-only muscle takes Muscle::constructProperties defaults
     np.testing.assert_array_equal(p["max_isometric_force"], np.full(3, 1000.0))

@@ -67,8 +67,8 @@ def test_body_parameters_are_checked_under_jit_and_vmap():
 
 
 def _muscle(key, value):
-    p = ARM.extras["muscles"].parameters
-    return eqx.tree_at(lambda m: m.extras["muscles"].parameters[key], ARM, p[key].at[0].set(value))
+    p = ARM.muscles.parameters
+    return eqx.tree_at(lambda m: m.muscles.parameters[key], ARM, p[key].at[0].set(value))
 
 
 @pytest.mark.parametrize("key, value, requirement", [
@@ -114,8 +114,8 @@ def test_initial_fiber_lengths_checks_what_muscle_forces_checks():
 
 
 def test_a_nan_path_point_is_refused_not_skipped():
-    paths = ARM.extras["muscles"]
-    model = eqx.tree_at(lambda m: m.extras["muscles"].location, ARM, paths.location.at[0, 0, 0].set(jnp.nan))
+    paths = ARM.muscles
+    model = eqx.tree_at(lambda m: m.muscles.location, ARM, paths.location.at[0, 0, 0].set(jnp.nan))
     for f in (mbjax.muscle_lengths, mbjax.moment_arms):
         with pytest.raises(Exception, match=r"muscle 'TRIlong' has a path point that is not finite"):
             f(model, Q)
@@ -123,10 +123,10 @@ def test_a_nan_path_point_is_refused_not_skipped():
 
 @pytest.mark.parametrize("field, value", [("translation", jnp.nan), ("rotation", 2.0)])
 def test_a_wrap_objects_placement_is_checked(field, value):
-    wraps = WRAPPED.extras["muscles"].wraps
+    wraps = WRAPPED.muscles.wraps
     arr = getattr(wraps, field)
     arr = arr.at[0, 0].set(value) if field == "translation" else arr.at[0].multiply(value)
-    model = eqx.tree_at(lambda m: getattr(m.extras["muscles"].wraps, field), WRAPPED, arr)
+    model = eqx.tree_at(lambda m: getattr(m.muscles.wraps, field), WRAPPED, arr)
     with pytest.raises(Exception, match=rf"wrap object {wraps.names[0]!r} .* translation that is not finite or a "
                                         "rotation that is not a finite proper rotation matrix"):
         mbjax.muscle_lengths(model, Q)

@@ -89,7 +89,7 @@ def test_ik_lone_locked_name():
     x = np.stack([np.asarray(mbjax.marker_positions(ARM, markers, qq)) for qq in q])
     data = MarkerData(np.array([0.0, 0.01]), tuple(markers.names), x)
     r = inverse_kinematics(ARM, markers, data, locked="r_shoulder_elev", method="vmap")
-    assert np.allclose(r.q[:, 0], ARM.extras["osim"].default[0])
+    assert np.allclose(r.q[:, 0], ARM.osim.default[0])
 
 
 @pytest.mark.parametrize("call", [

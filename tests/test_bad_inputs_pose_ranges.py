@@ -23,7 +23,7 @@ def arm():
 
 
 def _ranges(model):
-    info = model.extras["osim"]
+    info = model.osim
     return np.asarray(info.lower), np.asarray(info.upper)
 
 
@@ -55,10 +55,10 @@ def test_only_the_far_coordinate_is_named_and_the_switch_silences_it(arm):
 
 
 def test_a_translational_coordinate_in_millimetres_is_named(arm):
-    info = arm.extras["osim"]
+    info = arm.osim
     as_slider = dataclasses.replace(info, motion_types=("rotational", "translational"),
                                     lower=jnp.asarray([info.lower[0], -0.5]), upper=jnp.asarray([info.upper[0], 0.5]))
-    model = arm.with_extras({**arm.extras, "osim": as_slider})
+    model = arm.replace(osim=as_slider)
     with pytest.warns(CoordinateRangeWarning, match=r"r_elbow_flex' = 300 outside \[-0.5, 0.5\] m.*millimetres"):
         mbjax.body_poses(model, jnp.asarray([0.0, 300.0]))
 

@@ -152,7 +152,7 @@ def test_model_builders_refuse_what_is_not_theirs():
         mbjax.with_path_functions(ARM, {"BRA": (("r_elbow_flex",), 1, [0.1, np.nan])})
     # the valid twin: a linear function of the elbow is that line, and its moment arm minus its slope
     f = mbjax.with_path_functions(ARM, {"BRA": (("r_elbow_flex",), 1, [0.1, -0.02])})
-    row = ARM.extras["muscles"].names.index("BRA")
+    row = ARM.muscles.names.index("BRA")
     assert abs(float(mbjax.muscle_lengths(f, Q)[row]) - (0.1 - 0.02 * 0.8)) < 1e-15
     assert abs(float(mbjax.moment_arms(f, Q)[1, row]) - 0.02) < 1e-15
 

@@ -63,12 +63,12 @@ def test_load_osim_warns_a_misspelt_max_isometric_force_and_the_default_is_used(
                 "<max_isometric_forse>798.52</max_isometric_forse>")
     model, warned = _load(_write(tmp_path, text))
     assert len(warned) == 1 and "<max_isometric_forse> in <Thelen2003Muscle name='TRIlong'>" in warned[0]
-    paths = model.extras["muscles"]
+    paths = model.muscles
     k = paths.names.index("TRIlong")
     assert float(paths.parameters["max_isometric_force"][k]) == OPENSIM_DEFAULT_MAX_ISOMETRIC_FORCE
     good, warned = _load(_write(tmp_path, ARM26, "good.osim"))
     assert warned == []
-    assert float(good.extras["muscles"].parameters["max_isometric_force"][k]) == 798.52  # the file's value
+    assert float(good.muscles.parameters["max_isometric_force"][k]) == 798.52  # the file's value
 
 
 def test_load_osim_warns_an_unknown_property_of_a_millard_curve(tmp_path):

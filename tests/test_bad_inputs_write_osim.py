@@ -38,17 +38,17 @@ def wrapped():
 
 
 def _muscles(model, where, value):
-    p = eqx.tree_at(where, model.extras["muscles"], value)
-    return model.with_extras({**model.extras, "muscles": p})
+    p = eqx.tree_at(where, model.muscles, value)
+    return model.replace(muscles=p)
 
 
 def _wraps(model, where, value):
-    p = model.extras["muscles"]
+    p = model.muscles
     return _muscles(model, lambda q: q.wraps, eqx.tree_at(where, p.wraps, value))
 
 
 def _info(model, where, value):
-    return model.with_extras({**model.extras, "osim": eqx.tree_at(where, model.extras["osim"], value)})
+    return model.replace(osim=eqx.tree_at(where, model.osim, value))
 
 
 def _write_quietly(model, path):
@@ -72,7 +72,7 @@ def test_valid_model_writes_without_warning(arm, tmp_path):
     ("Af", -0.5, "Af must be finite and > 0"),
 ])
 def test_muscle_parameter_load_osim_refuses_is_not_written(arm, tmp_path, key, value, match):
-    p = arm.extras["muscles"]
+    p = arm.muscles
     bad = _muscles(arm, lambda q: q.parameters[key], p.parameters[key].at[2].set(value))
     out = tmp_path / "bad.osim"
     with pytest.raises(ValueError, match=rf"nothing written(.|\n)*muscle {p.names[2]!r}: {match}"):
@@ -81,7 +81,7 @@ def test_muscle_parameter_load_osim_refuses_is_not_written(arm, tmp_path, key, v
 
 
 def test_non_finite_path_point_is_refused_naming_muscle_and_point(arm, tmp_path):
-    p = arm.extras["muscles"]
+    p = arm.muscles
     bad = _muscles(arm, lambda q: q.location, p.location.at[1, 0, 2].set(jnp.nan))
     with pytest.raises(ValueError, match=rf"muscle {p.names[1]!r}: path point {p.point_names[1][0]!r} has location "
                                          r"\[.*nan\]: not finite"):
@@ -104,14 +104,14 @@ def test_non_finite_inertia_is_refused(arm, tmp_path):
 
 
 def test_changed_wrap_dimensions_are_written(wrapped, tmp_path):
-    w = wrapped.extras["muscles"].wraps
+    w = wrapped.muscles.wraps
     k = w.kinds.index("WrapCylinder")
     e = w.kinds.index("WrapEllipsoid")
     dims = w.dimensions.at[k, 0].set(0.021).at[e].multiply(1.1)
     rot = w.rotation.at[e].set(w.rotation[e] @ jnp.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
     model = _wraps(wrapped, lambda x: (x.dimensions, x.translation, x.rotation),
                    (dims, w.translation.at[k, 1].add(0.01), rot))
-    back = _load(_write_quietly(model, tmp_path / "wraps.osim")).extras["muscles"].wraps
+    back = _load(_write_quietly(model, tmp_path / "wraps.osim")).muscles.wraps
     assert back.names == w.names
     np.testing.assert_array_equal(back.dimensions, dims)
     np.testing.assert_allclose(back.translation, w.translation.at[k, 1].add(0.01), rtol=0, atol=1e-15)
@@ -121,7 +121,7 @@ def test_changed_wrap_dimensions_are_written(wrapped, tmp_path):
 @pytest.mark.parametrize("value, match", [(np.nan, "dimensions must be a finite 3-vector"),
                                           (-0.01, "dimensions must be positive")])
 def test_bad_wrap_dimensions_are_refused_naming_the_object(wrapped, tmp_path, value, match):
-    w = wrapped.extras["muscles"].wraps
+    w = wrapped.muscles.wraps
     k = w.kinds.index("WrapCylinder")
     bad = _wraps(wrapped, lambda x: x.dimensions, w.dimensions.at[k, 0].set(value))
     with pytest.raises(ValueError, match=rf"nothing written(.|\n)*wrap object {w.names[k]!r}(.|\n)*{match}"):
@@ -130,17 +130,17 @@ def test_bad_wrap_dimensions_are_refused_naming_the_object(wrapped, tmp_path, va
 
 
 def test_changed_coordinate_default_and_range_are_written(arm, tmp_path):
-    info = arm.extras["osim"]
+    info = arm.osim
     model = _info(arm, lambda i: (i.default, i.lower), (info.default.at[0].set(0.2), info.lower.at[0].set(-0.1)))
-    back = _load(_write_quietly(model, tmp_path / "ranges.osim"), ignore_wrapping=True).extras["osim"]
-    np.testing.assert_array_equal(back.default, model.extras["osim"].default)
-    np.testing.assert_array_equal(back.lower, model.extras["osim"].lower)
+    back = _load(_write_quietly(model, tmp_path / "ranges.osim"), ignore_wrapping=True).osim
+    np.testing.assert_array_equal(back.default, model.osim.default)
+    np.testing.assert_array_equal(back.lower, model.osim.lower)
     np.testing.assert_array_equal(back.upper, info.upper)
 
 
 @pytest.mark.parametrize("lower", [np.nan, 5.0])
 def test_bad_coordinate_range_is_refused(arm, tmp_path, lower):
-    info = arm.extras["osim"]
+    info = arm.osim
     bad = _info(arm, lambda i: i.lower, info.lower.at[0].set(lower))
     with pytest.raises(ValueError, match=r"<Coordinate name='r_shoulder_elev'>: coordinate 'r_shoulder_elev' would "
                                          r"have .*<range> \[(nan|5\.0), "):
@@ -157,11 +157,11 @@ def test_muscle_property_the_element_leaves_out_is_written(tmp_path):
     src = tmp_path / "no_af.osim"
     src.write_text(text[:start] + re.sub(r"<Af>[^<]*</Af>", "", text[start:end]) + text[end:])
     arm = _load(str(src), ignore_wrapping=True)
-    p = arm.extras["muscles"]
+    p = arm.muscles
     m = p.names.index("TRIlong")
     model = _muscles(arm, lambda q: q.parameters["Af"], p.parameters["Af"].at[m].set(0.5))
     back = _load(_write_quietly(model, tmp_path / "af.osim"), ignore_wrapping=True)
-    np.testing.assert_array_equal(back.extras["muscles"].parameters["Af"], model.extras["muscles"].parameters["Af"])
+    np.testing.assert_array_equal(back.muscles.parameters["Af"], model.muscles.parameters["Af"])
 
 
 @pytest.mark.parametrize("change, match", [
@@ -232,9 +232,9 @@ def test_unbounded_control_is_written_back(tmp_path):
     src.write_text(set_property(TEXT, "TRIlat", "max_control", "Inf"))
     model = _load(str(src), ignore_wrapping=True)
     back = _load(_write_quietly(model, tmp_path / "out.osim"), ignore_wrapping=True)
-    np.testing.assert_array_equal(back.extras["muscles"].parameters["max_control"],
-                                  model.extras["muscles"].parameters["max_control"])
-    assert np.isinf(model.extras["muscles"].parameters["max_control"]).any()
+    np.testing.assert_array_equal(back.muscles.parameters["max_control"],
+                                  model.muscles.parameters["max_control"])
+    assert np.isinf(model.muscles.parameters["max_control"]).any()
 
 
 def test_source_of_another_model_is_refused(arm, tmp_path):

@@ -99,7 +99,7 @@ def test_gait2354_residuals_equal_the_body_wrench_route():
     assert len(body) == 6
     loads, owner = _loads(model, body)
     rng = np.random.default_rng(5)
-    lo, hi = (np.asarray(x) for x in (model.extras["osim"].lower, model.extras["osim"].upper))
+    lo, hi = (np.asarray(x) for x in (model.osim.lower, model.osim.upper))
     qs = jnp.asarray(rng.uniform(np.maximum(lo, -1.0), np.minimum(hi, 1.0), (3, model.n_coordinates)))
     B = jax.jit(jax.vmap(lambda x: actuator_matrix(model, body, x)))(qs)
 

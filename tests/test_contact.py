@@ -107,7 +107,7 @@ def test_zero_out_of_contact_and_when_pulling(one):
 
 def test_virtual_power_by_finite_differences(synthetic):
     """Qᵀq̇ = Σ F·(v₂ - v₁): contact points as body-fixed points, their velocity by central differences."""
-    el = synthetic.extras["forces"].elements[0]
+    el = synthetic.forces.elements[0]
     assert isinstance(el, HuntCrossleyForce) and el.element_names == ("ground_contact", "ball_contact")
     rng = np.random.default_rng(3)
     n_included = 0
@@ -136,7 +136,7 @@ def test_virtual_power_by_finite_differences(synthetic):
 
 
 def test_gradients_finite_and_float32(synthetic):
-    el = synthetic.extras["forces"].elements[0]
+    el = synthetic.forces.elements[0]
     rng = np.random.default_rng(5)
     q = contact_state(synthetic, el, rng)
     qd = rng.uniform(-0.3, 0.3, q.size)
@@ -155,7 +155,7 @@ def test_gradients_finite_and_float32(synthetic):
 
 
 def test_vmap_and_jit(synthetic):
-    el = synthetic.extras["forces"].elements[0]
+    el = synthetic.forces.elements[0]
     rng = np.random.default_rng(7)
     qs = np.stack([contact_state(synthetic, el, rng) for _ in range(3)])
     qds = rng.uniform(-0.3, 0.3, qs.shape)

@@ -35,20 +35,20 @@ def model(tmp_path_factory):
 
 
 def _kind(model, name):
-    return next(e for e in model.extras["forces"].elements if type(e).__name__ == name)
+    return next(e for e in model.forces.elements if type(e).__name__ == name)
 
 
 @jax.jit
 def _everything(model, qs, qds):
     """One compile: per-kind Q at (q, q̇) and at (q, 0), the total, and -∇V of the potentials."""
     out = {}
-    for e in model.extras["forces"].elements:
+    for e in model.forces.elements:
         k = type(e).__name__
         out[k] = jax.vmap(e.generalized_force, in_axes=(None, 0, 0))(model, qs, qds)
         out[k + "/still"] = jax.vmap(e.generalized_force, in_axes=(None, 0, 0))(model, qs, jnp.zeros_like(qds))
         if hasattr(e, "potential_energy"):
             out[k + "/-gradV"] = jax.vmap(jax.grad(lambda q, e=e: -e.potential_energy(model, q)))(qs)
-    out["total"] = jax.vmap(model.extras["forces"].generalized_force, in_axes=(None, 0, 0))(model, qs, qds)
+    out["total"] = jax.vmap(model.forces.generalized_force, in_axes=(None, 0, 0))(model, qs, qds)
     return out
 
 
@@ -65,10 +65,10 @@ def results(model):
 
 
 def test_loaded_elements(model, results):
-    assert model.extras["forces"].names == ("lim_pin", "lim_slide", "lim_cdep", "sgf", "sgf_dep", "expr", "p2p", "bush")
-    assert model.extras["osim"].recorded_forces == ()
+    assert model.forces.names == ("lim_pin", "lim_slide", "lim_cdep", "sgf", "sgf_dep", "expr", "p2p", "bush")
+    assert model.osim.recorded_forces == ()
     _, _, r = results
-    parts = sum(r[type(e).__name__] for e in model.extras["forces"].elements)
+    parts = sum(r[type(e).__name__] for e in model.forces.elements)
     np.testing.assert_allclose(r["total"], parts, rtol=1e-14)
 
 

@@ -29,17 +29,17 @@ def coupled(tmp_path_factory):
 
 
 def _scaled(model, s):
-    paths = model.extras["muscles"]
+    paths = model.muscles
     prm = dict(paths.parameters)
     prm["tendon_slack_length"] = jnp.asarray([0.1, 0.08]) * s
     prm["optimal_fiber_length"] = jnp.asarray([0.06, 0.05]) * s
     import equinox as eqx
-    return eqx.tree_at(lambda m: m.extras["muscles"].parameters, model, prm)
+    return eqx.tree_at(lambda m: m.muscles.parameters, model, prm)
 
 
 @pytest.mark.extended
 def test_gradient_and_vmap(coupled):
-    q0 = np.asarray(coupled.extras["osim"].default)
+    q0 = np.asarray(coupled.osim.default)
     rng = np.random.default_rng(3)
     qs = jnp.asarray(q0 + 0.2 * rng.uniform(-1, 1, (4, q0.size)))
     qds = jnp.asarray(rng.uniform(-1, 1, (4, q0.size)))
@@ -113,7 +113,7 @@ def test_unpennated_fibre_shorter_than_its_tendon_is_zero_not_nan():
         warnings.simplefilter("ignore")
         model = mbjax.models.load("gait2392", ignore_wrapping=True)
     m = list(model.muscle_names).index("gem_r")
-    prm = model.extras["muscles"].parameters
+    prm = model.muscles.parameters
     assert float(prm["pennation_angle_at_optimal"][m]) == 0.0
     tsl = float(prm["tendon_slack_length"][m])
     nm = len(model.muscle_names)

@@ -511,7 +511,7 @@ def test_force_elements_and_excluded_forces(tmp_path):
     np.testing.assert_allclose(delta[:, :3], 0.0, atol=1e-9)
     with pytest.raises(NotImplementedError, match="single force element 'spring'"):
         _force_elements_applied(model, ("spring",))
-    stub = eqx_with_extras(model, SimpleNamespace(names=("vas", "acl", "act"),
+    stub = model.replace(muscles=SimpleNamespace(names=("vas", "acl", "act"),
                                                   kinds=("Thelen2003Muscle", "Ligament", "PathActuator")))
     with pytest.raises(NotImplementedError, match=r"\['acl'\] \(\['Ligament'\]\)"):
         _force_elements_applied(stub, ("Muscles",))
@@ -520,12 +520,6 @@ def test_force_elements_and_excluded_forces(tmp_path):
     with pytest.warns(UserWarning, match="no force named 'gastroc'"):
         with pytest.raises(NotImplementedError, match="vas"):
             _force_elements_applied(stub, ("gastroc", "acl"))
-
-
-def eqx_with_extras(model, muscles):
-    import equinox as eqx
-
-    return eqx.tree_at(lambda m: m.extras, model, {**model.extras, "muscles": muscles})
 
 
 def test_results_folder_made_and_checked_before_computing(tmp_path, walker, monkeypatch):

@@ -19,8 +19,8 @@ import pytest
 import mbjax
 from mbjax import identify as idf
 
-WHERE = lambda m: (m.extras["muscles"].parameters["optimal_fiber_length"],  # noqa: E731
-                   m.extras["muscles"].parameters["tendon_slack_length"])
+WHERE = lambda m: (m.muscles.parameters["optimal_fiber_length"],  # noqa: E731
+                   m.muscles.parameters["tendon_slack_length"])
 
 
 def _problem():

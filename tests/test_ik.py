@@ -101,7 +101,7 @@ def test_bounds_honoured(arm):
     free = inverse_kinematics(model, markers, d, bounds="clamped")  # arm26 clamps nothing (as OpenSim: free)
     np.testing.assert_allclose(free.q, q, atol=1e-8)
     r = inverse_kinematics(model, markers, d, bounds="all")
-    info = model.extras["osim"]
+    info = model.osim
     lo, hi = np.asarray(info.lower), np.asarray(info.upper)
     assert (r.q >= lo).all() and (r.q <= hi).all() and r.converged.all()
     out = q[:, 1] < 0
@@ -192,7 +192,7 @@ def test_a_coordinate_no_task_determines_is_named_and_held(arm):
     with pytest.warns(UserWarning, match=r"no marker or coordinate task determines 'r_elbow_flex' in any frame"):
         r = inverse_kinematics(model, markers, d, weights=weights)
     assert r.converged.all()
-    np.testing.assert_array_equal(r.q[:, 1], np.asarray(model.extras["osim"].default)[1])
+    np.testing.assert_array_equal(r.q[:, 1], np.asarray(model.osim.default)[1])
     np.testing.assert_allclose(r.q[:, 0], q[:, 0], atol=1e-7)
 
 

@@ -151,10 +151,10 @@ def test_float32_runs(arm):
 def test_stiff_tendon_approaches_rigid_tendon(arm):
     """A compliant tendon 1000 times stiffer than arm26's gives the rigid-tendon accelerations
     (at rest, equilibrium fibres): the two tendon models of OpenSim meet in the limit."""
-    params = arm.extras["muscles"].parameters
-    stiff = eqx.tree_at(lambda m: m.extras["muscles"].parameters["FmaxTendonStrain"], arm,
+    params = arm.muscles.parameters
+    stiff = eqx.tree_at(lambda m: m.muscles.parameters["FmaxTendonStrain"], arm,
                         jnp.asarray(params["FmaxTendonStrain"]) * 1e-3)
-    rigid = eqx.tree_at(lambda m: m.extras["muscles"].parameters, arm,
+    rigid = eqx.tree_at(lambda m: m.muscles.parameters, arm,
                         {**params, "ignore_tendon_compliance": jnp.ones(6)})
     q, zero, a = jnp.asarray(Q0), jnp.zeros(2), jnp.full(6, 0.5)
 

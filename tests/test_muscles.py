@@ -107,7 +107,7 @@ def test_body_wrenches_balance():
     f_o, m_o = body_wrenches(model, q, forces)
     poses = mbjax.body_poses(model, q)
     st = path_state(model, q)
-    paths = model.extras["muscles"]
+    paths = model.muscles
     body = np.asarray(paths.body)
     # world resultant on the moving bodies = sum over points not on ground
     on_body = jnp.asarray(body >= 0)[..., None]
@@ -193,10 +193,10 @@ def test_gradient_wrt_path_point_location():
     q = random_poses(4, 1, 3)[0]
 
     def ma(loc):
-        m = eqx.tree_at(lambda m: m.extras["muscles"].location, model, loc)
+        m = eqx.tree_at(lambda m: m.muscles.location, model, loc)
         return moment_arms(m, q)[1, 0]
 
-    loc = model.extras["muscles"].location
+    loc = model.muscles.location
     ma = eqx.filter_jit(ma)
     g = eqx.filter_jit(jax.grad(ma))(loc)
     h = 1e-6
@@ -230,7 +230,7 @@ def test_bad_paths_raise():
 
 def test_attachment_sequences_and_names():
     model = random_paths(random_tree(1, n_bodies=4, n_coordinates=2), 1, n_muscles=3)
-    paths = model.extras["muscles"]
+    paths = model.muscles
     assert model.muscle_names == ("m0", "m1", "m2")
     for seq in paths.attachment_sequences():
         assert all(a != b for a, b in zip(seq, seq[1:]))

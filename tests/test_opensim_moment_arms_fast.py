@@ -20,7 +20,7 @@ jax.config.update("jax_enable_x64", True)
 
 
 def _check(model, n=6, seed=0):
-    info = model.extras["osim"]
+    info = model.osim
     rng = np.random.default_rng(seed)
     qs = jnp.asarray(rng.uniform(np.maximum(info.lower, -1.5), np.minimum(info.upper, 1.5), (n, model.n_coordinates)))
     rows = np.array([0, len(model.muscle_names) - 1])  # the subset the fast path differentiates: those rows

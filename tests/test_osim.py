@@ -121,7 +121,7 @@ def test_coupled_model_chains_and_multi_coordinate_couplers(tmp_path):
     """
     model = load_osim(write_coupled_model(tmp_path))
     assert model.coordinate_names == ("a", "b", "c")
-    assert dict(model.extras["osim"].roles) == dict(a="independent", b="independent", d1="dependent",
+    assert dict(model.osim.roles) == dict(a="independent", b="independent", d1="dependent",
                                                      d2="dependent", m="dependent", c="independent")
     assert model.muscle_names == ("mus", "moving")  # "moving": MovingPathPoint on a rotated offset frame
     gcv = make_interp_spline(GCV_X, GCV_Y, k=5, bc_type=([(3, 0.0), (4, 0.0)],) * 2)
@@ -233,10 +233,10 @@ def test_arm26_loads_with_wraps_or_straight_when_asked():
         model = load_osim(ARM26, ignore_wrapping=True)
     assert model.coordinate_names == ("r_shoulder_elev", "r_elbow_flex")
     assert model.muscle_names == ("TRIlong", "TRIlat", "TRImed", "BIClong", "BICshort", "BRA")
-    paths = model.extras["muscles"]
+    paths = model.muscles
     assert paths.kinds[0] == "Thelen2003Muscle"
     assert float(paths.parameters["max_isometric_force"][0]) == 798.52
-    assert model.extras["osim"].wrapping_ignored == ("TRIlong", "TRIlat", "TRImed", "BIClong", "BRA")
+    assert model.osim.wrapping_ignored == ("TRIlong", "TRIlat", "TRImed", "BIClong", "BRA")
 
 
 @needs_arm26
@@ -265,11 +265,11 @@ def test_mobl_couplers_become_maps():
         warnings.simplefilter("ignore")
         model = load_osim(MOBL, ignore_wrapping=True)
     assert model.coordinate_names[:3] == ("elv_angle", "shoulder_elv", "shoulder_rot")
-    roles = dict(model.extras["osim"].roles)
+    roles = dict(model.osim.roles)
     assert roles["sternoclavicular_r2"] == "dependent"
     assert len(model.muscle_names) == 54  # 50 muscles + 4 ligaments
     # closed-form joint maps (couplers composed) vs autodiff
-    q = model.extras["osim"].default + 0.1
+    q = model.osim.default + 0.1
     jv = eqx.filter_jit(mbjax.joint_values)(model, q)
     f = lambda x: mbjax.joint_values(model, x).value
     assert jnp.max(jnp.abs(eqx.filter_jit(jax.jacfwd(f))(q) - jv.gradient)) < 1e-13
@@ -338,7 +338,7 @@ def test_tiny_pin_model(tmp_path):
     # L = |(-0.2 sin, -0.2 cos) ... | by hand: tip at (0.2 sinθ, -0.2 cosθ), origin (0.1, 0, 0)
     tip = np.array([0.2 * np.sin(0.3), -0.2 * np.cos(0.3)])
     assert abs(muscle_lengths(model, q)[0] - np.hypot(tip[0] - 0.1, tip[1])) < 1e-15
-    assert float(model.extras["osim"].default[0]) == 0.2
+    assert float(model.osim.default[0]) == 0.2
 
 
 @pytest.mark.parametrize(

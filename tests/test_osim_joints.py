@@ -142,6 +142,6 @@ def test_opt_outs_are_explicit(tmp_path):
     with pytest.warns(UserWarning, match="not modelled"):
         model = load_osim(path, ignore_constraints=("WeldConstraint",),
                           ignore_forces=("ElasticFoundationForce",))
-    assert model.extras["osim"].ignored == (("WeldConstraint", "weld"), ("ElasticFoundationForce", "contact"))
+    assert model.osim.ignored == (("WeldConstraint", "weld"), ("ElasticFoundationForce", "contact"))
     with pytest.raises(ValueError, match="cannot be ignored"):
         load_osim(path, ignore_forces=("Thelen2003Muscle",))

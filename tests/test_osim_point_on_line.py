@@ -108,7 +108,7 @@ def _poses(model, n, seed=0):
     ±π/2, which its ±2 range includes).  The variant's tilted line leaves the block's origin
     0.2·yTranslation off ground's y axis, which the 1 m leg reaches only near the default height:
     its poses stay in a box about the default."""
-    info = model.extras["osim"]
+    info = model.osim
     lo, hi = np.array(info.lower), np.array(info.upper)
     box = {"yRotation": (-1.2, 1.2)}
     if "variant" in info.source:
@@ -132,7 +132,7 @@ def _full(model, premodel, q):
 
 
 def test_roles_and_assembly(model):
-    info = model.extras["osim"]
+    info = model.osim
     dependent = [c for c, r in info.roles if r == "dependent"]
     assert len(dependent) == 4 and model.n_coordinates == 4
     assert sorted(dependent + list(model.coordinate_names)) == sorted(FREE)
@@ -236,7 +236,7 @@ def test_refusals_name_the_element(tmp_path):
     # the opt-out still works, warned and listed
     with pytest.warns(UserWarning, match="not modelled"):
         m = load_osim(PATH, ignore_constraints=("PointOnLineConstraint",))
-    assert m.n_coordinates == 8 and m.extras["osim"].eliminated == ()
+    assert m.n_coordinates == 8 and m.osim.eliminated == ()
 
 
 @pytest.mark.extended
@@ -246,10 +246,10 @@ def test_float32_session_chooses_and_assembles_in_float64(model):
     differently); the model then solves in float32."""
     with jax.enable_x64(False):
         m32 = load_osim(PATH)
-        info = m32.extras["osim"]
+        info = m32.osim
         assert info.default.dtype == jnp.float32
-        assert info.eliminated == model.extras["osim"].eliminated
-        assert info.assembled == model.extras["osim"].assembled
+        assert info.eliminated == model.osim.eliminated
+        assert info.assembled == model.osim.assembled
         q = jnp.asarray(_poses(m32, 1, seed=5)[0], dtype=jnp.float32)
         poses = np.asarray(mbjax.body_poses(m32, q))
     for body in ("block", "link2"):
@@ -262,7 +262,7 @@ def test_float32_session_chooses_and_assembles_in_float64(model):
 def test_gravity_only_motion_conserves_energy(model):
     """mbjax.simulate on the reduced model (gravity only: the file's contact, bushing and limit
     forces are force elements, not part of forward_dynamics) keeps T + V constant."""
-    q0 = model.extras["osim"].default
+    q0 = model.osim.default
     qd0 = jnp.asarray([0.3, 0.0, 0.5, -0.4])
     sol = mbjax.simulate(model, q0, qd0, 0.0, 0.3, saveat=jnp.linspace(0.0, 0.3, 4), rtol=1e-10, atol=1e-12)
     qs, qds = sol.ys
@@ -283,8 +283,8 @@ def test_3x_property_names(tmp_path, model):
     path = tmp_path / "bb_3x_names.osim"
     path.write_text(text)
     m = load_osim(str(path))
-    assert m.extras["osim"].eliminated == model.extras["osim"].eliminated
-    assert m.extras["osim"].assembled == model.extras["osim"].assembled
+    assert m.osim.eliminated == model.osim.eliminated
+    assert m.osim.assembled == model.osim.assembled
 
 
 def test_scaling_an_eliminated_model_is_refused(model):

@@ -115,7 +115,7 @@ def _conditional_length(q, with_point: bool):
 
 def test_conditional_range_is_widened_like_opensim(tmp_path):
     model = load_osim(write_model(tmp_path, CONDITIONAL_MODEL, "conditional.osim"))
-    paths = model.extras["muscles"]
+    paths = model.muscles
     # the stored range is OpenSim's effective one, as the very doubles OpenSim compares with
     assert float(paths.cond_range[0, 1, 0]) == COND_LO - CONDITIONAL_RANGE_TOLERANCE
     assert float(paths.cond_range[0, 1, 1]) == COND_HI + CONDITIONAL_RANGE_TOLERANCE
@@ -150,7 +150,7 @@ def test_conditional_point_on_a_coupled_coordinate(tmp_path):
     for t, a, length in zip(thetas, active, hand):
         q = jnp.asarray([t])
         assert abs(float(muscle_lengths(model, q)[0]) - length) < 1e-15
-        assert bool(_active(model.extras["muscles"], q)[0, 1]) == a
+        assert bool(_active(model.muscles, q)[0, 1]) == a
         h = 1e-6  # central difference of the hand length on the same branch
         arm = -(_conditional_length(t + h, a) - _conditional_length(t - h, a)) / (2 * h)
         assert abs(float(moment_arms(model, q)[0, 0]) - arm) < 1e-8
@@ -161,12 +161,12 @@ def test_reversed_conditional_ranges(tmp_path):
     never = CONDITIONAL_MODEL.replace(f"<range>{COND_LO!r} {COND_HI!r}</range>", "<range>0.3 0.2</range>")
     with pytest.warns(UserWarning, match=r"never.osim: 1 ConditionalPathPoint\(s\) left out.*: m/cond"):
         model = load_osim(write_model(tmp_path, never, "never.osim"))
-    assert model.extras["muscles"].point_names[0][:2] == ("origin", "insertion")
+    assert model.muscles.point_names[0][:2] == ("origin", "insertion")
     q = 0.25
     assert abs(float(muscle_lengths(model, jnp.asarray([q]))[0]) - _conditional_length(q, False)) < 1e-15
     narrow = CONDITIONAL_MODEL.replace(f"<range>{COND_LO!r} {COND_HI!r}</range>", "<range>0.3 0.29999</range>")
     model = load_osim(write_model(tmp_path, narrow, "narrow.osim"))
-    assert tuple(np.asarray(model.extras["muscles"].cond_range[0, 1])) == (0.3 - 1e-5, 0.29999 + 1e-5)
+    assert tuple(np.asarray(model.muscles.cond_range[0, 1])) == (0.3 - 1e-5, 0.29999 + 1e-5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,7 +252,7 @@ def test_coordinate_default_value(tmp_path, default, clamped, refused):
     path = write_model(tmp_path, _PIN.replace("DEFAULT", default).replace("CLAMPED", clamped), "default.osim")
     if refused is None:
         model = load_osim(path)
-        assert dict(model.extras["osim"].roles)["c"] in ("independent", "locked")
+        assert dict(model.osim.roles)["c"] in ("independent", "locked")
         return
     with pytest.raises(ValueError, match=rf"default.osim:\d+: <Coordinate name='c'>: .*{refused}"):
         load_osim(path)
@@ -302,7 +302,7 @@ def test_coordinate_without_range_gets_opensims_default(tmp_path):
         '<Coordinate name="c"><default_value>0.1</default_value><range>-2 2</range></Coordinate>',
         '<Coordinate name="c"><default_value>0.1</default_value></Coordinate>')
     model = load_osim(write_model(tmp_path, text, "norange.osim"))
-    info = model.extras["osim"]
+    info = model.osim
     assert (float(info.lower[2]), float(info.upper[2])) == (-10.0, 10.0)  # Coordinate::constructProperties
 
 

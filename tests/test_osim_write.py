@@ -41,14 +41,12 @@ def perturbed(model, seed=0):
     m = eqx.tree_at(lambda x: (x.mass, x.com, x.inertia), model,
                     (model.mass * scale, model.com + rng.normal(0, 0.01, (nb, 3)) * has_mass[:, None],
                      jnp.asarray(inertia)))
-    p = model.extras["muscles"]
+    p = model.muscles
     p = eqx.tree_at(lambda x: (x.location, x.parameters["max_isometric_force"], x.parameters["optimal_fiber_length"],
                                x.parameters["tendon_slack_length"]), p,
                     (p.location + rng.normal(0, 0.003, p.location.shape), p.parameters["max_isometric_force"] * 1.1,
                      p.parameters["optimal_fiber_length"] * 0.95, p.parameters["tendon_slack_length"] * 1.02))
-    extras = dict(m.extras)
-    extras["muscles"] = p
-    return eqx.tree_at(lambda x: x.extras, m, extras)
+    return m.replace(muscles=p)
 
 
 def _same(a, b):
@@ -71,7 +69,7 @@ def test_written_values_read_back_exactly(source, tmp_path):
         back_markers = load_markers(out, back)
     for get in (lambda m: m.mass, lambda m: m.com, lambda m: m.inertia):
         _same(get(back), get(fitted))
-    p, pb = fitted.extras["muscles"], back.extras["muscles"]
+    p, pb = fitted.muscles, back.muscles
     moving = np.zeros(p.location.shape[:2], bool)  # a MovingPathPoint's location is its functions'
     for slots in p.moving_slots:
         for m, k, _ in slots:

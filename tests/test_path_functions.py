@@ -27,7 +27,7 @@ SMOOTH = ("hamstrings_r", "bifemsh_r", "vasti_r", "soleus_r", "tib_ant_r",
 
 def _random_functions(model, seed):
     rng = np.random.default_rng(seed)
-    names = model.extras["muscles"].names
+    names = model.muscles.names
     coords = list(model.coordinate_names)
     out = {}
     for name in names:
@@ -69,7 +69,7 @@ def test_lengths_are_the_polynomials_written_out():
         x = q[[names.index(n) for n in cs]]
         e = multivariate_exponents(len(cs), order)
         expected = sum(ct * np.prod(x ** et) for ct, et in zip(c, e))
-        assert L[list(model.extras["muscles"].names).index(m)] == pytest.approx(expected, abs=1e-15)
+        assert L[list(model.muscles.names).index(m)] == pytest.approx(expected, abs=1e-15)
 
 
 def test_float32_runs():
@@ -104,7 +104,7 @@ def test_fitted_paths_equal_the_exact_ones_at_poses_the_fit_never_saw(fit):
     exact_R = np.asarray(jax.vmap(mbjax.moment_arms, in_axes=(None, 0))(model, qs))
     fit_L = np.asarray(jax.vmap(mbjax.muscle_lengths, in_axes=(None, 0))(fitted, qs))
     fit_R = np.asarray(jax.vmap(mbjax.moment_arms, in_axes=(None, 0))(fitted, qs))
-    names = list(model.extras["muscles"].names)
+    names = list(model.muscles.names)
     tol = report.tolerance
     for f in report.fits:
         j = names.index(f.muscle)
@@ -135,7 +135,7 @@ def test_consumers_run_on_the_fitted_model(fit):
     lo, hi = _coordinate_ranges(model, None)
     q = jnp.asarray(lo + 0.4 * (hi - lo))  # inside the ranges the fit sampled
     qd = jnp.full(model.n_coordinates, 0.3)
-    names = list(model.extras["muscles"].names)
+    names = list(model.muscles.names)
     smooth = np.asarray([names.index(m) for m in SMOOTH])
     # static optimization's frame data (what the optimizer reads: R, force per unit activation, τ);
     # the three frames in one compiled program
@@ -155,13 +155,13 @@ def test_consumers_run_on_the_fitted_model(fit):
 
 def test_gradients_in_the_coefficients_equal_differences(fit):
     model, fitted, _ = fit
-    q = jnp.asarray(np.array(model.extras["osim"].default, float)) + 0.1
+    q = jnp.asarray(np.array(model.osim.default, float)) + 0.1
 
     def total(m):
         return jnp.sum(mbjax.moment_arms(m, q) ** 2) + jnp.sum(mbjax.muscle_lengths(m, q))
 
-    g = eqx.filter_jit(jax.grad(total))(fitted).extras["path_functions"].groups[0].coefficients
-    c0 = fitted.extras["path_functions"].groups[0].coefficients
+    g = eqx.filter_jit(jax.grad(total))(fitted).path_functions.groups[0].coefficients
+    c0 = fitted.path_functions.groups[0].coefficients
     h = 1e-6
     for idx in [(0, 0), (0, 1), (-1, -1)]:
         def at(v):
@@ -171,7 +171,7 @@ def test_gradients_in_the_coefficients_equal_differences(fit):
 
 
 def eqx_tree_at(model, coefficients):
-    return eqx.tree_at(lambda m: m.extras["path_functions"].groups[0].coefficients, model, coefficients)
+    return eqx.tree_at(lambda m: m.path_functions.groups[0].coefficients, model, coefficients)
 
 
 @pytest.mark.parametrize("functions, message", [
@@ -260,7 +260,7 @@ def test_joint_reaction_loads_of_a_function_path_are_mobility_forces():
     funcs = _random_functions(model, 6)
     some = {k: funcs[k] for k in ("soleus_r", "vasti_l")}
     fitted = mbjax.with_path_functions(model, some)
-    names = list(model.extras["muscles"].names)
+    names = list(model.muscles.names)
     q = jnp.asarray(np.random.default_rng(7).uniform(-0.5, 0.3, size=(2, model.n_coordinates)))
     tension = jnp.asarray(np.random.default_rng(8).uniform(10, 100, size=(2, len(names))))
     rows = [names.index("soleus_r"), names.index("vasti_l")]
@@ -282,7 +282,7 @@ def test_muscle_driven_dynamics_on_a_partly_fitted_model(fit):
     """The smooth paths as functions, the others exact: the muscle-driven vector field is the exact
     one up to the functions' errors (and runs through the geometric rows unchanged)."""
     model, fitted, report = fit
-    pf = fitted.extras["path_functions"]
+    pf = fitted.path_functions
     names = list(model.coordinate_names)
     smooth_only = {}
     for m in SMOOTH:
@@ -291,7 +291,7 @@ def test_muscle_driven_dynamics_on_a_partly_fitted_model(fit):
     partly = mbjax.with_path_functions(model, smooth_only)
     lo, hi = _coordinate_ranges(model, None)
     q = jnp.asarray(lo + 0.45 * (hi - lo))
-    nm = len(model.extras["muscles"].names)
+    nm = len(model.muscles.names)
     a = jnp.full(nm, 0.3)
     qd = jnp.zeros_like(q)
     lce = mbjax.initial_fiber_lengths(model, q, qd, a)

@@ -37,7 +37,7 @@ def random_functions(model, seed=0, muscles=None):
     0.2-0.4 m over the arm's range), orders 3 and 4, one or both coordinates."""
     rng = np.random.default_rng(seed)
     out = {}
-    for k, name in enumerate(muscles or model.extras["muscles"].names):
+    for k, name in enumerate(muscles or model.muscles.names):
         coords = COORDS if k % 3 else COORDS[1:]
         order = 3 + k % 2
         c = rng.normal(scale=0.01, size=multivariate_exponents(len(coords), order).shape[0])
@@ -79,10 +79,10 @@ def test_write_osim_then_load_osim_is_the_same_model(arm26, arm26_functions):
     assert text.count('<FunctionBasedPath name="path">') == 6 and "<GeometryPath>" not in text
     back = load_osim(path)
     _same_functions(model, back)
-    for key, value in model.extras["muscles"].parameters.items():  # the Hill parameters stay
-        np.testing.assert_array_equal(np.asarray(back.extras["muscles"].parameters[key]), np.asarray(value),
+    for key, value in model.muscles.parameters.items():  # the Hill parameters stay
+        np.testing.assert_array_equal(np.asarray(back.muscles.parameters[key]), np.asarray(value),
                                       err_msg=key)
-    assert back.extras["muscles"].kinds == arm26.extras["muscles"].kinds
+    assert back.muscles.kinds == arm26.muscles.kinds
     for q in _poses():
         np.testing.assert_array_equal(np.asarray(mbjax.muscle_lengths(back, q)),
                                       np.asarray(mbjax.muscle_lengths(model, q)))
@@ -114,7 +114,7 @@ def test_some_muscles_with_functions_others_geometric(tmp_path):
     model = with_path_functions(arm26, random_functions(arm26, seed=2, muscles=chosen))
     back = load_osim(write_osim(model, tmp_path / "mixed.osim"))
     _same_functions(model, back)
-    rows = [arm26.extras["muscles"].names.index(n) for n in chosen]
+    rows = [arm26.muscles.names.index(n) for n in chosen]
     others = [r for r in range(6) if r not in rows]
     for q in _poses(4):
         lb, la = np.asarray(mbjax.muscle_lengths(back, q)), np.asarray(mbjax.muscle_lengths(arm26, q))
@@ -129,7 +129,7 @@ def test_path_function_set_round_trip(arm26, arm26_functions, tmp_path):
     assert '<OpenSimDocument Version="40600">' in text and "<Set_FunctionBasedPath_>" in text
     assert '<FunctionBasedPath name="/forceset/BIClong">' in text
     functions = read_path_functions(path, arm26)
-    assert set(functions) == set(arm26.extras["muscles"].names)
+    assert set(functions) == set(arm26.muscles.names)
     back = with_path_functions(arm26, functions)
     _same_functions(model, back)
     q = _poses(1)[0]
@@ -277,7 +277,7 @@ def test_writer_refuses_a_function_path_it_cannot_write(arm26_functions, tmp_pat
         warnings.simplefilter("ignore")
         plain = mbjax.models.load("arm26")
     other = with_path_functions(plain, {"TRIlong": (COORDS[1:], 1, [0.3, 0.01])})
-    bare = other.with_extras({k: v for k, v in other.extras.items() if k != "osim"})
+    bare = other.replace(osim=None)
     with pytest.raises(ValueError, match="joint of coordinate 'r_elbow_flex' is not known"):
         write_path_functions(bare, tmp_path / "y.xml")
     out = write_path_functions(bare, tmp_path / "y.xml",

@@ -111,7 +111,7 @@ def test_scaled_model_matches_opensims_scaled_only(case):
     # the reference's OpenSim kept inertia × mass factor only; 4.6 (and mbjax) also scale by s²
     s = np.array([factors.get(n, 1.0) for n in scaled.body_names])
     assert_6_digits(scaled.inertia / (s**2)[:, None, None], ref.inertia)
-    p, pr = scaled.extras["muscles"], ref.extras["muscles"]
+    p, pr = scaled.muscles, ref.muscles
     assert p.names == pr.names
     assert_6_digits(p.location, pr.location)
     for key in ("optimal_fiber_length", "tendon_slack_length", "max_isometric_force"):
@@ -156,7 +156,7 @@ def test_scaling_is_differentiable_and_jits(case):
         m = scale_model(generic, s, mass=SUBJECT_MASS)
         mk = scale_markers(generic, markers, s)
         return jnp.concatenate([mbjax.marker_positions(m, mk, q).ravel(), mbjax.muscle_lengths(m, q),
-                                m.extras["muscles"].parameters["tendon_slack_length"],
+                                m.muscles.parameters["tendon_slack_length"],
                                 jnp.diag(mbjax.mass_matrix(m, q))])
 
     jac = jax.jit(jax.jacfwd(f))(s0)
@@ -207,5 +207,5 @@ def test_written_scaled_model_reads_back(case, tmp_path):
         a, b = jax.vmap(fn, (None, 0))(scaled, q), jax.vmap(fn, (None, 0))(back, q)
         assert float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(b))) < 1e-14, fn.__name__
     for key in ("optimal_fiber_length", "tendon_slack_length"):
-        np.testing.assert_array_equal(back.extras["muscles"].parameters[key], scaled.extras["muscles"].parameters[key])
-    np.testing.assert_array_equal(back.extras["osim"].scaling.factors, 1.0)  # factors are relative to the source
+        np.testing.assert_array_equal(back.muscles.parameters[key], scaled.muscles.parameters[key])
+    np.testing.assert_array_equal(back.osim.scaling.factors, 1.0)  # factors are relative to the source

@@ -40,7 +40,7 @@ def _per_muscle(model):
 
 
 def test_curves_interpolate_the_knots(model):
-    paths = model.extras["muscles"]
+    paths = model.muscles
     assert set(paths.kinds) == {sch.SCHUTTE}
     p = _per_muscle(model)
     np.testing.assert_array_equal(p[sch.PASSIVE_GIVEN], [1, 1, 0, 1, 0])  # ECRB, DEF: exponential default
@@ -133,7 +133,7 @@ def test_refusals_and_opt_out(model, tmp_path):
     with pytest.warns(UserWarning, match="not modelled, as asked by ignore_forces"):
         ignored = load_osim(PATH, ignore_forces=("Schutte1993Muscle_Deprecated",))
     assert ignored.muscle_names == model.muscle_names
-    assert all(k == "Schutte1993Muscle_Deprecated (ignored)" for k in ignored.extras["muscles"].kinds)
-    assert len(ignored.extras["osim"].ignored) == nm
+    assert all(k == "Schutte1993Muscle_Deprecated (ignored)" for k in ignored.muscles.kinds)
+    assert len(ignored.osim.ignored) == nm
     with pytest.raises(ValueError, match="cannot be ignored"):
         load_osim(PATH, ignore_forces=("Thelen2003Muscle",))

@@ -234,10 +234,10 @@ def test_gradient_wrt_max_isometric_force(arm):
     compile-heavy twin of test_synthetic_gradient_vs_finite_differences: reverse mode through
     moment arms, muscle curves and inverse dynamics)."""
     model, (qs, qds, qdds), _, _, _ = arm
-    fo = model.extras["muscles"].parameters["max_isometric_force"]
+    fo = model.muscles.parameters["max_isometric_force"]
 
     def with_fo(v):
-        return eqx.tree_at(lambda m: m.extras["muscles"].parameters["max_isometric_force"], model, v)
+        return eqx.tree_at(lambda m: m.muscles.parameters["max_isometric_force"], model, v)
 
     def loss(v, sl=slice(0, 3)):
         m = with_fo(v)

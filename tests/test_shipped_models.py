@@ -37,7 +37,7 @@ def test_arm26_loader_passes_ignore_wrapping_through():
         model = mbjax.models.arm26()
     assert model.coordinate_names == ("r_shoulder_elev", "r_elbow_flex")
     assert model.muscle_names == ("TRIlong", "TRIlat", "TRImed", "BIClong", "BICshort", "BRA")
-    info = model.extras["osim"]
+    info = model.osim
     if info.wrapping_ignored:  # straight lines for now: the loader says so
         assert any("wrapping ignored" in str(w.message) for w in caught)
         with pytest.raises(ValueError, match="ignore_wrapping"):
@@ -72,7 +72,7 @@ def test_shipped_examples_load_by_name_as_their_files_declare(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = mbjax.models.load(name)
-    info = model.extras["osim"]
+    info = model.osim
     assert {c for c, _ in info.roles} == coords  # every coordinate of the file, with its role
     assert list(model.coordinate_names) == [c for c, role in info.roles if role == "independent"]
     assert list(model.muscle_names) == muscles

@@ -80,7 +80,7 @@ def test_trajectory_loss_gradient_vs_finite_differences():
 
 @pytest.mark.extended  # 45 s of compilation; `test_models_hold_no_empty_tuple_node` checks the cause in CI
 def test_backsolve_adjoint_on_a_model_with_muscles():
-    """``BacksolveAdjoint`` on arm26 (muscles, wrap objects in ``extras``): the default vector field
+    """``BacksolveAdjoint`` on arm26 (muscles, wrap objects in ``model.muscles``): the default vector field
     solves with the body tree alone, so diffrax's adjoint state holds no muscle leaves (an empty
     tuple there made diffrax 0.7 fail); its gradient in the masses equals the checkpointed one and
     central differences."""

@@ -170,9 +170,9 @@ def test_nan_in_the_model_is_reported_not_returned():
     from mbjax.so_tool import static_optimization_motion
 
     model = mbjax.models.load("arm26", ignore_wrapping=True)
-    paths = model.extras["muscles"]
+    paths = model.muscles
     bad = eqx.tree_at(lambda p: p.location, paths, paths.location.at[2, 0, 0].set(np.nan))
-    model = eqx.tree_at(lambda m: m.extras, model, {**model.extras, "muscles": bad})
+    model = model.replace(muscles=bad)
     t = np.linspace(0.0, 0.5, 11)
     table = Table(t, tuple(model.coordinate_names), np.stack([0.1 + 0 * t, 0.5 + t], 1), False, {})
     with pytest.raises(ValueError, match=r"NaN or inf at 11 of 11 frames \(first at t = 0 s\)"):
@@ -295,7 +295,7 @@ def test_millard_force_per_activation_is_opensims():
     from mbjax.sharing import muscle_force_coefficients
 
     model = mbjax.models.load("gait10dof18musc")
-    q = np.asarray(model.extras["osim"].default)
+    q = np.asarray(model.osim.default)
     qd = np.zeros_like(q)
     f_os, _ = muscle_force_coefficients(model, q, qd)
     f_rigid, _ = muscle_force_coefficients(model, q, qd, pennation_rule="rigid")

@@ -67,7 +67,7 @@ def test_noise_free_static_frame_gives_back_the_factors(generic):
     truth = {"pelvis": 1.06, "torso": 0.97, "femur_r": 1.12, "femur_l": 1.09, "shank_r": 0.95, "shank_l": 1.03,
              "foot_r": 1.08, "foot_l": 0.93}
     per_body = {b: truth[g] for g, bodies in GROUPS.items() for b in bodies}
-    q = np.asarray(model.extras["osim"].default, float).copy()
+    q = np.asarray(model.osim.default, float).copy()
     rng = np.random.default_rng(4)
     names = model.coordinate_names
     for c in names:  # a standing pose; mtp (no marker on the toes) left at 0

@@ -33,7 +33,7 @@ H = 1e-6
 
 
 def _poses(model, n, seed):
-    info = model.extras["osim"]
+    info = model.osim
     lo = np.maximum(np.asarray(info.lower), -3.0)
     hi = np.minimum(np.asarray(info.upper), 3.0)
     return lo + (hi - lo) * np.random.default_rng(seed).uniform(0.02, 0.98, size=(n, lo.size))

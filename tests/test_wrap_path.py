@@ -114,8 +114,8 @@ def test_arm26_loads_with_its_wraps():
     assert set(wraps.kinds) == {"WrapCylinder", "WrapEllipsoid"}
     tri = model.muscle_names.index("TRIlong")
     assert wraps.wraps_of(tri) == ("TRI", "TRIlonghh", "TRIlongglen")
-    assert model.extras["osim"].wrapping_ignored == ()
+    assert model.osim.wrapping_ignored == ()
     with pytest.warns(UserWarning, match="ignore_wrapping=True"):
         straight = load_osim(ARM26, ignore_wrapping=True)
     assert get_paths(straight).wraps is None
-    assert straight.extras["osim"].wrapping_ignored == ("TRIlong", "TRIlat", "TRImed", "BIClong", "BRA")
+    assert straight.osim.wrapping_ignored == ("TRIlong", "TRIlat", "TRImed", "BIClong", "BRA")

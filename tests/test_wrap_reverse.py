@@ -43,10 +43,10 @@ def test_grad_in_model_parameters_equals_differences():
     """d(length)/d(radius) and d(length)/d(path point) by reverse mode vs central differences."""
     model = _hinge_model("link")
     q = jnp.asarray([2.9])
-    obj = model.extras["muscles"].wraps
+    obj = model.muscles.wraps
 
     def radius_leaf(m):
-        return m.extras["muscles"].wraps.dimensions
+        return m.muscles.wraps.dimensions
 
     def length_at(m):
         return muscle_lengths(m, q)[0]
@@ -59,10 +59,10 @@ def test_grad_in_model_parameters_equals_differences():
     minus = eqx.tree_at(radius_leaf, model, jnp.asarray(dims).at[0, 0].add(-h))
     fd = (float(length_at(plus)) - float(length_at(minus))) / (2 * h)
     assert abs(g_dims[0, 0] - fd) < 1e-7 and abs(fd) > 0.1  # a wrapped length grows with the radius
-    loc = np.asarray(model.extras["muscles"].location)
-    g_loc = np.asarray(g.extras["muscles"].location)
+    loc = np.asarray(model.muscles.location)
+    g_loc = np.asarray(g.muscles.location)
     for comp in range(3):
-        shifted = [eqx.tree_at(lambda m: m.extras["muscles"].location, model,
+        shifted = [eqx.tree_at(lambda m: m.muscles.location, model,
                                jnp.asarray(loc).at[0, 1, comp].add(s)) for s in (h, -h)]
         fd = (float(length_at(shifted[0])) - float(length_at(shifted[1]))) / (2 * h)
         assert abs(g_loc[0, 1, comp] - fd) < 1e-7
@@ -130,7 +130,7 @@ def test_fit_recovers_a_wrap_radius_by_reverse_mode_gradients():
     measured = jax.vmap(muscle_lengths, in_axes=(None, 0))(truth, thetas)[:, 0]
 
     def dims(m):
-        return m.extras["muscles"].wraps.dimensions
+        return m.muscles.wraps.dimensions
 
     start = eqx.tree_at(dims, truth, dims(truth).at[0, 0].set(0.8 * R))
 

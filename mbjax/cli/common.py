@@ -195,7 +195,7 @@ def load_model(spec: str, ignore_wrapping: bool = False, wrapping: str = "opensi
 
 
 def default_pose(model):
-    info = model.extras.get("osim")
+    info = model.osim
     if info is not None:
         return np.array(info.default, dtype=float)
     return np.zeros(model.n_coordinates)

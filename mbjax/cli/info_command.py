@@ -16,7 +16,7 @@ def info_command(args):
     path = _osim_path(args.model)
     if path is None:  # a built-in model assembled in code: list what the Model knows
         model = load_model(args.model, ignore_wrapping=True)
-        info = model.extras.get("osim")
+        info = model.osim
         data = {
             "model": args.model,
             "coordinates": [{"name": n, "unit": "rad",

@@ -31,7 +31,7 @@ from .common import (
 def _coordinate_table(model, spec: str):
     """``(units, lower, upper, source)`` of the model's coordinates: units 'rad' or 'm', ranges in SI or None."""
     n = model.n_coordinates
-    info = model.extras.get("osim")
+    info = model.osim
     units = ["rad"] * n
     lower = upper = None
     source = spec

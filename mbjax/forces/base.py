@@ -1,4 +1,4 @@
-"""The force-element contract and the model's force set (``model.extras["forces"]``).
+"""The force-element contract and the model's force set (``model.forces``).
 
 A force element is an ``eqx.Module`` (array leaves: parameters; static: topology) that returns
 its generalized force ``Q (nq,)`` on the model's coordinates; it enters Eq. 198 as part of
@@ -123,7 +123,7 @@ def frame_poses(model: Model, q, bodies, x_body_frame):
 
 
 class ForceSet(eqx.Module):
-    """The model's force elements (``model.extras["forces"]``): a tuple of element stacks."""
+    """The model's force elements (``model.forces``): a tuple of element stacks."""
 
     elements: tuple[ForceElement, ...] = ()
 
@@ -145,19 +145,17 @@ def with_force_elements(model: Model, *elements: ForceElement) -> Model:
         if e is not None and not isinstance(e, ForceElement):
             raise TypeError(f"with_force_elements: {type(e).__name__} {str(e)[:80]!r} is not a ForceElement "
                             "(mbjax.forces: CoordinateSpring, HuntCrossleyForce, ...)")
-    old = model.extras.get("forces", ForceSet())
-    extras = dict(model.extras)
-    extras["forces"] = ForceSet(tuple(old.elements) + tuple(e for e in elements if e is not None))
-    return model.with_extras(extras)
+    old = model.forces if model.forces is not None else ForceSet()
+    return model.replace(forces=ForceSet(tuple(old.elements) + tuple(e for e in elements if e is not None)))
 
 
 @eqx.filter_jit
 def _model_forces(model: Model, q, qd):
-    return model.extras["forces"].generalized_force(model, q, qd)
+    return model.forces.generalized_force(model, q, qd)
 
 
 def model_forces(model: Model, q, qd):
-    """Generalized force ``Q (nq,)`` of the model's force elements (``extras["forces"]``) at ``(q, q̇)``.
+    """Generalized force ``Q (nq,)`` of the model's force elements (``model.forces``) at ``(q, q̇)``.
 
     Zero for a model without any.  Add it to the right side of Eq. 198; for :func:`mbjax.simulate`
     pass ``forces=ModelForces(model)``.
@@ -170,7 +168,7 @@ def model_forces(model: Model, q, qd):
     qd = _checks.as_array(qd, "qd", (model.n_coordinates,), ("nq",), ctx).astype(q.dtype)
     q = _checks.all_of(q, [_checks.not_finite(q, "model_forces: q", ctx),
                            _checks.not_finite(qd, "model_forces: qd", ctx)])
-    fs = model.extras.get("forces")
+    fs = model.forces
     if fs is None:
         return jnp.zeros_like(q)
     return _model_forces(model, q, qd)

@@ -110,7 +110,7 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     if accelerations not in ("coordinates", "speeds"):
         raise ValueError(f"accelerations must be 'coordinates' or 'speeds', got {accelerations!r}")
     names = model.coordinate_names
-    info = model.extras.get("osim")
+    info = model.osim
     time = np.asarray(coordinates.time, float)
     data = np.asarray(coordinates.data, float)
     meta = coordinates.metadata or {}
@@ -197,12 +197,12 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
 
 def torques_of_frames(model, q, qd, qdd, external, forces_on):
     """``τ (T, nq)`` traced: :func:`mbjax.inverse_dynamics` vmapped over the frames, minus
-    ``forces_on`` (0/1) times the model's force elements (``extras["forces"]``) when it has any."""
+    ``forces_on`` (0/1) times the model's force elements (``model.forces``) when it has any."""
 
     def one(qk, qdk, qddk, ext):
         tau = inverse_dynamics(model, qk, qdk, qddk, external=ext)
-        if "forces" in model.extras:
-            tau = tau - forces_on * model.extras["forces"].generalized_force(model, qk, qdk)
+        if model.forces is not None:
+            tau = tau - forces_on * model.forces.generalized_force(model, qk, qdk)
         return tau
 
     return jax.vmap(one)(q, qd, qdd, external)
@@ -210,8 +210,9 @@ def torques_of_frames(model, q, qd, qdd, external, forces_on):
 
 def dynamics_model(model):
     """The model as the ID programs trace it: its force elements kept, muscles etc. dropped."""
-    fs = model.extras.get("forces")
-    return model.with_extras({"forces": fs} if fs is not None and fs.elements else {})
+    fs = model.forces
+    return model.replace(muscles=None, path_functions=None, osim=None,
+                         forces=fs if fs is not None and fs.elements else None)
 
 
 @persistent("mbjax.id_tool._frames")
@@ -249,7 +250,7 @@ def check_frames(model, q, qd, qdd, external=None):
 def inverse_dynamics_frames(model, q, qd, qdd, external=None, *, forces: bool = False, chunk: int = 256):
     """``τ (T, nq)`` of every frame: :func:`mbjax.inverse_dynamics` vmapped over ``q, qd, qdd (T, nq)``
     and ``external`` (:class:`mbjax.ExternalLoads` with ``(T, n, 3)`` arrays, generalized forces
-    ``(T, nq)``, or None).  ``forces``: also subtract the model's force elements (``extras["forces"]``).
+    ``(T, nq)``, or None).  ``forces``: also subtract the model's force elements (``model.forces``).
     Frames run in chunks of ``chunk`` (the last padded; a trial shorter than ``chunk`` is padded to
     the next quarter octave, :func:`padded_length`): one compilation per model, load structure and
     padded length."""
@@ -285,8 +286,8 @@ def _force_elements_applied(model, exclude) -> bool:
     do; raises for forces mbjax cannot compute that are not excluded."""
     keys = [str(e).strip() for e in exclude if str(e).strip()]
     upper = {k.upper() for k in keys}
-    paths = model.extras.get("muscles")
-    fs = model.extras.get("forces")
+    paths = model.muscles
+    fs = model.forces
     elements = tuple(fs.names) if fs is not None else ()
     if "ALL" in upper:
         return False
@@ -319,15 +320,15 @@ def disabled_paths(model) -> tuple[str, ...]:
     """The model's muscles and path actuators that its OpenSim file disables (``appliesForce`` false,
     3.x ``isDisabled`` true; ``OsimInfo.disabled_forces``): OpenSim's tools leave them out; ``()``
     for a model not read from a file."""
-    info = model.extras.get("osim") if hasattr(model, "extras") else None
-    paths = model.extras.get("muscles") if hasattr(model, "extras") else None
+    info = getattr(model, "osim", None)
+    paths = getattr(model, "muscles", None)
     off = set(getattr(info, "disabled_forces", ()))
     return () if paths is None else tuple(n for n in paths.names if n in off)
 
 
 def _labels(model) -> tuple[str, ...]:
     names = model.coordinate_names
-    if model.extras.get("osim") is None:
+    if model.osim is None:
         return tuple(names)
     rot = _rotational(model)
     return tuple(n + ("_moment" if r else "_force") for n, r in zip(names, rot))

@@ -107,7 +107,7 @@ def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bo
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
         model = load_osim(setup.model_file)
-    info = model.extras.get("osim")
+    info = model.osim
     if info is not None:
         other = [n for n, role in info.roles if role != "independent"]
         if other:

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import all_of
-from .._model import require_model
+from .._model import ELEMENT_FIELDS, require_model
 
 #: SimTK::Eps: ``Body::scaleInertialProperties`` zeroes the inertia of a body of mass at most this
 _EPS = float(np.finfo(float).eps)
@@ -47,7 +47,7 @@ _POST_SCALED = {
     "Ligament": ("resting_length",),
     "PathSpring": ("resting_length",),
 }
-#: model extras that scaling handles (or that have no geometry to scale)
+#: model elements that scaling handles (or that have no geometry to scale)
 _HANDLED_EXTRAS = ("muscles", "osim")
 #: force elements of coordinates only (OpenSim scales nothing of them)
 _COORDINATE_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce")
@@ -57,7 +57,7 @@ def _scaling_info(model, caller="scale_model", geometry=True):
     """OpenSim's scaling layout of ``model``; ``geometry``: the caller scales body geometry, which a
     model with eliminated point-on-line coordinates cannot have scaled (their loop keeps a copy)."""
     require_model(model, caller)
-    info = model.extras.get("osim")
+    info = model.osim
     sc = getattr(info, "scaling", None)
     if sc is None:
         raise ValueError(f"{caller}: the model was not loaded from an .osim file (mbjax.io.load_osim), so "
@@ -175,12 +175,12 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     else:
         s = all_of(s, rules)
     s = s.astype(model.offset.dtype)
-    others = [k for k in model.extras if k not in _HANDLED_EXTRAS]
-    forces = model.extras.get("forces")
+    others = [k for k in ELEMENT_FIELDS if getattr(model, k) is not None and k not in _HANDLED_EXTRAS]
+    forces = model.forces
     if forces is not None and all(type(e).__name__ in _COORDINATE_FORCES for e in forces.elements):
         others.remove("forces")  # forces of coordinates only: nothing to scale
     if others:
-        raise NotImplementedError(f"scale_model: scaling of model extras {others} (force elements with points or "
+        raise NotImplementedError(f"scale_model: scaling of the model elements {others} (force elements with points or "
                                   "frames, ligaments) is not implemented")
     ext = jnp.concatenate([s, jnp.ones(1, s.dtype)])  # index -1 = ground
     s_chi = ext[np.asarray(sc.child, int)]
@@ -198,23 +198,20 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
         f = jnp.asarray(mass, m1.dtype) / jnp.sum(m1)
         m1, inertia = m1 * f, inertia * f
     out = eqx.tree_at(lambda m: (m.offset, m.axis, m.com, m.mass, m.inertia), model, (offset, axis, com, m1, inertia))
-    extras = dict(out.extras)
-    info = extras["osim"]
-    extras["osim"] = eqx.tree_at(lambda i: i.scaling.factors, info, sc.factors * s)
-    paths = extras.get("muscles")
-    if paths is not None:
-        extras["muscles"] = _scale_paths(model, paths, s, ext)
-    out = out.with_extras(extras)
+    info = out.osim
+    paths = out.muscles
+    out = out.replace(osim=eqx.tree_at(lambda i: i.scaling.factors, info, sc.factors * s),
+                      muscles=None if paths is None else _scale_paths(model, paths, s, ext))
     if paths is not None and paths.n_muscles:
         q0 = info.default
         ratio = muscle_lengths(out, q0) / muscle_lengths(model, q0)
-        params = dict(extras["muscles"].parameters)
+        params = dict(out.muscles.parameters)
         for key in {k for keys in _POST_SCALED.values() for k in keys}:
             if key not in params:
                 continue
             rows = np.array([key in _POST_SCALED.get(kind, ()) for kind in paths.kinds])
             params[key] = jnp.where(jnp.asarray(rows) & (ratio > 0), params[key] * ratio, params[key])
-        out = eqx.tree_at(lambda m: m.extras["muscles"].parameters, out, params)
+        out = eqx.tree_at(lambda m: m.muscles.parameters, out, params)
     return out
 
 
@@ -345,7 +342,7 @@ def measurement_factor(model, markers, data, pairs, time_range, name=None) -> fl
     if not pairs:
         raise ValueError(f"{what}: needs at least one marker pair")
     i0, i1 = frame_range(data.time, *time_range)
-    x = np.asarray(marker_positions(model, markers, model.extras["osim"].default))
+    x = np.asarray(marker_positions(model, markers, model.osim.default))
     t = np.asarray(data.time, float)[i0:i1 + 1]
     span = f"time {t[0]:g} to {t[-1]:g}"
     total = 0.0

@@ -9,7 +9,7 @@ one per item.  ``tree`` is a ``Model`` or any pytree holding one (``(model, damp
 
 Names come from the leaf paths, with body names for the per-body leaves of a Model
 (``mass[forearm]``, ``com[forearm,y]``, ``inertia[forearm,x,y]``) and muscle names for per-muscle
-leaves under ``extras['muscles']``; leaves of other modules are named by class (``ViscousDamping.c[1]``), other leaves by path
+leaves under ``model.muscles``; leaves of other modules are named by class (``ViscousDamping.c[1]``), other leaves by path
 (``[2][0][1]``).
 """
 
@@ -34,7 +34,7 @@ def _copied_geometry(tree) -> set[int]:
     out: set[int] = set()
     nodes = jax.tree_util.tree_flatten(tree, is_leaf=lambda x: isinstance(x, Model))[0]
     for node in nodes:
-        if isinstance(node, Model) and getattr(node.extras.get("osim"), "eliminated", ()):
+        if isinstance(node, Model) and getattr(node.osim, "eliminated", ()):
             out.update(id(leaf) for leaf in jax.tree.leaves((node.offset, node.axis, node.maps)))
     return out
 

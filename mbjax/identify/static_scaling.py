@@ -171,7 +171,7 @@ def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coo
                          "nothing to fit")
     mk = markers.select(used)
     # coordinate tasks and bounds (as mbjax.ik / OpenSim's IK)
-    info = model.extras["osim"]
+    info = model.osim
     names = model.coordinate_names
     wc, qref = np.zeros(len(names)), np.asarray(info.default, float).copy()
     if coordinate_tasks is not None and not isinstance(coordinate_tasks, dict):

@@ -23,7 +23,7 @@ class CoordinateTask(NamedTuple):
 
 def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
     """Coordinate-task weights ``(nq,)`` (0: no task) and reference values ``(T, nq)``."""
-    info = model.extras.get("osim")
+    info = model.osim
     names = model.coordinate_names
     default = np.asarray(info.default) if info is not None else np.zeros(len(names))
     roles = dict(info.roles) if info is not None else {}

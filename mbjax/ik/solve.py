@@ -71,7 +71,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     data = _checked_marker_data(data)
     names = model.coordinate_names
     nq = len(names)
-    info = model.extras.get("osim")
+    info = model.osim
     # ---- markers and weights -----------------------------------------------------------------
     if weights is None:
         used = [n for n in data.names if n in markers.names]
@@ -139,7 +139,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     if bounds not in (None, "clamped", "all"):
         raise ValueError(f"bounds must be 'clamped', 'all' or None, got {bounds!r}")
     if bounds is not None and info is None:
-        raise ValueError("bounds need OpenSim coordinate ranges (model.extras['osim']); pass bounds=None")
+        raise ValueError("bounds need OpenSim coordinate ranges (model.osim); pass bounds=None")
     lo = np.asarray(info.lower, float) if info is not None else np.zeros(nq)
     hi = np.asarray(info.upper, float) if info is not None else np.ones(nq)
     if bounds == "clamped":
@@ -159,7 +159,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     dtype = jnp.result_type(float)
     np_dtype = np.dtype(dtype)
     j = lambda a: np.asarray(a, dtype=np_dtype)  # noqa: E731  (host arrays: one transfer per call below)
-    kin_model = model.with_extras({})  # kinematics only: muscles etc. are not traced
+    kin_model = model.replace(muscles=None, forces=None, path_functions=None, osim=None)  # kinematics only: muscles etc. are not traced
     fx = _Fixed(kin_model, mk, *jax.device_put(tuple(j(a) for a in (free, bounded, q_fix, lo, hi, wc))))
     u = j(_to_u(_Fixed(None, None, free, bounded, q_fix, lo, hi, wc), start, np))  # on the host: no eager ops
     # ---- chunks ------------------------------------------------------------------------------

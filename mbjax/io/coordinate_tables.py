@@ -25,7 +25,7 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
     """
     require_model(model, "coordinates_from_table")
     names = model.coordinate_names
-    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    info = getattr(model, "osim", None)
     if rotational is not None:
         rot = np.array([n in set(rotational) for n in names])
     elif info is not None:
@@ -82,9 +82,9 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
     (:mod:`mbjax.io.osim_coordinates`); OpenSim reading the file back gets the full pose."""
     require_model(model, "table_from_coordinates")
     q = np.asarray(q, dtype=float)
-    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    info = getattr(model, "osim", None)
     if in_degrees and info is None:
-        raise ValueError("in_degrees needs OpenSim motion types (model.extras['osim'])")
+        raise ValueError("in_degrees needs OpenSim motion types (model.osim)")
     if every_coordinate and info is not None and hasattr(info, "other_names"):
         import jax
 

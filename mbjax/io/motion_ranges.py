@@ -26,7 +26,7 @@ RADIANS_DURATION = 0.5
 def rotational_flags(model) -> np.ndarray:
     """Which model coordinates OpenSim 4 treats as rotational (:mod:`mbjax.io.osim_motion`, from the
     model's source file; the loader's ``motion_types`` when the file is gone)."""
-    info = model.extras["osim"]
+    info = model.osim
     try:
         types = motion_types(info.source)
         return np.array([types.get(n, m) == "rotational" for n, m in zip(model.coordinate_names, info.motion_types)])
@@ -41,7 +41,7 @@ def warn_outside_ranges(model, names, values, source: str, in_degrees: bool | No
     file labelled radians (``in_degrees`` False; ``None``: values that were not read from a file, e.g.
     a solver's result, for which that is only "far outside").  With ``times (T,)`` each coordinate's
     first such time is named; ``cause`` is appended to the warning (the likely reason)."""
-    info = model.extras.get("osim")
+    info = model.osim
     if info is None or not len(names):
         return
     coords = list(model.coordinate_names)
@@ -75,7 +75,7 @@ def warn_radians_as_degrees(model, names, values, source: str, duration: float, 
     :data:`RADIANS_DURATION` s, every rotational column of ``names`` (``values (T, k)`` converted to
     radians) holds file values within [-2 pi, 2 pi] and one moves by at least :data:`RADIANS_MOTION`
     (real degree trials reach tens of degrees; a short clip may be still)."""
-    if model.extras.get("osim") is None or not len(names) or not duration >= RADIANS_DURATION:
+    if model.osim is None or not len(names) or not duration >= RADIANS_DURATION:
         return
     rot = rotational_flags(model)
     coords = list(model.coordinate_names)

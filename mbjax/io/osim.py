@@ -42,11 +42,11 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   constraints' Jacobian at the default pose (or all but ``independent_coordinates``) become
   :class:`~mbjax.constraints.ImplicitMap` joint maps of a Newton solve on the file's body poses.
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
-  ``clamped`` and ``locked`` flags are kept in ``model.extras["osim"]`` (:class:`OsimInfo`).
+  ``clamped`` and ``locked`` flags are kept in ``model.osim`` (:class:`OsimInfo`).
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
   ``Schutte1993Muscle_Deprecated``, ``PathActuator``, ``PathSpring``, ``Ligament``): their
   ``GeometryPath`` points (``PathPoint``, ``ConditionalPathPoint``, ``MovingPathPoint``) go into
-  ``model.extras["muscles"]``; their scalar properties into ``MusclePaths.parameters``.  A
+  ``model.muscles``; their scalar properties into ``MusclePaths.parameters``.  A
   ``Schutte1993Muscle_Deprecated``'s three curve functions (``tendon_force_length_curve``,
   ``active_force_length_curve``, ``passive_force_length_curve``; 4.x ``<SimmSpline
   name="...">`` or 3.x ``<tendon_force_length_curve><SimmSpline>``; any 1-D function read here)
@@ -64,11 +64,11 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   A path force whose path is a ``<FunctionBasedPath>`` (OpenSim 4.6) keeps its properties and has
   no path points (its row of ``MusclePaths`` is two invalid placeholder points); its
   ``MultivariatePolynomialFunction`` length function of independent coordinates becomes its path
-  function (``model.extras["path_functions"]``, :mod:`mbjax.muscles.path_functions`; read and
+  function (``model.path_functions``, :mod:`mbjax.muscles.path_functions`; read and
   refused as :mod:`mbjax.io.osim_path_functions` says), so lengths and moment arms are the
   function's and -∂L/∂q, as OpenSim computes them.
 * Force elements (``CoordinateLimitForce``, ``SpringGeneralizedForce``, ``ExpressionBasedCoordinateForce``,
-  ``PointToPointSpring``, ``BushingForce``) go into ``model.extras["forces"]`` (:mod:`mbjax.forces`,
+  ``PointToPointSpring``, ``BushingForce``) go into ``model.forces`` (:mod:`mbjax.forces`,
   read by :mod:`mbjax.io.osim_forces`); :func:`mbjax.forces.model_forces` gives their generalized force.
   ``CoordinateActuator`` (an idle actuator without controls) is recorded by name
   (:data:`RECORDED_FORCES`).
@@ -280,9 +280,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
                           "absorbs their force): " + ", ".join(f"{t} {n!r}" for t, n in dropped), stacklevel=3)
         if stacks:
             model = with_force_elements(model, *stacks)
-        extras = dict(model.extras)
-        extras["osim"] = info
-        return model.with_extras(extras)
+        return model.replace(osim=info)
 
     def _warn_loaded(self):
         """One warning each for the unused elements, the defaults outside their range and the
@@ -362,8 +360,8 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
               independent_coordinates=None, wrapping: str = "opensim"):
     """Load an OpenSim ``.osim`` model (3.x or 4.x XML) as an mbjax :class:`~mbjax.Model`.
 
-    Muscle paths go to ``model.extras["muscles"]`` (those of a ``FunctionBasedPath`` to
-    ``model.extras["path_functions"]``), coordinate metadata to ``model.extras["osim"]``.
+    Muscle paths go to ``model.muscles`` (those of a ``FunctionBasedPath`` to
+    ``model.path_functions``), coordinate metadata to ``model.osim``.
     See the module docstring for the mapping and what is refused.  ``couplings`` (advanced) maps a
     coordinate name to an :class:`~mbjax.maps.Affine` of independent coordinates that replaces
     (or adds) its coupler: the multi-coordinate rhythms OpenSim's couplers cannot express.
@@ -426,4 +424,4 @@ def _class_names(arg: str, names, supported) -> tuple[str, ...]:
 
 def default_pose(model):
     """The OpenSim default coordinate values of an imported model, ``(nq,)``."""
-    return model.extras["osim"].default
+    return model.osim.default

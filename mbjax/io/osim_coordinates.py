@@ -22,9 +22,9 @@ from .osim_motion import motion_types
 
 
 def _info(model):
-    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    info = getattr(model, "osim", None)
     if info is None:
-        raise ValueError("the model was not imported from an OpenSim file (no model.extras['osim']): "
+        raise ValueError("the model was not imported from an OpenSim file (no model.osim): "
                          "it has no coordinates beyond q")
     return info
 

@@ -26,7 +26,7 @@ _REFUSED_FORCES = {
                                  "Thelen and Millard models cannot reproduce) is not modelled",
 }
 #: the placeholder path of a force with a FunctionBasedPath: two points, both marked invalid (no
-#: geometry; its length and moment arms are its path function's, model.extras["path_functions"])
+#: geometry; its length and moment arms are its path function's, model.path_functions)
 _NO_POINTS = [PathPoint(GROUND, (0.0, 0.0, 0.0)), PathPoint(GROUND, (0.0, 0.0, 0.0))]
 #: the muscle flags read as 0/1 (and refused for the Schutte muscle)
 _MUSCLE_FLAGS = ("ignore_tendon_compliance", "ignore_activation_dynamics")

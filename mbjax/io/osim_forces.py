@@ -1,4 +1,4 @@
-"""OpenSim force elements read into ``model.extras["forces"]`` (:mod:`mbjax.forces`).
+"""OpenSim force elements read into ``model.forces`` (:mod:`mbjax.forces`).
 
 Modelled (:data:`MODELLED_FORCES`): ``CoordinateLimitForce``, ``SpringGeneralizedForce``,
 ``ExpressionBasedCoordinateForce``, ``PointToPointSpring``, ``BushingForce`` (4.x ``socket_frame1/2``

@@ -1,4 +1,4 @@
-"""What an imported model keeps of its OpenSim file (``model.extras["osim"]``): the coordinates'
+"""What an imported model keeps of its OpenSim file (``model.osim``): the coordinates'
 defaults, ranges and roles, the file's provenance, and how OpenSim's scaling acts on the joint
 offsets."""
 
@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 
 class OsimInfo(eqx.Module):
-    """What the importer knows about the OpenSim coordinates (``model.extras["osim"]``).
+    """What the importer knows about the OpenSim coordinates (``model.osim``).
 
     ``default``, ``lower``, ``upper`` are ``(nq,)`` arrays for the model's coordinates; the static
     tuples list all OpenSim coordinates with their role: ``"independent"``, ``"dependent"``

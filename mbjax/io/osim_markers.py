@@ -62,7 +62,7 @@ def load_marker_set(path, model):
     the model's markers before scaling) on ``model``'s bodies: ``(Markers, fixed)`` with ``fixed`` the
     tuple of the markers' ``<fixed>`` flags (a fixed marker is not moved by the ``MarkerPlacer``).
     Frames are resolved in ``model``'s source ``.osim``; an unknown body raises ``ValueError``."""
-    info = model.extras.get("osim")
+    info = model.osim
     if info is None:
         raise ValueError("load_marker_set: the model was not loaded from an .osim file")
     loader = _Loader(info.source, ignore_wrapping=True)

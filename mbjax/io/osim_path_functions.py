@@ -77,9 +77,9 @@ def table_of_loader(loader) -> CoordinateTable:
 
 
 def table_of_model(model) -> CoordinateTable:
-    """The coordinates of a model: roles from ``model.extras["osim"]`` (all of ``q`` independent
+    """The coordinates of a model: roles from ``model.osim`` (all of ``q`` independent
     for a model that was not loaded from a file), joints from its source file where it exists."""
-    info = model.extras.get("osim")
+    info = model.osim
     if info is None:
         return CoordinateTable({c: "independent" for c in model.coordinate_names}, None)
     why = {c: "eliminated by a PointOnLineConstraint" for c, _ in info.eliminated}

@@ -171,7 +171,7 @@ def _choose_and_assemble(doc, first, premodel, cons, independent_coordinates):
     n, m = len(names), 2 * len(cons)
     line_index, follower_index = _indices(premodel, cons)
     params = _params(premodel, cons)
-    default = np.asarray(premodel.extras["osim"].default, dtype=float)
+    default = np.asarray(premodel.osim.default, dtype=float)
     jac = np.asarray(jax.jacfwd(lambda qf: errors(params, qf, line_index, follower_index))(jnp.asarray(default)))
     if independent_coordinates is None:
         dep, last = pivoted_dependents(jac, m)
@@ -233,12 +233,12 @@ def eliminate(path, first, premodel, loader_kwargs, independent_coordinates=None
                         f"freedom but the model has only {n} independent coordinates {names}")
     with jax.enable_x64(True):
         pre64 = premodel
-        if premodel.extras["osim"].default.dtype != np.float64:  # the file's doubles, not float32 roundings
+        if premodel.osim.default.dtype != np.float64:  # the file's doubles, not float32 roundings
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 pre64 = loader_class(path, **loader_kwargs).build()
         dep, ind, why, q_ref, f_ref = _choose_and_assemble(doc, first, pre64, cons, independent_coordinates)
-        default = np.asarray(pre64.extras["osim"].default, dtype=float)
+        default = np.asarray(pre64.osim.default, dtype=float)
     line_index, follower_index = _indices(premodel, cons)
     fn = _Residual(n, dep, ind, line_index, follower_index)
     dep_names = tuple(names[i] for i in dep)
@@ -266,7 +266,7 @@ def point_on_line_loop(model):
 
     from ..constraints import LoopConstraint
 
-    info = model.extras.get("osim")
+    info = model.osim
     if info is None or not info.eliminated:
         return None
     dependent = tuple(c for c, _ in info.eliminated)

@@ -389,7 +389,7 @@ def summarize_osim(path) -> OsimSummary:
             follower = _text(con, "socket_follower_body") or _text(con, "follower_body")
             line = _text(con, "socket_line_body") or _text(con, "line_body")
             how = (f"eliminated: a point of {follower} on a line of {line}, 2 coordinates made dependent "
-                   "(chosen at load by pivoted QR: model.extras['osim'].eliminated)")
+                   "(chosen at load by pivoted QR: model.osim.eliminated)")
         else:
             how = "not modelled: refused by load_osim unless in ignore_constraints"
         constraints.append(ConstraintSummary(con.get("name") or "", con.tag, enforced, how))

@@ -1,6 +1,6 @@
 """Writing a model's values back into a copy of its ``.osim`` file (identification results).
 
-:func:`write_osim` reads the model's source file (``model.extras["osim"].source``), replaces in it
+:func:`write_osim` reads the model's source file (``model.osim.source``), replaces in it
 the values an identification may have changed, and writes the copy; everything else (joints,
 other forces, comments, and coordinates and wrap objects unless changed) is kept as written.  Written from
 the model, in OpenSim's own units and frames:
@@ -15,7 +15,7 @@ the model, in OpenSim's own units and frames:
   ``pennation_angle_at_optimal``, ... and curve properties ``Curve.property``) where the element
   has them; the five properties every muscle class has are added to a muscle that leaves them out.
   A ``MovingPathPoint``'s location is a function of coordinates and is left as written;
-* per muscle with a path function (``model.extras["path_functions"]``,
+* per muscle with a path function (``model.path_functions``,
   :mod:`mbjax.muscles.path_functions`): its path element (``<GeometryPath>`` or
   ``<FunctionBasedPath>``) replaced by ``<FunctionBasedPath name="path">`` with its coordinates'
   paths ``/jointset/<joint>/<coordinate>`` and a ``MultivariatePolynomialFunction`` length
@@ -36,7 +36,7 @@ step), also: the model's ``<gravity>``; each ``<Coordinate>``'s ``<default_value
 ``dimensions``, ``inner_radius``, ``outer_radius``), ``translation`` and ``xyz_body_rotation``; a
 muscle property the element leaves out.  Other changed values the file cannot take from this writer
 (joint offsets, axes and maps, conditional and moving path points, the massless steps of a joint,
-other ``extras``) are named in a ``UserWarning``: the copy keeps the file's values there
+force elements) are named in a ``UserWarning``: the copy keeps the file's values there
 (:mod:`mbjax.io.osim_write_checks`).
 
 Numbers are written with ``repr`` (the shortest text that reads back as the same double), so
@@ -108,7 +108,7 @@ def write_osim(model, path, *, source=None, markers=None) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"write_osim: path must be a file name (str or os.PathLike), got {type(path).__name__}")
     require_folder(path, "write_osim")
-    info = model.extras.get("osim")
+    info = model.osim
     source = os.fspath(source) if source is not None else (info.source if info is not None else None)
     if source is None:
         raise ValueError("write_osim: the model was not loaded from an .osim file; pass source=")
@@ -123,7 +123,7 @@ def write_osim(model, path, *, source=None, markers=None) -> str:
         raise RuntimeError(f"{source}: the two parses of the file disagree")
     twin = dict(zip(ours, theirs))
 
-    paths = model.extras.get("muscles")
+    paths = model.muscles
     factors = _factors(model)
     reference = _reference(model, source, paths)
     wraps = _wrap_plan(loader, paths, factors)
@@ -168,8 +168,8 @@ def write_osim(model, path, *, source=None, markers=None) -> str:
     if paths is not None:
         functions = function_elements(model, coordinate_joints(loader.model), lambda m: "path",
                                       f"write_osim {source}")
-        ref_params = reference.extras["muscles"].parameters if reference is not None and \
-            reference.extras.get("muscles") is not None and reference.extras["muscles"].names == paths.names else {}
+        ref_params = reference.muscles.parameters if reference is not None and \
+            reference.muscles is not None and reference.muscles.names == paths.names else {}
         points, params = _write_muscles(loader, twin, paths, factors, functions, ref_params)
     if markers is not None:
         _write_markers(loader, twin, markers, model)
@@ -188,8 +188,8 @@ def write_osim(model, path, *, source=None, markers=None) -> str:
 def _write_coordinates(loader, twin, model, reference) -> list:
     """Each coordinate's ``<default_value>`` and ``<range>`` where the model's differ from
     ``reference``'s; returns what could not be written."""
-    info = model.extras.get("osim")
-    ref = reference.extras.get("osim") if reference is not None else None
+    info = model.osim
+    ref = reference.osim if reference is not None else None
     if info is None or ref is None or reference.coordinate_names != model.coordinate_names:
         return []
     doc = loader.doc
@@ -208,10 +208,10 @@ def _write_coordinates(loader, twin, model, reference) -> list:
         clamped = info.clamped[k]
         if not (np.isfinite([value, lo, hi]).all() and lo <= hi):
             raise ValueError(f"{doc.where(el)}: coordinate {name!r} would have <default_value> {value!r} and <range> "
-                             f"[{lo!r}, {hi!r}] (extras['osim']): both must be finite, the range min <= max; not written")
+                             f"[{lo!r}, {hi!r}] (model.osim): both must be finite, the range min <= max; not written")
         if clamped and not lo - _SQRT_EPS < value < hi + _SQRT_EPS:
             raise ValueError(f"{doc.where(el)}: clamped coordinate {name!r} would have <default_value> {value!r} "
-                             f"outside its <range> [{lo!r}, {hi!r}] (extras['osim']), which OpenSim refuses; not written")
+                             f"outside its <range> [{lo!r}, {hi!r}] (model.osim), which OpenSim refuses; not written")
         _set(doc, el, twin[el], "default_value", [value])
         _set(doc, el, twin[el], "range", [lo, hi])
     return missed
@@ -219,7 +219,7 @@ def _write_coordinates(loader, twin, model, reference) -> list:
 
 def _reference(model, source, paths):
     """The source loaded again as the model was (None where it does not load that way)."""
-    info = model.extras.get("osim")
+    info = model.osim
     wraps = getattr(paths, "wraps", None)
     ignored = tuple(sorted({t for t, _ in getattr(info, "ignored", ())}))
     try:

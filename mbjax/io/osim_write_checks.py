@@ -7,7 +7,7 @@ are checked by the writer, naming their element).
 
 :func:`unwritten_changes` names the values of the model that differ from the source file as loaded
 but that the writer does not write (joint offsets, axes and maps, conditional and moving
-path point functions, other extras): :func:`write_osim` warns with them, as the copy keeps the
+path point functions, force elements): :func:`write_osim` warns with them, as the copy keeps the
 file's values there.  A scaled model is compared only where scaling changes nothing (joint frame
 rotations); a model whose source does not load again as it was loaded (other load
 options) is not compared.
@@ -141,21 +141,23 @@ def unwritten_changes(model, reference, scaled: bool, written_points, written_pa
         if rows:  # the massless bodies of a joint's chain of steps, which the file does not have
             out.append(f"{label} (model.{field}) of the bodies {_names(bodies, rows)}, which are steps of a "
                        "joint, not bodies of the file")
-    paths, ref_paths = model.extras.get("muscles"), reference.extras.get("muscles")
+    paths, ref_paths = model.muscles, reference.muscles
     if paths is not None and ref_paths is not None and paths.names == ref_paths.names and not scaled:
         out += _unwritten_muscle_changes(paths, ref_paths, written_points, written_parameters)
-    for key in sorted(set(model.extras) - {"osim", "muscles", "path_functions"}):
-        ours, theirs = model.extras[key], reference.extras.get(key)
+    for key in ("forces",):  # the elements other than the file's coordinates, muscles and path functions
+        ours, theirs = getattr(model, key), getattr(reference, key)
+        if ours is None:
+            continue
         if theirs is None or not _leaves_differ(ours, theirs):
             if theirs is None:
-                out.append(f"extras[{key!r}] (not from the file)")
+                out.append(f"model.{key} (not from the file)")
             continue
         a, b = getattr(ours, "elements", None), getattr(theirs, "elements", None)
         if isinstance(a, tuple) and isinstance(b, tuple) and len(a) >= len(b):
             which = [_label(e, k) for k, e in enumerate(a) if k >= len(b) or _leaves_differ(e, b[k])]
-            out.append(f"extras[{key!r}] elements {', '.join(which)}")
+            out.append(f"model.{key} elements {', '.join(which)}")
         else:
-            out.append(f"extras[{key!r}]")
+            out.append(f"model.{key}")
     return out
 
 
@@ -187,5 +189,5 @@ def _unwritten_muscle_changes(paths, ref, written_points, written_parameters) ->
             out.append(f"muscle parameter {key} (not a property of the file's element) of {_names(names, rows)}")
     for field in ("cond_range", "moving_maps", "cond_maps"):
         if _leaves_differ(getattr(paths, field), getattr(ref, field)):
-            out.append(f"extras['muscles'].{field} (conditional and moving path points)")
+            out.append(f"model.muscles.{field} (conditional and moving path points)")
     return out

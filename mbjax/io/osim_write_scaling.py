@@ -14,7 +14,7 @@ from .osim_xml import _is_identity_function
 
 def _factors(model) -> dict:
     """Body name -> the scale factor applied to the model (empty when nothing was scaled)."""
-    info = model.extras.get("osim")
+    info = model.osim
     sc = getattr(info, "scaling", None)
     if sc is None:
         return {}

@@ -39,7 +39,7 @@ def _model_joints(model):
     child, X_PF, X_BC)`` in file order, ``frames`` the file's frames by name/path -> (body, X)."""
     from ..io.osim import _Loader
 
-    info = model.extras.get("osim")
+    info = model.osim
     if info is None or not info.source:
         raise ValueError("joint reactions as OpenSim reports them need a model loaded from an .osim file "
                          "(mbjax.io.load_osim): its joints' parent and child frames are read from the file")

@@ -213,7 +213,7 @@ def _path_loads(model, q, tension):
 def _check_force_elements(model, replace_force_set: bool, where: str) -> bool:
     """Whether the model's force elements apply (not with ``replace_force_set``); body-force elements
     are refused by name (their loads on each subtree are not computed here)."""
-    fs = model.extras.get("forces")
+    fs = model.forces
     if fs is None or not fs.elements or replace_force_set:
         return False
     body = [(type(e).__name__, n) for e in fs.elements for n in e.names if type(e).__name__ not in MOBILITY_ELEMENTS]
@@ -228,7 +228,7 @@ def _check_actuators(model, actuators, where):
     """The scalar actuators checked against the model: a ``CoordinateActuator`` on one of its OpenSim
     coordinates (independent, coupled or locked; one on a locked coordinate is warned: the lock
     absorbs its force, as in OpenSim), body actuators on its bodies."""
-    info = model.extras.get("osim")
+    info = model.osim
     roles = dict(info.roles) if info is not None else {n: "independent" for n in model.coordinate_names}
     bodies = set(model.body_names) | {GROUND}
     locked = []

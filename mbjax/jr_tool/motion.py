@@ -78,7 +78,7 @@ def _dynamics_of_frames(model, q, qd, tension, coord_forces, other, elements_on,
         if coord_actuators:
             tau = tau + actuator_columns(model, coord_actuators, qk) @ fck
         if elements_on is not None:
-            tau = tau + elements_on * model.extras["forces"].generalized_force(model, qk, qdk)
+            tau = tau + elements_on * model.forces.generalized_force(model, qk, qdk)
         if ld is not None:
             ld = ld.resolved(model, qk)
             tau = tau + ld.generalized_forces(model, qk)

@@ -191,7 +191,7 @@ def _coordinate_ranges(model, ranges):
     nq = len(names)
     lower = np.full(nq, np.nan)
     upper = np.full(nq, np.nan)
-    info = model.extras.get("osim")
+    info = model.osim
     if info is not None:
         lower, upper = np.asarray(info.lower, float).copy(), np.asarray(info.upper, float).copy()
     if ranges is not None and not isinstance(ranges, dict):

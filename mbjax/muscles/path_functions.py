@@ -9,7 +9,7 @@ arguments the raw coordinate values), so a model with path functions is read fro
 ``.osim`` file as ``FunctionBasedPath`` objects that OpenSim 4.6 evaluates identically.
 
 :class:`PathFunctions` holds the functions of some or all muscles of a model in
-``model.extras["path_functions"]``; :func:`mbjax.muscle_lengths` and :func:`mbjax.moment_arms` read
+``model.path_functions``; :func:`mbjax.muscle_lengths` and :func:`mbjax.moment_arms` read
 them for those muscles (and skip the path geometry altogether when every muscle has one), so every
 consumer of lengths and moment arms (muscle forces, static optimization, muscle-driven simulation,
 identification) runs unchanged, with gradients in the coefficients.  The functions are grouped by
@@ -307,9 +307,9 @@ def path_function_range_rules(model, q, where: str) -> list:
 
 def get_path_functions(model) -> PathFunctions | None:
     """The model's :class:`PathFunctions`, or None when every path is geometric."""
-    pf = model.extras.get("path_functions")
+    pf = model.path_functions
     if pf is not None and not isinstance(pf, PathFunctions):
-        raise ValueError(f"model.extras['path_functions'] must be a PathFunctions, got {type(pf).__name__}")
+        raise ValueError(f"model.path_functions must be a PathFunctions, got {type(pf).__name__}")
     return pf
 
 
@@ -318,17 +318,14 @@ def with_path_functions(model, functions: PathFunctions | dict | None):
     (``functions``: a :class:`PathFunctions` or the dict of :func:`build_path_functions`; None
     removes them, every path geometric again)."""
     require_model(model, "with_path_functions")
-    extras = dict(model.extras)
     if functions is None:
-        extras.pop("path_functions", None)
-        return model.with_extras(extras)
+        return model.replace(path_functions=None)
     if not isinstance(functions, PathFunctions):
         functions = build_path_functions(get_paths(model).names, model.coordinate_names, functions)
     nm = get_paths(model).n_muscles
     if len(functions.rows) and functions.rows.max() >= nm:
         raise ValueError(f"path functions name muscle rows beyond the model's {nm} muscles")
-    extras["path_functions"] = functions
-    return model.with_extras(extras)
+    return model.replace(path_functions=functions)
 
 
 def all_paths_are_functions(model) -> bool:

@@ -3,7 +3,7 @@
 All muscles are stored in one :class:`MusclePaths` module (points ``(nm, P, 3)``, body indices and
 activity tables as static tuples), so lengths and moment arms of every muscle are evaluated by one
 vectorised kernel; :mod:`mbjax.muscles.paths` builds it and evaluates it.  The model carries it
-in ``model.extras["muscles"]``.
+in ``model.muscles``.
 """
 
 from __future__ import annotations
@@ -177,11 +177,11 @@ def empty_paths() -> MusclePaths:
 def get_paths(model: Model) -> MusclePaths:
     """The model's :class:`MusclePaths`; a model without muscles has the empty set (``nm = 0``), so
     ``muscle_lengths`` is ``(0,)`` and ``moment_arms`` ``(nq, 0)`` (OpenSim's double pendulum)."""
-    paths = model.extras.get("muscles")
+    paths = model.muscles
     if paths is None:
         return empty_paths()
     if not isinstance(paths, MusclePaths):
         raise ValueError(
-            f"model.extras['muscles'] must be a MusclePaths (use with_muscles()), got {type(paths).__name__}"
+            f"model.muscles must be a MusclePaths (use with_muscles()), got {type(paths).__name__}"
         )
     return paths

@@ -18,7 +18,7 @@ A path is an ordered list of points, each fixed in a body frame (the ground incl
 All muscles are stored **padded and index based** in one :class:`MusclePaths` module — points
 ``(nm, P, 3)``, body indices and activity tables as static tuples — so lengths and moment arms of
 every muscle are evaluated by one vectorised kernel, never a Python loop over muscles.
-The model carries it in ``model.extras["muscles"]`` (see :func:`with_muscles`).
+The model carries it in ``model.muscles`` (see :func:`with_muscles`).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def build_paths(
 
 
 def with_muscles(model: Model, paths: MusclePaths | Mapping[str, Sequence[PathPoint]], **kwargs) -> Model:
-    """A copy of ``model`` whose ``extras["muscles"]`` holds ``paths`` (built with :func:`build_paths`)."""
+    """A copy of ``model`` whose ``muscles`` are ``paths`` (built with :func:`build_paths`)."""
     require_model(model, "with_muscles")
     if not isinstance(paths, MusclePaths):
         paths = build_paths(model.body_names, model.coordinate_names, paths, **kwargs)
@@ -184,9 +184,7 @@ def with_muscles(model: Model, paths: MusclePaths | Mapping[str, Sequence[PathPo
     for name, row in zip(paths.names, paths.body):
         if any(b >= nb for b in row):
             raise ValueError(f"muscle {name!r}: body index out of range for this model ({nb} bodies)")
-    extras = dict(model.extras)
-    extras["muscles"] = paths
-    return model.with_extras(extras)
+    return model.replace(muscles=paths)
 
 
 def empty_result(model: Model, q, shape: tuple[int, ...]):

@@ -17,7 +17,7 @@ def pose_warning(model, q, where: str):
     """Warn (:class:`CoordinateRangeWarning`, naming ``where``) when a concrete ``q`` lies far outside the
     model's coordinate ranges, and keep the public functions called inside the block from warning again.
     Under ``jit``/``vmap`` (a traced ``q``) or with checks off it does nothing."""
-    info = getattr(model, "extras", {}).get("osim") if isinstance(getattr(model, "extras", None), dict) else None
+    info = getattr(model, "osim", None)
     ranges = (getattr(info, "lower", None), getattr(info, "upper", None))
     if not checks_enabled() or any(isinstance(x, jax.core.Tracer) for x in (q, *ranges)):
         yield  # traced (a pose, or ranges of a model being differentiated): nothing to warn about now

@@ -70,7 +70,7 @@ class InfeasibleError(RuntimeError):
 def _same_model(result, model) -> None:
     """Refuse a model other than the result's: its muscle count must match the result's activations
     (the result holds no names, so a model with as many coordinates would otherwise label it)."""
-    muscles = tuple(getattr(getattr(model, "extras", {}).get("muscles"), "names", ()))
+    muscles = tuple(getattr(getattr(model, "muscles", None), "names", ()))
     nm = np.shape(result.activations)[-1] if np.ndim(result.activations) else None
     nq = np.shape(result.residual)[-1] if np.ndim(result.residual) else None
     if nm is not None and nm != len(muscles):

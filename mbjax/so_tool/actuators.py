@@ -26,7 +26,7 @@ def check_actuators(model, actuators) -> tuple:
     actuators = tuple(actuators)
     seen = set()
     q_names = tuple(model.coordinate_names)
-    info = model.extras.get("osim")
+    info = model.osim
     roles = dict(info.roles) if info is not None else {n: "independent" for n in q_names}
     bodies = set(model.body_names) | {"ground"}
     locked = []
@@ -92,5 +92,5 @@ def model_actuators(model) -> tuple:
     """The model's own enabled scalar actuators (``OsimInfo.actuators``: its ``CoordinateActuator``,
     ``PointActuator`` and ``TorqueActuator`` elements), which OpenSim's static optimization uses
     beside the muscles; ``()`` for a model not read from an OpenSim file."""
-    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    info = getattr(model, "osim", None)
     return tuple(getattr(info, "actuators", ())) if info is not None else ()

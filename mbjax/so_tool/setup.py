@@ -74,7 +74,7 @@ def setup_force_sets(setup_path, model, files) -> tuple:
 
     tool = SetupFile(setup_path).root
     inherited = [d for el in ([tool] + list(tool)) for d in el.findall("defaults")]
-    info = model.extras.get("osim") if hasattr(model, "extras") else None
+    info = getattr(model, "osim", None)
     inherited += list(getattr(info, "actuator_defaults", ()) or ())
     out = []
     for f in files:

@@ -77,6 +77,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._model import require_model
 from .smooth import Geodesic
 from .smooth import _cylinder_geodesic as cylinder_geodesic
 from .smooth import _sphere_geodesic as sphere_geodesic
@@ -309,19 +310,17 @@ def with_wrapping(model, wrapping: str, source: str = ""):
     model without wrapping is returned unchanged (straight lines are smooth already).  Only a static
     flag of ``MusclePaths.wraps`` changes: parameters, gradients and names stay.
     """
-    if not isinstance(getattr(model, "extras", None), dict):
-        raise TypeError(f"with_wrapping: model must be an mbjax Model (mbjax.io.load_osim, mbjax.models.load), "
-                        f"got {type(model).__name__}")
+    require_model(model, "with_wrapping")
     if not isinstance(wrapping, str) or wrapping not in WRAPPINGS:
         raise ValueError(f"with_wrapping: wrapping must be one of {WRAPPINGS}, got {wrapping!r}")
-    paths = model.extras.get("muscles")
+    paths = model.muscles
     wraps = None if paths is None else paths.wraps
     if wraps is None or wraps.wrapping == wrapping:
         return model
     if wrapping == "smooth":
         check_smooth(wraps, paths.names, source)
     paths = dataclasses.replace(paths, wraps=dataclasses.replace(wraps, wrapping=wrapping))
-    return model.with_extras({**model.extras, "muscles": paths})
+    return model.replace(muscles=paths)
 
 
 def smooth_wrapping(model):

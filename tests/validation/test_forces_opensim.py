@@ -106,7 +106,7 @@ def _compare(path, model, draw_q, dependent, kinds_list, n_states=6, seed=0, **l
     n_mat_cache = None
     names = model.coordinate_names
     rng = np.random.default_rng(seed)
-    elements = model.extras["forces"].elements
+    elements = model.forces.elements
 
     @jax.jit
     def all_kinds(m, q, qd):  # one compile for every kind
@@ -196,10 +196,10 @@ def test_walker_model_matches_opensim(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = mbjax.io.load_osim(path, ignore_forces=("HuntCrossleyForce",))
-    assert model.extras["forces"].names == ("LKneeLimitTorque", "RKneeLimitTorque", "LHipLimitTorque",
+    assert model.forces.names == ("LKneeLimitTorque", "RKneeLimitTorque", "LHipLimitTorque",
                                             "RHipLimitTorque")
-    lo = np.maximum(np.asarray(model.extras["osim"].lower), -2.0)
-    hi = np.minimum(np.asarray(model.extras["osim"].upper), 2.0)
+    lo = np.maximum(np.asarray(model.osim.lower), -2.0)
+    hi = np.minimum(np.asarray(model.osim.upper), 2.0)
     mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
     err = _compare(path, model, lambda rng: mid + 1.2 * half * rng.uniform(-1, 1, lo.size),
                    lambda n, v: (_ for _ in ()).throw(KeyError(n)), ("CoordinateLimitForce",), n_states=6)
@@ -213,7 +213,7 @@ def _no_dependent(name, values):
 
 
 def _contact_element(model):
-    return next(e for e in model.extras["forces"].elements if isinstance(e, mbjax.forces.HuntCrossleyForce))
+    return next(e for e in model.forces.elements if isinstance(e, mbjax.forces.HuntCrossleyForce))
 
 
 def test_contact_model_matches_opensim(tmp_path):
@@ -256,9 +256,9 @@ def test_library_contact_matches_opensim(tmp_path, rel, vertical):
         model = mbjax.io.load_osim(path)
     el = _contact_element(model)
     iy = model.coordinate_names.index(vertical)
-    lo = np.maximum(np.asarray(model.extras["osim"].lower), -1.0)
-    hi = np.minimum(np.asarray(model.extras["osim"].upper), 1.0)
-    q0 = np.asarray(model.extras["osim"].default)
+    lo = np.maximum(np.asarray(model.osim.lower), -1.0)
+    hi = np.minimum(np.asarray(model.osim.upper), 1.0)
+    q0 = np.asarray(model.osim.default)
     floor = np.array([el.surface_kind[a] == "halfspace" for a, _ in el.pairs])
 
     def draw(rng):

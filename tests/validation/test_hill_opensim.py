@@ -58,7 +58,7 @@ def _frames(src, tmp_path, n, seed):
     ref = OpenSimReference(path)
     names = list(model.muscle_names)
     hill = [i for i, m in enumerate(names) if m in ref.muscles]
-    info = model.extras["osim"]
+    info = model.osim
     lo, hi = np.maximum(np.asarray(info.lower), -3.0), np.minimum(np.asarray(info.upper), 3.0)
     rng = np.random.default_rng(seed)
     cn = list(model.coordinate_names)
@@ -111,7 +111,7 @@ def _check_compliant(model, hill, d, given_tol=None):
     L, V, a = (jnp.asarray(d[k]) for k in ("getLength", "getLengtheningSpeed", "a"))
     given = jax.jit(jax.vmap(lambda l, *x: state_from_fiber_length(model, l, *x)))(
         jnp.asarray(d["getFiberLength"]), L, V, a)
-    prm = model.extras["muscles"].parameters
+    prm = model.muscles.parameters
     fiso = np.asarray(prm["max_isometric_force"])
     vscale = np.asarray(prm["max_contraction_velocity"] * prm["optimal_fiber_length"])
     # forces relative to F_o, lengths to l_o, velocities to v_max l_o: a fibre barely moving,
@@ -144,7 +144,7 @@ def _check_compliant(model, hill, d, given_tol=None):
 
 
 def lopt_of(model):
-    return np.asarray(model.extras["muscles"].parameters["optimal_fiber_length"])
+    return np.asarray(model.muscles.parameters["optimal_fiber_length"])
 
 
 def _lmin(model):

@@ -99,7 +99,7 @@ def _forces_file(model_file, path, t0, t1):
 
 def _still_motion(model, path, t0, t1):
     """The model's default pose (inside each range), held: q̇ = q̈ = 0 from the splines."""
-    info = model.extras["osim"]
+    info = model.osim
     lo, hi = np.asarray(info.lower), np.asarray(info.upper)
     q = np.clip(np.asarray(info.default), lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo))
     t = np.linspace(t0 - 0.1, t1 + 0.1, 21)

@@ -70,7 +70,7 @@ class OpenSimOracle(OpenSimReference):
 
 def _poses(model, n, seed, span=0.8):
     """Random poses inside the coordinate ranges (shrunk) around the defaults."""
-    info = model.extras["osim"]
+    info = model.osim
     lo = np.maximum(np.asarray(info.lower), -3.0)
     hi = np.minimum(np.asarray(info.upper), 3.0)
     mid = 0.5 * (lo + hi)
@@ -236,7 +236,7 @@ def test_functionless_transform_axis_matches_opensim(tmp_path):
     assert st.getTransformAxis(1).getFunction().getConcreteClassName() == "Constant"  # rotation2 (names b)
     assert st.getTransformAxis(3).getFunction().getConcreteClassName() == "Constant"  # translation1
     poses = jax.jit(body_poses)
-    qs = np.vstack([np.asarray(model.extras["osim"].default), np.random.default_rng(5).uniform(-1.9, 1.9, (16, 3))])
+    qs = np.vstack([np.asarray(model.osim.default), np.random.default_rng(5).uniform(-1.9, 1.9, (16, 3))])
     worst = 0.0
     for q in qs:
         oracle.set(model.coordinate_names, q)
@@ -327,7 +327,7 @@ def test_mobl_conditional_boundaries_match_opensim(tmp_path):
     oracle = OpenSimOracle(path)
     points = _conditional_points(oracle)
     assert len(points) == 11
-    worst, n = _boundary_lengths(model, oracle, points, np.asarray(model.extras["osim"].default))
+    worst, n = _boundary_lengths(model, oracle, points, np.asarray(model.osim.default))
     print(f"MoBL conditional path points: worst length difference {worst:.1e} m over {n} boundary poses")
     assert n == 11 * 13
     assert worst <= 1e-12

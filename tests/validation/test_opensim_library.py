@@ -82,7 +82,7 @@ def _params():
 
 
 def _poses(model, n, seed, span=0.8):
-    info = model.extras["osim"]
+    info = model.osim
     lo = np.maximum(np.asarray(info.lower), -3.0)
     hi = np.minimum(np.asarray(info.upper), 3.0)
     mid = 0.5 * (lo + hi)
@@ -170,7 +170,7 @@ def _compare(rel, source, tmp_path):
         RESULTS[rel] = f"refused: {str(e).split(': ', 2)[-1][:160]}"
         pytest.skip(f"mbjax refuses {rel}: {e}")
     names = model.coordinate_names
-    info = model.extras["osim"]
+    info = model.osim
     coupled = any(role == "dependent" for _, role in info.roles)
     # eliminated point-on-line coordinates: a narrower span keeps BouncingBlock's yRotation (range
     # ±2) off the FreeJoint's gimbal lock at ±π/2, where the implicit solve is singular

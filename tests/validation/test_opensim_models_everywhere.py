@@ -63,7 +63,7 @@ def test_every_file_loads(rel):
 
 
 def _poses(model, n, seed):
-    info = model.extras["osim"]
+    info = model.osim
     lo = np.maximum(np.asarray(info.lower), -3.0)
     hi = np.minimum(np.asarray(info.upper), 3.0)
     rng = np.random.default_rng(seed)

@@ -60,7 +60,7 @@ def test_shoulder_unit_force_moment_arms_equal_opensim():
     path = trimmed_osim()
     try:
         rng = np.random.default_rng(5)
-        lo, hi = np.asarray(model.extras["osim"].lower), np.asarray(model.extras["osim"].upper)
+        lo, hi = np.asarray(model.osim.lower), np.asarray(model.osim.upper)
         poses = lo + (hi - lo) * rng.uniform(0.1, 0.9, size=(4, 3))
         worst_unit, gap, worst_geo = _unit_force_vs_opensim(model, OpenSimReference(path), poses, geometric=True)
     finally:
@@ -105,8 +105,8 @@ def test_wrapped_shoulder_unit_force_moment_arms_about_coupled_coordinates_equal
             warnings.simplefilter("ignore")
             model = load_osim(path)
         assert {"WrapCylinder", "WrapEllipsoid", "WrapSphere", "WrapTorus"} <= set(get_paths(model).wraps.kinds)
-        assert any(role == "dependent" for _, role in model.extras["osim"].roles)
-        lo, hi = np.asarray(model.extras["osim"].lower), np.asarray(model.extras["osim"].upper)
+        assert any(role == "dependent" for _, role in model.osim.roles)
+        lo, hi = np.asarray(model.osim.lower), np.asarray(model.osim.upper)
         poses = lo + (hi - lo) * np.random.default_rng(5).uniform(0.1, 0.9, size=(4, lo.size))
         worst_unit, gap, _ = _unit_force_vs_opensim(model, OpenSimReference(path), poses)
     finally:

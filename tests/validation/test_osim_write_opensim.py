@@ -50,15 +50,15 @@ def test_opensim_reads_the_written_model(which, tmp_path):
     coords = model.getCoordinateSet()
     names = list(fitted.coordinate_names)
     fs = model.getForceSet()
-    muscles = list(fitted.extras["muscles"].names)
+    muscles = list(fitted.muscles.names)
     paths = [osim.Muscle.safeDownCast(fs.get(m)) for m in muscles]
-    p = fitted.extras["muscles"].parameters
+    p = fitted.muscles.parameters
     for k, mus in enumerate(paths):
         np.testing.assert_array_equal([mus.getMaxIsometricForce(), mus.getOptimalFiberLength(),
                                        mus.getTendonSlackLength()],
                                       [float(p[key][k]) for key in ("max_isometric_force", "optimal_fiber_length",
                                                                     "tendon_slack_length")])
-    info = fitted.extras["osim"]
+    info = fitted.osim
     lo, hi = np.maximum(np.asarray(info.lower), -1.0), np.minimum(np.asarray(info.upper), 1.0)
     rng = np.random.default_rng(2)
     lengths = jax.jit(lambda q: mbjax.muscle_lengths(fitted, q))

@@ -34,16 +34,16 @@ def test_opensim_reads_changed_wrap_objects_and_ranges(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = load_osim(mbjax.models.model_path("arm26"))
-    p = model.extras["muscles"]
+    p = model.muscles
     w = p.wraps
     c, e = w.kinds.index("WrapCylinder"), w.kinds.index("WrapEllipsoid")
     dims = w.dimensions.at[c, 0].set(0.021).at[c, 1].set(0.06).at[e].multiply(1.1)
     trans = w.translation.at[c].add(jnp.array([0.001, -0.002, 0.003]))
     rot = w.rotation.at[e].set(w.rotation[e] @ jnp.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
     wraps = eqx.tree_at(lambda x: (x.dimensions, x.translation, x.rotation), w, (dims, trans, rot))
-    info = model.extras["osim"]
+    info = model.osim
     info = eqx.tree_at(lambda i: (i.lower, i.default), info, (info.lower.at[0].set(-0.1), info.default.at[0].set(0.2)))
-    changed = model.with_extras({**model.extras, "muscles": eqx.tree_at(lambda q: q.wraps, p, wraps), "osim": info})
+    changed = model.replace(muscles=eqx.tree_at(lambda q: q.wraps, p, wraps), osim=info)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         path = write_osim(changed, tmp_path / "changed.osim")

@@ -53,7 +53,7 @@ def _functions(model, seed=0):
     rng = np.random.default_rng(seed)
     coords = tuple(model.coordinate_names)
     out = {}
-    for k, name in enumerate(model.extras["muscles"].names):
+    for k, name in enumerate(model.muscles.names):
         order = 3 + k % 2
         e = multivariate_exponents(len(coords), order)
         c = rng.normal(scale=0.01, size=e.shape[0]) / 3.0 ** e.sum(axis=1)
@@ -63,7 +63,7 @@ def _functions(model, seed=0):
 
 
 def _poses(model, n, seed=1):
-    info = model.extras["osim"]
+    info = model.osim
     lo, hi = np.asarray(info.lower), np.asarray(info.upper)
     return np.random.default_rng(seed).uniform(lo, hi, size=(n, len(lo)))
 
@@ -115,9 +115,9 @@ def test_opensim_evaluates_the_written_model_as_mbjax(arm26_functions, tmp_path)
     ours = _mbjax_numbers(model, poses)
     assert 0.15 < ours[0].min() and ours[0].max() < 0.45  # plausible lengths
     opensim_model = osim.Model(str(path))
-    for name in model.extras["muscles"].names:
+    for name in model.muscles.names:
         assert opensim_model.getMuscles().get(name).getPath().getConcreteClassName() == "FunctionBasedPath"
-    theirs = _opensim_numbers(opensim_model, model.extras["muscles"].names, model.coordinate_names, poses)
+    theirs = _opensim_numbers(opensim_model, model.muscles.names, model.coordinate_names, poses)
     _compare(ours, theirs)
     _compare(_mbjax_numbers(load_osim(path), poses), theirs)
 
@@ -125,7 +125,7 @@ def test_opensim_evaluates_the_written_model_as_mbjax(arm26_functions, tmp_path)
 def test_opensim_reads_the_written_path_function_set(arm26, arm26_functions, tmp_path):
     path = write_path_functions(arm26_functions, tmp_path / "arm26_FunctionBasedPathSet.xml")
     paths = osim.SetFunctionBasedPaths(str(path))
-    names = list(arm26.extras["muscles"].names)
+    names = list(arm26.muscles.names)
     assert [paths.get(i).getName() for i in range(paths.getSize())] == [f"/forceset/{n}" for n in names]
     processor = osim.ModelProcessor(mbjax.models.model_path("arm26"))
     processor.append(osim.ModOpReplacePathsWithFunctionBasedPaths(str(path)))
@@ -175,7 +175,7 @@ def test_opensim_example_set_reads_as_opensim_evaluates_it(example, tmp_path):
     functions = read_path_functions(set_file, model)
     assert len(functions) == 80 and max(order for _, order, _ in functions.values()) == 5
     ours_model = with_path_functions(model, functions)
-    names = list(model.extras["muscles"].names)
+    names = list(model.muscles.names)
     poses = _poses(model, 20)
     ours = _mbjax_numbers(ours_model, poses)
     processor = osim.ModelProcessor(model_file)

@@ -109,17 +109,17 @@ def test_solved_poses_satisfy_opensims_constraints(both):
 
 def test_default_assembly_matches_opensims(both):
     model, _, _ = both
-    om = osim.Model(model.extras["osim"].source)
+    om = osim.Model(model.osim.source)
     state = om.initSystem()  # assembles the default pose (the file's xTranslation violates it)
     cs = om.getCoordinateSet()
     theirs = {cs.get(i).getName(): cs.get(i).getValue(state) for i in range(cs.getSize())}
     q = jnp.asarray([theirs[c] for c in model.coordinate_names])
     ours = {c: float(v) for c, v in dependent_values(model, q).items()}
     diff = max(abs(ours[c] - theirs[c]) for c in ours)
-    moved = max(abs(theirs[c] - v) for c, v in zip(model.coordinate_names, np.asarray(model.extras["osim"].default)))
-    assembled = dict(model.extras["osim"].assembled)
+    moved = max(abs(theirs[c] - v) for c, v in zip(model.coordinate_names, np.asarray(model.osim.default)))
+    assembled = dict(model.osim.assembled)
     print(f"\nOpenSim's assembled default vs mbjax's solve at OpenSim's independent values: max |diff| {diff:.2e} "
           f"(OpenSim moved the independent coordinates by up to {moved:.2e}); mbjax assembled {assembled}")
     assert diff < 1e-8  # OpenSim's assembler accuracy, not a rounding floor
-    if "variant" not in model.extras["osim"].source:
+    if "variant" not in model.osim.source:
         assert abs(theirs["xTranslation"]) < 1e-8 and abs(assembled["xTranslation"]) < 1e-14

@@ -82,11 +82,11 @@ def test_mbjax_scaling_equals_opensims_scale_tool(tool_run):
     assert ours.body_names == theirs.body_names
     for a, b in ((ours.offset[:, :3, 3], theirs.offset[:, :3, 3]), (ours.com, theirs.com),
                  (ours.inertia, theirs.inertia), (ours.mass, theirs.mass),
-                 (ours.extras["muscles"].location, theirs.extras["muscles"].location),
-                 (ours.extras["muscles"].parameters["tendon_slack_length"],
-                  theirs.extras["muscles"].parameters["tendon_slack_length"]),
-                 (ours.extras["muscles"].parameters["optimal_fiber_length"],
-                  theirs.extras["muscles"].parameters["optimal_fiber_length"])):
+                 (ours.muscles.location, theirs.muscles.location),
+                 (ours.muscles.parameters["tendon_slack_length"],
+                  theirs.muscles.parameters["tendon_slack_length"]),
+                 (ours.muscles.parameters["optimal_fiber_length"],
+                  theirs.muscles.parameters["optimal_fiber_length"])):
         assert rel(a, b) < 1e-12
     ours_markers = scale_markers(generic, markers, factors)
     their_markers = load_markers(out / "subject01_scaledOnly.osim", theirs)

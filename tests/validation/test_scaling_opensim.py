@@ -121,7 +121,7 @@ def _compare(theirs, ours, markers, seed):
     state = theirs.initSystem()
     err = {}
     rel = lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b))) / max(np.max(np.abs(b)), 1e-300))  # noqa: E731
-    segs = ours.extras["osim"].scaling.segments
+    segs = ours.osim.scaling.segments
     idx = [ours.body_index(n) for n in segs]
     bodies = [theirs.getBodySet().get(n) for n in segs]
     err["mass"] = rel(np.asarray(ours.mass)[idx], [b.getMass() for b in bodies])
@@ -131,7 +131,7 @@ def _compare(theirs, ours, markers, seed):
         mo, pr = b.getInertia().getMoments(), b.getInertia().getProducts()
         inertia.append([[mo[0], pr[0], pr[1]], [pr[0], mo[1], pr[2]], [pr[1], pr[2], mo[2]]])
     err["inertia"] = rel(np.asarray(ours.inertia)[idx], inertia)
-    paths = ours.extras["muscles"]
+    paths = ours.muscles
     fs = theirs.getForceSet()
     muscles = [k for k, n in enumerate(paths.names) if osim.Muscle.safeDownCast(fs.get(n)) is not None]
     for key, get in (("optimal_fiber_length", "getOptimalFiberLength"), ("tendon_slack_length", "getTendonSlackLength")):
@@ -146,7 +146,7 @@ def _compare(theirs, ours, markers, seed):
         slot[k] = name
         c.setValue(state, v, False)
     names = ours.coordinate_names
-    info = ours.extras["osim"]
+    info = ours.osim
     lo, hi = np.asarray(info.lower), np.asarray(info.upper)
     qs = (lo + hi) / 2 + 0.35 * (hi - lo) * np.random.default_rng(seed).uniform(-1, 1, (3, len(names)))
     ms = theirs.getMarkerSet()

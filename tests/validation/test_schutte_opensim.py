@@ -235,7 +235,7 @@ def test_wrist_library_model_matches_opensim(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mb = load_osim(path)
-    assert set(mb.extras["muscles"].kinds) == {sch.SCHUTTE} and len(names) == 25
+    assert set(mb.muscles.kinds) == {sch.SCHUTTE} and len(names) == 25
     order = [list(mb.muscle_names).index(n) for n in names]
     cs = model.getCoordinateSet()
     free = [c for c in mb.coordinate_names]

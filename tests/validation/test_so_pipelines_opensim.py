@@ -193,7 +193,7 @@ def _smooth_motion(model, path, n=60, duration=1.0):
     """A .mot of every coordinate: each independent one its default plus a slow sine of 5 % of its
     range (kept inside the range), written as OpenSim's IK tool writes (coupled and locked too)."""
     names = list(model.coordinate_names)
-    info = model.extras["osim"]
+    info = model.osim
     lo, hi = np.asarray(info.lower), np.asarray(info.upper)
     mid = np.clip(np.asarray(info.default), lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo))
     t = np.linspace(0.0, duration, n)
@@ -225,7 +225,7 @@ def test_rajagopal_model_actuators_on_locked_coordinates_equal_opensim(tmp_path)
     short on a motion without ground reactions)."""
     model_file = os.path.join(OPENSIM_MODELS, "Models", "Rajagopal", "Rajagopal2016.osim")
     model = mbjax.io.load_osim(model_file)
-    own = [a.name for a in model.extras["osim"].actuators]
+    own = [a.name for a in model.osim.actuators]
     assert len(own) == 17 and "wrist_flex_r" in own
     motion = _smooth_motion(model, tmp_path / "motion.mot")
     residuals = tmp_path / "residuals.xml"
@@ -265,7 +265,7 @@ def test_leg39_reserves_on_coupled_coordinates_equal_opensim(tmp_path):
     the coupler, as OpenSim's constraints route it."""
     model_file = os.path.join(OPENSIM_MODELS, "Models", "Leg39", "leg39.osim")
     model = mbjax.io.load_osim(model_file)
-    roles = dict(model.extras["osim"].roles)
+    roles = dict(model.osim.roles)
     assert roles["pat_angle_r"] == roles["tib_tx_r"] == "dependent"
     motion = _smooth_motion(model, tmp_path / "motion.mot")
     forces = tmp_path / "reserves.xml"

@@ -84,7 +84,7 @@ def test_rajagopal_loads_smooth_and_runs_batched():
         warnings.simplefilter("ignore")
         model = load_osim(RAJAGOPAL, wrapping="smooth")
     assert get_paths(model).wraps.wrapping == "smooth"
-    q0 = np.asarray(model.extras["osim"].default)
+    q0 = np.asarray(model.osim.default)
     rng = np.random.default_rng(0)
     qs = q0[None] + rng.normal(size=(4, len(q0))) * 0.15
     lengths = np.asarray(jax.jit(jax.vmap(mbjax.muscle_lengths, in_axes=(None, 0)))(model, jnp.asarray(qs)))
