@@ -31,6 +31,7 @@ naming the diffrax result.  With ``throw=False`` inspect ``solution.result`` and
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Callable
 
 import diffrax
@@ -136,7 +137,53 @@ def _check_options(dt0, rtol, atol, max_steps, solver, who: str, tolerances: boo
                 v = _real_scalar(tol, name, who)
                 if not np.all(np.isfinite(v)) or np.any(v < 0):
                     raise ValueError(f"{who}: {name} must be finite and >= 0, got {v}")
+        concrete = not (_is_traced(rtol) or _is_traced(atol))
+        if concrete and np.all(np.asarray(rtol) == 0) and np.all(np.asarray(atol) == 0):
+            raise ValueError(f"{who}: rtol and atol are both 0, so no step can meet the error tolerance; "
+                             "give rtol > 0 or atol > 0 (defaults rtol=1e-8, atol=1e-10)")
     return None if max_steps is None else int(max_steps)
+
+
+def _warn_fine_tolerances(rtol, atol, dtype, who: str):
+    """Warn (concrete values) when ``rtol`` and ``atol`` lie far below the resolution of the state's dtype."""
+    if _is_traced(rtol) or _is_traced(atol):
+        return
+    eps = _checks.dtype_eps(dtype)
+    if np.all(np.asarray(rtol) < 0.01 * eps) and np.all(np.asarray(atol) < 0.01 * eps):
+        warnings.warn(f"{who}: rtol={rtol} and atol={atol} lie far below the resolution of the {np.dtype(dtype).name} "
+                      f"state (eps {eps:.1e}); the solver may never accept a step. Use rtol, atol >= {eps:.0e} "
+                      "or a float64 state (jax_enable_x64)", RuntimeWarning, stacklevel=3)
+
+
+def _is_max_steps(err) -> bool:
+    return "maximum number of solver steps" in str(err)
+
+
+def _max_steps_error(who: str, err, rtol, atol, max_steps, dtype, t0, t1, inputs=()):
+    """mbjax's message for diffrax's max-steps failure: the likely causes with the values of this call."""
+    eps = _checks.dtype_eps(dtype)
+    causes = [f"tolerances rtol={rtol}, atol={atol} (state dtype {np.dtype(dtype).name}, resolution {eps:.1e})",
+              f"max_steps={max_steps} for [t0, t1] = [{float(t0)}, {float(t1)}]"]
+    for text in inputs:
+        causes.append(text)
+    return RuntimeError(f"{who}: the solver reached max_steps before t1. Likely causes: " + "; ".join(causes)
+                        + ". Loosen the tolerances (not below the dtype's resolution), check the size and units of "
+                        "controls/forces and the initial state, use an implicit solver (diffrax.Kvaerno5()) for a "
+                        "stiff system, or raise max_steps; pass throw=False to inspect the partial solution")
+
+
+def _magnitude(name: str, fn, t0, q0, qd0, tol: float = 1e6) -> list:
+    """``[text]`` naming ``fn(t0, q0, qd0)``'s largest magnitude when it is huge or not finite (else ``[]``)."""
+    if fn is None:
+        return []
+    try:
+        out = np.asarray(fn(t0, q0, qd0), dtype=float)
+    except Exception:
+        return []
+    if out.size and (not np.all(np.isfinite(out)) or np.max(np.abs(out)) > tol):
+        return [f"{name}(t0, q0, qd0) of magnitude up to {np.max(np.abs(out)):.3g} (huge generalized forces "
+                "make the system stiff)"]
+    return []
 
 
 def _check_callable(fn, name: str, model, t0, q0, qd0, who: str = "simulate"):
@@ -145,6 +192,7 @@ def _check_callable(fn, name: str, model, t0, q0, qd0, who: str = "simulate"):
     if not callable(fn):
         raise TypeError(f"{who}: {name} must be a callable, got {type(fn).__name__}; it takes (t, q, qd) and "
                         "returns generalized forces (nq,)")
+    _same_model(fn, name, model, who)
     label = getattr(fn, "__name__", type(fn).__name__)
     try:
         signature = inspect.signature(fn)
@@ -163,6 +211,15 @@ def _check_callable(fn, name: str, model, t0, q0, qd0, who: str = "simulate"):
         bad = [model.coordinate_names[j] for j in np.nonzero(~np.isfinite(np.atleast_1d(out)))[0]]
         raise ValueError(f"{who}: {name}(t0, q0, qd0) returned NaN or inf for coordinates {bad} (t0 = {t0}); "
                          "it must return finite generalized forces")
+
+
+def _same_model(fn, name: str, model, who: str):
+    """Refuse ``controls``/``forces`` that carry a model (``ModelForces``) with other coordinates."""
+    own = getattr(fn, "model", None)
+    if isinstance(own, Model) and tuple(own.coordinate_names) != tuple(model.coordinate_names):
+        raise ValueError(f"{who}: {name} ({type(fn).__name__}) was built for a model with coordinates "
+                         f"{tuple(own.coordinate_names)}, but the simulated model has {tuple(model.coordinate_names)}; "
+                         f"build it from the simulated model, e.g. {name}=ModelForces(model)")
 
 
 def _initial_state(model, q0, qd0, who: str):
@@ -321,6 +378,7 @@ def simulate(
     if solver is None:
         solver = diffrax.Tsit5()
     saveat = _as_saveat(saveat, t0, t1, dtype)
+    custom_controller = stepsize_controller is not None
     if stepsize_controller is None:
         stepsize_controller = diffrax.PIDController(rtol=jnp.asarray(rtol, dtype=dtype), atol=jnp.asarray(atol, dtype=dtype))
     if adjoint is None:
@@ -336,4 +394,15 @@ def simulate(
         raise ValueError("simulate: controls and forces apply to the default vector field; put them in vector_field")
     else:
         field = vector_field
-    return _solve(field, solver, t0, t1, dt0, (q0, qd0), model, saveat, stepsize_controller, adjoint, max_steps, throw)
+    if not custom_controller:
+        _warn_fine_tolerances(rtol, atol, dtype, "simulate")
+    try:
+        return _solve(field, solver, t0, t1, dt0, (q0, qd0), model, saveat, stepsize_controller, adjoint, max_steps,
+                      throw)
+    except eqx.EquinoxRuntimeError as err:
+        if not _is_max_steps(err) or any(_is_traced(x) for x in (t0, t1, q0, qd0)):
+            raise
+        inputs = [f"initial state q0={np.asarray(q0)}, qd0={np.asarray(qd0)}"]
+        if vector_field is None:
+            inputs = _magnitude("controls", controls, t0, q0, qd0) + _magnitude("forces", forces, t0, q0, qd0) + inputs
+        raise _max_steps_error("simulate", err, rtol, atol, max_steps, dtype, t0, t1, inputs) from err

@@ -38,13 +38,15 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import _checks
 from ._checks import checks
 from ._dynamics import _forward_dynamics
 from ._model import Model, require_model
 from ._simulate import (_as_saveat, _check_interval, _check_options, _checked_end_time, _checked_saveat, _generalized,
-                        _initial_state)
+                        _initial_state, _is_max_steps, _is_traced, _magnitude, _max_steps_error, _same_model,
+                        _warn_fine_tolerances)
 from .muscles.fiber_dynamics import effective_activation, lengths_speeds_rule, muscle_derivatives, tendon_kinds
 from .muscles.musculotendon import equilibrium_fiber_length
 from .muscles.parameter_rules import parameter_rules
@@ -264,9 +266,13 @@ def simulate_muscles(
     l0 = jnp.zeros((nm,), dtype) if equilibrate else _real_state(fiber_length0, "fiber_length0", nm, dtype)  # placeholder
     if a0.shape != (nm,) or l0.shape != (nm,):
         raise ValueError(f"activation0 and fiber_length0 must have shape ({nm},) (nm,), got {a0.shape} and {l0.shape}")
+    if not equilibrate:
+        _check_fiber_lengths(model, l0)
     excitations = _as_excitations(excitations, nm, model, dtype, "simulate_muscles")
     if forces is not None and not callable(forces):
         raise TypeError(f"simulate_muscles: forces must be a callable (t, q, qd) -> (nq,), got {type(forces).__name__}")
+    if forces is not None:
+        _same_model(forces, "forces", model, "simulate_muscles")
     _check_interval(t0, t1, "simulate_muscles")
     max_steps = _check_options(dt0, rtol, atol, max_steps, solver, "simulate_muscles",
                                tolerances=stepsize_controller is None)
@@ -280,13 +286,42 @@ def simulate_muscles(
     if solver is None:
         solver = diffrax.Tsit5()
     saveat = _as_saveat(saveat, t0, t1, dtype)
+    custom_controller = stepsize_controller is not None
     if stepsize_controller is None:
         stepsize_controller = diffrax.PIDController(rtol=jnp.asarray(rtol, dtype=dtype), atol=jnp.asarray(atol, dtype=dtype))
     if adjoint is None:
         adjoint = diffrax.RecursiveCheckpointAdjoint()
     field = MuscleDrivenField(excitations, forces, tendon_kinds(model), moment_arms)
-    return _solve_muscles(field, solver, t0, t1, dt0, MuscleSimState(q0, qd0, a0, l0), model, saveat,
-                          stepsize_controller, adjoint, max_steps, throw)
+    if not custom_controller:
+        _warn_fine_tolerances(rtol, atol, dtype, "simulate_muscles")
+    try:
+        return _solve_muscles(field, solver, t0, t1, dt0, MuscleSimState(q0, qd0, a0, l0), model, saveat,
+                              stepsize_controller, adjoint, max_steps, throw)
+    except eqx.EquinoxRuntimeError as err:
+        if not _is_max_steps(err) or any(_is_traced(x) for x in (t0, t1, q0, qd0, a0, l0)):
+            raise
+        inputs = _magnitude("forces", forces, t0, q0, qd0) + [
+            f"initial state q0={np.asarray(q0)}, qd0={np.asarray(qd0)}, activation0={np.asarray(a0)}, "
+            f"fiber_length0={np.asarray(l0)} (m) for muscles {_muscle_names(model)}"]
+        raise _max_steps_error("simulate_muscles", err, rtol, atol, max_steps, dtype, t0, t1, inputs) from err
+
+
+#: a fibre longer than this many optimal fibre lengths is no muscle state (metres given in millimetres?)
+FIBER_LENGTH_LIMIT = 10.0
+
+
+def _check_fiber_lengths(model, l0):
+    """Refuse (concrete values) initial fibre lengths over ``FIBER_LENGTH_LIMIT`` optimal fibre lengths."""
+    lopt = hill_parameters(model).get("optimal_fiber_length")
+    if lopt is None or _is_traced(l0) or _is_traced(lopt):
+        return
+    lopt, lv = np.asarray(lopt, float), np.asarray(l0, float)
+    bad = [(n, float(v), float(o)) for n, v, o in zip(_muscle_names(model), lv, lopt) if v > FIBER_LENGTH_LIMIT * o]
+    if bad:
+        shown = ", ".join(f"{n!r}: {v:g} m (optimal {o:g} m)" for n, v, o in bad)
+        raise ValueError(f"simulate_muscles: fiber_length0 is more than {FIBER_LENGTH_LIMIT:g} times the optimal "
+                         f"fibre length for {shown}; give fibre lengths in metres, or leave fiber_length0=None "
+                         "for the equilibrium")
 
 
 def muscle_vector_field(model: Model, t, state: MuscleSimState, excitations, moment_arms: str = "geometric") -> MuscleSimState:

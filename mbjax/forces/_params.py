@@ -62,6 +62,9 @@ def check_param(kind: str, names, field: str, value, trailing=(), sign: str | No
 
 
 def check_names(kind: str, names, n: int | None = None):
+    if isinstance(names, str):
+        raise TypeError(f"{kind}: element_names must be a tuple of names, got the lone string {names!r}; "
+                        f"use ({names!r},)")
     names = tuple(names)
     if not all(isinstance(s, str) for s in names):
         raise TypeError(f"{kind}: element_names must be strings, got {names!r}")

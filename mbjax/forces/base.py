@@ -40,6 +40,11 @@ class ForceElement(eqx.Module):
         """Element names (one per element of the stack): the static ``element_names`` field."""
         return self.element_names
 
+    def value_rules(self, model: Model, q) -> list:
+        """Run-time rules ``(bad, message)`` of :func:`mbjax._checks.all_of` at ``q`` (none by default)."""
+        del model, q
+        return []
+
 
 class CoordinateSpring(ForceElement):
     """An element acting on element coordinates ``b(q)`` with the law ``f(b, ḃ)`` (see module notes)."""
@@ -73,13 +78,15 @@ class CoordinateValues(eqx.Module):
     (``maps[k]`` reading ``q[inputs[k]]``, for the entries ``dependent[k]``).  Locked coordinates
     are not represented (an element on one is dropped by the importer: the lock absorbs its force).
     ``maps`` is ``None`` when no coordinate is coupled (an empty tuple breaks diffrax's
-    ``BacksolveAdjoint``; see :class:`mbjax.muscles.paths.MusclePaths`).
+    ``BacksolveAdjoint``; see :class:`mbjax.muscles.paths.MusclePaths`).  ``built_for``: the
+    coordinate names of the model the indices refer to (``None``: unknown).
     """
 
     index: tuple[int, ...] = eqx.field(static=True)
     dependent: tuple[int, ...] = eqx.field(static=True)
     inputs: tuple[tuple[int, ...], ...] = eqx.field(static=True)
     maps: tuple | None = None
+    built_for: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
     def __call__(self, q):
         need = 1 + max(self.index + tuple(i for inp in self.inputs for i in inp), default=-1)
@@ -90,6 +97,11 @@ class CoordinateValues(eqx.Module):
         for k, inp, m in zip(self.dependent, self.inputs, self.maps or ()):
             out = out.at[k].set(m.value(q[np.asarray(inp, dtype=np.int32)][None])[0].astype(q.dtype))
         return out
+
+    @classmethod
+    def one_each(cls, model: Model, coordinates) -> "CoordinateValues":
+        """:meth:`of` for element constructors: a lone name is one element's coordinate."""
+        return cls.of(model, (coordinates,) if isinstance(coordinates, str) else coordinates)
 
     @classmethod
     def of(cls, model: Model, coordinates) -> "CoordinateValues":
@@ -111,7 +123,7 @@ class CoordinateValues(eqx.Module):
             dependent.append(k)
             inputs.append(tuple(model.coordinate_index(n) for n in c.coordinates[0]))
             maps.append(c)
-        return cls(tuple(index), tuple(dependent), tuple(inputs), tuple(maps) or None)
+        return cls(tuple(index), tuple(dependent), tuple(inputs), tuple(maps) or None, tuple(model.coordinate_names))
 
 
 def frame_poses(model: Model, q, bodies, x_body_frame):
@@ -138,6 +150,15 @@ class ForceSet(eqx.Module):
         return out
 
 
+def check_built_for(model: Model, element: ForceElement, where: str):
+    """Refuse an element whose coordinate indices were built for a model with other coordinates."""
+    built_for = getattr(getattr(element, "coordinates", None), "built_for", None)
+    if built_for is not None and tuple(built_for) != tuple(model.coordinate_names):
+        raise ValueError(f"{where}: {type(element).__name__} {tuple(element.names)} was built for a model with "
+                         f"coordinates {tuple(built_for)}, not this model's {tuple(model.coordinate_names)}; "
+                         "build it with this model (its coordinate indices would act on other coordinates)")
+
+
 def with_force_elements(model: Model, *elements: ForceElement) -> Model:
     """A copy of ``model`` whose force set also holds ``elements`` (stacks of one kind each)."""
     require_model(model, "with_force_elements")
@@ -145,13 +166,23 @@ def with_force_elements(model: Model, *elements: ForceElement) -> Model:
         if e is not None and not isinstance(e, ForceElement):
             raise TypeError(f"with_force_elements: {type(e).__name__} {str(e)[:80]!r} is not a ForceElement "
                             "(mbjax.forces: CoordinateSpring, HuntCrossleyForce, ...)")
+        if e is not None:
+            check_built_for(model, e, "with_force_elements")
     old = model.forces if model.forces is not None else ForceSet()
     return model.replace(forces=ForceSet(tuple(old.elements) + tuple(e for e in elements if e is not None)))
 
 
 @eqx.filter_jit
 def _model_forces(model: Model, q, qd):
-    return model.forces.generalized_force(model, q, qd)
+    out, rules = jnp.zeros_like(q), []
+    for e in model.forces.elements:
+        part = e.generalized_force(model, q, qd)
+        rules += e.value_rules(model, q)
+        rules.append(_checks.not_finite(part, f"model_forces: the generalized force of {type(e).__name__} "
+                                              f"{tuple(e.names)}", " at this state (a singular force law, such as 1/q "
+                                              "at q = 0?); fix the element's law or keep the state away from it"))
+        out = out + part
+    return _checks.all_of(out, rules)
 
 
 def model_forces(model: Model, q, qd):
@@ -171,6 +202,8 @@ def model_forces(model: Model, q, qd):
     fs = model.forces
     if fs is None:
         return jnp.zeros_like(q)
+    for e in fs.elements:
+        check_built_for(model, e, "model_forces")
     return _model_forces(model, q, qd)
 
 

@@ -87,8 +87,10 @@ class CoordinateLimitForce(CoordinateSpring):
     def from_opensim(cls, model, names, coordinates, rotational, upper_stiffness, upper_limit, lower_stiffness,
                      lower_limit, damping, transition):
         """Build from OpenSim's properties (per-degree for rotational coordinates), ``(n,)`` each."""
-        names = tuple(names)
+        names = _checks.names(names, "names", "CoordinateLimitForce.from_opensim")
         rot = jnp.asarray(rotational)
+        if rot.shape == () and len(names) == 1:  # one element's flag
+            rot = rot[None]
         if rot.shape != (len(names),) or rot.dtype != jnp.bool_:
             raise ValueError(f"CoordinateLimitForce.from_opensim: rotational must be booleans of shape ({len(names)},) "
                              f"(one per element {names}), got {rot.dtype}{tuple(rot.shape)}")
@@ -101,7 +103,7 @@ class CoordinateLimitForce(CoordinateSpring):
                                  f"{names}), got {tuple(v.shape)}")
             return v
 
-        return cls(CoordinateValues.of(model, coordinates), w * a(upper_limit, "upper_limit"),
+        return cls(CoordinateValues.one_each(model, coordinates), w * a(upper_limit, "upper_limit"),
                    w * a(lower_limit, "lower_limit"), a(upper_stiffness, "upper_stiffness") / w,
                    a(lower_stiffness, "lower_stiffness") / w, a(damping, "damping") / w,
                    w * a(transition, "transition"), names)

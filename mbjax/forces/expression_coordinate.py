@@ -11,6 +11,7 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from . import _params
+from .. import _checks
 from .base import CoordinateSpring, CoordinateValues
 from .expression import compile_expression
 
@@ -41,8 +42,9 @@ class ExpressionBasedCoordinateForce(CoordinateSpring):
         if isinstance(expressions, str):
             raise TypeError("ExpressionBasedCoordinateForce.create: expressions must be a list of strings (one per "
                             f"element), got the single string {expressions!r}")
-        return cls(CoordinateValues.of(model, coordinates),
-                   tuple("".join(e.split()) if isinstance(e, str) else e for e in expressions), tuple(names))
+        return cls(CoordinateValues.one_each(model, coordinates),
+                   tuple("".join(e.split()) if isinstance(e, str) else e for e in expressions),
+                   _checks.names(names, "names", "ExpressionBasedCoordinateForce.create"))
 
     def element_coordinates(self, model, q):
         return self.coordinates(q)

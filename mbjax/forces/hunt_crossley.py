@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._kinematics import body_poses
+from .. import _checks
 from .base import ForceElement
 
 HALF_SPACE, SPHERE = "halfspace", "sphere"
@@ -99,7 +100,8 @@ class HuntCrossleyForce(ForceElement):
                    a("static_friction"), a("dynamic_friction"), a("viscous_friction"),
                    jnp.asarray(np.asarray(transition_velocity, float).reshape(-1)),
                    tuple(int(s["body"]) for s in surfaces), tuple(s["kind"] for s in surfaces),
-                   tuple(int(s["group"]) for s in surfaces), tuple(pairs), tuple(names))
+                   tuple(int(s["group"]) for s in surfaces), tuple(pairs),
+                   _checks.names(names, "names", "HuntCrossleyForce.create"))
 
     # ---- geometry -------------------------------------------------------------------------
     def _surface_poses(self, poses):

@@ -47,6 +47,13 @@ class PointToPointSpring(CoordinateSpring):
         p2 = jnp.einsum("nij,nj->ni", x2[:, :3, :3], self.point2.astype(q.dtype)) + x2[:, :3, 3]
         return jnp.linalg.norm(p2 - p1, axis=-1)
 
+    def value_rules(self, model, q):
+        """The two points must not coincide: the force's direction is undefined there (NaN in OpenSim)."""
+        length = self.element_coordinates(model, q)
+        return [(length <= 0, [f"PointToPointSpring {n!r}: its two points coincide (length 0) at this pose, so the "
+                               "force's direction is undefined (OpenSim gives NaN); move point1/point2 apart"
+                               for n in self.element_names])]
+
     def law(self, length, rate):
         del rate
         return -self.stiffness * (length - self.rest_length)

@@ -10,6 +10,7 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from . import _params
+from .. import _checks
 from .base import CoordinateSpring, CoordinateValues
 
 
@@ -33,8 +34,9 @@ class SpringGeneralizedForce(CoordinateSpring):
     def create(cls, model, names, coordinates, stiffness, rest_length, viscosity):
         """One element per name: ``coordinates`` (names or joint maps) and the parameters, ``(n,)`` each."""
         a = lambda v, f: _params.floats(v, "SpringGeneralizedForce", f)  # noqa: E731
-        return cls(CoordinateValues.of(model, coordinates), a(stiffness, "stiffness"), a(rest_length, "rest_length"),
-                   a(viscosity, "viscosity"), tuple(names))
+        return cls(CoordinateValues.one_each(model, coordinates), a(stiffness, "stiffness"),
+                   a(rest_length, "rest_length"), a(viscosity, "viscosity"),
+                   _checks.names(names, "names", "SpringGeneralizedForce.create"))
 
     def element_coordinates(self, model, q):
         return self.coordinates(q)

@@ -75,6 +75,7 @@ def fit(
     ``learning_rate``: adam only.  The jitted step is cached on (selection, objective structure,
     tree structure, method): refitting with new data, a new start or a new tolerance reuses it.
     """
+    host_tree(tree, "fit")
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; one of {METHODS}")
     _check_options(method, max_steps, tol, learning_rate)
@@ -82,7 +83,7 @@ def fit(
         raise TypeError(f"`objective` must be a function tree -> residuals or loss, got {type(objective).__name__}")
     sel = Selection(tree, where, parametrization)
     theta0 = sel.theta(tree)
-    out_shape = jax.eval_shape(objective, tree)
+    out_shape = one_array(jax.eval_shape(objective, tree), "fit", "objective")
     if out_shape.shape == () and method in ("gauss_newton", "levenberg_marquardt"):
         raise ValueError(f"{method} needs a residual vector; `objective` returned a scalar")
     if out_shape.size == 0:
@@ -110,6 +111,23 @@ def fit(
     if progress:
         print(report)
     return fitted, report
+
+
+def host_tree(tree, where: str) -> None:
+    """Refuse a ``tree`` of traced values: ``where`` runs on the host (its own loop or NumPy)."""
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree)):
+        raise TypeError(f"{where}: `tree` holds traced values: {where} runs on the host (its own loop and NumPy) "
+                        "and cannot be called under jax.jit, vmap or grad; call it outside (it jit-compiles its "
+                        "own steps)")
+
+
+def one_array(out, where: str, what: str, returns: str = "a residual vector, or a scalar loss"):
+    """``out`` (``jax.eval_shape`` of the user's function ``what``) when it is one array; else ``TypeError``."""
+    if isinstance(out, jax.ShapeDtypeStruct):
+        return out
+    got = "None" if out is None else f"a {type(out).__name__} of {len(jax.tree.leaves(out))} arrays"
+    raise TypeError(f"{where}: `{what}` must return one array ({returns}), got {got}; "
+                    "return only the residuals (join several with jnp.concatenate)")
 
 
 def _check_options(method, max_steps, tol, learning_rate):

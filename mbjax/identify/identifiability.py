@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
+from .fit import host_tree, one_array
 from .selection import Selection
 
 
@@ -127,7 +128,8 @@ def identifiability(tree, residuals, where, *, parametrization=None, sigma=None,
         got = f"shape {np.shape(sigma)}" if np.ndim(sigma) else repr(sigma)
         raise ValueError(f"identifiability: sigma must be one finite number >= 0 (the noise standard deviation of every "
                          f"residual), got {got}; pass sigma=None to estimate it from the residuals")
-    out = jax.eval_shape(residuals, tree)
+    host_tree(tree, "identifiability")
+    out = one_array(jax.eval_shape(residuals, tree), "identifiability", "residuals", "the residual vector")
     if out.shape == ():
         raise ValueError("identifiability: `residuals` returned a scalar; it needs the residual vector (e.g. "
                          "mbjax.identify.torque_residuals(...)), not a loss")

@@ -34,6 +34,7 @@ import numpy as np
 
 from .._checks import all_of
 from .._model import ELEMENT_FIELDS, require_model
+from ..io.arguments import real_number
 
 #: SimTK::Eps: ``Body::scaleInertialProperties`` zeroes the inertia of a body of mass at most this
 _EPS = float(np.finfo(float).eps)
@@ -195,6 +196,10 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
         if not isinstance(mass, jax.core.Tracer) and not (np.ndim(mass) == 0 and np.isfinite(mass) and mass > 0):
             raise ValueError(f"scale_model: mass must be the subject's total mass, a finite number > 0 (kg), got "
                              f"{mass!r}; pass mass=None to keep the scaled model's masses")
+        if not isinstance(mass, jax.core.Tracer) and not 1 <= float(mass) <= 500:
+            warnings.warn(f"scale_model: mass={float(mass):g} kg is implausible for a human subject (expected 1..500 "
+                          f"kg){'; it looks like grams (72600 g is 72.6 kg)' if float(mass) > 500 else ''}; mass is "
+                          "the subject's total mass in kg", stacklevel=2)
         f = jnp.asarray(mass, m1.dtype) / jnp.sum(m1)
         m1, inertia = m1 * f, inertia * f
     out = eqx.tree_at(lambda m: (m.offset, m.axis, m.com, m.mass, m.inertia), model, (offset, axis, com, m1, inertia))
@@ -339,9 +344,8 @@ def measurement_factor(model, markers, data, pairs, time_range, name=None) -> fl
 
     require_model(model, "measurement_factor")
     what = f"measurement {name!r}" if name is not None else "measurement_factor"
-    if not pairs:
-        raise ValueError(f"{what}: needs at least one marker pair")
-    i0, i1 = frame_range(data.time, *time_range)
+    pairs = _pairs(pairs, what)
+    i0, i1 = frame_range(data.time, *_time_range(time_range, data.time, what))
     x = np.asarray(marker_positions(model, markers, model.osim.default))
     t = np.asarray(data.time, float)[i0:i1 + 1]
     span = f"time {t[0]:g} to {t[-1]:g}"
@@ -371,4 +375,39 @@ def measurement_factor(model, markers, data, pairs, time_range, name=None) -> fl
                           f"{' ...' if (~ok).sum() > 5 else ''}); the pair's distance is averaged over the other "
                           "frames (OpenSim's ModelScaler would not use the measurement)", stacklevel=2)
         total += float(np.mean(dist[ok])) / modelled
-    return total / len(pairs)
+    factor = total / len(pairs)
+    if not 0.1 <= factor <= 10:
+        hint = ("; the marker data look like millimetres: read_trc converts by the file's Units, so check them"
+                if 100 < factor < 1e4 else "; check the marker data's units (metres) and the pairs")
+        warnings.warn(f"{what}: implausible scale factor {factor:g} for a human subject (expected 0.1..10){hint}",
+                      stacklevel=2)
+    return factor
+
+
+def _pairs(pairs, what):
+    """``pairs`` as a tuple of marker-name pairs; one pair ``(a, b)`` of two names is taken as one."""
+    if isinstance(pairs, str) or not hasattr(pairs, "__iter__"):
+        raise TypeError(f"{what}: pairs must be marker-name pairs ((a, b), ...), got {pairs!r}")
+    pairs = tuple(pairs)
+    if len(pairs) == 2 and all(isinstance(n, str) for n in pairs):
+        pairs = (pairs,)
+    if not pairs:
+        raise ValueError(f"{what}: needs at least one marker pair")
+    for p in pairs:
+        if isinstance(p, str) or not hasattr(p, "__len__") or len(p) != 2 or not all(isinstance(n, str) for n in p):
+            raise ValueError(f"{what}: each marker pair must be two marker names (a, b), got {p!r} in {pairs!r}")
+    return pairs
+
+
+def _time_range(time_range, time, what):
+    """``(start, end)`` as floats, refused when reversed or outside the data's ``time``."""
+    if isinstance(time_range, str) or np.shape(time_range) != (2,):
+        raise TypeError(f"{what}: time_range must be (start, end) in seconds, got {time_range!r}")
+    start, end = (real_number(v, "time_range", what) for v in time_range)
+    t = np.asarray(time, float)
+    if not start <= end:
+        raise ValueError(f"{what}: time_range start {start:g} is past its end {end:g}")
+    if start > t[-1] or end < t[0]:
+        raise ValueError(f"{what}: time_range ({start:g}, {end:g}) lies outside the data's times {t[0]:g} to "
+                         f"{t[-1]:g}; give a range within the trial")
+    return start, end

@@ -275,6 +275,11 @@ def place_markers(model, markers: Markers, q, measured, names, movable=None) -> 
     require_model(model, "place_markers")
     names = name_list(names, "names", "place_markers")
     movable = set(names if movable is None else name_list(movable, "movable", "place_markers"))
+    for arg, given in (("names", names), ("movable", movable)):
+        unknown = sorted(n for n in set(given) if n not in markers.names)
+        if unknown:
+            raise ValueError(f"place_markers: {arg} holds marker(s) {unknown} that are not in `markers`; markers are "
+                             f"{markers.names}")
     poses = np.asarray(body_poses(model, jnp.asarray(q)))
     offset = np.asarray(markers.offset, float).copy()
     x = np.asarray(measured, float)

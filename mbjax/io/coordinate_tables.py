@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from .._checks import names as _names
 from .._model import require_model
 from .motion_ranges import rotational_flags as _rotational, warn_outside_ranges, warn_radians_as_degrees
 from .table import Table
@@ -27,7 +28,12 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
     names = model.coordinate_names
     info = getattr(model, "osim", None)
     if rotational is not None:
-        rot = np.array([n in set(rotational) for n in names])
+        given = _names(rotational, "rotational", "coordinates_from_table")
+        unknown = [n for n in given if n not in names]
+        if unknown:
+            raise ValueError(f"coordinates_from_table: rotational names unknown coordinate(s) {unknown}; the model's "
+                             f"coordinates are {names}")
+        rot = np.array([n in set(given) for n in names])
     elif info is not None:
         rot = _rotational(model)
     elif table.in_degrees:

@@ -110,6 +110,7 @@ class _ForceSetMixin:
             self._muscle_sources[name] = doc.where(f)
             if f.tag == SCHUTTE and not path_only:
                 self._schutte_curves[name] = self._schutte_muscle(f, params[name])
+        _warn_long_muscles(doc, params, self._muscle_sources)
         if wrapped and self.ignore_wrapping:
             warnings.warn(
                 f"{doc.path}: wrapping ignored (straight lines), as asked by ignore_wrapping=True, for "
@@ -132,7 +133,26 @@ class _ForceSetMixin:
         if actuators:
             defaults = self.model.findall("defaults") + fset.findall("defaults")
             self._actuators, _ = read_actuators(doc, actuators, version=self.version, defaults=defaults)
+            self._check_actuator_targets(actuators)
         return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
+
+    def _check_actuator_targets(self, elements):
+        """Refuse an actuator on a coordinate or body the file lacks (OpenSim 4.6 fails at initSystem)."""
+        by_name = {el.get("name"): el for el in elements}
+        coordinates, bodies = tuple(self.coords.order), (GROUND, *self.bodies)
+        for a in self._actuators:
+            el = by_name.get(a.name, elements[0])
+            if hasattr(a, "coordinate"):
+                targets, known, what = (a.coordinate,), coordinates, "coordinate"
+            else:
+                targets = tuple(b for b in (getattr(a, "body", None), getattr(a, "body_a", None),
+                                            getattr(a, "body_b", None)) if b is not None)
+                known, what = bodies, "body"
+            for t in targets:
+                if t not in known and t.rsplit("/", 1)[-1] not in known:
+                    raise self.doc.error(el, f"{type(a).__name__} {a.name!r} acts on the {what} {t!r}, which the "
+                                         f"model does not have (its {what}s: {', '.join(known)}); OpenSim refuses it "
+                                         "at initSystem: fix the name or remove the actuator")
 
     def _unknown_properties(self, f):
         """List in ``self.unused`` the children of path force ``f`` (and of its curve objects) that
@@ -173,6 +193,21 @@ class _ForceSetMixin:
                                     NotImplementedError)
                 out[c.get("name")] = _pp(doc, c)
         return out
+
+
+#: a muscle length property (m) above this is no human muscle: millimetres given as metres?
+LONGEST_MUSCLE_LENGTH = 2.0
+
+
+def _warn_long_muscles(doc, params, sources):
+    """One warning naming the muscles whose fibre or tendon slack length exceeds :data:`LONGEST_MUSCLE_LENGTH`."""
+    long = [f"{sources.get(name, doc.path)} muscle {name!r}: <{key}> {p[key]:g}"
+            for name, p in params.items() for key in ("optimal_fiber_length", "tendon_slack_length")
+            if p.get(key, 0.0) > LONGEST_MUSCLE_LENGTH]
+    if long:
+        warnings.warn(f"{doc.path}: muscle length(s) longer than {LONGEST_MUSCLE_LENGTH:g} m, implausible for a "
+                      "human muscle; they look like millimetres (OpenSim reads metres: divide by 1000): "
+                      + "; ".join(long), UserWarning, stacklevel=5)
 
 
 def _muscle_properties(doc, f) -> dict[str, float]:

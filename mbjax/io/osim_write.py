@@ -101,6 +101,9 @@ def write_osim(model, path, *, source=None, markers=None) -> str:
         if not isinstance(markers, Markers):
             raise TypeError(f"write_osim: markers must be mbjax.Markers (e.g. from load_markers) or None, got "
                             f"{type(markers).__name__}")
+        if not markers.names:
+            warnings.warn("write_osim: markers holds no markers (was its file's MarkerSet empty, or made for another "
+                          "model?); the file's markers are written unchanged", stacklevel=2)
         wrong = [(n, b) for n, b in zip(markers.names, markers.body) if not -1 <= b < model.n_bodies]
         if wrong:
             raise ValueError(f"write_osim: markers {wrong} (name, body index) are on no body of the model, which has "
@@ -403,6 +406,13 @@ def _write_markers(loader, twin, markers, model):
     new = [k for k in range(len(markers.names)) if k not in seen]
     if not new:
         return
+    own = [el.get("name") for el in (objects if objects is not None else [])]
+    if own and not seen:
+        added = [markers.names[k] for k in new]
+        warnings.warn(f"write_osim: none of the markers {added[:8]}{' ...' if len(added) > 8 else ''} is in the "
+                      f"file's MarkerSet {own[:8]}{' ...' if len(own) > 8 else ''}; they are added on this model's "
+                      "bodies by their body index: were they made for another model? (load_markers(path, model) "
+                      "with this model)", stacklevel=3)
     out_model = twin[loader.model]
     out_set = out_model.find("MarkerSet")
     if out_set is None:

@@ -61,6 +61,10 @@ def _subject_mass(setup, tool) -> float | None:
         raise setup.doc.error(tool.find("mass"), f"<mass> must be one finite number (kg), got {values}")
     mass = values[0]
     if mass > 0:
+        if not 1 <= mass <= 500:
+            warnings.warn(f"{setup.doc.where(tool.find('mass'))}: subject mass {mass:g} kg is implausible for a human "
+                          f"(expected 1..500 kg){'; it looks like grams' if mass > 500 else ''}; <mass> is in kg",
+                          stacklevel=4)
         return mass
     if mass != -1.0:
         warnings.warn(f"{setup.doc.where(tool.find('mass'))}: subject mass {mass} <= 0: the model's masses are "

@@ -141,8 +141,36 @@ def read_trc(path) -> MarkerData:
         rate = float(meta["DataRate"])
     except ValueError:
         raise _err(path, 3, f"DataRate={meta['DataRate']!r} is not a number") from None
+    _warn_implausible(path, tuple(names), t, pos, rate, units)
     return MarkerData(np.asarray(times, dtype=float), tuple(names), pos, units, rate,
                       np.asarray(frames, dtype=float), meta)
+
+
+def _warn_implausible(path, names, t, pos, rate, units):
+    """Warn about values read as given that look like a slip: positions of millimetres labelled metres,
+    a marker at exactly (0, 0, 0) in some frames only (an exporter's gap), times off the ``DataRate``."""
+    finite = np.isfinite(pos)
+    far = np.abs(np.where(finite, pos, 0.0))
+    if far.size and far.max() > 50.0:
+        k, m, a = np.unravel_index(int(np.argmax(far)), far.shape)
+        warnings.warn(f"{path}: marker {names[m]!r} {'XYZ'[a]} is {pos[k, m, a]:g} m at time {t[k]:g} (Units "
+                      f"{units!r}): implausibly far from the origin for a lab; the values look like millimetres (or "
+                      "centimetres): fix the Units field on line 3", stacklevel=3)
+    zero = np.all(pos == 0.0, axis=2) & np.all(finite, axis=2)
+    gaps = [f"{names[m]!r} ({int(zero[:, m].sum())} of {len(t)} frames)" for m in range(len(names))
+            if zero[:, m].any() and not zero[:, m].all()]
+    if gaps:
+        warnings.warn(f"{path}: marker(s) {', '.join(gaps)} sit exactly at (0, 0, 0) in some frames and elsewhere "
+                      "in the others, as some exporters write a missing marker; mbjax reads (0, 0, 0) as a "
+                      "position (as OpenSim does): leave the three fields empty (or NaN) where a marker is missing",
+                      stacklevel=3)
+    if len(t) > 1 and np.isfinite(rate) and rate > 0:
+        step = np.diff(t)
+        median, mean = float(np.median(step)), float((t[-1] - t[0]) / (len(t) - 1))
+        if abs(median * rate - 1) > 0.01 and abs(mean * rate - 1) > 0.01:
+            warnings.warn(f"{path}: the time column steps by {median:g} s (a rate of {1 / median:g} Hz) but the "
+                          f"header's DataRate is {rate:g} Hz; check that the times are in seconds (not "
+                          "milliseconds) and the DataRate on line 3", stacklevel=3)
 
 
 def _trc_rows(path, lines, start, names, width):

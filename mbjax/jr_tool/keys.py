@@ -122,4 +122,20 @@ def reaction_keys(model, joints=("ALL",), apply_on_bodies=("child",), express_in
                       "them", stacklevel=3)
     if not keys:
         raise ValueError(f"{where}: no joint of joint_names {list(joints)} is a joint of the model ({list(by_name)})")
-    return tuple(keys)
+    return _once_each(keys, where)
+
+
+def _once_each(keys, where: str) -> tuple[ReactionKey, ...]:
+    """``keys`` without repeats of one reaction (joint, body, frame), warning naming the repeats: OpenSim
+    writes each again as a duplicate column; mbjax computes and writes each once."""
+    seen, repeated = {}, []
+    for k in keys:
+        if k.label in seen:
+            repeated.append(k.label)
+        else:
+            seen[k.label] = k
+    if repeated:
+        warnings.warn(f"{where}: joint_names, apply_on_bodies and express_in_frame ask for the same reaction more "
+                      f"than once: {sorted(set(repeated))} (joint_on_body_in_frame); each is computed and written "
+                      "once (OpenSim writes duplicate columns)", stacklevel=3)
+    return tuple(seen.values())

@@ -27,12 +27,14 @@ coincide (x anterior, y medial, z proximal; origin on the tibial plateau between
 from __future__ import annotations
 
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._spatial import transform
+from .fibres import warn_long_free_length
 from .tps import fit_tps
 from .tpsm import TPSMLigament, register
 
@@ -82,7 +84,10 @@ def synthetic_acl(free_length=0.027, stiffness=100e6, law: str = "quadratic", la
     Returns ``(ligament, info)``; ``info`` holds the registered centroids and contours (metres).
     Built once per argument set (cached; the ligament is immutable).
     """
-    lig, info = _synthetic_acl(float(free_length), float(stiffness), law, float(lam_contour), int(seed))
+    warn_long_free_length("synthetic_acl", float(free_length))
+    with warnings.catch_warnings():  # warned above, once per call (the build is cached)
+        warnings.filterwarnings("ignore", message=".*looks like millimetres")
+        lig, info = _synthetic_acl(float(free_length), float(stiffness), law, float(lam_contour), int(seed))
     return lig, dict(info)
 
 

@@ -18,12 +18,28 @@ carry no force (``ŝ`` is set to 0).  Free lengths must be positive (``ValueErro
 
 from __future__ import annotations
 
+import warnings
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
 from .. import _checks
 from .._spatial import safe_norm
+
+#: a ligament (fibre) free length above this many metres is no human ligament: millimetres given as metres?
+LONGEST_FREE_LENGTH = 1.0
+
+
+def warn_long_free_length(where: str, free_length, stacklevel: int = 3):
+    """Warn when a (concrete) free length in metres exceeds :data:`LONGEST_FREE_LENGTH` (millimetres?)."""
+    v = np.asarray(free_length, dtype=float).reshape(-1)
+    if v.size and np.nanmax(v) > LONGEST_FREE_LENGTH:
+        i = int(np.nanargmax(v))
+        at = f" (fibre {i})" if v.size > 1 else ""
+        warnings.warn(f"{where}: free_length {v[i]:g} m{at} is longer than {LONGEST_FREE_LENGTH:g} m, implausible for "
+                      f"a ligament; it looks like millimetres: give metres ({v[i] / 1000:g})", UserWarning,
+                      stacklevel=stacklevel)
 
 LAWS = ("quadratic", "blankevoort")
 
@@ -155,6 +171,7 @@ class FibreSet(eqx.Module):
             raise ValueError("FibreSet: points, weights, stiffnesses and free lengths must be finite")
         if np.any(l0 <= 0):
             raise ValueError("FibreSet: free lengths must be > 0 (strain ε = (l - l0)/l0 of Eq. 6)")
+        warn_long_free_length("FibreSet", l0, stacklevel=5)
         if np.any(k < 0):
             raise ValueError(f"FibreSet: stiffness must be >= 0 (Pa), got min {k.min()} (fibre {int(np.argmin(k))})")
         if np.any(w < 0):

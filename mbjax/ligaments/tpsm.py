@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _checks
-from .fibres import CHANGED, LAWS, FibreSet, checked, wrench_jit
+from .fibres import CHANGED, LAWS, FibreSet, checked, warn_long_free_length, wrench_jit
 from .quadrature import Mesh, TriangleRule, adaptive_integrate, check_mesh, check_rule, quadrature_points
 from .tps import ThinPlateSpline, fit_tps
 
@@ -122,6 +122,8 @@ class TPSMLigament(eqx.Module):
                 raise ValueError("TPSMLigament: free_length must be > 0")
             if not np.isfinite(v) or v < 0:
                 raise ValueError(f"TPSMLigament: {name} must be finite and {'> 0' if positive else '>= 0'}, got {v}")
+            if name == "free_length":
+                warn_long_free_length("TPSMLigament", v, stacklevel=5)
         for name in ("frame_a", "frame_b", "domain"):
             if not isinstance(getattr(self, name), jax.core.Tracer):
                 if not np.all(np.isfinite(np.asarray(getattr(self, name)))):

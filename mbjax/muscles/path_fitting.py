@@ -24,6 +24,7 @@ import numpy as np
 
 from .._checks import names as name_list
 from .._model import require_model
+from .._ranges import warn_far_outside_ranges
 from ..maps.multivariate import multivariate_exponents
 from .path_functions import _by_degree_inverse, _term_tables
 
@@ -209,6 +210,9 @@ def _coordinate_ranges(model, ranges):
             raise ValueError(f"fit_path_functions: no finite range for coordinates [{name!r}]: ranges[{name!r}] = "
                              f"({lo:g}, {hi:g}) is reversed (lower > upper); give ({hi:g}, {lo:g})")
         lower[names.index(name)], upper[names.index(name)] = lo, hi
+    if ranges and info is not None:  # a range in degrees (or millimetres) is far outside the file's
+        warn_far_outside_ranges(model, np.stack([lower, upper]),
+                                "fit_path_functions: ranges")
     bad = [n for n, lo, hi in zip(names, lower, upper) if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi)]
     if bad:
         raise ValueError(f"fit_path_functions: no finite range for coordinates {bad}; give ranges={{name: (lo, hi)}}")
