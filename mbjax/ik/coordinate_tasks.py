@@ -4,21 +4,12 @@ reference value of each tracked coordinate in every frame."""
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple
 
 import numpy as np
 
+from ..io.coordinate_task import CoordinateTask  # noqa: F401  (the record lives with the readers)
 from ..io.storage import coordinates_from_table
 from .checks import _weight
-
-
-class CoordinateTask(NamedTuple):
-    """An ``IKCoordinateTask``: ``weight`` and the reference ``value_type`` (``"default_value"``,
-    ``"manual_value"`` with ``value`` in radians / metres, or ``"from_file"``)."""
-
-    weight: float
-    value_type: str = "default_value"
-    value: float = 0.0
 
 
 def _coordinate_refs(model, tasks, free_names, coordinate_data, times):

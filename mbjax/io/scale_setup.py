@@ -13,6 +13,7 @@ import math
 import warnings
 from typing import NamedTuple
 
+from .coordinate_task import CoordinateTask
 from .setup_xml import SetupFile
 
 
@@ -190,8 +191,6 @@ def read_scale_setup(path) -> ScaleSetup:
                 weights[el.get("name")] = w[0]
             else:
                 v = _floats(setup, el, "value") or (0.0,)
-                from ..ik import CoordinateTask  # here: mbjax.ik imports mbjax.io
-
                 tasks[el.get("name")] = CoordinateTask(w[0], setup.text(el, "value_type") or "default_value", v[0])
         placer_file = setup.resolve(setup.text(placer, "marker_file"))
         placer_range = _time_range(setup, placer)
