@@ -68,6 +68,9 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
         raise ValueError(f"IK: chunk (frames solved per program run) must be a positive integer, got {chunk!r}")
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise ValueError(f"IK: max_steps must be a positive integer, got {max_steps!r}")
+    if not isinstance(markers, Markers):
+        raise TypeError("IK: markers must be the model's mbjax.Markers (mbjax.io.load_markers(osim_path, model) reads "
+                        f"the .osim file's MarkerSet), got {type(markers).__name__}")
     data = _checked_marker_data(data)
     names = model.coordinate_names
     nq = len(names)

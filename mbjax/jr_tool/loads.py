@@ -57,6 +57,19 @@ def _external_record_labels(external_loads) -> set[str]:
     return out
 
 
+def _warn_if_activations(forces: Table, muscle_columns, where: str) -> None:
+    """Warn when every muscle column stays within [0, 1] over the file: a static optimization's
+    ``_activation.sto`` given where its ``_force.sto`` is meant (OpenSim reads it as forces in N too)."""
+    if len(muscle_columns) < 2:
+        return
+    values = np.asarray(forces.data, float)[:, muscle_columns]
+    if values.size and np.all(np.isfinite(values)) and values.min() >= 0.0 and values.max() <= 1.0:
+        file = (forces.metadata or {}).get("file") or (forces.metadata or {}).get("source_file")
+        warnings.warn(f"{where}: every muscle column of the forces file{f' {file}' if file else ''} lies within "
+                      f"[0, 1]: these look like activations (a static optimization's _activation.sto), not forces "
+                      f"in N (its _force.sto); they are applied as forces", stacklevel=4)
+
+
 def actuator_forces(model, forces: Table, times, actuators=(), external_loads=None, *,
                     replace_force_set: bool = False, where: str = "forces_file"):
     """The model's actuator forces at ``times`` from a forces table (package docstring, step 2).
@@ -114,6 +127,7 @@ def actuator_forces(model, forces: Table, times, actuators=(), external_loads=No
         warnings.warn(f"{where}: {out.size} recorded times lie outside the file's {ft[0]:.6g}-{ft[-1]:.6g} s "
                       f"(first {out[0]:.6g} s): forces extrapolated linearly, as OpenSim's Storage does", stacklevel=3)
     cols = [labels.index(n) for n in names]
+    _warn_if_activations(forces, [labels.index(n) for n in muscles], where)
     values = storage_rows_at(ft, np.asarray(forces.data, float)[:, cols], times)
     if not np.all(np.isfinite(values)):
         bad = [names[k] for k in np.nonzero(~np.all(np.isfinite(values), axis=0))[0]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from .._model import Model
-from .._checks import all_of, as_array, names_context, not_finite, real_array
+from .._checks import all_of, as_array, in_unit_interval, names_context, not_finite, real_array
 from .parameter_rules import parameter_rules
 from .parameters import SCHUTTE, hill_parameters, kind_mask
 from .path_set import MusclePaths, get_paths
@@ -70,23 +70,25 @@ def activation_derivative(excitation, activation, params):
     ``ignore_activation_dynamics``.
 
     ``excitation`` and ``activation`` are ``(nm,)`` (refused otherwise, never broadcast) and finite
-    (a run-time check while :func:`mbjax.config.checks` is on).  As OpenSim, the activation is clamped to
-    [a_min, 1] before the rate (an activation of 1.5 decays as an activation of 1 does) and the
-    excitation is used as given.
+    (a run-time check while :func:`mbjax.config.checks` is on), the excitation in [0, 1] (the same check,
+    naming the muscle: an excitation above 1 would drive the activation faster than any muscle can,
+    as simulation refuses it too).  As OpenSim, the activation is clamped to [a_min, 1] before the
+    rate (an activation of 1.5 decays as an activation of 1 does).
     """
     if not isinstance(params, (dict, MusclePaths, Model)):
         raise TypeError("activation_derivative(excitation, activation, params): params must be an mbjax Model, its "
                         f"MusclePaths or a parameter dict (mbjax.muscles.hill_parameters), got {type(params).__name__}")
     if isinstance(params, dict):
         nm = int(jnp.shape(params["minimum_activation"])[0])
-        ctx = ""
+        ctx, names = "", [f"muscle {k}" for k in range(nm)]
     else:
         paths = params if isinstance(params, MusclePaths) else get_paths(params)
-        nm, ctx = paths.n_muscles, names_context("muscles", paths.names)
+        nm, ctx, names = paths.n_muscles, names_context("muscles", paths.names), paths.names
     u = as_array(excitation, "excitation", (nm,), ("nm",), ctx)
     a = as_array(activation, "activation", (nm,), ("nm",), ctx)
     u = all_of(u, [not_finite(u, "excitation", ctx),
                    not_finite(a, "activation", ctx),
+                   in_unit_interval(u, "activation_derivative: excitation", names),
                    *([] if isinstance(params, dict) else parameter_rules(paths, "activation_derivative"))])
     return activation_rate_of_muscles(u, a, params)
 

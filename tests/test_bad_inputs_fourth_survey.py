@@ -1,0 +1,49 @@
+"""A fourth outside survey's findings: an excitation above 1, a string for IK's markers, an
+activation file given where joint reactions read forces."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mbjax
+from mbjax.jr_tool import actuator_forces
+from mbjax.models import arm26_path
+
+jax.config.update("jax_enable_x64", True)
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    ARM = mbjax.io.load_osim(arm26_path(), ignore_wrapping=True)
+
+
+def test_an_excitation_above_one_is_refused_naming_the_muscle():
+    a = jnp.full(6, 0.3)
+    with pytest.raises(mbjax._ranges.RUNTIME_ERRORS, match=r"excitation must be in \[0, 1\]: 'TRIlong' is outside"):
+        mbjax.activation_derivative(jnp.full(6, 2.0), a, ARM)
+    # the valid twin: OpenSim's first-order rule (MuscleFirstOrderActivationDynamicModel::calcDerivative)
+    p = mbjax.muscles.hill_parameters(ARM)
+    u = 0.9
+    tau = np.asarray(p["activation_time_constant"]) * (0.5 + 1.5 * 0.3)
+    np.testing.assert_allclose(mbjax.activation_derivative(jnp.full(6, u), a, ARM), (u - 0.3) / tau, rtol=1e-14)
+
+
+def test_ik_refuses_markers_that_are_not_markers():
+    data = mbjax.io.MarkerData(np.zeros(2), ("m",), np.zeros((2, 1, 3)))
+    with pytest.raises(TypeError, match=r"IK: markers must be the model's mbjax.Markers .*got str"):
+        mbjax.inverse_kinematics(ARM, "markers", data)
+
+
+def test_an_activation_file_as_joint_reaction_forces_is_warned():
+    names = tuple(ARM.muscle_names)
+    t = np.arange(3) / 100.0
+    activations = mbjax.io.Table(t, names, np.full((3, len(names)), 0.4), False, {"file": "arm_activation.sto"})
+    with pytest.warns(UserWarning, match=r"arm_activation\.sto lies within \[0, 1\]: these look like activations"):
+        _, values = actuator_forces(ARM, activations, t, where="JointReaction")
+    np.testing.assert_array_equal(values, 0.4)  # applied as given, as OpenSim does
+    forces = mbjax.io.Table(t, names, np.full((3, len(names)), 120.0), False, {"file": "arm_force.sto"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        actuator_forces(ARM, forces, t, where="JointReaction")
