@@ -40,6 +40,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from ._name_lists import name_list
+
 _ENABLED = [os.environ.get("MBJAX_CHECKS", "1").strip().lower() not in ("0", "false", "off", "no")]
 
 
@@ -184,23 +186,7 @@ def all_of(x, conditions):
     return eqx.branched_error_if(x, jnp.any(bads), jnp.argmax(bads), messages)
 
 
-def names(x, what: str, where: str) -> tuple[str, ...]:
-    """A list of names as a tuple of str; a lone string is one name (never split into characters).
-
-    ``what`` is the argument (``"muscles"``), ``where`` the function; anything but a string or an
-    iterable of strings raises ``TypeError`` naming the argument and the offending item.
-    """
-    if isinstance(x, str):
-        return (x,)
-    try:
-        items = tuple(x)
-    except TypeError:
-        raise TypeError(f"{where}: {what} must be a name or a list of names (str), got {type(x).__name__}: "
-                        f"{x!r}") from None
-    bad = [v for v in items if not isinstance(v, str)]
-    if bad:
-        raise TypeError(f"{where}: {what} must be names (str), got {type(bad[0]).__name__} {bad[0]!r} in {list(items)!r}")
-    return items
+names = name_list  # the one rule for name lists (mbjax._name_lists)
 
 
 def in_unit_interval(x, name: str, names: Sequence[str], context: str = ""):

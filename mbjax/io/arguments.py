@@ -6,6 +6,8 @@ from __future__ import annotations
 import numbers
 import os
 
+from .._name_lists import name_list  # noqa: F401  (the one rule, re-exported for the tools)
+
 
 def real_number(value, name: str, where: str) -> float:
     """``value`` as a float (a real 0-d array too); a string, bool or other non-number is refused
@@ -31,21 +33,6 @@ def positive_int(value, name: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{where}: {name} must be a positive integer, got {value!r}")
     return int(value)
-
-
-def name_list(value, name: str, where: str) -> tuple[str, ...]:
-    """A list of names; a lone string is one name (not its characters); other items are refused."""
-    if isinstance(value, str):
-        return (value,)
-    try:
-        items = tuple(value)
-    except TypeError:
-        raise TypeError(f"{where}: {name} must be a name or a list of names, got {type(value).__name__} "
-                        f"{value!r}") from None
-    bad = [v for v in items if not isinstance(v, str)]
-    if bad:
-        raise TypeError(f"{where}: {name} must hold names (strings), got {bad!r}")
-    return items
 
 
 def require_folder(path, where: str) -> str:
