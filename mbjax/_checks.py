@@ -13,8 +13,8 @@ broadcasts silently: a ``tau`` of shape ``(1,)`` for a 2-coordinate model is ref
 checked with ``eqx.error_if``: NaN or inf in a coordinate, velocity, acceleration, force, point or
 pose; a pose whose last row is not ``[0, 0, 0, 1]``; a singular mass matrix in
 :func:`mbjax.forward_dynamics`; a muscle path left with fewer than two active points.  Eagerly the
-error is raised at the call (``equinox.EquinoxRuntimeError``, a ``RuntimeError``); under
-``jax.jit`` it is raised when the compiled program runs (a ``RuntimeError`` whose text holds the
+error is raised at the call (``equinox.EquinoxRuntimeError``, a ``RuntimeError``, whose first line is
+the check's message); under ``jax.jit`` it is raised when the compiled program runs (a ``RuntimeError`` whose text holds the
 message).  These checks cost a reduction and a host callback per argument; turn them off for speed
 once inputs are known to be good::
 
@@ -41,6 +41,28 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._name_lists import name_list
+
+
+def _message_first() -> None:
+    """Put a failed check's own message first in the error an eager call raises.
+
+    Equinox formats that error from a module-level template that opens with its debugging banner
+    ("Above is the stack outside of JIT ...") and buries the message in the middle; mbjax's messages
+    name the argument, coordinate or muscle, so they lead, and equinox's debugging hints follow.
+    The template is equinox's private name: if it is gone, equinox's own format stays.
+    """
+    try:
+        from equinox import _jit
+    except ImportError:  # pragma: no cover - equinox moved its module
+        return
+    template = getattr(_jit, "_on_error_msg", None)
+    if isinstance(template, str) and "{msg}" in template and "{stack}" in template:
+        _jit._on_error_msg = ("{msg}\n\n(raised by a run-time check inside a compiled program; "
+                              "EQX_ON_ERROR=breakpoint stops there, JAX_DISABLE_JIT=1 runs it eagerly; "
+                              "see https://docs.kidger.site/equinox/api/debug/){stack}")
+
+
+_message_first()
 
 _ENABLED = [os.environ.get("MBJAX_CHECKS", "1").strip().lower() not in ("0", "false", "off", "no")]
 

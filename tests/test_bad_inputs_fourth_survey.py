@@ -3,6 +3,7 @@ activation file given where joint reactions read forces."""
 
 import warnings
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -47,3 +48,12 @@ def test_an_activation_file_as_joint_reaction_forces_is_warned():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         actuator_forces(ARM, forces, t, where="JointReaction")
+
+
+def test_an_eager_check_error_leads_with_its_message():
+    # equinox's debugging banner came first and the message in the middle; the message now leads
+    with pytest.raises(eqx.EquinoxRuntimeError) as info:
+        mbjax.muscle_forces(ARM, jnp.zeros(2), jnp.zeros(2), jnp.full(6, 1.5))
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("activation must be in [0, 1]") and "'TRIlong'" in first
+    assert "EQX_ON_ERROR=breakpoint" in str(info.value)  # equinox's debugging hint is kept, after it
