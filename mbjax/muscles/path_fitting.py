@@ -26,7 +26,7 @@ from .._checks import names as name_list
 from .._model import require_model
 from .._ranges import warn_far_outside_ranges
 from ..maps.multivariate import multivariate_exponents
-from .path_functions import _by_degree_inverse, _term_tables
+from .path_functions import _derivative_map
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,14 +111,13 @@ class PathFitReport:
 
 def _monomials(x, order):
     """φ ``(n, T)`` and ∂φ/∂x_j ``(d, n, T)`` at ``x (n, d)``: OpenSim's monomials of total degree ≤
-    ``order``, built by the degree recursion and derivative map the evaluation uses
-    (:meth:`~mbjax.muscles.path_functions.PathFunctionGroup.values_and_gradients`)."""
+    ``order``, from power tables and the derivative map the evaluation uses
+    (:func:`~mbjax.muscles.path_functions.polynomial_values`)."""
     n, d = x.shape
-    parents, variables, src, dst, var, mult = _term_tables(d, order)
-    levels = [np.ones((n, 1))]
-    for par, v in zip(parents, variables):
-        levels.append(levels[-1][:, par] * x[:, v])
-    phi = np.concatenate(levels, axis=1)[:, _by_degree_inverse(d, order)]
+    e = multivariate_exponents(d, order)
+    powers = x[:, :, None] ** np.arange(order + 1)  # (n, d, k + 1)
+    phi = np.prod(powers[:, np.arange(d), e], axis=2)  # (n, T)
+    src, dst, var, mult = _derivative_map(d, order)
     dphi = np.zeros((d, n, phi.shape[1]))
     dphi[var, :, src] = (mult * phi[:, dst]).T  # ∂φ_src/∂x_var = mult · φ_dst
     return phi, dphi

@@ -55,72 +55,48 @@ class PathFunctionGroup(eqx.Module):
         return len(self.inputs[0])
 
     def values_and_gradients(self, q, gradients: bool = True):
-        """L ``(n, *batch)`` and ∂L/∂q_S ``(n, d, *batch)`` at ``q (n_q, *batch)``.
-
-        The monomials φ_t = Π_i x_i^{e_ti} are built degree by degree (φ_t = φ_parent(t) · x_i, one
-        gather and product per degree, exact at x = 0); then L = φᵀc and ∂L/∂x_j = φᵀ(D_j c) with
-        (D_j c)_s = Σ_{t: e_t − δ_j = e_s} e_tj c_t, a linear map of the coefficients (the
-        derivative of a polynomial of order k is one of order k − 1 on the same terms): one
-        contraction of φ with the ``(T, 1 + d)`` coefficient columns gives the value and gradient
-        (``gradients=False``: the value alone, and None).
-        """
-        d, k = self.dimension, self.order
-        parents, variables, src, dst, var, mult = _term_tables(d, k)
-        batch = q.shape[1:]
+        """L ``(n, *batch)`` and ∂L/∂q_S ``(n, d, *batch)`` at ``q (n_q, *batch)`` (see :func:`polynomial_values`;
+        ``gradients=False``: the value alone, and None)."""
         x = q[np.asarray(self.inputs)]  # (n, d, *batch)
-        dtype = jnp.result_type(x, self.coefficients)
-        x = x.astype(dtype)
-        n = x.shape[0]
-        levels = [jnp.ones((n, 1) + batch, dtype)]
-        for par, v in zip(parents, variables):  # degree 1..k, terms in OpenSim's order within a degree
-            levels.append(levels[-1][:, par] * x[:, v])
-        phi = jnp.concatenate(levels, axis=1)[:, _by_degree_inverse(d, k)]  # (n, T, *batch), OpenSim order
-        c = self.coefficients.astype(dtype)
-        if not gradients:  # the lengths alone
-            return jnp.einsum("nt...,nt->n...", phi, c), None
-        grad_c = jnp.zeros((n, c.shape[1], d), dtype).at[:, dst, var].add(c[:, src] * mult)
-        columns = jnp.concatenate([c[:, :, None], grad_c], axis=2)  # (n, T, 1 + d)
-        out = jnp.einsum("nt...,ntk->nk...", phi, columns)
-        return out[:, 0], out[:, 1:]
+        out = polynomial_values(x, self.coefficients, self.order, gradients)
+        return out[:, 0], (out[:, 1:] if gradients else None)
 
 
-@functools.lru_cache(maxsize=None)
-def _degree_order(dimension: int, order: int) -> np.ndarray:
-    """The term indices (OpenSim's order) sorted by total degree (stable)."""
-    e = multivariate_exponents(dimension, order)
-    return np.argsort(e.sum(1), kind="stable")
+def polynomial_values(x, coefficients, order: int, gradients: bool = True):
+    """Values and gradients ``(n, 1 + d, *batch)`` (``gradients=False``: ``(n, 1, *batch)``) of ``n``
+    ``MultivariatePolynomialFunction`` s of total degree ≤ ``order`` with ``coefficients (n, T)`` (OpenSim's
+    term order) at their arguments ``x (n, d, *batch)``.
 
-
-@functools.lru_cache(maxsize=None)
-def _by_degree_inverse(dimension: int, order: int) -> np.ndarray:
-    return np.argsort(_degree_order(dimension, order))
-
-
-@functools.lru_cache(maxsize=None)
-def _term_tables(dimension: int, order: int):
-    """Static tables of the degree recursion and of the derivative map (see ``values_and_gradients``).
-
-    ``parents[g-1], variables[g-1]``: for the terms of degree g (in degree order), the position of
-    the parent term among the degree g − 1 terms and the input that multiplies it; ``src, dst, var,
-    mult``: the entries (D_var)_{dst, src} = mult of the derivative maps.
+    The monomials φ_t = Π_i x_i^{e_ti} come from power tables x_i^0 … x_i^k (k products) and one
+    gather per argument; then L = φᵀc and ∂L/∂x_j = φᵀ(D_j c) with (D_j c)_s = Σ_{t: e_t − δ_j = e_s}
+    e_tj c_t, a linear map of the coefficients (the derivative of a polynomial of order k is one of
+    order k − 1 on the same terms): one contraction of the ``(1 + d, T)`` coefficient rows with φ
+    gives value and gradient.
     """
+    d = x.shape[1]
+    e = multivariate_exponents(d, order)  # (T, d)
+    dtype = jnp.result_type(x, coefficients)
+    x = x.astype(dtype)
+    powers = [jnp.ones_like(x)]
+    for _ in range(order):
+        powers.append(powers[-1] * x)
+    powers = jnp.stack(powers, axis=2)  # (n, d, k + 1, *batch)
+    phi = powers[:, 0, e[:, 0]]
+    for i in range(1, d):
+        phi = phi * powers[:, i, e[:, i]]  # (n, T, *batch)
+    c = coefficients.astype(dtype)
+    rows = [c]
+    if gradients:
+        src, dst, var, mult = _derivative_map(d, order)
+        rows += [jnp.zeros_like(c).at[:, dst[var == j]].add(c[:, src[var == j]] * mult[var == j]) for j in range(d)]
+    return jnp.einsum("nkt,nt...->nk...", jnp.stack(rows, axis=1), phi)
+
+
+@functools.lru_cache(maxsize=None)
+def _derivative_map(dimension: int, order: int):
+    """The entries (D_var)_{dst, src} = mult of the derivative maps (see :func:`polynomial_values`)."""
     e = multivariate_exponents(dimension, order)
     index = {tuple(r): t for t, r in enumerate(e)}
-    deg = e.sum(1)
-    by_degree = _degree_order(dimension, order)
-    position = {int(t): int(np.nonzero(by_degree[deg[by_degree] == deg[t]] == t)[0][0]) for t in range(len(e))}
-    parents, variables = [], []
-    for g in range(1, order + 1):
-        ts = by_degree[deg[by_degree] == g]
-        par, var = [], []
-        for t in ts:
-            i = int(np.nonzero(e[t])[0][0])
-            lower = e[t].copy()
-            lower[i] -= 1
-            par.append(position[index[tuple(lower)]])
-            var.append(i)
-        parents.append(np.asarray(par, dtype=np.int64))
-        variables.append(np.asarray(var, dtype=np.int64))
     src, dst, var, mult = [], [], [], []
     for t, r in enumerate(e):
         for j in np.nonzero(r)[0]:
@@ -130,8 +106,34 @@ def _term_tables(dimension: int, order: int):
             dst.append(index[tuple(lower)])
             var.append(int(j))
             mult.append(float(r[j]))
-    return (tuple(parents), tuple(variables), np.asarray(src, np.int64), np.asarray(dst, np.int64),
-            np.asarray(var, np.int64), np.asarray(mult))
+    return (np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(var, np.int64), np.asarray(mult))
+
+
+@functools.lru_cache(maxsize=None)
+def _term_positions(dimension: int, order: int, to_order: int) -> np.ndarray:
+    """Where each term of an order-``order`` polynomial sits among those of order ``to_order``."""
+    big = {tuple(r): t for t, r in enumerate(multivariate_exponents(dimension, to_order))}
+    return np.asarray([big[tuple(r)] for r in multivariate_exponents(dimension, order)], dtype=np.int64)
+
+
+def _evaluate(pf: "PathFunctions", q, gradients: bool):
+    """``(rows, inputs, out)`` per dimension: the functions of one dimension evaluated together, their
+    coefficients padded with zeros to the highest order among them (fewer, larger operations than a
+    pass per order); ``out (n, 1 + d, *batch)`` as :func:`polynomial_values`."""
+    by_dimension: dict[int, list] = {}
+    for g in pf.groups:
+        by_dimension.setdefault(g.dimension, []).append(g)
+    result = []
+    for d, groups in sorted(by_dimension.items()):
+        top = max(g.order for g in groups)
+        n_terms = multivariate_exponents(d, top).shape[0]
+        blocks = [jnp.zeros((len(g.rows), n_terms), g.coefficients.dtype).at[:, _term_positions(d, g.order, top)]
+                  .set(g.coefficients) if g.order < top else g.coefficients for g in groups]
+        inputs = np.asarray([i for g in groups for i in g.inputs], dtype=np.int64)  # (n, d)
+        rows = np.asarray([r for g in groups for r in g.rows], dtype=np.int64)
+        c = blocks[0] if len(blocks) == 1 else jnp.concatenate(blocks)
+        result.append((rows, inputs, polynomial_values(q[inputs], c, top, gradients)))
+    return result
 
 
 class PathFunctions(eqx.Module):
@@ -336,23 +338,32 @@ def all_paths_are_functions(model) -> bool:
 
 def function_lengths(pf: PathFunctions, q, lengths):
     """``lengths (nm, *batch)`` with the rows of the functions replaced by their values at ``q``."""
-    for g in pf.groups:
-        value, _ = g.values_and_gradients(q, gradients=False)
-        lengths = lengths.at[np.asarray(g.rows)].set(value.astype(lengths.dtype))
-    return lengths
+    parts = _evaluate(pf, q, gradients=False)
+    values = jnp.concatenate([out[:, 0] for _, _, out in parts]).astype(lengths.dtype)  # (N, *batch)
+    rows = np.concatenate([r for r, _, _ in parts])
+    source = np.full(lengths.shape[0], -1, dtype=np.int64)
+    source[rows] = np.arange(rows.size)
+    mask = (source >= 0).reshape((-1,) + (1,) * (lengths.ndim - 1))
+    return jnp.where(mask, values[np.maximum(source, 0)], lengths)
 
 
 def function_moment_arms(pf: PathFunctions, q, arms):
     """``arms (nq, nm, *batch)`` with the columns of the functions replaced by -∂L/∂q (zero outside
-    the coordinates each function spans)."""
-    for g in pf.groups:
-        _, grad = g.values_and_gradients(q)  # (n, d, *batch)
-        rows = np.asarray(g.rows)
-        arms = arms.at[:, rows].set(0.0)
-        inputs = np.asarray(g.inputs)  # (n, d)
-        cols = np.broadcast_to(rows[:, None], inputs.shape)
-        arms = arms.at[inputs.ravel(), cols.ravel()].add(-grad.reshape((-1,) + grad.shape[2:]).astype(arms.dtype))
-    return arms
+    the coordinates each function spans): one gather of the gradients into place."""
+    parts = _evaluate(pf, q, gradients=True)
+    nq, nm = arms.shape[:2]
+    grads = [-out[:, 1:].reshape((-1,) + out.shape[2:]) for _, _, out in parts]  # (n·d, *batch) each
+    flat = jnp.concatenate(grads + [jnp.zeros((1,) + grads[0].shape[1:], grads[0].dtype)]).astype(arms.dtype)
+    source = np.full((nq, nm), flat.shape[0] - 1, dtype=np.int64)  # the zero row
+    column = np.zeros(nm, dtype=bool)
+    k = 0
+    for rows, inputs, _ in parts:
+        for r, coords in zip(rows, inputs):
+            column[r] = True
+            source[coords, r] = k + np.arange(coords.size)
+            k += coords.size
+    gathered = flat[source.ravel()].reshape((nq, nm) + flat.shape[1:])
+    return jnp.where(column.reshape((1, nm) + (1,) * (arms.ndim - 2)), gathered, arms)
 
 
 def refuse_path_functions(model, where: str) -> None:
