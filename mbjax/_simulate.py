@@ -42,7 +42,7 @@ import numpy as np
 
 from . import _checks
 from ._dynamics import _forward_dynamics
-from ._model import Model
+from ._model import Model, require_model
 from .discrete_adjoint import DiscreteAdjoint
 from .discrete_adjoint import solve as _discrete_adjoint_solve
 
@@ -224,8 +224,7 @@ def _same_model(fn, name: str, model, who: str):
 
 def _initial_state(model, q0, qd0, who: str):
     """``q0``, ``qd0`` as real ``(nq,)`` arrays of one floating dtype (trace-time checks)."""
-    if not isinstance(model, Model) and not hasattr(model, "n_coordinates"):
-        raise TypeError(f"{who}: model must be an mbjax Model, got {type(model).__name__}")
+    require_model(model, who)
     out = []
     for name, x in (("q0", q0), ("qd0", qd0)):
         out.append(_checks.real_array(x, f"{who}: {name} must be a real array of shape (nq,) = ({model.n_coordinates},)",

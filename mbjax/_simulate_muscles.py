@@ -335,8 +335,7 @@ def muscle_vector_field(model: Model, t, state: MuscleSimState, excitations, mom
     [0, 1], fibre lengths >= 0."""
     who = "muscle_vector_field"
     lengths_speeds_rule(moment_arms)
-    if not isinstance(model, Model):
-        raise TypeError(f"{who}: model must be an mbjax Model, got {type(model).__name__}")
+    require_model(model, who)
     names = _muscle_names(model)
     nq, nm = model.n_coordinates, len(names)
     if nm == 0:

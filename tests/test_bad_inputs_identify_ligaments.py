@@ -204,7 +204,7 @@ def test_isometric_torques_bad_inputs_and_the_moment_arm_route():
     force = mbjax.muscle_forces(arm, q, jnp.zeros(2), a)
     dl = jax.jacfwd(lambda x: mbjax.muscle_lengths(arm, x))(q)
     np.testing.assert_allclose(tau, -dl.T @ force, rtol=1e-8, atol=1e-9)
-    with pytest.raises(TypeError, match="isometric_torques.*model must be an mbjax Model, got ArrayImpl"):
+    with pytest.raises(TypeError, match=r"isometric_torques.*model must be an mbjax Model \(the first argument; .*\), got ArrayImpl"):
         idf.isometric_torques(q, arm, a)
     with pytest.raises(TypeError, match="isometric_torques: q must be a real array"):
         idf.isometric_torques(arm, "q", a)

@@ -117,7 +117,7 @@ def test_simulate_refuses_bad_arguments_by_name(kw, err, match):
 
 
 def test_simulate_refuses_a_model_that_is_not_one():
-    with pytest.raises(TypeError, match=r"simulate: model must be an mbjax Model, got NoneType"):
+    with pytest.raises(TypeError, match=r"simulate: model must be an mbjax Model \(the first argument; .*\), got NoneType"):
         mbjax.simulate(None, Z, Z, 0.0, 0.1)
 
 

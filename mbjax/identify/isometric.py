@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from .._checks import real_array
+from .._model import require_model
 from ..muscles import moment_arms, muscle_forces
 from .robust import finish, measured, options, residual, same_samples
 from .torques import _model_of
@@ -23,11 +24,7 @@ from .torques import _model_of
 
 def isometric_torques(model, q, activation):
     """τ = R(q) F(q, 0, a) ``(nq,)`` at one pose ``q (nq,)`` and activations ``a (nm,)`` in [0, 1]."""
-    from .._model import Model
-
-    if not isinstance(model, Model):
-        raise TypeError(f"isometric_torques(model, q, activation): model must be an mbjax Model, got "
-                        f"{type(model).__name__}")
+    require_model(model, "isometric_torques(model, q, activation)")
     q = real_array(q, "isometric_torques: q must be a real array of shape (nq,)",
                    "isometric_torques: q must be real")
     return moment_arms(model, q) @ muscle_forces(model, q, jnp.zeros_like(q), activation)
