@@ -25,12 +25,20 @@ def _read_lines(path) -> list[str]:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(path)
-    with open(path, newline=None) as fh:
-        text = fh.read()
-    for bom in ("\ufeff", "\xef\xbb\xbf"):  # a UTF-8 byte order mark (some editors write one), decoded
-        if text.startswith(bom):
-            text = text[len(bom):]
-    return text.split("\n")
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8-sig")  # a UTF-8 byte order mark (some editors write one) dropped
+    except UnicodeDecodeError as e:
+        # lab software on Windows writes its own code page (marker names such as "Mäker"): every byte is
+        # a Latin-1 character, which is what OpenSim's byte-wise reader reads too
+        line = raw[:e.start].count(b"\n") + 1
+        warnings.warn(f"{path}:{line}: the file is not UTF-8 (byte 0x{raw[e.start]:02x}); read as Latin-1 "
+                      "(Windows-1252): check the names on that line", stacklevel=3)
+        text = raw.decode("latin-1")
+    if text.startswith("\xef\xbb\xbf"):  # a byte order mark decoded as Latin-1 once already
+        text = text[3:]
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def _check_times(path, time, line=None, repeats_refused=True):

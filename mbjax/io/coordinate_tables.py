@@ -41,13 +41,15 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
     else:
         rot = np.zeros(len(names), bool)
     default = np.asarray(info.default) if info is not None else np.zeros(len(names))
-    index = {}
+    columns: dict[str, list[int]] = {}
     for k, lab in enumerate(table.labels):
         parts = lab.strip("/").split("/")
         key = parts[-2] if len(parts) >= 2 and parts[-1] == "value" else parts[-1]
         if parts[-1] in ("speed", "acceleration") and len(parts) >= 2:
             continue
-        index.setdefault(key, k)
+        columns.setdefault(key, []).append(k)
+    index = {key: ks[0] for key, ks in columns.items()}
+    _warn_conflicting_columns(table, columns, names)
     out = np.empty((table.data.shape[0], len(names)))
     lost = []
     for i, n in enumerate(names):
@@ -75,6 +77,21 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
             warn_radians_as_degrees(model, [names[i] for i in read], out[:, read], f"coordinates_from_table: {source}",
                                     float(time[-1] - time[0]) if time.size else 0.0, stacklevel=3)
     return out
+
+
+def _warn_conflicting_columns(table: Table, columns: dict, names) -> None:
+    """Warn where two columns (e.g. ``hip_flexion`` and ``/jointset/hip/hip_flexion/value``) give one
+    coordinate different values: the first is used."""
+    data = np.asarray(table.data, dtype=float)
+    for n in names:
+        ks = columns.get(n, [])
+        for k in ks[1:]:
+            a, b = data[:, ks[0]], data[:, k]
+            if not np.array_equal(a, b, equal_nan=True):
+                diff = np.nanmax(np.abs(a - b)) if np.any(np.isfinite(a - b)) else float("nan")
+                warnings.warn(f"coordinates_from_table: columns {table.labels[ks[0]]!r} and {table.labels[k]!r} both "
+                              f"give coordinate {n!r} and differ (by up to {diff:.6g}); the first is used, the other "
+                              "ignored: remove one of them", stacklevel=3)
 
 
 def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = "Coordinates",

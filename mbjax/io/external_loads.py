@@ -205,6 +205,11 @@ def _columns(doc, el, table: Table, datafile: str, identifier: str | None, what:
     if len(found) != 3:
         raise doc.error(el, f"<{what}_identifier> {identifier!r} matches {len(found)} column(s) of {datafile} "
                             f"({found}); OpenSim needs exactly 3 columns starting with it (x, y, z)")
+    suffixes = [lab[len(identifier):].strip("_").lower()[-1:] for lab in found]
+    if set(suffixes) == {"x", "y", "z"} and suffixes != ["x", "y", "z"]:
+        warnings.warn(f"{datafile}: the columns of <{what}_identifier> {identifier!r} are {found}, in that order; "
+                      "they are read as x, y, z in file order (as OpenSim reads them), so their labels disagree "
+                      "with what is read: reorder the columns to x, y, z", stacklevel=4)
     return tuple(found)
 
 
