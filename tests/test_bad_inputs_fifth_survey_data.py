@@ -75,3 +75,23 @@ def test_force_columns_labelled_out_of_xyz_order_are_warned(tmp_path):
     with pytest.warns(UserWarning, match=r"grf.mot: the columns of <force_identifier> 'ground_force_v' are "
                                          r"\['ground_force_vz', 'ground_force_vx', 'ground_force_vy'\], in that order"):
         read_external_loads(tmp_path / "loads.xml")
+
+
+def test_a_column_path_naming_the_wrong_joint_is_warned():
+    import warnings
+
+    import mbjax
+    from mbjax.io import coordinates_from_table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        arm = mbjax.models.load("arm26", ignore_wrapping=True)
+    table = Table(np.arange(2) / 10.0, ("/jointset/r_shoulder/r_shoulder_elev/value", "/jointset/r_shoulder/r_elbow_flex/value"),
+                  np.full((2, 2), 10.0), in_degrees=True)
+    with pytest.warns(UserWarning, match=r"column '/jointset/r_shoulder/r_elbow_flex/value' names joint 'r_shoulder', "
+                                         r"but coordinate 'r_elbow_flex' belongs to joint 'r_elbow' in arm26.osim"):
+        coordinates_from_table(arm, table)
+    right = table._replace(labels=("/jointset/r_shoulder/r_shoulder_elev/value", "/jointset/r_elbow/r_elbow_flex/value"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(coordinates_from_table(arm, right), np.deg2rad(10.0))

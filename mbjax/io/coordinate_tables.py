@@ -3,12 +3,14 @@ ones converted between degrees and radians as OpenSim converts them."""
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
 
 from .._checks import names as _names
 from .._model import require_model
+from .osim_motion import coordinate_joints
 from .motion_ranges import rotational_flags as _rotational, warn_outside_ranges, warn_radians_as_degrees
 from .table import Table
 
@@ -50,6 +52,7 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
         columns.setdefault(key, []).append(k)
     index = {key: ks[0] for key, ks in columns.items()}
     _warn_conflicting_columns(table, columns, names)
+    _warn_wrong_joints(table, info, names)
     out = np.empty((table.data.shape[0], len(names)))
     lost = []
     for i, n in enumerate(names):
@@ -92,6 +95,25 @@ def _warn_conflicting_columns(table: Table, columns: dict, names) -> None:
                 warnings.warn(f"coordinates_from_table: columns {table.labels[ks[0]]!r} and {table.labels[k]!r} both "
                               f"give coordinate {n!r} and differ (by up to {diff:.6g}); the first is used, the other "
                               "ignored: remove one of them", stacklevel=3)
+
+
+def _warn_wrong_joints(table: Table, info, names) -> None:
+    """Warn for a column ``/jointset/J/c/value`` whose joint ``J`` does not hold coordinate ``c`` in the
+    model's file: OpenSim matches the whole path and would not read it as ``c``."""
+    source = getattr(info, "source", None)
+    if not isinstance(source, str) or not os.path.isfile(source):
+        return
+    joints = None
+    for lab in table.labels:
+        parts = lab.strip("/").split("/")
+        if len(parts) >= 3 and parts[0] == "jointset" and parts[2] in names:
+            joints = coordinate_joints(source) if joints is None else joints
+            own = joints.get(parts[2])
+            if own is not None and own != parts[1]:
+                warnings.warn(f"coordinates_from_table: column {lab!r} names joint {parts[1]!r}, but coordinate "
+                              f"{parts[2]!r} belongs to joint {own!r} in {os.path.basename(source)}; read as "
+                              f"{parts[2]!r} (OpenSim matches the whole path and would not): check the file's labels",
+                              stacklevel=4)
 
 
 def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = "Coordinates",

@@ -108,3 +108,15 @@ def _coordinate_order_cached(path, mtime_ns, size) -> tuple[str, ...]:
             coords = used + [c for c in coords if c not in used]
         out.extend(coords)
     return tuple(out)
+
+
+def coordinate_joints(path) -> dict[str, str]:
+    """Coordinate name -> the name of the joint that holds it (every joint of the file)."""
+    st = os.stat(path)
+    return dict(_coordinate_joints_cached(os.path.abspath(os.fspath(path)), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=32)
+def _coordinate_joints_cached(path, mtime_ns, size) -> tuple[tuple[str, str], ...]:
+    doc = _Doc(path)
+    return tuple((c.get("name"), j.get("name")) for j in _joints(doc.root) for c in _coordinate_elements(j))
