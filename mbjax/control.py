@@ -26,6 +26,7 @@ times re-traces (see :mod:`mbjax._simulate`).
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable, NamedTuple
 
 import diffrax
@@ -35,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dynamics import inverse_dynamics
-from ._model import Model
+from ._model import Model, require_model
 from ._simulate import simulate
 
 __all__ = [
@@ -77,6 +78,10 @@ class Trajectory(eqx.Module):
         leaves = [x for x in jax.tree_util.tree_leaves(self) if eqx.is_inexact_array(x)]
         return leaves[0].dtype if leaves else jnp.result_type(float)
 
+    def time_span(self):
+        """``(first, last)`` time the trajectory is given on (None: every time), for warnings."""
+        return None
+
 
 def _min_jerk(s):
     """``10 s³ - 15 s⁴ + 6 s⁵``: 0 → 1 with zero first and second derivatives at both ends."""
@@ -100,6 +105,13 @@ class MinimumJerk(Trajectory):
         self.q_end = jnp.asarray(q_end, dtype=self.q_start.dtype)
         self.t_start = jnp.asarray(t_start, dtype=self.q_start.dtype)
         self.t_end = jnp.asarray(t_end, dtype=self.q_start.dtype)
+        if self.q_start.shape != self.q_end.shape:
+            raise ValueError(f"MinimumJerk: q_start and q_end must have one shape (nq,), got {self.q_start.shape} and "
+                             f"{self.q_end.shape}")
+        concrete = not any(isinstance(x, jax.core.Tracer) for x in (self.t_start, self.t_end))
+        if concrete and not float(self.t_end) > float(self.t_start):
+            raise ValueError(f"MinimumJerk: t_end must be later than t_start (the move's duration divides), got "
+                             f"t_start = {float(self.t_start)}, t_end = {float(self.t_end)}")
 
     def position(self, t):
         tau = jnp.clip((t - self.t_start) / (self.t_end - self.t_start), 0.0, 1.0)
@@ -138,6 +150,9 @@ class QuinticHermite(Trajectory):
             raise ValueError(f"QuinticHermite: need >= 2 knots ts (n,) and q (n, nq), got {self.ts.shape} and {q.shape}")
         if not isinstance(self.ts, jax.core.Tracer) and np.any(np.diff(np.asarray(self.ts)) <= 0):
             raise ValueError("QuinticHermite: knot times must be strictly increasing")
+
+    def time_span(self):
+        return self.ts[0], self.ts[-1]
 
     @classmethod
     def from_samples(cls, ts, q, bc_type="not-a-knot"):
@@ -222,9 +237,17 @@ class ComputedTorque(eqx.Module):
     gains: jnp.ndarray
 
     def __init__(self, model: Model, trajectory: Trajectory, gains):
+        require_model(model, "ComputedTorque")
+        if not isinstance(trajectory, Trajectory):
+            raise TypeError(f"ComputedTorque: trajectory must be a mbjax.control.Trajectory (MinimumJerk, "
+                            f"QuinticHermite, FunctionTrajectory), got {type(trajectory).__name__}")
         self.model = model
         self.trajectory = trajectory
-        gains = jnp.broadcast_to(jnp.asarray(gains, dtype=trajectory._dtype()), (model.n_coordinates,))
+        gains = jnp.asarray(gains, dtype=trajectory._dtype())
+        if gains.shape not in ((), (model.n_coordinates,)):
+            raise ValueError(f"ComputedTorque: gains must be one number or one per coordinate, shape (nq,) = "
+                             f"({model.n_coordinates},) for {tuple(model.coordinate_names)}, got shape {gains.shape}")
+        gains = jnp.broadcast_to(gains, (model.n_coordinates,))
         if not isinstance(gains, jax.core.Tracer) and not np.all(np.asarray(gains) > 0):
             raise ValueError(f"ComputedTorque: gains K must be positive (critically damped poles -K), got {gains}")
         self.gains = gains
@@ -245,6 +268,18 @@ class TrackingResult(NamedTuple):
     qd_des: jnp.ndarray
     qdd_des: jnp.ndarray
     solution: diffrax.Solution
+
+
+def _warn_beyond_span(trajectory: Trajectory, t0, t1) -> None:
+    """Warn when ``[t0, t1]`` leaves the times a trajectory is given on (its end segments extrapolate)."""
+    span = trajectory.time_span()
+    if span is None or any(isinstance(x, jax.core.Tracer) for x in (*span, t0, t1)):
+        return
+    first, last = float(span[0]), float(span[1])
+    if float(t0) < first or float(t1) > last:
+        warnings.warn(f"track: the simulated time [{float(t0):.6g}, {float(t1):.6g}] s leaves the trajectory's knots "
+                      f"[{first:.6g}, {last:.6g}] s; its end segments are extrapolated there (the desired motion can "
+                      "run far off): add knots that cover the time span", stacklevel=3)
 
 
 @eqx.filter_jit
@@ -278,8 +313,15 @@ def track(
     defaults to ``diffrax.Tsit5()`` (the seed: RKF45; see the module docstring).  Further keyword
     arguments go to :func:`mbjax.simulate`.  τ is the controller's output at the saved states.
     """
+    require_model(model, "track")
     controller = ComputedTorque(model, trajectory, gains)
     dtype = controller.gains.dtype
+    q_t0 = jax.eval_shape(lambda t: trajectory(t)[0], jnp.asarray(t0, dtype))
+    if q_t0.shape != (model.n_coordinates,):
+        raise ValueError(f"track: the trajectory gives q_des of shape {q_t0.shape}, the model has "
+                         f"{model.n_coordinates} coordinates {tuple(model.coordinate_names)}: give the trajectory one "
+                         "column per coordinate")
+    _warn_beyond_span(trajectory, t0, t1)
     if saveat is None:
         saveat = jnp.linspace(jnp.asarray(t0, dtype), jnp.asarray(t1, dtype), 101)
     ts = jnp.asarray(saveat, dtype=dtype)
