@@ -54,7 +54,7 @@ def _require_setup_file(path: str) -> None:
     if not os.path.exists(path):
         raise Failure(f"SETUP {path}: no such file")
     if os.path.isdir(path):
-        raise UsageError(f"SETUP {path}: is a directory, expected an OpenSim setup .xml file")
+        raise Failure(f"SETUP {path}: is a directory, expected an OpenSim setup .xml file")
 
 
 _RUN_MODELS: dict | None = None
@@ -146,6 +146,25 @@ def _setup_files(path, tool):
     return inputs, outputs
 
 
+def _refuse_unsupported(path, tool) -> None:
+    """What a tool refuses in a setup it reads, refused before any step runs."""
+    if tool == "so":
+        from ..so_tool import read_so_setup
+        from ..so_tool.setup import refuse_unsupported
+
+        refuse_unsupported(path, read_so_setup(path))
+    elif tool == "jr":
+        from ..jr_tool import read_jr_setup
+        from ..jr_tool.setup import refuse_unsupported
+
+        refuse_unsupported(path, read_jr_setup(path))
+    elif tool == "id":
+        from ..id_tool import read_id_setup
+
+        if read_id_setup(path).coordinates_file is None:
+            raise ValueError(f"{path}: no <coordinates_file> (mbjax's ID needs coordinates, as OpenSim's does)")
+
+
 def check_plan(plan, model: str | None = None) -> None:
     """Every setup of ``mbjax run`` checked before the first runs: it parses (time ranges
     well-formed, cut-offs finite), and each file it reads exists or is written by an earlier step; a
@@ -159,6 +178,9 @@ def check_plan(plan, model: str | None = None) -> None:
     made: set[str] = set()
     for path, tool in plan:
         inputs, outputs = _setup_files(path, tool)
+        _refuse_unsupported(path, tool)
+        if model is None and dict(inputs)["model_file"] is None:
+            raise UsageError(f"{path}: no <model_file>; give --model")
         for tag, f in inputs:
             if f is None or (tag == "model_file" and model is not None) or os.path.abspath(f) in made:
                 continue
@@ -191,12 +213,24 @@ def check_plan(plan, model: str | None = None) -> None:
 def run_setups(setups, model: str | None = None, quiet: bool = False, compile_cache: bool = True) -> int:
     """Run OpenSim setup files in order in one process (``mbjax run``): IK, ID, static optimization
     and joint reactions as each file asks (:func:`tools_of_setup`), each writing the files its setup
-    names, so a setup reading the previous one's output chains.  Every file is checked before the
-    first runs; each model file is read once and each program compiled once.  Returns the exit
-    status: 0, or the worst of the steps (1: a step did not converge everywhere; its files are
-    still written and the next steps run)."""
+    names, so a setup reading the previous one's output chains.  ``setups``: a list of paths (one
+    path is a one-item list).  Every file and ``model`` are checked before the first runs; each
+    model file is read once and each program compiled once.  Returns 0, or 1 when a step did not
+    converge everywhere (its files are still written and the next steps run); a setup or model that
+    cannot be read or run raises :class:`Failure` (``mbjax run`` exits 1), a bad ``model`` name or
+    no setup :class:`UsageError` (exit 2), before any step runs."""
     global _RUN_MODELS
 
+    if isinstance(setups, (str, os.PathLike)):
+        setups = [setups]
+    try:
+        setups = [os.fspath(p) for p in setups]
+    except TypeError:
+        raise TypeError(f"run_setups: setups must be a list of setup file paths, got {setups!r}") from None
+    if not setups:
+        raise UsageError("run_setups: no setup files given; pass a list of setup file paths")
+    if model is not None:
+        _osim_path(model)  # an unknown name or missing file refused before the setups are read
     plan = [(path, tool) for path in setups for tool in tools_of_setup(path)]
     check_plan(plan, model)
     commands = {"ik": ik_command, "id": id_command, "so": so_command, "jr": jr_command}

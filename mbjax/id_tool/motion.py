@@ -18,7 +18,7 @@ from .._batching import padded_length
 from .._dynamics import inverse_dynamics
 from .._loads import ExternalLoads
 from .._model import require_model
-from ..io.arguments import name_list, positive_int, real_number
+from ..io.arguments import name_list, positive_int, real_number, time_range as time_pair
 from ..io.external_loads import ExternalLoadsFile, read_external_loads
 from ..io.signal import NaturalSpline, lowpass_storage
 from ..io.motion_ranges import warn_outside_ranges, warn_radians_as_degrees
@@ -357,6 +357,7 @@ def inverse_dynamics_motion(model, coordinates: Table, external_loads=None, *, l
     require_model(model, where)
     if lowpass_cutoff is not None:  # None: no filtering
         lowpass_cutoff = real_number(lowpass_cutoff, "lowpass_cutoff", where)
+    time_range = time_pair(time_range, where)
     chunk = positive_int(chunk, "chunk", where)
     forces_to_exclude = name_list(forces_to_exclude, "forces_to_exclude", where)
     external_loads = external_loads_file(external_loads, where)

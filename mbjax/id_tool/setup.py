@@ -10,6 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._model import require_model
+from ..io.arguments import refuse_setup_keywords
 from ..io.storage import Table, prepare_output, read_storage, write_storage
 from .motion import IDResult, inverse_dynamics_motion
 
@@ -85,6 +87,11 @@ def read_id_setup(path) -> IDSetup:
                    os.path.join(results, stem + (ext or ".sto")))
 
 
+#: the inverse_dynamics_motion keywords an InverseDynamicsTool setup gives
+_ID_KEYWORDS = {"lowpass_cutoff": "<lowpass_cutoff_frequency_for_coordinates>", "time_range": "<time_range>",
+                "forces_to_exclude": "<forces_to_exclude>"}
+
+
 def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bool = True, **kwargs) -> IDResult:
     """Run an OpenSim ``InverseDynamicsTool`` setup file: its model (unless ``model`` is given),
     coordinates, external loads, time range, cut-off and excluded forces; the result is written
@@ -94,6 +101,9 @@ def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bo
     from ..io.external_loads import read_external_loads
     from ..io.osim import load_osim
 
+    if model is not None:
+        require_model(model, "inverse_dynamics_from_setup")
+    refuse_setup_keywords("inverse_dynamics_from_setup", kwargs, _ID_KEYWORDS, "inverse_dynamics_motion")
     setup = read_id_setup(path)
     if setup.coordinates_file is None:
         raise ValueError(f"{path}: no <coordinates_file> (mbjax's ID needs coordinates, as OpenSim's does)")

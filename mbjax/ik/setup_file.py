@@ -10,7 +10,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..io.arguments import refuse_setup_keywords
 from ..io.storage import Table, prepare_output, read_storage, read_trc, table_from_coordinates, write_storage
+from .._model import require_model
 from ..markers import Markers
 from .checks import _default_tolerance
 from .coordinate_tasks import CoordinateTask
@@ -57,7 +59,7 @@ def read_ik_setup(path) -> IKSetup:
             raise doc.error(el, f"<{tag}> must be a number, got {setup.text(el, tag)!r}") from None  # names the task
 
     time_range = setup.time_range(tool)
-    marker_w, coord_t, off, unused = {}, {}, [], []
+    marker_w, coord_t, off, unused, marker_el = {}, {}, [], [], {}
     tasks = tool.find("IKTaskSet")
     objs = tasks.find("objects") if tasks is not None else None
     for el in (objs if objs is not None else []):
@@ -79,7 +81,12 @@ def read_ik_setup(path) -> IKSetup:
                 warnings.warn(f"{doc.where(el)}: an <IKMarkerTask> without a name tracks no marker; ignored "
                               "(give it the name of the marker to track)", stacklevel=2)
                 continue
-            marker_w[name] = weight
+            if name in marker_w:  # OpenSim's MarkerWeight set: the first task of a name is the one used
+                warnings.warn(f"{doc.where(el)}: a second applied <IKMarkerTask> for marker {name!r} (weight "
+                              f"{weight:g}); OpenSim uses the first one (line {doc.lines.get(marker_el[name], '?')}, "
+                              f"weight {marker_w[name]:g}) and so does mbjax: remove one of them", stacklevel=2)
+                continue
+            marker_w[name], marker_el[name] = weight, el
         elif el.tag == "IKCoordinateTask":
             if not name:  # OpenSim finds no coordinate "" and fails
                 raise doc.error(el, "an <IKCoordinateTask> without a name: give it the name of the coordinate "
@@ -135,6 +142,11 @@ def _nearest_row(time: np.ndarray, t: float) -> int:
     return int(np.argmin(np.abs(time - t)))
 
 
+#: the inverse_kinematics arguments an InverseKinematicsTool setup gives
+_IK_KEYWORDS = {"weights": "<IKMarkerTask> weights", "coordinate_tasks": "<IKCoordinateTask>",
+                "coordinate_data": "<coordinate_file>", "data": "<marker_file>"}
+
+
 def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = None, *, accuracy: float | None = None,
                                   write: bool = False, output_motion_file=None, **kwargs) -> IKResult:
     """Run an OpenSim IK setup file with :func:`inverse_kinematics`: its model (unless ``model`` /
@@ -154,6 +166,9 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
     from ..io.osim import load_osim
     from ..io.osim_markers import load_markers
 
+    if model is not None:
+        require_model(model, "inverse_kinematics_from_setup")
+    refuse_setup_keywords("inverse_kinematics_from_setup", kwargs, _IK_KEYWORDS, "inverse_kinematics")
     setup = read_ik_setup(path)
     out = None
     if write or output_motion_file is not None:
@@ -177,6 +192,7 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
         if file is not None and not os.path.isfile(file):  # checked before the model is loaded
             raise FileNotFoundError(f"{path}: <{tag}> {file}: not found (paths are relative to the setup "
                                     "file's folder)")
+    model_given = model is not None
     if model is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
@@ -184,7 +200,12 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
     if markers is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file> to read markers from; pass markers=")
-        markers = load_markers(setup.model_file, model)
+        try:
+            markers = load_markers(setup.model_file, model)
+        except ValueError as e:
+            if model_given:
+                raise ValueError(f"{path}: the model passed does not match the setup's <model_file>: {e}") from None
+            raise
     data = read_trc(setup.marker_file)
     if setup.time_range is not None:
         from ..id_tool.motion import _clip_time_range  # the tools' one rule for time ranges

@@ -43,3 +43,28 @@ def require_folder(path, where: str) -> str:
         raise FileNotFoundError(f"{where}: cannot write {path!r}: the folder {folder!r} does not exist; create "
                                 "it first (os.makedirs) or give a path in an existing folder")
     return path
+
+
+def time_range(value, where: str, name: str = "time_range"):
+    """``value`` as ``(start, end)`` floats in seconds (None kept: the whole table); anything else
+    (one number, a string, three values) is refused naming ``where`` and ``name``."""
+    if value is None:
+        return None
+    try:
+        pair = [real_number(v, name, where) for v in value] if not isinstance(value, (str, bytes)) else None
+    except TypeError:
+        pair = None
+    if pair is None or len(pair) != 2:
+        raise TypeError(f"{where}: {name} must be (start, end) in seconds, got {value!r}")
+    return pair[0], pair[1]
+
+
+def refuse_setup_keywords(function, kwargs, owned, instead: str) -> None:
+    """Refuse keyword arguments of a ``*_from_setup`` function that its setup file sets (``owned``:
+    keyword -> the setup element that gives it) with a ``TypeError`` naming both and the function
+    to call ``instead``."""
+    given = [k for k in kwargs if k in owned]
+    if given:
+        shown = ", ".join(f"{k}= ({owned[k]})" for k in given)
+        raise TypeError(f"{function}: {shown} is set by the setup file, not by a keyword argument: edit the "
+                        f"setup file, or call {instead} with the values")

@@ -182,6 +182,11 @@ class _CouplersMixin:
                 raise doc.error(con, f"coordinate {dep!r} is coupled to itself")
             if dep in self.coords.couplers:
                 raise doc.error(con, f"coordinate {dep!r} is the dependent coordinate of two couplers")
+            if self.coords.info[dep]["locked"]:
+                raise doc.error(con, f"coordinate {dep!r} is locked and the dependent coordinate of this coupler: "
+                                f"OpenSim holds it at its default and moves the independent {indep} to match, "
+                                f"which mbjax does not; unlock {dep!r} (<locked> false), or lock the independent "
+                                "coordinate at the matching value and disable the coupler", NotImplementedError)
             holder = con.find("coupled_coordinates_function")
             fel = _function_element(doc, holder if holder is not None else con)
             scale = float(_floats(doc, con, "scale_factor", 1, default=[1.0])[0])

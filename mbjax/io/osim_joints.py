@@ -174,6 +174,10 @@ class _JointsMixin:
             for c in cn:
                 if c not in coords and c not in self.coords.info:
                     raise doc.error(ta, f"unknown coordinate {c!r}")
+                if c not in coords:
+                    raise doc.error(ta, f"joint {j.get('name')!r}: TransformAxis {n} names coordinate {c!r}, which "
+                                    f"is not one of this joint's coordinates {coords} (OpenSim refuses it); name one "
+                                    "of the joint's own coordinates (couple others with a CoordinateCouplerConstraint)")
             weight = 0.0
             if _has_function(ta):
                 m, const = _axis_map(doc, self.coords, ta, cn)

@@ -36,7 +36,7 @@ def _read_markers(doc, loader, objs, model, source):
     """The ``<Marker>`` elements of ``objs`` (in ``doc``) as :class:`~mbjax.markers.Markers` on
     ``model``'s bodies, frames resolved by ``loader`` (the ``.osim`` file ``source``), and the
     elements themselves.  Errors name the line of ``doc``."""
-    names, bodies, offsets, elements = [], [], [], []
+    names, bodies, offsets, elements, missing = [], [], [], [], []
     for el in (objs if objs is not None else []):
         if el.tag != "Marker":
             raise doc.error(el, "unsupported marker type (only <Marker>)", NotImplementedError)
@@ -49,11 +49,17 @@ def _read_markers(doc, loader, objs, model, source):
             raise doc.error(el, f"marker frame {ref!r} is not a frame of {source}") from None
         loc = _floats(doc, el, "location", 3, default=[0, 0, 0])
         if body != GROUND and body not in model.body_names:
-            raise doc.error(el, f"marker body {body!r} is not a body of the model")
+            missing.append((el, body))
+            continue
         names.append(el.get("name"))
         bodies.append(-1 if body == GROUND else model.body_index(body))
         offsets.append(x_bf[:3, :3] @ loc + x_bf[:3, 3])
         elements.append(el)
+    if missing:
+        shown = ", ".join(f"{el.get('name')!r} (body {body!r})" for el, body in missing[:8])
+        raise doc.error(missing[0][0], f"{len(missing)} marker(s) on bodies the model lacks: {shown}"
+                        f"{' ...' if len(missing) > 8 else ''}; is the model the one of {source}? pass that "
+                        f"model, or markers for this one")
     return Markers(names, bodies, np.asarray(offsets, dtype=float).reshape(len(names), 3)), elements
 
 

@@ -128,6 +128,11 @@ class _StructureMixin:
                 j = jholder[0]
                 j.set("_child_body", b.get("name"))
                 joint_list.append(j)
+            jointset = model.find("JointSet/objects")
+            if not joint_list and jointset is not None and len(jointset):
+                raise doc.error(doc.root, f"Version=\"{self.version}\" is a 3.x document (joints inside bodies), but "
+                                "the joints are in the model's <JointSet> (the 4.x layout): set the Version attribute "
+                                "to the version the file was saved in (e.g. 40000)")
         seen = {}
         for j in joint_list:
             name = j.get("name")

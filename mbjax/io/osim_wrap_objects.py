@@ -10,6 +10,10 @@ from ..wrapping.objects import WrapObject
 from .osim_xml import _floats, _text, _tf, _xyz_body_fixed
 
 
+#: the sizes OpenSim refuses below zero when it reads the file
+_NOT_NEGATIVE = {"WrapCylinder": ("radius", "length"), "WrapSphere": ("radius",)}
+
+
 class _WrapObjectsMixin:
     """:class:`~mbjax.io.osim._Loader`'s wrap objects, keyed by name in ``self.wrap_elements``."""
 
@@ -27,6 +31,11 @@ class _WrapObjectsMixin:
                                     f"{doc.lines.get(elements[name], '?')}")
                 elements[name] = el
                 el.set("_owner_frame", "")
+                for tag in _NOT_NEGATIVE.get(el.tag, ()):  # refused by OpenSim even where no path uses it
+                    value = _floats(doc, el, tag, 1, default=[0.0])[0]
+                    if value < 0:
+                        raise doc.error(el, f"{el.tag} {name!r}: <{tag}> is {value:g}, below zero (OpenSim "
+                                        f"refuses it); give the {tag} in metres, > 0")
                 owner = parents.get(wset)
                 if owner is None:
                     raise doc.error(el, "wrap object outside a body or frame")

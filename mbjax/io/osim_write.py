@@ -424,7 +424,10 @@ def _write_markers(loader, twin, markers, model):
         b = markers.body[k]
         body = model.body_names[b] if b >= 0 else "ground"
         if b >= 0 and "/" in body:
-            raise ValueError(f"marker {markers.names[k]!r} is on the chain body {body!r}, which the file does not have")
+            raise ValueError(f"write_osim: marker {markers.names[k]!r} refers to body index {b}, which in this model "
+                             f"is {body!r}, a massless step of a joint's chain that the file does not have: were the "
+                             "markers made for another model? load them for this one (load_markers(path, model)) or "
+                             "put them on the model's bodies")
         el = ET.SubElement(holder, "Marker", {"name": markers.names[k]})
         if loader.version >= 30000:
             ET.SubElement(el, "socket_parent_frame").text = "/ground" if b < 0 else f"/bodyset/{body}"

@@ -3,6 +3,7 @@ OpenSim ``Function`` elements as piecewise-polynomial data; errors name the file
 
 from __future__ import annotations
 
+import warnings
 import xml.etree.ElementTree as ET
 from pyexpat import ParserCreate
 from typing import Any
@@ -32,9 +33,35 @@ class _Doc:
 
     def __init__(self, path: str):
         self.path = str(path)
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{self.path}: no such OpenSim file") from None
+        except OSError as e:
+            raise ValueError(f"{self.path}: cannot read OpenSim file: {e}") from None
+        try:
+            self.root = self._parse(raw)
+        except Exception as e:  # expat error
+            latin1 = _not_utf8(raw)
+            if latin1 is None:
+                raise ValueError(f"{self.path}: malformed XML: {e}") from None
+            line = raw[:latin1].count(b"\n") + 1
+            try:  # OpenSim reads such a file byte by byte: a Latin-1 (Windows) character, e.g. in a comment
+                self.root = self._parse(raw, "ISO-8859-1")
+            except Exception:
+                raise ValueError(f"{self.path}: malformed XML: {e} (and the file is not UTF-8: byte "
+                                 f"0x{raw[latin1]:02x} on line {line}; save it as UTF-8)") from None
+            warnings.warn(f"{self.path}:{line}: the file is not UTF-8 (byte "
+                          f"0x{raw[latin1]:02x}); read as Latin-1 (Windows-1252), as OpenSim reads it: check the "
+                          "names on that line, or save the file as UTF-8", stacklevel=3)
+
+    def _parse(self, raw: bytes, encoding: str | None = None):
+        """The element tree of ``raw``, each element's line kept in :attr:`lines`; ``encoding``
+        overrides the document's declaration."""
         self.lines: dict[Any, int] = {}
         builder = ET.TreeBuilder()
-        parser = ParserCreate()
+        parser = ParserCreate(encoding)
 
         def start(tag, attrs):
             el = builder.start(tag, attrs)
@@ -43,16 +70,8 @@ class _Doc:
         parser.StartElementHandler = start
         parser.EndElementHandler = builder.end
         parser.CharacterDataHandler = builder.data
-        try:
-            with open(self.path, "rb") as fh:
-                parser.ParseFile(fh)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{self.path}: no such OpenSim file") from None
-        except OSError as e:
-            raise ValueError(f"{self.path}: cannot read OpenSim file: {e}") from None
-        except Exception as e:  # expat error
-            raise ValueError(f"{self.path}: malformed XML: {e}") from None
-        self.root = builder.close()
+        parser.Parse(raw, True)
+        return builder.close()
 
     def where(self, el) -> str:
         name = el.get("name")
@@ -61,6 +80,19 @@ class _Doc:
 
     def error(self, el, msg: str, cls=ValueError):
         return cls(f"{self.where(el)}: {msg}")
+
+
+def _not_utf8(raw: bytes) -> int | None:
+    """The offset of the first byte that is not UTF-8 in ``raw`` (None: all UTF-8, or another
+    encoding declared, which the parser then read by its declaration)."""
+    head = raw[:200].split(b"?>", 1)[0].lower()
+    if b"encoding" in head and not any(e in head for e in (b"utf-8", b"utf8")):
+        return None
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start
+    return None
 
 
 def _text(el, tag, default=None):

@@ -223,6 +223,24 @@ def _storage_rows(path, lines, i, labels, label_line, tabs=False) -> list[list[f
     return rows
 
 
+def _check_metadata(path, meta) -> None:
+    """Refuse metadata that would not read back: a key or value with a line break (it would end the
+    header line early), a key holding ``=`` or empty, a name or description line read as ``key=value``
+    or as ``endheader``."""
+    for k, v in meta.items():
+        k, v = str(k), str(v)
+        if k in ("name", "description"):
+            lines = v.split("\n") if k == "description" else [v]
+            bad = next((s for s in lines if "=" in s or "\r" in s or s.strip().lower() == "endheader"), None)
+            if bad is not None or (k == "name" and "\n" in v):
+                raise ValueError(f"write_storage: {path}: metadata[{k!r}] = {v!r} would not read back: a header "
+                                 "line holding '=', reading 'endheader' or breaking the name; remove it")
+            continue
+        if not k.strip() or "=" in k or any(c in k + v for c in "\n\r"):
+            raise ValueError(f"write_storage: {path}: metadata key {k!r} (value {v!r}) would not read back: keys "
+                             "must be non-empty without '=', keys and values without line breaks; remove them")
+
+
 def _fmt(x: float) -> str:
     x = float(x)
     if math.isnan(x):
@@ -255,12 +273,22 @@ def write_storage(path, table: Table, format: str | None = None, name: str | Non
             raise ValueError(f"column label {lab!r} is empty or contains whitespace")
     _check_labels(path, ["time"] + labels, refuse=True)
     _check_times(path, time, repeats_refused=format == "table")
+    inf = np.argwhere(np.isinf(data))
+    if inf.size:
+        k, c = (int(v) for v in inf[0])
+        raise ValueError(f"write_storage: {path}: column {labels[c]!r} is {float(data[k, c])} at row {k + 1} (time "
+                         f"{float(time[k])!r}); OpenSim reads Inf back as NaN: give NaN for a missing value or a "
+                         "finite number")
     meta = dict(table.metadata or {})
     skip = {"name", "description", "version", "nRows", "nColumns", "inDegrees", "DataType", "OpenSimVersion",
             SOURCE_KEY}
+    if name:
+        meta["name"] = name
+    header = skip - {"name", "description"} if format == "storage" else skip
+    _check_metadata(path, {k: v for k, v in meta.items() if k not in header})
     out = []
     if format == "storage":
-        out.append(name or meta.get("name") or "mbjax")
+        out.append(meta.get("name") or "mbjax")
         out += ["version=1", f"nRows={time.shape[0]}", f"nColumns={len(labels) + 1}",
                 f"inDegrees={'yes' if table.in_degrees else 'no'}"]
         out += [f"{k}={v}" for k, v in meta.items() if k not in skip]

@@ -249,6 +249,10 @@ def write_trc(path, markers: MarkerData, units: str = "mm") -> None:
     for n in names:
         if not n or "\t" in n or "\n" in n or n != n.strip():
             raise ValueError(f"marker name {n!r} is empty, contains a tab/newline or starts/ends with a space")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"write_trc: {path}: duplicate marker names {dup} (read_trc and OpenSim refuse them): "
+                         "rename or drop the repeated markers")
     _check_times(path, time)  # read_trc refuses what does not increase strictly, as TRCFileAdapter does
     inf = np.argwhere(np.isinf(pos))
     if inf.size:

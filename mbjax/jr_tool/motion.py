@@ -19,7 +19,7 @@ from .._model import GROUND, require_model
 from ..forces.body_actuators import CoordinateActuator
 from ..id_tool import warn_float32
 from ..id_tool.motion import external_loads_file
-from ..io.arguments import real_number
+from ..io.arguments import real_number, time_range as time_pair
 from ..io.storage import Table
 from ..muscles.paths import get_paths
 from ..so_tool import actuator_columns, model_actuators, states_trajectory
@@ -162,6 +162,7 @@ def joint_reactions_motion(model, coordinates: Table, forces: Table, external_lo
     require_model(model, "joint_reactions_motion")
     if lowpass_cutoff is not None:  # None: no filtering
         lowpass_cutoff = real_number(lowpass_cutoff, "lowpass_cutoff", where)
+    time_range = time_pair(time_range, where)
     external_loads = external_loads_file(external_loads, where)
     warn_float32("joint reactions")
     keys = reaction_keys(model, joints, apply_on_bodies, express_in_frame, where)

@@ -8,6 +8,7 @@ import os
 import warnings
 from typing import NamedTuple
 
+from .._model import require_model
 from ..id_tool import check_input_file, read_coordinates
 from ..io.storage import prepare_output, write_storage
 from ..so_tool import read_reserves, unused_setup_elements
@@ -103,6 +104,16 @@ def read_jr_setup(path) -> JRSetup:
                    words("express_in_frame", ("ground",)), results)
 
 
+def refuse_unsupported(path, setup: JRSetup) -> None:
+    """Refuse a joint-reaction setup mbjax cannot run (before any file is read or written)."""
+    if setup.forces_file is None:
+        raise NotImplementedError(f"{path}: the JointReaction has no <forces_file>; OpenSim then computes actuator "
+                                  "forces from the states, which mbjax does not (give a static optimization's "
+                                  "_force.sto)")
+    if setup.coordinates_file is None:
+        raise ValueError(f"{path}: no <coordinates_file>")
+
+
 def joint_reactions_from_setup(path, model=None, *, write: bool = True, results_directory=None,
                                progress: bool = True) -> JRResult:
     """Run an OpenSim joint-reaction setup (``AnalyzeTool`` + ``JointReaction``): its model (unless
@@ -113,13 +124,10 @@ def joint_reactions_from_setup(path, model=None, *, write: bool = True, results_
     from ..io.external_loads import read_external_loads
     from ..io.osim import load_osim
 
+    if model is not None:
+        require_model(model, "joint_reactions_from_setup")
     setup = read_jr_setup(path)
-    if setup.forces_file is None:
-        raise NotImplementedError(f"{path}: the JointReaction has no <forces_file>; OpenSim then computes actuator "
-                                  "forces from the states, which mbjax does not (give a static optimization's "
-                                  "_force.sto)")
-    if setup.coordinates_file is None:
-        raise ValueError(f"{path}: no <coordinates_file>")
+    refuse_unsupported(path, setup)
     for tag, f in (("forces_file", setup.forces_file), ("coordinates_file", setup.coordinates_file),
                    ("external_loads_file", setup.external_loads_file)):
         check_input_file(path, tag, f)

@@ -18,7 +18,7 @@ from ..id_tool import (check_frames, coordinate_trajectory, disabled_paths, dyna
                        warn_float32)
 from ..id_tool.motion import _force_elements_applied, external_loads_file
 from .._model import require_model
-from ..io.arguments import real_number
+from ..io.arguments import real_number, time_range as time_pair
 from ..io.storage import Table
 from ..muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from ..muscles.parameters import hill_parameters
@@ -111,6 +111,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     if lowpass_cutoff is not None:  # None: no filtering
         lowpass_cutoff = real_number(lowpass_cutoff, "lowpass_cutoff", where)
     exponent = real_number(exponent, "exponent", where)
+    time_range = time_pair(time_range, where)
     external_loads = external_loads_file(external_loads, where)
     warn_float32("static optimization")
     check_exponent(exponent)

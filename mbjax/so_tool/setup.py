@@ -10,7 +10,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._model import require_model
 from ..id_tool import check_input_file, read_coordinates
+from ..io.arguments import refuse_setup_keywords
 from ..io.storage import prepare_output, write_storage
 from .motion import SOResult, static_optimization_motion
 
@@ -208,6 +210,24 @@ def read_so_setup(path) -> SOSetup:
                    results, int(step))
 
 
+def refuse_unsupported(path, setup: SOSetup) -> None:
+    """Refuse a static-optimization setup mbjax cannot run (before any file is read or written)."""
+    if setup.coordinates_file is None:
+        raise ValueError(f"{path}: no <coordinates_file>")
+    if not setup.use_model_force_set:
+        raise NotImplementedError(f"{path}: <use_model_force_set> false (coordinate actuators instead of the "
+                                  "model's muscles) is not supported")
+    if setup.replace_force_set:
+        raise NotImplementedError(f"{path}: <replace_force_set> true is not supported (the model's muscles are "
+                                  "the actuators mbjax shares the load among)")
+
+
+#: the static_optimization_motion keywords a static-optimization setup gives
+_SO_KEYWORDS = {"reserves": "<force_set_files>", "lowpass_cutoff": "<lowpass_cutoff_frequency_for_coordinates>",
+                "time_range": "<initial_time>/<final_time>", "exponent": "<activation_exponent>",
+                "step_interval": "<step_interval>", "use_muscle_physiology": "<use_muscle_physiology>"}
+
+
 def static_optimization_from_setup(path, model=None, *, write: bool = True, results_directory=None,
                                    progress: bool = True, **kwargs) -> SOResult:
     """Run an OpenSim static-optimization setup (``AnalyzeTool`` + ``StaticOptimization``): its model
@@ -217,19 +237,15 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
     from ..io.external_loads import read_external_loads
     from ..io.osim import load_osim
 
+    if model is not None:
+        require_model(model, "static_optimization_from_setup")
+    refuse_setup_keywords("static_optimization_from_setup", kwargs, _SO_KEYWORDS, "static_optimization_motion")
     setup = read_so_setup(path)
-    if setup.coordinates_file is None:
-        raise ValueError(f"{path}: no <coordinates_file>")
+    refuse_unsupported(path, setup)
     for tag, f in (("coordinates_file", setup.coordinates_file), ("external_loads_file", setup.external_loads_file)):
         check_input_file(path, tag, f)
     for f in setup.force_set_files:
         check_input_file(path, "force_set_files", f)
-    if not setup.use_model_force_set:
-        raise NotImplementedError(f"{path}: <use_model_force_set> false (coordinate actuators instead of the "
-                                  "model's muscles) is not supported")
-    if setup.replace_force_set:
-        raise NotImplementedError(f"{path}: <replace_force_set> true is not supported (the model's muscles are "
-                                  "the actuators mbjax shares the load among)")
     if model is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
