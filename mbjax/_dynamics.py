@@ -34,7 +34,7 @@ from . import _kron
 from ._batching import Small, batch_last, jvp_of_perturbed
 from ._body_rules import body_rules
 from . import _checks
-from ._kinematics import Kinematics, body_poses, check_vector, forward_pass
+from ._kinematics import Kinematics, body_poses, check_pose, check_vector, forward_pass
 from ._kinematics_kron import pose_derivatives_kron
 from ._loads import ExternalLoads
 from ._wrenches import _joint_torques, _ops_of, subtree_wrenches
@@ -154,9 +154,12 @@ _vector = check_vector
 
 
 def _pose(model: Model, q, where: str):
-    """``q`` checked as :func:`check_vector` does, with the model's body parameters (one fused
-    run-time check, :mod:`mbjax._body_rules`)."""
-    return _checks.all_of(_vector(model, q, "q"), body_rules(model, where))
+    """``q`` checked as :func:`check_vector` does, with the model's body parameters, joint axes and
+    gravity (one fused run-time check, :mod:`mbjax._body_rules`)."""
+    changed = " (changed after loading? eqx.tree_at)"
+    _checks.as_array(model.gravity, f"{where}: model.gravity", (3,), (3,), f" (world axes){changed}")
+    gravity = (~jnp.isfinite(model.gravity), f"{where}: model.gravity contains NaN or inf{changed}")
+    return check_pose(model, q, where, body_rules(model, where) + [gravity])
 
 
 def mass_matrix(model: Model, q):

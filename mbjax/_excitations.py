@@ -16,6 +16,8 @@ Both refuse bad numbers where they are built: shapes always, values (finite, exc
 
 from __future__ import annotations
 
+import warnings
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -98,3 +100,19 @@ class PiecewiseLinearExcitation(eqx.Module):
 
     def __call__(self, t):
         return jax.vmap(lambda col: jnp.interp(t, self.times, col), in_axes=1)(jnp.asarray(self.values))
+
+
+def warn_knots_outside(excitations, t0, t1, who: str) -> None:
+    """Warn when a concrete :class:`PiecewiseLinearExcitation` has no knot interval inside ``[t0, t1]``:
+    the signal is then held at one end's value the whole time (knots in another time base or unit?)."""
+    if not isinstance(excitations, PiecewiseLinearExcitation):
+        return
+    times, a, b = (_concrete(x) for x in (excitations.times, t0, t1))
+    if times is None or a is None or b is None or np.ndim(a) or np.ndim(b):
+        return
+    lo, hi = float(times[0]), float(times[-1])
+    if float(b) <= lo or float(a) >= hi:
+        held = "first" if float(b) <= lo else "last"
+        warnings.warn(f"{who}: the PiecewiseLinearExcitation knots span [{lo:.6g}, {hi:.6g}] s, outside the simulated "
+                      f"[{float(a):.6g}, {float(b):.6g}] s: the excitation is held at the {held} knot's values "
+                      "throughout; check the knot times against t0 and t1", stacklevel=3)

@@ -91,13 +91,26 @@ class Kinematics(NamedTuple):
 
 
 def check_vector(model: Model, x, name: str = "q"):
-    """``x`` as a finite real array of shape ``(nq,)`` (the one check for pose arguments).
-
-    Shape and dtype at trace time (``ValueError`` naming the argument, ``nq`` and the
-    coordinates); NaN/inf at run time by ``eqx.error_if`` unless checks are off
-    (:mod:`mbjax._checks`, ``mbjax.config.checks(False)``).
-    """
+    """``x`` as a finite real array of shape ``(nq,)``: shape and dtype at trace time (``ValueError`` naming
+    the argument, ``nq`` and the coordinates), NaN/inf at run time while checks are on (:mod:`mbjax._checks`)."""
     return _checks.vector(x, name, model.n_coordinates, "nq", _checks.coordinates_context(model))
+
+
+def axis_rules(model: Model, where: str) -> list:
+    """Rules of :func:`mbjax._checks.all_of`: every joint axis a unit vector (edited?); its shape at trace time."""
+    _checks.as_array(model.axis, f"{where}: model.axis", (model.n_bodies, 3), ("nb", 3), " (one joint axis per body)")
+    if not model.n_bodies:
+        return []
+    bad = ~(jnp.abs(jnp.sum(model.axis * model.axis, -1) - 1.0) <= 1e-4)
+    return [(bad, [f"{where}: the joint axis of body {b!r} is not a unit vector (changed after loading? "
+                   "eqx.tree_at); normalize it" for b in model.body_names])]
+
+
+def check_pose(model: Model, q, where: str, rules=()):
+    """:func:`check_vector` of ``q`` with the joint axes and ``rules`` in one fused run-time check."""
+    ctx = _checks.coordinates_context(model)
+    q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)
+    return _checks.all_of(q, [_checks.not_finite(q, "q", ctx), *axis_rules(model, where), *rules])
 
 
 def _local_eval(family, x, n_batch: int):
@@ -308,11 +321,8 @@ def forward_pass(model: Model, q, qd=None, qdd=None, base_acceleration=None, hes
 
 
 def compose(model: Model, local) -> jnp.ndarray:
-    """World poses from any parent-to-child transforms ``(nb, 4, 4)`` (one pose), level by level.
-
-    For callers that perturb the local transforms (the augmented coordinates of the reaction
-    oracles); the kinematics pass composes its own 3x3 + 3 blocks the same way.
-    """
+    """World poses from any parent-to-child transforms ``(nb, 4, 4)`` (one pose), level by level (for callers
+    that perturb the local transforms: the reaction oracles; the kinematics pass composes its own the same way)."""
     (poses,) = _by_level(model, lambda level, par: (local[level] if par is None else par[0] @ local[level],))
     return poses
 
@@ -349,22 +359,22 @@ def _body_poses_kernel(model: Model, q):
 
 def joint_values(model: Model, q) -> JointValues:
     """Joint variables f(q) with closed-form ∇f and H, shapes ``(nb,)``, ``(nb, nq)``, ``(nb, nq, nq)``."""
-    return batch_last(_joint_values_kernel)(model, check_vector(model, q))
+    return batch_last(_joint_values_kernel)(model, check_pose(model, q, "joint_values"))
 
 
 def joint_variables(model: Model, q) -> jnp.ndarray:
     """Joint variables f(q) only, ``(nb,)`` (no derivative work)."""
-    return batch_last(_joint_variables_kernel)(model, check_vector(model, q))
+    return batch_last(_joint_variables_kernel)(model, check_pose(model, q, "joint_variables"))
 
 
 def body_poses(model: Model, q) -> jnp.ndarray:
     """World transforms ⁰ᵢA₄ (Eq. 40) of the bodies in ``model.body_names``, ``(nb, 4, 4)``."""
-    return batch_last(_body_poses_kernel)(model, check_vector(model, q))
+    return batch_last(_body_poses_kernel)(model, check_pose(model, q, "body_poses"))
 
 
 def kinematics(model: Model, q, qd=None, qdd=None) -> Kinematics:
     """The kinematics result (:class:`Kinematics`) of one pose; ``jax.vmap`` it over poses."""
-    q = check_vector(model, q)
+    q = check_pose(model, q, "kinematics")
     args = [q] + [check_vector(model, x, n) for x, n in ((qd, "qd"), (qdd, "qdd")) if x is not None]
     if qdd is not None and qd is None:
         raise ValueError("kinematics: qdd needs qd")
@@ -403,7 +413,7 @@ def body_kinematics(model: Model, q, qd, qdd) -> BodyKinematics:
     By the forward recursion of the kinematics pass (second order through θ̈ = F q̈ + [q̇ᵀ H_j q̇]_j),
     not by contracting ∂²B/∂q²; see :class:`BodyKinematics` for the layout.
     """
-    q = check_vector(model, q)
+    q = check_pose(model, q, "body_kinematics")
     qd, qdd = check_vector(model, qd, "qd"), check_vector(model, qdd, "qdd")
     return batch_last(_body_kinematics_kernel)(model, q, qd, qdd)
 
@@ -482,11 +492,8 @@ def pose_derivatives(model: Model, q, order: int = 2) -> PoseDerivatives:
 
 
 def body_jacobians(model: Model, q) -> jnp.ndarray:
-    """World-frame twist Jacobians of all bodies, ``(nb, 6, nq)``, rows ``[angular; linear]``.
-
-    The linear part is the velocity of the material point at the world origin (spatial velocity
-    convention), so a point ``p`` moves with ``v = v_o + ω × p``.
-    """
+    """World-frame twist Jacobians of all bodies, ``(nb, 6, nq)``, rows ``[angular; linear]``; the linear part is
+    the velocity of the material point at the world origin: a point ``p`` moves with ``v_o + ω × p``."""
     top = model.topology
     jv = joint_values(model, q)
     poses = body_poses(model, q)

@@ -50,13 +50,14 @@ class ExternalLoads(eqx.Module):
     names: tuple = eqx.field(static=True, default=())
 
     def __init__(self, bodies, points, forces, torques=None, *, point_frames=None, force_frames=None, names=()):
-        if isinstance(bodies, (str, int, np.integer)):
+        one = isinstance(bodies, (str, int, np.integer))
+        if one:  # one body: a (3,) point, force, torque gains the load axis; (..., 1, 3) is kept
             bodies = (bodies,)
-            points = jnp.asarray(points)[None]
-            forces = jnp.asarray(forces)[None]
-            torques = None if torques is None else jnp.asarray(torques)[None]
-            point_frames = None if point_frames is None else (point_frames,)
-            force_frames = None if force_frames is None else (force_frames,)
+            points, forces = (a[None] if a.ndim == 1 else a for a in (jnp.asarray(points), jnp.asarray(forces)))
+            torques = None if torques is None else jnp.asarray(torques)
+            torques = torques[None] if torques is not None and torques.ndim == 1 else torques
+            point_frames = (point_frames,) if isinstance(point_frames, (str, int, np.integer)) else point_frames
+            force_frames = (force_frames,) if isinstance(force_frames, (str, int, np.integer)) else force_frames
             names = (names,) if isinstance(names, str) else names
         self.bodies = tuple(_frame_key(b) for b in bodies)
         n = len(self.bodies)
@@ -65,7 +66,10 @@ class ExternalLoads(eqx.Module):
         self.torques = jnp.zeros_like(self.forces) if torques is None else jnp.asarray(torques)
         for name, a in (("points", self.points), ("forces", self.forces), ("torques", self.torques)):
             if a.shape[-2:] != (n, 3):
-                raise ValueError(f"ExternalLoads: {name} must have shape ({n}, 3), got {a.shape}")
+                given = (f"one body {self.bodies[0]!r} (a name, not a list): {name} (3,) or (..., 1, 3)" if one
+                         else f"{n} bodies {self.bodies}: {name} (..., {n}, 3)")
+                raise ValueError(f"ExternalLoads: {name} must have shape (..., {n}, 3), one row of 3 per entry of "
+                                 f"bodies, got {a.shape}; for {given}")
         for name, fr in (("point_frames", point_frames), ("force_frames", force_frames)):
             if fr is not None and len(fr) != n:
                 raise ValueError(f"ExternalLoads: {name} must name one frame per load ({n}), got {len(fr)}")

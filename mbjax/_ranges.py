@@ -144,6 +144,8 @@ def warn_far_outside_ranges(model, q, where: str) -> None:
     if values.ndim not in (1, 2) or values.shape[-1] != nq or np.shape(lower) != (nq,):
         return
     values = values.reshape(-1, nq)
+    if not values.shape[0]:  # no poses: nothing to judge
+        return
     lo, hi = np.asarray(lower, float), np.asarray(upper, float)
     width = hi - lo
     kinds = tuple(getattr(info, "motion_types", ())) or ("rotational",) * nq

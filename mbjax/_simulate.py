@@ -43,6 +43,7 @@ import numpy as np
 from . import _checks
 from ._dynamics import _forward_dynamics
 from ._model import Model, require_model
+from ._ranges import warn_far_outside_ranges
 from .discrete_adjoint import DiscreteAdjoint
 from .discrete_adjoint import solve as _discrete_adjoint_solve
 
@@ -124,6 +125,11 @@ def _check_options(dt0, rtol, atol, max_steps, solver, who: str, tolerances: boo
     as a Python int (a NumPy integer would be traced as an array by the compiled solve)."""
     if solver is not None and not isinstance(solver, diffrax.AbstractSolver):
         raise TypeError(f"{who}: solver must be a diffrax solver such as diffrax.Tsit5(), got {solver!r}")
+    if tolerances and solver is not None and not isinstance(solver, diffrax.AbstractAdaptiveSolver):
+        raise ValueError(f"{who}: solver diffrax.{type(solver).__name__}() gives no error estimate, so the default "
+                         "adaptive step-size controller cannot use it; pass "
+                         "stepsize_controller=diffrax.ConstantStepSize() and dt0 (the fixed step), or an adaptive "
+                         "solver such as diffrax.Tsit5()")
     if max_steps is not None and (isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, (int, np.integer))
                                   or max_steps < 1):
         raise ValueError(f"{who}: max_steps must be a positive integer or None, got {max_steps!r}")
@@ -230,6 +236,8 @@ def _initial_state(model, q0, qd0, who: str):
         out.append(_checks.real_array(x, f"{who}: {name} must be a real array of shape (nq,) = ({model.n_coordinates},)",
                                       f"{who}: {name} must be a real (integer or floating) array", show_value=True))
     q0, qd0 = out
+    if _checks.checks_enabled():  # a concrete q0 in degrees (or millimetres)
+        warn_far_outside_ranges(model, q0, f"{who}: q0")
     if not jnp.issubdtype(q0.dtype, jnp.inexact):
         q0 = q0.astype(float)
     dtype = q0.dtype

@@ -43,6 +43,7 @@ import numpy as np
 from . import _checks
 from ._checks import checks
 from ._dynamics import _forward_dynamics
+from ._excitations import warn_knots_outside
 from ._model import Model, require_model
 from ._simulate import (_as_saveat, _check_interval, _check_options, _checked_end_time, _checked_saveat, _generalized,
                         _initial_state, _is_max_steps, _is_traced, _magnitude, _max_steps_error, _same_model,
@@ -274,6 +275,7 @@ def simulate_muscles(
     if forces is not None:
         _same_model(forces, "forces", model, "simulate_muscles")
     _check_interval(t0, t1, "simulate_muscles")
+    warn_knots_outside(excitations, t0, t1, "simulate_muscles")
     max_steps = _check_options(dt0, rtol, atol, max_steps, solver, "simulate_muscles",
                                tolerances=stepsize_controller is None)
     t0 = jnp.asarray(t0, dtype=dtype)

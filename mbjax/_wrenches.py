@@ -66,18 +66,17 @@ def generalized_forces(model: Model, q, bodies, points, forces, torques=None):
     contact) reaches the coordinates through :func:`body_wrench_forces`.
     """
     require_model(model, "generalized_forces")
-    if isinstance(bodies, (str, int, np.integer)):
+    if isinstance(bodies, (str, int, np.integer)):  # one body: a (3,) point, force, torque gains the load axis
         bodies = [bodies]
-        points = jnp.asarray(points)[None]
-        forces = jnp.asarray(forces)[None]
-        torques = None if torques is None else jnp.asarray(torques)[None]
+        points, forces, torques = (None if a is None else jnp.asarray(a)[None] if jnp.ndim(a) == 1 else jnp.asarray(a)
+                                   for a in (points, forces, torques))
     idx = np.asarray([model.body_index(b) for b in bodies], dtype=np.int32)
     points = jnp.asarray(points)
     forces = jnp.asarray(forces)
     if points.shape != (len(idx), 3) or forces.shape != (len(idx), 3):
         raise ValueError(
-            f"generalized_forces: points and forces must have shape ({len(idx)}, 3), got "
-            f"{points.shape} and {forces.shape}"
+            f"generalized_forces: points and forces must have shape ({len(idx)}, 3), one row per entry of bodies "
+            f"{tuple(bodies)}, got {points.shape} and {forces.shape} (one pose: jax.vmap over frames)"
         )
     points = _checks.finite(points, "generalized_forces: points")
     forces = _checks.finite(forces, "generalized_forces: forces")

@@ -33,6 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import checks, checks_enabled
+from ._model import Model
+from ._ranges import warn_far_outside_ranges
+from .io.arguments import positive_int
 
 __all__ = ["initialize", "sweep_poses", "default_chunk_size", "default_batch_size"]
 
@@ -169,6 +172,18 @@ def _evaluate(fn, model, x, batch_size, mesh):
     return jax.shard_map(body, mesh=mesh, in_specs=(jax.sharding.PartitionSpec(), spec), out_specs=spec)(arrays, x)
 
 
+def _check_call(fn, model) -> None:
+    """``fn`` a per-pose function and ``model`` no function or name: the call is ``sweep_poses(fn, model, qs)``."""
+    form = "the call is sweep_poses(fn, model, qs), e.g. sweep_poses(mbjax.moment_arms, model, qs)"
+    if not callable(fn):
+        swapped = " (fn and model swapped?)" if callable(model) else ""
+        raise TypeError(f"sweep_poses: fn must be a per-pose function fn(model, q), got {type(fn).__name__} "
+                        f"{str(fn)[:60]!r}{swapped}; {form}")
+    if isinstance(model, (str, bytes)) or (callable(model) and not isinstance(model, eqx.Module)):
+        raise TypeError(f"sweep_poses: model must be an mbjax Model (or the pytree fn takes), got "
+                        f"{type(model).__name__} {str(model)[:60]!r}; {form}")
+
+
 def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
@@ -203,6 +218,7 @@ def sweep_poses(
     """
     from tqdm import tqdm
 
+    _check_call(fn, model)
     qs_np = np.asarray(qs)
     if qs_np.ndim != 2:
         raise ValueError(f"sweep_poses: qs must have shape (N, nq), got {qs_np.shape}")
@@ -210,18 +226,23 @@ def sweep_poses(
     if checks_enabled() and np.issubdtype(qs_np.dtype, np.inexact) and not np.all(np.isfinite(qs_np)):
         bad = np.argwhere(~np.isfinite(qs_np))[0]
         raise ValueError(f"sweep_poses: qs contains NaN or inf (first at pose {bad[0]}, coordinate {bad[1]})")
+    if checks_enabled() and isinstance(model, Model):
+        warn_far_outside_ranges(model, qs_np, "sweep_poses")
     devices = jax.local_devices()
     n_dev = len(devices)
     n_proc = jax.process_count()
     rank = jax.process_index()
     if chunk_size is None:
         chunk_size = default_chunk_size(devices)
-    if int(chunk_size) < 1:
-        raise ValueError(f"sweep_poses: chunk_size must be a positive integer, got {chunk_size}")
-    if batch_size == "auto":
+    chunk_size = positive_int(chunk_size, "chunk_size", "sweep_poses")
+    if isinstance(batch_size, str) and batch_size == "auto":
         batch_size = default_batch_size(devices)
-    elif batch_size is not None and int(batch_size) < 1:
-        raise ValueError(f"sweep_poses: batch_size must be a positive integer, None or 'auto', got {batch_size}")
+    elif batch_size is not None:
+        try:
+            batch_size = positive_int(batch_size, "batch_size", "sweep_poses")
+        except ValueError:
+            raise ValueError(f"sweep_poses: batch_size must be a positive integer, None or 'auto', got "
+                             f"{batch_size!r}") from None
     if n_proc > 1:
         from jax.experimental import multihost_utils
 

@@ -100,7 +100,7 @@ def test_static_optimization_refuses_bounds_the_wrong_way_and_other_lengths():
         mbjax.static_optimization(*args, activation_bounds=(1.0, 0.0))
     with pytest.raises(RuntimeError, match=r"a lower bound .* is above its upper bound or NaN"):
         mbjax.static_optimization(*args, reserves=10.0, reserve_bounds=(1.0, -1.0))
-    with pytest.raises(RuntimeError, match=r"static optimization: weights must be finite and >= 0"):
+    with pytest.raises(RuntimeError, match=r"static optimization: weights must be finite and > 0"):
         mbjax.static_optimization(*args, weights=jnp.ones(NM).at[0].set(-1.0))
     with pytest.raises(ValueError, match=r"weights must be a scalar or have shape \(nm,\) = \(6,\), got \(2,\)"):
         mbjax.static_optimization(*args, weights=jnp.ones(2))

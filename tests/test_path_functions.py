@@ -208,7 +208,7 @@ def test_bad_fit_settings_are_refused_by_name():
             mbjax.muscles.path_fitting.PathTolerance(**kw)
     for kw, message in (({"moment_arm_threshold": -1.0}, "moment_arm_threshold must be"),
                         ({"moment_arm_weight": float("nan")}, "moment_arm_weight must be"),
-                        ({"max_terms": 0}, "max_terms must be >= 1"),
+                        ({"max_terms": 0}, "max_terms must be >= 2"),
                         ({"tolerance": 1e-4}, "tolerance must be a PathTolerance")):
         with pytest.raises((ValueError, TypeError), match=message):
             mbjax.fit_path_functions(model, progress=False, **kw)

@@ -169,7 +169,14 @@ def with_force_elements(model: Model, *elements: ForceElement) -> Model:
         if e is not None:
             check_built_for(model, e, "with_force_elements")
     old = model.forces if model.forces is not None else ForceSet()
-    return model.replace(forces=ForceSet(tuple(old.elements) + tuple(e for e in elements if e is not None)))
+    new = ForceSet(tuple(old.elements) + tuple(e for e in elements if e is not None))
+    names = new.names
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"with_force_elements: force element name(s) {twice} occur more than once (the "
+                         "same element given twice, or already in the model's forces); OpenSim refuses duplicate "
+                         "names in a ForceSet: give each element once, under its own name")
+    return model.replace(forces=new)
 
 
 @eqx.filter_jit

@@ -62,6 +62,12 @@ def _checked_marker_data(data: MarkerData) -> MarkerData:
                          f"holds {time.shape[0]}: give one time per frame")
     if not np.all(np.isfinite(time)):
         raise ValueError("IK: marker data time holds NaN or inf")
+    back = np.flatnonzero(~(np.diff(time) > 0))
+    if back.size:  # read_trc refuses such a file, as OpenSim's TRCFileAdapter does
+        k = int(back[0]) + 1
+        raise ValueError(f"IK: marker data time must increase strictly (as read_trc and OpenSim require), got "
+                         f"time[{k}] = {float(time[k])!r} after time[{k - 1}] = {float(time[k - 1])!r}: sort the "
+                         "frames (time and positions together) or drop the repeated ones")
     return data._replace(time=time, names=names, positions=pos)
 
 

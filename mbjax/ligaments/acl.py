@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._spatial import transform
-from .fibres import warn_long_free_length
+from .fibres import warn_implausible, warn_long_free_length
 from .tps import fit_tps
 from .tpsm import TPSMLigament, register
 
@@ -85,6 +85,7 @@ def synthetic_acl(free_length=0.027, stiffness=100e6, law: str = "quadratic", la
     Built once per argument set (cached; the ligament is immutable).
     """
     warn_long_free_length("synthetic_acl", float(free_length))
+    warn_implausible("synthetic_acl", "stiffness", float(stiffness))
     with warnings.catch_warnings():  # warned above, once per call (the build is cached)
         warnings.filterwarnings("ignore", message=".*looks like millimetres")
         lig, info = _synthetic_acl(float(free_length), float(stiffness), law, float(lam_contour), int(seed))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import warnings
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -40,6 +41,30 @@ def warn_long_free_length(where: str, free_length, stacklevel: int = 3):
         warnings.warn(f"{where}: free_length {v[i]:g} m{at} is longer than {LONGEST_FREE_LENGTH:g} m, implausible for "
                       f"a ligament; it looks like millimetres: give metres ({v[i] / 1000:g})", UserWarning,
                       stacklevel=stacklevel)
+
+
+#: a stiffness (Pa) below this is no ligament's (its tissue: tens to hundreds of MPa): MPa given as Pa?
+SOFTEST_STIFFNESS = 1e4
+#: a strain above this (100 %) is no intact ligament's: a strain given in percent?
+LARGEST_STRAIN = 1.0
+
+
+def warn_implausible(where: str, name: str, value, stacklevel: int = 3):
+    """Warn, naming ``name``, when a concrete stiffness (Pa) looks like MPa or a strain like percent."""
+    if isinstance(value, jax.core.Tracer):
+        return
+    v = np.asarray(value, dtype=float).reshape(-1)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return
+    if name == "stiffness" and 0 < v.max() < SOFTEST_STIFFNESS:
+        warnings.warn(f"{where}: stiffness {v.max():g} Pa is implausibly soft for a ligament; it looks like MPa: "
+                      f"give Pa ({v.max() * 1e6:g})", UserWarning, stacklevel=stacklevel)
+    if name == "strain" and v.max() > LARGEST_STRAIN:
+        warnings.warn(f"{where}: strain {v.max():g} is above {LARGEST_STRAIN:g} (a fibre stretched to twice its free "
+                      f"length); it looks like percent: give a fraction ({v.max() / 100:g})", UserWarning,
+                      stacklevel=stacklevel)
+
 
 LAWS = ("quadratic", "blankevoort")
 
@@ -74,6 +99,7 @@ def fibre_law(strain, stiffness, law: str = "quadratic", transition_strain: floa
     or one per strain; NaN/inf raise at run time (checks on)."""
     _law_options("fibre_law", law, transition_strain)
     a = _law_arrays("fibre_law", strain=strain, stiffness=stiffness)
+    warn_implausible("fibre_law", "strain", a["strain"])
     eps, k = a["strain"], a["stiffness"]
     out = _fibre_law(eps, k, law, transition_strain)
     return _checks.all_of(out, [_checks.not_finite(eps, "fibre_law: strain"),
@@ -214,8 +240,12 @@ def pose_rule(x, name: str):
         return arr, None
     eps = 100 * jnp.finfo(arr.dtype).eps
     row = jnp.asarray([0.0, 0.0, 0.0, 1.0], arr.dtype)
-    bad = ~jnp.all(jnp.isfinite(arr)) | jnp.any(jnp.abs(arr[3] - row) > eps)
-    return arr, (bad, f"{name} must be a finite homogeneous transform with last row [0, 0, 0, 1]")
+    rot = arr[:3, :3]
+    skewed = jnp.max(jnp.abs(rot.T @ rot - jnp.eye(3, dtype=arr.dtype))) > jnp.sqrt(eps)
+    reflected = jnp.linalg.det(rot) < 0
+    bad = ~jnp.all(jnp.isfinite(arr)) | jnp.any(jnp.abs(arr[3] - row) > eps) | skewed | reflected
+    return arr, (bad, f"{name} must be a finite rigid transform [[R, p], [0, 0, 0, 1]] with R a rotation "
+                      "(orthonormal, det +1) and last row [0, 0, 0, 1]")
 
 
 def checked(fibres: FibreSet, pose_a, pose_b, where: str, pole=None, extra=()):

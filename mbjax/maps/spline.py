@@ -283,6 +283,19 @@ class NaturalCubicSpline(AbstractJointMap):
         if smoothing is not None:
             from scipy.interpolate import make_smoothing_spline
 
-            lam = None if (isinstance(smoothing, str) and smoothing == "gcv") else float(smoothing)
+            lam = None if (isinstance(smoothing, str) and smoothing == "gcv") else _smoothing(smoothing)
             y = make_smoothing_spline(x, y, lam=lam)(x)
         return cls(coordinate, x, y, policy=policy)
+
+
+def _smoothing(value) -> float:
+    """``smoothing=λ`` of :meth:`NaturalCubicSpline.fit` as a finite float >= 0, else refused by name."""
+    numeric = not isinstance(value, (str, bool, np.bool_)) and np.ndim(value) == 0
+    try:
+        lam = float(value) if numeric else None
+    except (TypeError, ValueError):
+        lam = None
+    if lam is None or not (np.isfinite(lam) and lam >= 0):
+        raise ValueError(f"NaturalCubicSpline.fit: smoothing must be None (interpolate), a finite number >= 0 (the "
+                         f"weight λ of ∫ f''²) or 'gcv', got {value!r}")
+    return lam

@@ -64,6 +64,11 @@ def _rate(excitation, activation, activation_time_constant, deactivation_time_co
     return (excitation - a) / tau
 
 
+#: the entries of a parameter dict that the first-order activation dynamics reads
+_DICT_KEYS = ("activation_time_constant", "deactivation_time_constant", "minimum_activation",
+              "ignore_activation_dynamics")
+
+
 def activation_derivative(excitation, activation, params):
     """ȧ ``(nm,)`` of every muscle; ``params`` is a model, its ``MusclePaths`` or a filled
     parameter dict (:func:`mbjax.muscles.hill_parameters`).  Zero where
@@ -79,13 +84,23 @@ def activation_derivative(excitation, activation, params):
         raise TypeError("activation_derivative(excitation, activation, params): params must be an mbjax Model, its "
                         f"MusclePaths or a parameter dict (mbjax.muscles.hill_parameters), got {type(params).__name__}")
     if isinstance(params, dict):
-        nm = int(jnp.shape(params["minimum_activation"])[0])
+        missing = [k for k in _DICT_KEYS if k not in params]
+        if missing:
+            raise ValueError(f"activation_derivative: the parameter dict lacks {missing}; it needs {list(_DICT_KEYS)} "
+                             "(one (nm,) array each): pass mbjax.muscles.hill_parameters(model), or the model itself")
+        shapes = {k: tuple(jnp.shape(params[k])) for k in _DICT_KEYS}
+        if len(set(shapes.values())) != 1 or len(shapes["minimum_activation"]) != 1:
+            raise ValueError(f"activation_derivative: the parameter dict's {list(_DICT_KEYS)} must be arrays of one "
+                             f"shape (nm,), one value per muscle, got shapes {shapes}")
+        nm = shapes["minimum_activation"][0]
         ctx, names = "", [f"muscle {k}" for k in range(nm)]
     else:
         paths = params if isinstance(params, MusclePaths) else get_paths(params)
         nm, ctx, names = paths.n_muscles, names_context("muscles", paths.names), paths.names
     u = as_array(excitation, "excitation", (nm,), ("nm",), ctx)
     a = as_array(activation, "activation", (nm,), ("nm",), ctx)
+    if nm == 0:  # a model without muscles: no rate
+        return jnp.zeros((0,), jnp.result_type(u, a, float))
     u = all_of(u, [not_finite(u, "excitation", ctx),
                    not_finite(a, "activation", ctx),
                    in_unit_interval(u, "activation_derivative: excitation", names),

@@ -56,6 +56,7 @@ from .._checks import all_of, as_array, coordinates_context, in_unit_interval, n
 from .geometry import muscle_lengths
 from .moment_arms import moment_arms
 from .parameters import MILLARD, SCHUTTE, THELEN, hill_parameters, kind_mask
+from .length_warning import warn_implausible
 from .muscle_state import MuscleState
 from .parameter_rules import parameter_rules
 from .paths import get_paths
@@ -401,9 +402,11 @@ def _by_family(model, fn, *per_muscle):
     every field: their tension does not depend on activation and is not modelled here.
     """
     paths = get_paths(model)
-    params = hill_parameters(paths)
     nm = paths.n_muscles
     dtype = per_muscle[0].dtype
+    if nm == 0:  # a model without muscles: every field empty, as muscle_lengths gives (0,)
+        return MuscleState(*(jnp.zeros((0,), dtype) for _ in MuscleState._fields))
+    params = hill_parameters(paths)
     out = None
     for kind in (THELEN, MILLARD, SCHUTTE):
         idx = np.nonzero(kind_mask(paths, kind))[0]
@@ -434,6 +437,8 @@ def _muscle_inputs(model, **arrays):
     out = {k: as_array(v, k, (paths.n_muscles,), ("nm",), ctx) for k, v in arrays.items()}
     dtype = jnp.result_type(*out.values(), float)
     out = {k: v.astype(dtype) for k, v in out.items()}
+    if paths.n_muscles == 0:  # no muscle, nothing to check (the shapes are (0,))
+        return tuple(out.values())
     rules = []
     for k, v in out.items():
         rules.append(not_finite(v, f"{k}", ctx))
@@ -460,7 +465,13 @@ def musculotendon_state(model, length, speed, activation) -> MuscleState:
     """Fibre and tendon state of every muscle from path lengths, lengthening speeds and activations
     ``(nm,)`` each (rigid tendons directly, compliant ones at OpenSim's equilibrium)."""
     require_model(model, "musculotendon_state")
+    return _state(model, length, speed, activation, "musculotendon_state", 4)
+
+
+def _state(model, length, speed, activation, where, stacklevel):
+    """:func:`musculotendon_state`, warning as ``where`` about values in the wrong units (eager calls)."""
     length, speed, activation = _muscle_inputs(model, length=length, speed=speed, activation=activation)
+    warn_implausible(get_paths(model), where, length, speed, stacklevel)
     return _nan_where_undefined(_by_family(model, _one_muscle, length, speed, activation), length, speed, activation)
 
 
@@ -476,7 +487,7 @@ def equilibrium_fiber_length(model, length, speed, activation):
     """Equilibrium fibre length ``(nm,)`` (m) of OpenSim's ``computeInitialFiberEquilibrium``
     (the rigid-tendon fibre length where ``ignore_tendon_compliance``)."""
     require_model(model, "equilibrium_fiber_length")
-    return musculotendon_state(model, length, speed, activation).fiber_length
+    return _state(model, length, speed, activation, "equilibrium_fiber_length", 4).fiber_length
 
 
 def muscle_state(model, q, qd, activation) -> MuscleState:
@@ -485,14 +496,14 @@ def muscle_state(model, q, qd, activation) -> MuscleState:
     Called eagerly, a pose far outside the coordinate ranges is warned about (it looks like degrees)."""
     require_model(model, "muscle_state")
     with pose_warning(model, q, "muscle_state"):
-        return _muscle_state(model, q, qd, activation)
+        return _muscle_state(model, q, qd, activation, "muscle_state")
 
 
-def _muscle_state(model, q, qd, activation) -> MuscleState:
+def _muscle_state(model, q, qd, activation, where) -> MuscleState:
     length = muscle_lengths(model, q)
     qd = vector(qd, "qd", model.n_coordinates, "nq", coordinates_context(model))
     speed = -(moment_arms(model, q).T @ qd.astype(length.dtype))
-    return musculotendon_state(model, length, speed, activation)
+    return _state(model, length, speed, activation, where, 5)
 
 
 def muscle_forces(model, q, qd, activation):
@@ -504,4 +515,4 @@ def muscle_forces(model, q, qd, activation):
     depend on the activation, and its derivative with respect to the activation is 0 there."""
     require_model(model, "muscle_forces")
     with pose_warning(model, q, "muscle_forces"):
-        return _muscle_state(model, q, qd, activation).tendon_force
+        return _muscle_state(model, q, qd, activation, "muscle_forces").tendon_force

@@ -24,7 +24,8 @@ from typing import Callable, Mapping
 import jax.numpy as jnp
 import numpy as np
 
-from .parameters import HILL_KINDS, MILLARD, MILLARD_DEFAULTS, MUSCLE_DEFAULTS, SCHUTTE, THELEN, THELEN_DEFAULTS
+from .parameters import (HILL_KINDS, MILLARD, MILLARD_DEFAULTS, MUSCLE_DEFAULTS, SCHUTTE, THELEN, THELEN_DEFAULTS,
+                         check_parameter_shapes)
 from .schutte1993 import SCHUTTE_DEFAULTS
 
 _SIGNIFICANT_REAL = float(np.finfo(float).eps ** 0.875)  # SimTK::SignificantReal
@@ -183,6 +184,7 @@ def _has_value(kind: str, key: str) -> bool:
 def parameter_rules(paths, where: str) -> list:
     """:data:`RULES` on the built arrays, as ``(bad (nm,), messages)`` conditions of
     :func:`mbjax._checks.all_of`: a value outside its range, or NaN where the class has a value."""
+    check_parameter_shapes(paths, where)
     out = []
     for key, classes, ok, requirement, who in RULES:
         v = paths.parameters.get(key)

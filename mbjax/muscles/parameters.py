@@ -102,6 +102,20 @@ def kind_mask(obj, kind: str) -> np.ndarray:
     return np.asarray([k == kind for k in _paths(obj).kinds], dtype=bool)
 
 
+def check_parameter_shapes(paths: MusclePaths, where: str) -> None:
+    """Refuse (``ValueError``, at trace time) a parameter array that is not one value per muscle:
+    ``(nm,)`` (a curve's table: ``(nm, k)``), as an array edited into a model may be."""
+    nm = paths.n_muscles
+    per_muscle = set(MUSCLE_DEFAULTS) | set(THELEN_DEFAULTS) | set(MILLARD_DEFAULTS) | set(SCHUTTE_DEFAULTS)
+    for key, v in paths.parameters.items():
+        shape = tuple(jnp.shape(v))
+        if shape[:1] != (nm,) or (key in per_muscle and len(shape) != 1):
+            names = ", ".join(repr(n) for n in paths.names[:8]) + (", ..." if nm > 8 else "")
+            raise ValueError(f"{where}: muscle parameter {key!r} must have shape (nm,) = ({nm},), one value per "
+                             f"muscle ({names}), got {shape}: was the model changed after loading (eqx.tree_at)? "
+                             "Give one value per muscle")
+
+
 def hill_parameters(obj) -> dict:
     """Every Hill parameter of every muscle as an ``(nm,)`` array, OpenSim defaults filled in.
 
@@ -112,6 +126,7 @@ def hill_parameters(obj) -> dict:
     if not isinstance(obj, (MusclePaths, Model)):
         raise TypeError(f"hill_parameters: expected a model with muscles or its MusclePaths, got {type(obj).__name__}")
     paths = _paths(obj)
+    check_parameter_shapes(paths, "hill_parameters")
     given = paths.parameters
     nm = paths.n_muscles
     dtype = paths.location.dtype

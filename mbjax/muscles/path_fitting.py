@@ -208,6 +208,9 @@ def _coordinate_ranges(model, ranges):
         if lo > hi:
             raise ValueError(f"fit_path_functions: no finite range for coordinates [{name!r}]: ranges[{name!r}] = "
                              f"({lo:g}, {hi:g}) is reversed (lower > upper); give ({hi:g}, {lo:g})")
+        if lo == hi:
+            raise ValueError(f"fit_path_functions: ranges[{name!r}] = ({lo:g}, {hi:g}) is empty (lower == upper): "
+                             "no function of that coordinate can be fitted on one value; give lower < upper")
         lower[names.index(name)], upper[names.index(name)] = lo, hi
     if ranges and info is not None:  # a range in degrees (or millimetres) is far outside the file's
         warn_far_outside_ranges(model, np.stack([lower, upper]),
@@ -266,17 +269,25 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
         raise ValueError(f"fit_path_functions: {unknown} are not muscles of the model; muscles: {names}")
     if not chosen:
         raise ValueError("fit_path_functions: no muscle to fit")
+    for name, value in (("n_samples", n_samples), ("max_order", max_order), ("max_terms", max_terms)):
+        if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating))
+                or not float(value).is_integer()):
+            raise TypeError(f"fit_path_functions: {name} must be an integer, got {value!r}")
     if int(n_samples) < 50:
         raise ValueError(f"fit_path_functions: n_samples must be >= 50, got {n_samples}")
     if int(max_order) < 1:
         raise ValueError(f"fit_path_functions: max_order must be >= 1, got {max_order}")
-    if int(max_terms) < 1:
-        raise ValueError(f"fit_path_functions: max_terms must be >= 1, got {max_terms}")
+    if int(max_terms) < 2:
+        raise ValueError(f"fit_path_functions: max_terms must be >= 2 (order 1 in one coordinate has 2 terms), "
+                         f"got {max_terms}")
     if not isinstance(tolerance, PathTolerance):
         raise TypeError(f"fit_path_functions: tolerance must be a PathTolerance, got {type(tolerance).__name__}")
     for name, value in (("moment_arm_threshold", moment_arm_threshold), ("moment_arm_weight", moment_arm_weight)):
         if not (np.isfinite(value) and value >= 0):
             raise ValueError(f"fit_path_functions: {name} must be a finite number >= 0, got {value!r}")
+    if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise TypeError(f"fit_path_functions: seed must be an integer >= 0 (it seeds the sampled poses; None: fresh "
+                        f"poses each call), got {seed!r}")
     lower, upper = _coordinate_ranges(model, ranges)
     rng = np.random.default_rng(seed)
     n = int(n_samples)
@@ -287,6 +298,7 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
         extra = np.asarray(motion, float)
         if extra.ndim != 2 or extra.shape[1] != lower.size:
             raise ValueError(f"fit_path_functions: motion must have shape (T, {lower.size}), got {extra.shape}")
+        warn_far_outside_ranges(model, extra, "fit_path_functions: motion")  # frames in degrees?
         if not np.all(np.isfinite(extra)):
             raise ValueError("fit_path_functions: motion holds NaN or inf")
     geometric = with_path_functions(model, None)
@@ -314,6 +326,10 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
             raise ValueError(f"fit_path_functions: muscle {m!r} spans no coordinate (every sampled |moment arm| "
                              f"<= {moment_arm_threshold} m)")
         x, L, r = x_all[:, spans], lengths[:, j], arms[:, spans, j]
+        if spans.size + 1 > int(max_terms):
+            raise ValueError(f"fit_path_functions: max_terms = {max_terms} allows no polynomial for muscle {m!r}, which "
+                             f"spans {spans.size} coordinates: order 1 has {spans.size + 1} terms; give max_terms >= "
+                             f"{spans.size + 1}")
         best = None
         for order in range(1, int(max_order) + 1):
             if multivariate_exponents(spans.size, order).shape[0] > min(int(max_terms), len(fit_idx) * (1 + spans.size) // 2):
@@ -329,7 +345,8 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
         e = _errors(x[test_idx], L[test_idx], r[test_idx], order, c)
         meets = _score(e, tolerance) <= 1.0
         cs = tuple(coord_names[i] for i in spans)
-        jumps, at = exact_path_jumps(x, L, r, tolerance.length_max, (upper - lower)[spans])
+        width = (upper - lower)[spans]
+        jumps, at = exact_path_jumps(x, L, r, tolerance.length_max, np.where(width > 0, width, 1.0))
         fits.append(PathFit(m, cs, order, c, *e, meets, jumps, at))
         functions[m] = (cs, order, c, np.stack([fitted_lower[spans], fitted_upper[spans]], axis=1))
     fit_seconds = time.perf_counter() - t0

@@ -140,11 +140,13 @@ class PathFunctions(eqx.Module):
     """The path functions of a model's muscles (all, or some), grouped by (dimension, order).
 
     ``names``: the muscle of each function, in group order (aligned with :attr:`rows`, the
-    muscles' indices in the model).
+    muscles' indices in the model); ``coordinates``: the model's coordinate names the inputs index
+    (None: not known).
     """
 
     groups: tuple[PathFunctionGroup, ...]
     names: tuple[str, ...] = eqx.field(static=True)
+    coordinates: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
     @property
     def rows(self) -> np.ndarray:
@@ -255,7 +257,8 @@ def build_path_functions(muscle_names: Sequence[str], coordinate_names: Sequence
             upper=jnp.asarray(np.stack([b[:, 1] for *_, b in items])),
         ))
     rows = [r for g in groups for r in g.rows]
-    return PathFunctions(groups=tuple(groups), names=tuple(muscle_names[r] for r in rows))
+    return PathFunctions(groups=tuple(groups), names=tuple(muscle_names[r] for r in rows),
+                         coordinates=tuple(coordinate_names))
 
 
 def _ranges(name: str, coords: tuple, ranges) -> np.ndarray:
@@ -324,10 +327,31 @@ def with_path_functions(model, functions: PathFunctions | dict | None):
         return model.replace(path_functions=None)
     if not isinstance(functions, PathFunctions):
         functions = build_path_functions(get_paths(model).names, model.coordinate_names, functions)
-    nm = get_paths(model).n_muscles
-    if len(functions.rows) and functions.rows.max() >= nm:
-        raise ValueError(f"path functions name muscle rows beyond the model's {nm} muscles")
+    _check_fits(model, functions)
     return model.replace(path_functions=functions)
+
+
+def _check_fits(model, functions: PathFunctions) -> None:
+    """Refuse functions of another model: each must name the model's muscle at its row, and read
+    coordinates the model has at the indices its inputs give."""
+    if not isinstance(functions, PathFunctions):
+        raise TypeError(f"with_path_functions: functions must be a PathFunctions, a dict or None, got "
+                        f"{type(functions).__name__}")
+    muscles, coords = get_paths(model).names, tuple(model.coordinate_names)
+    wrong = [f"{n!r} (row {r})" for n, r in zip(functions.names, functions.rows.tolist())
+             if r >= len(muscles) or muscles[r] != n]
+    if wrong:
+        raise ValueError(f"with_path_functions: the path functions of {', '.join(wrong)} do not match the model's "
+                         f"muscles at those rows; muscles: {list(muscles)}. Functions of another model? Build them for "
+                         "this one (build_path_functions with its names, or fit_path_functions)")
+    used = sorted({i for g in functions.groups for inputs in g.inputs for i in inputs})
+    known = functions.coordinates
+    bad = [i for i in used if i >= len(coords) or (known is not None and known[i] != coords[i])]
+    if bad:
+        theirs = [known[i] if known is not None else f"index {i}" for i in bad]
+        raise ValueError(f"with_path_functions: the path functions read coordinates {theirs}, which the model does not "
+                         f"have at those positions; coordinates: {list(coords)}. Functions of another model? Build "
+                         "them for this one")
 
 
 def all_paths_are_functions(model) -> bool:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -45,3 +48,41 @@ def check_bounds_by_name(bounds, names, what: str, kind: str, where: str) -> Non
         shown = ", ".join(f"{n!r} ({lo:g} > {hi:g})" for n, lo, hi in zip(names, lower, upper) if not lo <= hi)
         raise ReversedBoundsError(f"static optimization: a lower bound ({what} of {where}) is above its upper bound "
                                   f"or NaN for {kind} {shown}")
+
+
+#: muscle weights spanning more than this ratio leave the solver's dual Newton polish unconverged
+WEIGHT_SPREAD = 1e3
+
+
+def _concrete(x, n: int):
+    """``x`` broadcast to ``(n,)`` floats, or None when traced or malformed (checked elsewhere)."""
+    if x is None or isinstance(x, jax.core.Tracer):
+        return None
+    try:
+        return np.broadcast_to(np.asarray(x, float), (n,))
+    except (TypeError, ValueError):
+        return None
+
+
+def warn_unusual_muscle_options(weights, activation_bounds, muscles, where: str) -> None:
+    """Warn, naming the muscles, about concrete options that OpenSim-like problems accept but that
+    look like a slip: activation bounds outside [0, 1] (percent?), weights spanning more than
+    :data:`WEIGHT_SPREAD` (the solver may stop unconverged on a feasible frame)."""
+    muscles = list(muscles)
+    try:
+        lower, upper = (_concrete(b, len(muscles)) for b in activation_bounds)
+    except (TypeError, ValueError):
+        lower = upper = None
+    if lower is not None and upper is not None:
+        out = [f"{n!r} ({lo:g}, {hi:g})" for n, lo, hi in zip(muscles, lower, upper) if lo < 0 or hi > 1]
+        if out:
+            warnings.warn(f"{where}: activation_bounds outside [0, 1] for muscles {', '.join(out[:8])}"
+                          + (" ..." if len(out) > 8 else "") + ": an activation above 1 asks a muscle for more "
+                          "than its maximum force, below 0 makes it push (percent? activations are fractions); "
+                          "solved anyway", UserWarning, stacklevel=4)
+    w = _concrete(weights, len(muscles))
+    if w is not None and np.all(np.isfinite(w)) and np.all(w > 0) and w.max() > WEIGHT_SPREAD * w.min():
+        small = [f"{n!r} ({v:g})" for n, v in zip(muscles, w) if w.max() > WEIGHT_SPREAD * v]
+        warnings.warn(f"{where}: weights span more than a factor {WEIGHT_SPREAD:g} (smallest: {', '.join(small[:8])}; "
+                      f"largest {w.max():g}): the solver may stop unconverged (converged=False, a residual) on a "
+                      "feasible frame; keep the weights within that factor", UserWarning, stacklevel=4)

@@ -228,8 +228,13 @@ def default_tolerance(dtype) -> float:
 
 
 def check_exponent(p) -> None:
-    """Refuse an exponent for which Σ w |x|^p has no single minimum (p <= 1, NaN, inf)."""
-    if not isinstance(p, jax.core.Tracer) and not (np.ndim(p) == 0 and np.isfinite(p) and float(p) > 1):
+    """Refuse an exponent for which Σ w |x|^p has no single minimum (p <= 1, NaN, inf, not a number)."""
+    if isinstance(p, jax.core.Tracer):
+        return
+    if isinstance(p, (str, bool, np.bool_)) or np.ndim(p) != 0 or np.asarray(p).dtype.kind not in "iuf":
+        raise TypeError(f"exponent must be a number > 1 (OpenSim's static optimization uses 2), got "
+                        f"{type(p).__name__} {p!r}" + (f"; write exponent={p.strip()}" if isinstance(p, str) else ""))
+    if not (np.isfinite(p) and float(p) > 1):
         raise ValueError(f"exponent must be a finite number > 1 (the objective sum w |x|^p has one minimum only "
                          f"then; OpenSim's static optimization uses 2), got {p!r}")
 

@@ -55,7 +55,9 @@ class InfeasibilityReport:
             lines.append(f"  ... {len(self.entries) - 50} more")
         if self.not_converged:
             lines.append(f"  solver not converged at frames {self.not_converged[:20]}"
-                         + (" ..." if len(self.not_converged) > 20 else ""))
+                         + (" ..." if len(self.not_converged) > 20 else "")
+                         + " (an unconverged frame may still be feasible: muscle weights spanning more than a "
+                         "factor 1000, or solver_options, can stop the solver short)")
         return "\n".join(lines)
 
 

@@ -56,9 +56,10 @@ import numpy as np
 from .._model import require_model
 from .._dynamics import inverse_dynamics
 from ..muscles.moment_arms import moment_arms
+from ..muscles.length_warning import warn_implausible
 from ..muscles.paths import get_paths
 from . import qp
-from ._per_name import by_name, check_bounds_by_name
+from ._per_name import by_name, check_bounds_by_name, warn_unusual_muscle_options
 from .force_coefficients import _coefficient_inputs, _coefficients
 from .. import _checks
 
@@ -128,6 +129,11 @@ def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_ph
     elif R is None:
         R = moment_arms(model, q)
     f_opt, f_pas = _coefficients(model, q, qd, use_muscle_physiology, passive_forces, R, L, pennation_rule)
+    if paths.n_muscles:  # a path length far outside a muscle's range (millimetres?) gives a NaN force
+        rules.append((~jnp.isfinite(f_opt) | ~jnp.isfinite(f_pas),
+                      [f"static optimization: the force per unit activation of muscle {n!r} is NaN or inf: its path "
+                       "length (lengths=, or at q) is far outside the muscle's range (millimetres? mbjax takes "
+                       "metres)" for n in paths.names]))
     if tau is None:
         tau = inverse_dynamics(model, q, qd, qdd, external)
     else:  # never broadcast: a (1,) torque is not every coordinate's
@@ -224,8 +230,10 @@ def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, rese
         w = jnp.concatenate([w, jnp.ones((na,), dtype)])
         lo = jnp.concatenate([lo, jnp.broadcast_to(jnp.asarray(_bound(actuator_bounds, 0, "actuator_bounds", na), dtype), (na,))])
         hi = jnp.concatenate([hi, jnp.broadcast_to(jnp.asarray(_bound(actuator_bounds, 1, "actuator_bounds", na), dtype), (na,))])
-    # one fused run-time check: weights finite and >= 0, every lower bound at most its upper bound
-    b = _checks.all_of(b, [(~jnp.all(jnp.isfinite(w) & (w >= 0)), "static optimization: weights must be finite and >= 0"),
+    # one fused run-time check: weights finite and > 0, every lower bound at most its upper bound
+    b = _checks.all_of(b, [(~jnp.all(jnp.isfinite(w) & (w > 0)),
+                            "static optimization: weights must be finite and > 0 (a weight of 0 leaves that muscle's "
+                            "activation free, with no single solution; give a small positive weight instead)"),
                            (jnp.any(lo > hi) | jnp.any(jnp.isnan(lo)) | jnp.any(jnp.isnan(hi)),
                             "static optimization: a lower bound (activation_bounds, reserve_bounds or "
                             "actuator_bounds) is above its upper bound or NaN"),
@@ -262,7 +270,33 @@ def _solver_options(options) -> dict:
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise ValueError(f"solver_options: unknown option(s) {unknown}; mbjax.sharing.qp.solve takes {allowed}")
+    for name, value in options.items():
+        _check_option(name, value)
     return dict(options)
+
+
+#: qp.solve's options: counts (integers), positive numbers, a flag
+_COUNTS, _POSITIVE = ("inner", "max_outer", "max_polish", "first_outer"), ("rho", "alm_tol", "tol")
+
+
+def _check_option(name: str, value) -> None:
+    """Refuse a solver option of the wrong kind or sign, naming it (a negative tolerance would read as
+    an unconverged, infeasible-looking frame)."""
+    if isinstance(value, jax.core.Tracer) or (name == "tol" and value is None):
+        return
+    if name == "polish":
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"solver_options: polish must be True or False, got {value!r}")
+        return
+    number = not isinstance(value, (bool, np.bool_, str)) and np.ndim(value) == 0 \
+        and np.asarray(value).dtype.kind in "iuf"
+    least = 0 if name == "first_outer" else 1  # first_outer=0: straight to the polish
+    if name in _COUNTS and not (number and float(value).is_integer() and value >= least):
+        raise ValueError(f"solver_options: {name} must be an integer >= {least} (a count of solver passes), "
+                         f"got {value!r}")
+    if name in _POSITIVE and not (number and np.isfinite(value) and value > 0):
+        raise ValueError(f"solver_options: {name} must be a finite number > 0, got {value!r}"
+                         + (" (None: the default tolerance)" if name == "tol" else ""))
 
 
 def _n_actuators(problem: SharingProblem) -> int:
@@ -324,6 +358,7 @@ def _named_options(model, weights, reserves, activation_bounds, reserve_bounds, 
     weights = by_name(weights, muscles, "weights", "muscles", where, 1.0)
     reserves = by_name(reserves, coords, "reserves", "coordinates", where, 0.0)
     check_bounds_by_name(activation_bounds, muscles, "activation_bounds", "muscles", where)
+    warn_unusual_muscle_options(weights, activation_bounds, muscles, where)
     if reserves is not None:
         check_bounds_by_name(reserve_bounds, coords, "reserve_bounds", "coordinates", where)
     return weights, reserves
@@ -350,6 +385,8 @@ def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=
     """
     weights, reserves = _named_options(model, weights, reserves, activation_bounds, reserve_bounds,
                                        "static_optimization")
+    qp.check_exponent(exponent)  # up front: a bad option is refused before any muscle is computed
+    _solver_options(solver_options)
     problem = sharing_problem(model, q, qd, qdd, tau=tau, external=external,
                               use_muscle_physiology=use_muscle_physiology, passive_forces=passive_forces,
                               actuators=actuators, pennation_rule=pennation_rule)
@@ -379,6 +416,11 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
     require_model(model, "static_optimization_trajectory")
     weights, reserves = _named_options(model, weights, reserves, activation_bounds, reserve_bounds,
                                        "static_optimization_trajectory")
+    if lengths is not None:
+        warn_implausible(get_paths(model), "static_optimization_trajectory: lengths", length=lengths, stacklevel=3,
+                         slack=False)
+    qp.check_exponent(exponent)
+    _solver_options(solver_options)
     qs = jnp.asarray(qs)
     nq = model.n_coordinates
     shapes = [jnp.shape(x) for x in (qs, qds, qdds)]
