@@ -97,11 +97,13 @@ def check_vector(model: Model, x, name: str = "q"):
 
 
 def axis_rules(model: Model, where: str) -> list:
-    """Rules of :func:`mbjax._checks.all_of`: every joint axis a unit vector (edited?); its shape at trace time."""
+    """Rules of :func:`mbjax._checks.all_of`: every revolute joint's axis a unit vector (edited?), every
+    prismatic one finite (its length is a scale: OpenSim's scaling multiplies it); the shape at trace time."""
     _checks.as_array(model.axis, f"{where}: model.axis", (model.n_bodies, 3), ("nb", 3), " (one joint axis per body)")
     if not model.n_bodies:
         return []
-    bad = ~(jnp.abs(jnp.sum(model.axis * model.axis, -1) - 1.0) <= 1e-4)
+    norm2 = jnp.sum(model.axis * model.axis, -1)
+    bad = ~jnp.where(jnp.asarray(model.topology.is_revolute()), jnp.abs(norm2 - 1.0) <= 1e-4, jnp.isfinite(norm2))
     return [(bad, [f"{where}: the joint axis of body {b!r} is not a unit vector (changed after loading? "
                    "eqx.tree_at); normalize it" for b in model.body_names])]
 

@@ -80,6 +80,7 @@ def test_constant_steps_non_fsal_solver_vs_finite_differences():
     _fd_check(jax.jit(lambda t: _loss(t, mbjax.DiscreteAdjoint(), **kw)), tree, g, 1e-6, 1e-7)
 
 
+@pytest.mark.extended  # 27 s of compilation; the constant-step twin checks the same adjoint in CI
 def test_adaptive_steps_vs_recursive_checkpoint_and_finite_differences():
     """PID steps: the step times are constants here; diffrax's PIDController also stops gradients
     through its step-size factor, so RecursiveCheckpointAdjoint agrees to rounding (stated bound

@@ -126,6 +126,7 @@ def test_envelope_gradients_and_central_differences(triaxial):
     np.testing.assert_allclose(gr, fd, rtol=1e-5, atol=1e-8)
 
 
+@pytest.mark.extended  # 18 s of compilation; test_envelope_gradients_and_central_differences checks the derivatives in CI
 def test_forward_and_reverse_derivatives_equal_central_differences(triaxial):
     """Forward mode (the Jacobian) and reverse mode (the gradient) in all 9 coordinates."""
     p1, p2, geo = triaxial
