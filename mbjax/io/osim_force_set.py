@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from .._model import GROUND
+from ..muscles.length_warning import LONGEST_MUSCLE_LENGTH
 from ..muscles.parameter_rules import NUMERIC_PROPERTIES
 from ..muscles.paths import PathPoint
 from ..muscles.schutte1993 import CURVES as SCHUTTE_CURVES
@@ -194,9 +195,6 @@ class _ForceSetMixin:
                 out[c.get("name")] = _pp(doc, c)
         return out
 
-
-#: a muscle length property (m) above this is no human muscle: millimetres given as metres?
-LONGEST_MUSCLE_LENGTH = 2.0
 
 
 def _warn_long_muscles(doc, params, sources):
