@@ -156,6 +156,11 @@ def test_static_optimization_refuses_bad_exponent_and_solver_options_by_name():
 def test_static_optimization_weights_and_bounds():
     with pytest.raises(RuntimeError, match=r"static optimization: weights must be finite and > 0 \(a weight of 0"):
         _so(weights={"BIClong": 0.0})
+    # refused before the solve, naming the muscle, whether given by name or as an array
+    for weights in ({"BIClong": 0.0}, np.where(np.arange(NM) == NAMES.index("BIClong"), -1.0, 1.0)):
+        with pytest.raises(ValueError, match=r"weights must be finite and > 0 .*: muscles 'BIClong' \((0|-1)\) in "
+                                             r"static_optimization"):
+            _so(weights=weights)
     # legal but suspicious: warned by muscle (the TypeError after the warning spares the solve)
     with pytest.warns(UserWarning, match=r"static_optimization: weights span more than a factor 1000 \(smallest: "
                                          r"'BIClong' \(1e-06\)"):
