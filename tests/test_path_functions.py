@@ -312,3 +312,46 @@ def test_jumps_are_found_where_a_length_steps_and_not_where_it_is_smooth():
     stepped = smooth + 0.01 * (x[:, 0] > 0.3)
     count, at = exact_path_jumps(x, stepped, arms, 5e-4)
     assert count > 0 and abs(at[0] - 0.3) < 0.1
+
+
+def test_poses_where_the_exact_path_fails_are_left_out_and_named(monkeypatch):
+    """A wrap that fails at some poses (OpenSim's own lengths are metres long there on MoBL-ARMS's
+    shoulder) would wreck a least-squares fit: those samples are left out, counted and warned about,
+    and the fit still equals the exact path at fresh poses."""
+    from mbjax.muscles import path_fitting
+
+    model = mbjax.models.load(MODEL)
+    names = list(model.muscles.names)
+    j = names.index("soleus_r")
+    real = path_fitting.sample_paths
+    broken = {}
+
+    def failing_wraps(m, qs, progress=True):
+        lengths, arms = real(m, qs, progress=progress)
+        bad = np.arange(0, len(qs), 23)  # every 23rd pose: a path 16.7 m long, moment arms of 50 m
+        lengths, arms = lengths.copy(), arms.copy()
+        lengths[bad, j], arms[bad, :, j] = 16.7, 50.0
+        broken["count"] = bad.size
+        return lengths, arms
+
+    monkeypatch.setattr(path_fitting, "sample_paths", failing_wraps)
+    with pytest.warns(UserWarning, match=r"the exact paths of soleus_r \(\d+ poses, up to 16.7 m\) are implausible"):
+        fitted, report = mbjax.fit_path_functions(model, ["soleus_r", "vasti_r"], n_samples=400, progress=False)
+    assert report["soleus_r"].implausible == broken["count"] and report["vasti_r"].implausible == 0
+    assert report["soleus_r"].implausible_at is not None and "implausible" in report.table()
+    assert report["soleus_r"].meets_tolerance
+    lo, hi = _coordinate_ranges(model, None)
+    qs = jnp.asarray(_latin_hypercube(200, lo, hi, np.random.default_rng(7)))
+    exact = np.asarray(jax.vmap(mbjax.muscle_lengths, in_axes=(None, 0))(model, qs))[:, j]
+    approx = np.asarray(jax.vmap(mbjax.muscle_lengths, in_axes=(None, 0))(fitted, qs))[:, j]
+    assert np.sqrt(np.mean((approx - exact) ** 2)) <= 1.5 * report.tolerance.length_rms
+    # a path that fails over most of the ranges is refused by name, not fitted
+    def mostly_failing(m, qs, progress=True):
+        lengths, arms = real(m, qs, progress=progress)
+        lengths = lengths.copy()
+        lengths[: 3 * len(qs) // 4, j] = 16.7
+        return lengths, arms
+
+    monkeypatch.setattr(path_fitting, "sample_paths", mostly_failing)
+    with pytest.raises(ValueError, match=r"exact path of 'soleus_r' is implausible .* at \d+ of \d+ sampled poses"):
+        mbjax.fit_path_functions(model, ["soleus_r"], n_samples=400, progress=False)

@@ -26,6 +26,7 @@ from .._checks import names as name_list
 from .._model import require_model
 from .._ranges import warn_far_outside_ranges
 from ..maps.multivariate import multivariate_exponents
+from .length_warning import LONGEST_MUSCLE_LENGTH
 from .path_functions import _derivative_map
 
 
@@ -62,6 +63,12 @@ class PathFit:
     #: (coordinate values, or None): a jump no smooth function can follow
     jumps: int = 0
     jump_at: tuple[float, ...] | None = None
+    #: sampled poses at which the exact path is implausible (longer than
+    #: :data:`~mbjax.muscles.length_warning.LONGEST_MUSCLE_LENGTH` or a moment arm above
+    #: :data:`LARGEST_MOMENT_ARM`: a wrap that fails there), left out of the fit and of the errors,
+    #: and the first of them (coordinate values, or None)
+    implausible: int = 0
+    implausible_at: tuple[float, ...] | None = None
 
 
 @dataclasses.dataclass
@@ -91,15 +98,16 @@ class PathFitReport:
     def table(self) -> str:
         """One line per path: coordinates, order, test errors in mm."""
         head = (f"{'path':<14} {'dim':>3} {'order':>5} {'L rms':>8} {'L max':>8} {'r rms':>8} {'r max':>8}  (mm)"
-                "  exact-path jumps")
+                "  exact-path jumps; implausible exact samples")
         rows = [head]
         for f in self.fits:
             flag = "" if f.meets_tolerance else "  MISSED"
             jump = "" if not f.jumps else (f"  {f.jumps} (near " + ", ".join(
                 f"{c}={v:.3g}" for c, v in zip(f.coordinates, f.jump_at)) + ")")
+            odd = "" if not f.implausible else f"; {f.implausible} implausible"
             rows.append(f"{f.muscle:<14} {len(f.coordinates):>3} {f.order:>5} {1e3 * f.length_rms:8.4f} "
                         f"{1e3 * f.length_max:8.4f} {1e3 * f.moment_arm_rms:8.4f} {1e3 * f.moment_arm_max:8.4f}"
-                        f"{flag}{jump}")
+                        f"{flag}{jump}{odd}")
         return "\n".join(rows)
 
     def __str__(self) -> str:
@@ -140,6 +148,12 @@ def _errors(x, L, r, order, c):
     e_arm = -np.einsum("jnt,t->nj", dphi, c) - r
     return (float(np.sqrt(np.mean(e_len ** 2))), float(np.max(np.abs(e_len))),
             float(np.sqrt(np.mean(e_arm ** 2))), float(np.max(np.abs(e_arm))))
+
+
+#: a moment arm (m, or m/m about a translation) above this is no human muscle's: the exact path failed
+#: there (OpenSim's wrap methods can, e.g. a path kilometres long on MoBL-ARMS's shoulder at poses
+#: inside the coordinate ranges); such samples are left out of a fit, with a warning naming the paths
+LARGEST_MOMENT_ARM = 1.0
 
 
 #: the order stops rising once the selection set's errors are this fraction of the tolerance, so that
@@ -250,7 +264,10 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
     ``tolerance``: the errors a path must meet on the selection set to stop raising its order
     (:class:`PathTolerance`); paths that miss it on the test set are named in ``report.missed`` and
     in a warning.  ``moment_arm_threshold`` (m): a coordinate is spanned where some sampled
-    |moment arm| exceeds it.  Each function keeps the coordinate ranges it was fitted on (the
+    |moment arm| exceeds it.  Sampled poses at which a path's exact length is implausible (above
+    :data:`~mbjax.muscles.length_warning.LONGEST_MUSCLE_LENGTH`, or a moment arm above
+    :data:`LARGEST_MOMENT_ARM`: a wrap that fails, as OpenSim's does at the same poses) are left out
+    of that path's fit and errors, counted in ``report[muscle].implausible`` and named in a warning.  Each function keeps the coordinate ranges it was fitted on (the
     ranges, widened to the motion's frames): evaluating it outside them is an error while checks
     are on, and :func:`mbjax.range_violations` names the coordinate and value.  The model keeps every path's geometry for the consumers that need
     points (joint reactions); :func:`mbjax.muscles.path_functions.with_path_functions` with None
@@ -317,11 +334,20 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
     sel_idx = np.arange(n_fit, n_fit + n_select)
     test_idx = np.arange(n_fit + n_select, n)
     t0 = time.perf_counter()
-    fits, functions = [], {}
+    fits, functions, odd = [], {}, []
     coord_names = list(model.coordinate_names)
     for m in chosen:
         j = names.index(m)
-        spans = np.nonzero(np.max(np.abs(arms[:, :, j]), axis=0) > moment_arm_threshold)[0]
+        plausible = (lengths[:, j] <= LONGEST_MUSCLE_LENGTH) & np.all(np.abs(arms[:, :, j]) <= LARGEST_MOMENT_ARM, axis=1)
+        m_fit, m_sel, m_test = fit_idx[plausible[fit_idx]], sel_idx[plausible[sel_idx]], test_idx[plausible[test_idx]]
+        if min(len(m_fit), len(m_sel), len(m_test)) < min(len(fit_idx), len(sel_idx), len(test_idx)) // 2:
+            raise ValueError(f"fit_path_functions: the exact path of {m!r} is implausible (longer than "
+                             f"{LONGEST_MUSCLE_LENGTH:g} m or a moment arm above {LARGEST_MOMENT_ARM:g} m) at "
+                             f"{np.sum(~plausible)} of {len(plausible)} sampled poses: its wraps fail over much of "
+                             "the ranges; narrow the ranges (ranges=...) or fit it on a motion's neighbourhood")
+        if not plausible.all():
+            odd.append((m, int(np.sum(~plausible)), float(np.max(lengths[~plausible, j]))))
+        spans = np.nonzero(np.max(np.abs(arms[plausible, :, j]), axis=0) > moment_arm_threshold)[0]
         if spans.size == 0:
             raise ValueError(f"fit_path_functions: muscle {m!r} spans no coordinate (every sampled |moment arm| "
                              f"<= {moment_arm_threshold} m)")
@@ -334,23 +360,31 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
         for order in range(1, int(max_order) + 1):
             if multivariate_exponents(spans.size, order).shape[0] > min(int(max_terms), len(fit_idx) * (1 + spans.size) // 2):
                 break  # more terms than the data can determine (or than is worth evaluating)
-            c = _fit_one(x[fit_idx], L[fit_idx], r[fit_idx], order, moment_arm_weight)
-            e = _errors(x[sel_idx], L[sel_idx], r[sel_idx], order, c)
+            c = _fit_one(x[m_fit], L[m_fit], r[m_fit], order, moment_arm_weight)
+            e = _errors(x[m_sel], L[m_sel], r[m_sel], order, c)
             score = _score(e, tolerance)
             if best is None or score < best[0]:
                 best = (score, order, c)
             if score <= SELECTION_MARGIN:
                 break
         _, order, c = best
-        e = _errors(x[test_idx], L[test_idx], r[test_idx], order, c)
+        e = _errors(x[m_test], L[m_test], r[m_test], order, c)
         meets = _score(e, tolerance) <= 1.0
         cs = tuple(coord_names[i] for i in spans)
         width = (upper - lower)[spans]
-        jumps, at = exact_path_jumps(x, L, r, tolerance.length_max, np.where(width > 0, width, 1.0))
-        fits.append(PathFit(m, cs, order, c, *e, meets, jumps, at))
+        jumps, at = exact_path_jumps(x[plausible], L[plausible], r[plausible], tolerance.length_max,
+                                     np.where(width > 0, width, 1.0))
+        first = None if plausible.all() else tuple(float(v) for v in x[np.argmin(plausible)])
+        fits.append(PathFit(m, cs, order, c, *e, meets, jumps, at, int(np.sum(~plausible)), first))
         functions[m] = (cs, order, c, np.stack([fitted_lower[spans], fitted_upper[spans]], axis=1))
     fit_seconds = time.perf_counter() - t0
     report = PathFitReport(fits, tolerance, len(fit_idx), len(sel_idx), len(test_idx), sample_seconds, fit_seconds)
+    if odd:
+        warnings.warn("fit_path_functions: the exact paths of " + ", ".join(
+            f"{m} ({k} poses, up to {top:.3g} m)" for m, k, top in odd) + f" are implausible at some of the "
+            f"{len(x_all)} sampled poses (longer than {LONGEST_MUSCLE_LENGTH:g} m or a moment arm above "
+            f"{LARGEST_MOMENT_ARM:g} m: a wrap fails there, as OpenSim's does at the same poses); those poses are "
+            "left out of the fit and of the errors (report[muscle].implausible_at gives one)", stacklevel=2)
     if report.missed:
         warnings.warn(f"fit_path_functions: {len(report.missed)} paths miss the tolerance {tolerance} on the test "
                       f"poses: {', '.join(report.missed)} (see report.table())", stacklevel=2)
