@@ -64,7 +64,7 @@ args = device_setup(__doc__.splitlines()[0], _extra)
 import numpy as np  # noqa: E402
 
 import mbjax  # noqa: E402
-from mbjax.io.osim_markers import load_markers  # noqa: E402
+from mbjax.opensim.model.osim_markers import load_markers  # noqa: E402
 
 if not args.eigen_threads:
     mbjax.config.single_threaded_matmuls()  # before any JAX computation (module docstring of mbjax.cpu_threads)
@@ -252,7 +252,7 @@ def gait(tmp):
         tight = mbjax.opensim.inverse_kinematics_from_setup(ik_setup, model, markers, progress=False,
                                                             rtol=1e-12, atol=1e-12)
         q_os = mbjax.io.coordinates_from_table(model, mbjax.io.read_storage(folder / "ik_opensim.mot"))
-        print(f"IK at the setup's accuracy {mbjax.ik.read_ik_setup(ik_setup).accuracy:g}: max |q - q_optimum| "
+        print(f"IK at the setup's accuracy {mbjax.opensim.read_ik_setup(ik_setup).accuracy:g}: max |q - q_optimum| "
               f"mbjax {np.abs(ik.q - tight.q).max():.1e}, OpenSim {np.abs(q_os - tight.q).max():.1e} "
               f"(median {np.median(np.abs(q_os - tight.q)):.1e}) rad or m; mbjax {int(ik.steps.sum())} LM steps "
               f"({int(tight.steps.sum())} to 1e-12)")

@@ -44,7 +44,8 @@ import numpy as np  # noqa: E402
 import mbjax  # noqa: E402
 import mbjax.models as mm  # noqa: E402
 from mbjax import identify as idf  # noqa: E402
-from mbjax.ik import inverse_kinematics, read_ik_setup  # noqa: E402
+from mbjax.analysis.ik import inverse_kinematics  # noqa: E402
+from mbjax.opensim.tools.ik import read_ik_setup  # noqa: E402
 from mbjax.io import load_marker_set, load_markers, load_osim, read_scale_setup, read_trc, write_osim  # noqa: E402
 from mbjax.io.storage import MarkerData  # noqa: E402
 

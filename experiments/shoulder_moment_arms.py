@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 jax.config.update("jax_enable_x64", True)
 
-from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
+from mbjax.opensim.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.models.shoulder import LEADERS, shoulder_model, trimmed_osim  # noqa: E402
 from mbjax.muscles import moment_arms_batched  # noqa: E402
 

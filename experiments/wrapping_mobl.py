@@ -53,7 +53,7 @@ SWEEPS = (
 
 def _opensim(path):
     try:
-        from mbjax.io.opensim_reference import OpenSimReference
+        from mbjax.opensim.opensim_reference import OpenSimReference
 
         return OpenSimReference(path)
     except ImportError:

@@ -20,8 +20,14 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {}
 #: names that moved to a tier, kept here for one release with a DeprecationWarning: name -> tier
 _MOVED: dict[str, str] = {}
 
-#: submodules importable as ``mbjax.<name>`` (no warning) that are not public: a tier's implementation
-_IMPLEMENTATION = ('ik', 'id_tool', 'so_tool')
+#: former submodules kept for one release as ``mbjax.<name>`` with a DeprecationWarning: name -> new homes
+#: (``mbjax.ik`` was both the solver and OpenSim's setup file: its names are those of the two)
+_MOVED_MODULES: dict[str, tuple[str, ...]] = {
+    'ik': ('analysis.ik', 'opensim.tools.ik'),
+    'id_tool': ('opensim.tools.id',),
+    'so_tool': ('opensim.tools.so',),
+    'jr_tool': ('opensim.tools.jr',),
+}
 
 
 def _export(module: str, *names: str) -> None:
@@ -83,20 +89,20 @@ _submodules('sharing', 'control', 'identify', 'sweep')
 _export('sharing', 'static_optimization', 'static_optimization_trajectory')
 _export('sweep', 'sweep_poses')
 
-# data: model import and OpenSim data files, model markers, inverse kinematics and dynamics of frames
+# data: model import and OpenSim data files, model markers, inverse kinematics (mbjax.analysis) and dynamics
+# of frames
 _submodules('io')
 _export('markers', 'Markers', 'marker_positions')
-_submodules(*_IMPLEMENTATION)
-_export('ik', 'inverse_kinematics')
-_export('id_tool', 'inverse_dynamics_frames')
+_export('analysis.ik', 'inverse_kinematics')
+_export('opensim.tools.id', 'inverse_dynamics_frames')
 
 # the tiers beside the core: OpenSim's workflow, reference twins (test oracles), process settings
 _submodules('opensim', 'reference', 'config')
 
-_moved('opensim', 'ik', 'inverse_kinematics_from_setup')
-_moved('opensim', 'id_tool', 'inverse_dynamics_from_setup', 'inverse_dynamics_motion')
-_moved('opensim', 'so_tool', 'static_optimization_from_setup', 'static_optimization_motion')
-_moved('opensim', 'jr_tool', 'joint_reactions_from_setup')
+_moved('opensim', 'opensim.tools.ik', 'inverse_kinematics_from_setup')
+_moved('opensim', 'opensim.tools.id', 'inverse_dynamics_from_setup', 'inverse_dynamics_motion')
+_moved('opensim', 'opensim.tools.so', 'static_optimization_from_setup', 'static_optimization_motion')
+_moved('opensim', 'opensim.tools.jr', 'joint_reactions_from_setup')
 _moved('reference', '_dynamics', 'mass_matrix_kron', 'bias_forces_kron')
 _moved('reference', 'reference', 'gravity_forces_kron', 'pose_derivatives_kron')
 _moved('reference', '_point_kinematics', 'virtual_displacement')
@@ -108,10 +114,32 @@ _moved('muscles', 'muscles', 'moment_arms_batched')
 _moved('sharing', 'sharing', 'infeasibility_report')
 _moved('forces', 'forces', 'ModelForces', 'model_forces', 'with_force_elements')
 
-__all__ = sorted(n for n in _EXPORTS if n not in _MOVED and n not in _IMPLEMENTATION)
+__all__ = sorted(n for n in _EXPORTS if n not in _MOVED)
+
+
+def _moved_module(name: str):
+    """``mbjax.ik``, ``mbjax.id_tool``, ...: the module at its new home (for ``ik``, a module holding the
+    public names of its two new homes), with a warning naming them.  Not cached: warns each time."""
+    import types
+    import warnings
+
+    homes = _MOVED_MODULES[name]
+    warnings.warn(f"mbjax.{name} is {' and '.join(f'mbjax.{h}' for h in homes)}; mbjax.{name} goes in the next "
+                  "release", DeprecationWarning, stacklevel=3)
+    modules = [importlib.import_module(f"{__name__}.{home}") for home in homes]
+    if len(modules) == 1:
+        return modules[0]
+    merged = types.ModuleType(f"{__name__}.{name}", f"mbjax.{name} (deprecated): the names of "
+                              + ", ".join(m.__name__ for m in modules))
+    for m in modules:
+        merged.__dict__.update({n: getattr(m, n) for n in m.__all__})
+    merged.__all__ = sorted(n for m in modules for n in m.__all__)
+    return merged
 
 
 def __getattr__(name: str):
+    if name in _MOVED_MODULES:
+        return _moved_module(name)
     try:
         module, attribute = _EXPORTS[name]
     except KeyError:

@@ -61,7 +61,7 @@ class Model(eqx.Module):
     ``forces`` (force elements: springs, bushings, contact, ligaments; :class:`mbjax.forces.ForceSet`),
     ``path_functions`` (paths as fitted functions of the coordinates, :mod:`mbjax.muscles.path_functions`)
     and ``osim`` (what the model keeps of its OpenSim file: coordinate defaults, ranges, units and
-    provenance, :class:`mbjax.io.osim_info.OsimInfo`).  Change them with :meth:`replace`.
+    provenance, :class:`mbjax.opensim.model.osim_info.OsimInfo`).  Change them with :meth:`replace`.
     """
 
     offset: jnp.ndarray

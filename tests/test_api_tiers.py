@@ -5,6 +5,8 @@ top level for one release with a warning naming their new home."""
 from __future__ import annotations
 
 import importlib
+import os
+import re
 import subprocess
 import sys
 import warnings
@@ -62,18 +64,29 @@ def test_the_opensim_tier_is_the_workflow():
 
     assert set(OPENSIM_WORKFLOW) <= set(tier.__all__)
     assert tier.load_osim is mbjax.io.load_osim and tier.read_storage is mbjax.io.read_storage
-    assert tier.inverse_kinematics_from_setup is mbjax.ik.inverse_kinematics_from_setup
-    assert tier.joint_reactions_motion is mbjax.jr_tool.joint_reactions_motion
+    from mbjax.opensim.tools import ik, jr
+
+    assert tier.inverse_kinematics_from_setup is ik.inverse_kinematics_from_setup
+    assert tier.joint_reactions_motion is jr.joint_reactions_motion
     with pytest.raises(AttributeError, match="mbjax.opensim' has no attribute 'nope'"):
         tier.nope  # noqa: B018
 
 
-def test_tool_packages_import_without_warning_and_are_not_listed():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        for name in ("ik", "id_tool", "so_tool"):
-            assert getattr(mbjax, name).__name__ == f"mbjax.{name}"
-            assert name not in mbjax.__all__
+@pytest.mark.parametrize("name, homes", [
+    ("ik", ("mbjax.analysis.ik", "mbjax.opensim.tools.ik")), ("id_tool", ("mbjax.opensim.tools.id",)),
+    ("so_tool", ("mbjax.opensim.tools.so",)), ("jr_tool", ("mbjax.opensim.tools.jr",)),
+])
+def test_the_former_tool_packages_warn_naming_their_new_homes(name, homes):
+    """``mbjax.ik`` (the solver and the IK setup file), ``mbjax.id_tool``, ``mbjax.so_tool`` and
+    ``mbjax.jr_tool`` answer for one release, with a warning naming where their names are now."""
+    said = re.escape(f"mbjax.{name} is {' and '.join(homes)};")
+    with pytest.warns(DeprecationWarning, match=said):
+        old = getattr(mbjax, name)
+    assert name not in mbjax.__all__
+    for home in map(importlib.import_module, homes):
+        for n in home.__all__:
+            assert getattr(old, n) is getattr(home, n), f"mbjax.{name}.{n}"
+    assert not os.path.exists(os.path.join(os.path.dirname(mbjax.__file__), name))  # no package left behind
 
 
 def _modules_after(code: str) -> set[str]:
@@ -89,7 +102,7 @@ def test_importing_the_package_and_the_opensim_tier_imports_no_jax():
 
 def test_opensim_still_means_opensims_own_package():
     pytest.importorskip("opensim")
-    out = subprocess.run([sys.executable, "-c", "import mbjax.opensim, mbjax.io.opensim_reference; import opensim; "
+    out = subprocess.run([sys.executable, "-c", "import mbjax.opensim, mbjax.opensim.opensim_reference; import opensim; "
                           "print(opensim.__name__, hasattr(opensim, 'Model'))"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["opensim", "True"]

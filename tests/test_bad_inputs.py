@@ -507,10 +507,10 @@ def test_float32_loaders_kinematics_dynamics(tmp_path):
 
 
 def test_static_optimization_setup_and_data_refused_by_name(tmp_path):
-    """``mbjax.so_tool``: a missing file, the wrong tool, a bad number, reserves on unknown or doubled
+    """``mbjax.opensim.tools.so``: a missing file, the wrong tool, a bad number, reserves on unknown or doubled
     coordinates and NaN coordinates each raise, naming the file, element or coordinate."""
     from mbjax.io import Table
-    from mbjax.so_tool import Reserve, read_so_setup, static_optimization_motion
+    from mbjax.opensim.tools.so import Reserve, read_so_setup, static_optimization_motion
 
     with pytest.raises(FileNotFoundError, match="nope.xml"):
         read_so_setup(tmp_path / "nope.xml")

@@ -12,13 +12,13 @@ import pytest
 import mbjax
 import mbjax.cli as cli
 from mbjax.cli import Failure, UsageError, run_setups
-from mbjax.id_tool import inverse_dynamics_from_setup, inverse_dynamics_motion
-from mbjax.ik import read_ik_setup
+from mbjax.opensim.tools.id import inverse_dynamics_from_setup, inverse_dynamics_motion
+from mbjax.opensim.tools.ik import read_ik_setup
 from mbjax.io import (MarkerData, Table, load_markers, load_osim, read_storage, read_trc, write_osim, write_storage,
                       write_trc)
 from mbjax.models import arm26_path, model_path
 from mbjax.opensim import inverse_kinematics_from_setup
-from mbjax.so_tool import static_optimization_from_setup, static_optimization_motion
+from mbjax.opensim.tools.so import static_optimization_from_setup, static_optimization_motion
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
 IK_SETUP = os.path.join(DATA, "arm26_ik", "arm26_Setup_InverseKinematics.xml")

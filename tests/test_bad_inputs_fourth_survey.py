@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax.jr_tool import actuator_forces
+from mbjax.opensim.tools.jr import actuator_forces
 from mbjax.models import arm26_path
 
 jax.config.update("jax_enable_x64", True)

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax.ik import frame_solver as ik
-from mbjax.ik import CoordinateTask, inverse_kinematics, read_ik_setup
+from mbjax.analysis.ik import frame_solver as ik
+from mbjax.analysis.ik import CoordinateTask, inverse_kinematics
+from mbjax.opensim.tools.ik import read_ik_setup
 from mbjax.io import MarkerData, load_markers
 from mbjax.models import arm26_path
 

@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 from mbjax.io import load_osim
-from mbjax.io.osim_summary import summarize_osim
+from mbjax.opensim.model.osim_summary import summarize_osim
 from _osim_text import replace_once as _sub, write_text as _write
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "mbjax", "models", "data")

@@ -12,16 +12,17 @@ import pytest
 
 import mbjax
 import mbjax.identify as idf
-from mbjax.id_tool import coordinate_trajectory, inverse_dynamics_frames, inverse_dynamics_motion
-from mbjax.id_tool.motion import external_loads_file
-from mbjax.ik import inverse_kinematics, read_ik_setup
+from mbjax.opensim.tools.id import coordinate_trajectory, inverse_dynamics_frames, inverse_dynamics_motion
+from mbjax.opensim.tools.id.motion import external_loads_file
+from mbjax.analysis.ik import inverse_kinematics
+from mbjax.opensim.tools.ik import read_ik_setup
 from mbjax.io import (MarkerData, load_markers, load_osim, read_external_loads, read_storage, save_model,
                       write_osim, write_storage, write_trc)
-from mbjax.io.osim_couplers import _looks_like_degrees
+from mbjax.opensim.model.osim_couplers import _looks_like_degrees
 from mbjax.io.table import Table
-from mbjax.jr_tool import joint_reactions_motion
+from mbjax.opensim.tools.jr import joint_reactions_motion
 from mbjax.models import arm26_path, model_path
-from mbjax.so_tool import static_optimization_motion
+from mbjax.opensim.tools.so import static_optimization_motion
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
 ARM = load_osim(arm26_path(), ignore_wrapping=True)
@@ -186,7 +187,7 @@ def test_ik_from_file_task_without_coordinate_data_python():
     data = MarkerData(np.array([0.0]), tuple(markers.names), x)
     with pytest.raises(ValueError, match=r"coordinate task 'r_elbow_flex' has value_type 'from_file' but no "
                                          r"coordinate_data was given; pass coordinate_data"):
-        inverse_kinematics(ARM, markers, data, coordinate_tasks={"r_elbow_flex": mbjax.ik.CoordinateTask(1.0, "from_file")})
+        inverse_kinematics(ARM, markers, data, coordinate_tasks={"r_elbow_flex": mbjax.analysis.ik.CoordinateTask(1.0, "from_file")})
 
 
 # ---- unit mix-ups ---------------------------------------------------------------------------------

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax.id_tool import coordinate_trajectory, inverse_dynamics_from_setup, read_coordinates, read_id_setup
+from mbjax.opensim.tools.id import coordinate_trajectory, inverse_dynamics_from_setup, read_coordinates, read_id_setup
 from mbjax.io import read_external_loads, read_storage, write_storage
-from mbjax.jr_tool import actuator_forces
+from mbjax.opensim.tools.jr import actuator_forces
 from mbjax.models import arm26_path
-from mbjax.so_tool import read_so_setup, static_optimization_from_setup, static_optimization_motion
+from mbjax.opensim.tools.so import read_so_setup, static_optimization_from_setup, static_optimization_motion
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
 ARM_SO = os.path.join(DATA, "arm26_so")
@@ -229,18 +229,18 @@ def test_forces_file_with_a_duplicated_label_refused():
 def test_float32_is_warned_once_naming_the_tool(tmp_path, monkeypatch):
     import jax
 
-    import mbjax.id_tool
-    import mbjax.id_tool.motion
+    import mbjax.opensim.tools.id
+    import mbjax.opensim.tools.id.motion
 
-    monkeypatch.setattr(mbjax.id_tool.motion, "_FLOAT32_WARNED", set())
+    monkeypatch.setattr(mbjax.opensim.tools.id.motion, "_FLOAT32_WARNED", set())
     table = read_storage(_short_motion(tmp_path, 8))
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.warns(UserWarning, match=r"inverse dynamics runs in float32 .*jax_enable_x64"):
-            mbjax.id_tool.inverse_dynamics_motion(ARM, table)
+            mbjax.opensim.tools.id.inverse_dynamics_motion(ARM, table)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            mbjax.id_tool.inverse_dynamics_motion(ARM, table)  # once
+            mbjax.opensim.tools.id.inverse_dynamics_motion(ARM, table)  # once
     finally:
         jax.config.update("jax_enable_x64", True)
 

@@ -17,8 +17,8 @@ import pytest
 import mbjax.models
 from mbjax import cli
 from mbjax.io import load_osim, read_storage, read_trc, write_storage
-from mbjax.io.osim_classes import CURVE_PROPERTIES, MUSCLE_TYPES, PATH_FORCE_FUNCTIONS, PATH_FORCE_PROPERTIES
-from mbjax.io.osim_summary import _parse, summarize_osim
+from mbjax.opensim.model.osim_classes import CURVE_PROPERTIES, MUSCLE_TYPES, PATH_FORCE_FUNCTIONS, PATH_FORCE_PROPERTIES
+from mbjax.opensim.model.osim_summary import _parse, summarize_osim
 from mbjax.io.table import Table
 from _osim_text import replace_once as _sub, write_text as _write
 

@@ -13,13 +13,14 @@ import pytest
 
 import mbjax
 import mbjax.cli as cli
-from mbjax.id_tool import read_id_setup
-from mbjax.ik import inverse_kinematics, read_ik_setup
+from mbjax.opensim.tools.id import read_id_setup
+from mbjax.analysis.ik import inverse_kinematics
+from mbjax.opensim.tools.ik import read_ik_setup
 from mbjax.io import MarkerData, Table, coordinates_from_table, load_markers, read_scale_setup, read_storage
-from mbjax.jr_tool import read_jr_setup
+from mbjax.opensim.tools.jr import read_jr_setup
 from mbjax.models import arm26_path, model_path, pipeline_path
 from mbjax.opensim import inverse_kinematics_from_setup
-from mbjax.so_tool import read_so_setup
+from mbjax.opensim.tools.so import read_so_setup
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
 IK_SETUP = os.path.join(DATA, "arm26_ik", "arm26_Setup_InverseKinematics.xml")

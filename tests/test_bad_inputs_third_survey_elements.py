@@ -16,7 +16,7 @@ from mbjax.config import CoordinateRangeWarning
 from mbjax.forces import _params
 from mbjax.forces.base import ForceSet
 from mbjax.io import load_osim
-from mbjax.jr_tool.keys import reaction_keys
+from mbjax.opensim.tools.jr.keys import reaction_keys
 from mbjax.models.opensim_examples import model_path
 from mbjax.muscles.path_fitting import _coordinate_ranges
 from mbjax._simulate import _warn_fine_tolerances

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax.id_tool import coordinate_trajectory, inverse_dynamics_motion
-from mbjax.ik import inverse_kinematics
+from mbjax.opensim.tools.id import coordinate_trajectory, inverse_dynamics_motion
+from mbjax.analysis.ik import inverse_kinematics
 from mbjax.io import MarkerData, load_markers, read_external_loads, read_storage
 from mbjax.models import arm26_path
-from mbjax.so_tool import static_optimization_motion
+from mbjax.opensim.tools.so import static_optimization_motion
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
 ARM = mbjax.io.load_osim(arm26_path(), ignore_wrapping=True)

@@ -88,7 +88,7 @@ def test_gait2354_residuals_equal_the_body_wrench_route():
     import warnings
 
     from mbjax.forces.body_actuators import _loads
-    from mbjax.so_tool import read_reserves
+    from mbjax.opensim.tools.so import read_reserves
 
     folder = mbjax.models.pipeline_path("gait2354_walk")
     with warnings.catch_warnings():

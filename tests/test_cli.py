@@ -430,7 +430,7 @@ def test_so_setup_writes_opensims_files(tmp_path, capsys):
     """The arm26 tutorial's static-optimization setup with --model (a straight-path copy: the wrapped
     run against OpenSim is tests/validation/test_so_opensim.py): files as the library writes them."""
     from mbjax.io import read_storage
-    from mbjax.so_tool import static_optimization_from_setup
+    from mbjax.opensim.tools.so import static_optimization_from_setup
 
     sys.path.insert(0, os.path.dirname(__file__))
     from _osim_models import strip_wrapping
@@ -549,7 +549,7 @@ def _pendulum_jr_setup(tmp_path, forces="force.sto"):
 
 def test_jr_setup_writes_opensims_file(tmp_path, capsys):
     from mbjax.io import read_storage
-    from mbjax.jr_tool import joint_reactions_from_setup
+    from mbjax.opensim.tools.jr import joint_reactions_from_setup
 
     setup = _pendulum_jr_setup(tmp_path)
     code, out, err = _main(capsys, "jr", setup, "--out", str(tmp_path / "jr"), "--plot", str(tmp_path / "jr.png"))
@@ -642,9 +642,9 @@ def test_ik_output_folder_made_or_refused_before_solving(tmp_path, capsys):
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs a folder where no file can be made")
 @pytest.mark.parametrize("tool,setup,fn", [
-    ("id", "gait2354_id/subject01_Setup_InverseDynamics.xml", "mbjax.id_tool.setup.inverse_dynamics_motion"),
-    ("so", "arm26_so/arm26_Setup_StaticOptimization.xml", "mbjax.so_tool.setup.static_optimization_motion"),
-    ("ik", "arm26_ik/arm26_Setup_InverseKinematics.xml", "mbjax.ik.setup_file.inverse_kinematics"),
+    ("id", "gait2354_id/subject01_Setup_InverseDynamics.xml", "mbjax.opensim.tools.id.setup.inverse_dynamics_motion"),
+    ("so", "arm26_so/arm26_Setup_StaticOptimization.xml", "mbjax.opensim.tools.so.setup.static_optimization_motion"),
+    ("ik", "arm26_ik/arm26_Setup_InverseKinematics.xml", "mbjax.opensim.tools.ik.inverse_kinematics"),
 ])
 def test_tool_outputs_checked_before_the_work(tmp_path, capsys, monkeypatch, tool, setup, fn):
     """--out, --plot and the setup's own outputs that cannot be written: usage errors (2) before

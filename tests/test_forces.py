@@ -120,7 +120,7 @@ def test_smooth_step_is_c2():
 
 
 def test_body_fixed_xyz_inverts_rotation():
-    from mbjax.io.osim_xml import _xyz_body_fixed
+    from mbjax.opensim.model.osim_xml import _xyz_body_fixed
 
     rng = np.random.default_rng(3)
     for _ in range(10):

@@ -1,4 +1,4 @@
-"""Inverse dynamics with external loads (mbjax.id_tool, mbjax.io.external_loads, mbjax.io.signal).
+"""Inverse dynamics with external loads (mbjax.opensim.tools.id, mbjax.opensim.external_loads, mbjax.io.signal).
 
 Independent references:
 
@@ -29,7 +29,7 @@ import pytest
 from scipy import signal as sps
 
 import mbjax
-from mbjax.id_tool import coordinate_trajectory, inverse_dynamics_from_setup, inverse_dynamics_frames, read_id_setup
+from mbjax.opensim.tools.id import coordinate_trajectory, inverse_dynamics_from_setup, inverse_dynamics_frames, read_id_setup
 from mbjax.io import Table, load_osim, read_external_loads, read_storage, write_storage
 from mbjax.io.signal import NaturalSpline, butterworth3, lowpass_iir, lowpass_storage, pad, resample
 
@@ -325,7 +325,7 @@ def test_external_loads_file_reads_and_interpolates(tmp_path, walker):
 
 
 def test_padded_length_is_a_quarter_octave():
-    from mbjax.id_tool import padded_length
+    from mbjax.opensim.tools.id import padded_length
 
     lengths = [padded_length(n) for n in range(1, 2049)]
     for n, p in zip(range(1, 2049), lengths):
@@ -495,8 +495,8 @@ def test_force_elements_and_excluded_forces(tmp_path):
     forces mbjax does not compute (muscles, ligaments) must be excluded."""
     from types import SimpleNamespace
 
-    from mbjax.id_tool import inverse_dynamics_motion
-    from mbjax.id_tool.motion import _force_elements_applied
+    from mbjax.opensim.tools.id import inverse_dynamics_motion
+    from mbjax.opensim.tools.id.motion import _force_elements_applied
 
     spring = ("<ForceSet name=\"forceset\"><objects><SpringGeneralizedForce name=\"spring\"><coordinate>ankle"
               "</coordinate><stiffness>30</stiffness><rest_length>0.2</rest_length><viscosity>1.5</viscosity>"
@@ -531,9 +531,9 @@ def test_results_folder_made_and_checked_before_computing(tmp_path, walker, monk
                                                 "<results_directory> out/a/b </results_directory>"))
     r = inverse_dynamics_from_setup(nested, walker)
     np.testing.assert_array_equal(read_storage(tmp_path / "out" / "a" / "b" / "walk_id.sto").data, r.tau)
-    import mbjax.id_tool.setup
+    import mbjax.opensim.tools.id.setup
 
-    monkeypatch.setattr(mbjax.id_tool.setup, "inverse_dynamics_motion", lambda *a, **k: pytest.fail("computed first"))
+    monkeypatch.setattr(mbjax.opensim.tools.id.setup, "inverse_dynamics_motion", lambda *a, **k: pytest.fail("computed first"))
     (tmp_path / "blocker").write_text("")
     bad = tmp_path / "bad.xml"
     bad.write_text(setup.read_text().replace("<results_directory> results </results_directory>",

@@ -1,4 +1,4 @@
-"""Marker-based inverse kinematics (mbjax.ik) on arm26.
+"""Marker-based inverse kinematics (mbjax.analysis.ik) on arm26.
 
 References: known poses (markers generated from them are recovered), and SciPy's bounded
 trust-region least squares (``scipy.optimize.least_squares``, method ``trf``) solving the same weighted
@@ -19,7 +19,8 @@ import pytest
 from scipy.optimize import least_squares
 
 import mbjax
-from mbjax.ik import CoordinateTask, inverse_kinematics, read_ik_setup
+from mbjax.analysis.ik import CoordinateTask, inverse_kinematics
+from mbjax.opensim.tools.ik import read_ik_setup
 from mbjax.io import MarkerData, load_markers, read_storage, read_trc, write_trc
 from mbjax.models import arm26_path
 
@@ -265,7 +266,7 @@ def test_frames_the_tracking_solver_misses_are_solved_by_the_fallback(arm, monke
     optimistix fallback (its own program) from its own start, the frames after it go on from that
     solution, and every frame ends at the minimum the undisturbed run finds (independent: the
     same problem without failures, and the known poses the markers come from)."""
-    from mbjax.ik import frame_solver
+    from mbjax.analysis.ik import frame_solver
 
     model, markers, pos = arm[:3]
     q = _motion()
@@ -450,7 +451,8 @@ def test_ik_motion_has_every_coordinate_in_opensims_order(tmp_path):
     in OpenSim's CoordinateSet order: all values computed by hand in tests/_ik_models.py."""
     from _ik_models import COLUMNS, expected_columns, write_model
 
-    from mbjax.ik import IKResult, write_ik_motion
+    from mbjax.analysis.ik import IKResult
+    from mbjax.opensim.tools.ik import write_ik_motion
     from mbjax.io import coordinates_from_table, load_osim, read_storage
 
     model = load_osim(write_model(tmp_path))
@@ -483,7 +485,8 @@ def test_leg39_ik_motion_has_every_coordinate(tmp_path):
     import warnings
     import xml.etree.ElementTree as ET
 
-    from mbjax.ik import IKResult, write_ik_motion
+    from mbjax.analysis.ik import IKResult
+    from mbjax.opensim.tools.ik import write_ik_motion
     from mbjax.io import load_osim, read_storage
 
     with warnings.catch_warnings():
@@ -546,7 +549,7 @@ def test_setup_writes_motion_into_a_new_folder(arm, tmp_path):
 
 def test_bad_output_path_fails_before_solving(arm, tmp_path, monkeypatch):
     model, markers = arm[:2]
-    monkeypatch.setattr(mbjax.ik.setup_file, "inverse_kinematics", lambda *a, **k: pytest.fail("solved before the check"))
+    monkeypatch.setattr(mbjax.opensim.tools.ik, "inverse_kinematics", lambda *a, **k: pytest.fail("solved before the check"))
     (tmp_path / "file").write_text("")
     setup = _setup_with_output(tmp_path, "file/ik.mot")
     with pytest.raises(OSError, match=r"setup\.xml: cannot create the folder .*file.* for the IK output motion file"):

@@ -1,4 +1,4 @@
-"""OpenSim's JointReaction analysis from setup files (mbjax.jr_tool), without OpenSim.
+"""OpenSim's JointReaction analysis from setup files (mbjax.opensim.tools.jr), without OpenSim.
 
 Independent references:
 
@@ -265,7 +265,7 @@ def test_setup_errors_name_what_is_wrong(tmp_path):
 def _gait_setup(tmp_path, model):
     """Gait2354's walk (6 Hz, 0.5-0.6 s) with made-up smooth muscle and actuator forces on every
     other state row, the SO file's recorded external-load columns, and a JointReaction setup."""
-    from mbjax.so_tool import read_reserves, states_trajectory
+    from mbjax.opensim.tools.so import read_reserves, states_trajectory
 
     coords = read_storage(WALK / "subject01_walk1_ik.mot")
     t, _, _, _ = states_trajectory(model, coords, 6.0, (0.45, 0.65))
@@ -309,7 +309,7 @@ def _gait_setup(tmp_path, model):
 @pytest.mark.extended  # a second formulation of what tests/validation/test_jr_opensim.py checks against OpenSim
 def test_gait2354_reactions_are_the_subtree_balance(tmp_path):
     from mbjax.forces import CoordinateActuator, actuator_matrix
-    from mbjax.io.external_loads import read_external_loads
+    from mbjax.opensim.external_loads import read_external_loads
     from mbjax.muscles import body_wrenches, opensim_moment_arms
 
     with warnings.catch_warnings():

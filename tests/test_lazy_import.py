@@ -22,7 +22,7 @@ def test_import_and_cli_parser_do_not_import_jax():
     # `mbjax info` reads the file's XML: neither JAX nor the model loader
     info = _modules_after("import mbjax.cli as c, contextlib, io; "
                           "exec(\"with contextlib.redirect_stdout(io.StringIO()): assert c.main(['info', 'arm26']) == 0\")")
-    assert "mbjax.io.osim_summary" in info and "jax" not in info and "mbjax.io.osim" not in info
+    assert "mbjax.opensim.model.osim_summary" in info and "jax" not in info and "mbjax.opensim.model.osim" not in info
     out = subprocess.run([sys.executable, "-m", "mbjax.cli", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("mbjax ")
 

@@ -1,4 +1,4 @@
-"""Joint layouts and socket syntax of older OpenSim documents (:mod:`mbjax.io.osim_older_documents`).
+"""Joint layouts and socket syntax of older OpenSim documents (:mod:`mbjax.opensim.model.osim_older_documents`).
 
 Each file is a shipped model rewritten into the layout of an older document version, as OpenSim
 4.6 reads it back (``Model``/``Joint``/``Component::updateFromXMLNode``), and must load as the

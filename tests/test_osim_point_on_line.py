@@ -1,4 +1,4 @@
-"""OpenSim's PointOnLineConstraint, eliminated (mbjax.io.osim_point_on_line), on OpenSim's
+"""OpenSim's PointOnLineConstraint, eliminated (mbjax.opensim.model.osim_point_on_line), on OpenSim's
 BouncingBlock model (tests/data/opensim_models/bouncing_block, Apache-2.0, see its NOTICE).
 
 Every check is against something computed another way: the constraints against the reduced
@@ -21,7 +21,7 @@ import pytest
 import mbjax
 from mbjax.constraints import LoopConstraint, loop_values
 from mbjax.io import load_osim
-from mbjax.io.osim_point_on_line import dependent_values, point_on_line_loop
+from mbjax.opensim.model.osim_point_on_line import dependent_values, point_on_line_loop
 
 PATH = os.path.join(os.path.dirname(__file__), "data", "opensim_models", "bouncing_block", "bouncing_block.osim")
 FREE = ("xRotation", "yRotation", "zRotation", "xTranslation", "yTranslation", "zTranslation", "pin1_rot", "pin2_rot")

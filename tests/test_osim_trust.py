@@ -14,7 +14,7 @@ import pytest
 
 import mbjax
 from mbjax.io import load_osim
-from mbjax.io.osim_paths import CONDITIONAL_RANGE_TOLERANCE
+from mbjax.opensim.model.osim_paths import CONDITIONAL_RANGE_TOLERANCE
 from mbjax.muscles import muscle_lengths
 
 from _osim_models import (

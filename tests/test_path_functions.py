@@ -253,7 +253,7 @@ def test_point_consumers_refuse_path_functions():
 
 def test_joint_reaction_loads_of_a_function_path_are_mobility_forces():
     """OpenSim applies a FunctionBasedPath's tension as generalized forces R F, no body load."""
-    from mbjax.jr_tool import muscle_loads as eager_loads
+    from mbjax.opensim.tools.jr import muscle_loads as eager_loads
 
     muscle_loads = eqx.filter_jit(eager_loads)  # one program per model structure, not op by op
     model = mbjax.models.load(MODEL)

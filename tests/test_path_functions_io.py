@@ -1,4 +1,4 @@
-"""OpenSim ``FunctionBasedPath`` in and out of mbjax (mbjax.io.osim_path_functions, load_osim, write_osim).
+"""OpenSim ``FunctionBasedPath`` in and out of mbjax (mbjax.opensim.model.osim_path_functions, load_osim, write_osim).
 
 Round trips: path functions written into a copy of the .osim (``write_osim``) or a
 ``Set_FunctionBasedPath_`` file (``write_path_functions``) and read back (``load_osim``,
@@ -97,7 +97,7 @@ def test_write_osim_then_load_osim_is_the_same_model(arm26, arm26_functions):
 
 def test_summary_names_function_based_paths(arm26_functions, capsys):
     from mbjax.cli import main
-    from mbjax.io.osim_summary import summarize_osim
+    from mbjax.opensim.model.osim_summary import summarize_osim
 
     _, path = arm26_functions
     muscles = summarize_osim(path).muscles

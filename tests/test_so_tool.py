@@ -1,4 +1,4 @@
-"""Static optimization from OpenSim setup files (mbjax.so_tool) on the arm26 tutorial's own files.
+"""Static optimization from OpenSim setup files (mbjax.opensim.tools.so) on the arm26 tutorial's own files.
 
 Independent references:
 
@@ -24,7 +24,7 @@ import pytest
 import mbjax
 from mbjax.io import Table, read_storage
 from mbjax.forces import PointActuator, TorqueActuator
-from mbjax.so_tool import Reserve, read_reserves, read_so_setup, states_trajectory, static_optimization_from_setup
+from mbjax.opensim.tools.so import Reserve, read_reserves, read_so_setup, states_trajectory, static_optimization_from_setup
 
 DATA = pathlib.Path(__file__).parent / "data" / "opensim_models" / "arm26_so"
 SETUP = DATA / "arm26_Setup_StaticOptimization.xml"
@@ -119,7 +119,7 @@ def test_reserve_carries_what_muscles_cannot(tmp_path):
     model = mbjax.models.load("arm26", ignore_wrapping=True)
     t = np.linspace(0.0, 0.5, 31)
     q = np.stack([0.1 + 0.0 * t, 0.5 + 1.5 * t ** 2], 1)
-    from mbjax.so_tool import static_optimization_motion
+    from mbjax.opensim.tools.so import static_optimization_motion
 
     res = static_optimization_motion(model, Table(t, tuple(model.coordinate_names), q, False, {}),
                                      reserves=(Reserve("elbow", "r_elbow_flex", 1.0),), progress=False)
@@ -133,8 +133,8 @@ def test_reserve_carries_what_muscles_cannot(tmp_path):
 
 def test_second_motion_of_the_same_length_does_not_trace_again(monkeypatch):
     """Compile once, run many: a second motion (new values, same frame count) reuses the program."""
-    from mbjax.so_tool import motion as so_motion
-    from mbjax.so_tool import static_optimization_motion
+    from mbjax.opensim.tools.so import motion as so_motion
+    from mbjax.opensim.tools.so import static_optimization_motion
 
     traces = []
     inner = so_motion.static_optimization_trajectory
@@ -167,7 +167,7 @@ def test_nan_in_the_model_is_reported_not_returned():
     made NaN must still stop the run with a message naming the frames, not return NaN activations."""
     import equinox as eqx
 
-    from mbjax.so_tool import static_optimization_motion
+    from mbjax.opensim.tools.so import static_optimization_motion
 
     model = mbjax.models.load("arm26", ignore_wrapping=True)
     paths = model.muscles
@@ -214,7 +214,7 @@ def test_force_set_files_inherit_the_model_and_setup_defaults(tmp_path):
     """OpenSim's default objects are global: a force-set file read after the model takes the
     model's ``<defaults>`` for what its elements leave out (Rajagopal's PointActuator default has
     force_is_global true), and its own override them."""
-    from mbjax.so_tool import setup_force_sets
+    from mbjax.opensim.tools.so import setup_force_sets
 
     src = open(mbjax.models.model_path("arm26")).read()
     model_file = tmp_path / "arm26.osim"
@@ -244,14 +244,14 @@ def test_actuators_on_coupled_and_locked_coordinates(tmp_path):
     sys.path.insert(0, os.path.dirname(__file__))
     from _ik_models import KNEE, SLIDE, write_model
 
-    from mbjax.so_tool import actuator_columns
+    from mbjax.opensim.tools.so import actuator_columns
 
     model = mbjax.io.load_osim(write_model(tmp_path))
     assert tuple(model.coordinate_names) == ("flex",)
     acts = (Reserve("k", "knee", 2.0), Reserve("s", "slide", 3.0), Reserve("t", "tilt", 5.0), Reserve("f", "flex", 7.0))
     B = np.asarray(actuator_columns(model, acts, np.array([0.4])))
     np.testing.assert_allclose(B, [[KNEE[0] * 2.0, SLIDE[0] * 3.0, 0.0, 7.0]], rtol=1e-12, atol=1e-15)
-    from mbjax.so_tool import check_actuators
+    from mbjax.opensim.tools.so import check_actuators
 
     with pytest.warns(UserWarning, match=r"locked coordinates: 't' \(tilt\)"):
         check_actuators(model, acts)
@@ -260,7 +260,7 @@ def test_actuators_on_coupled_and_locked_coordinates(tmp_path):
 def test_two_reserves_on_one_coordinate_share_it_by_their_optimal_forces():
     """OpenSim accepts several actuators on one coordinate; with cost x₁² + x₂² and F₁x₁ + F₂x₂ = τ_r
     the optimum has x₂/x₁ = F₂/F₁ (KKT: 2xᵢ = λFᵢ)."""
-    from mbjax.so_tool import static_optimization_motion
+    from mbjax.opensim.tools.so import static_optimization_motion
 
     model = mbjax.models.load("arm26", ignore_wrapping=True)
     t = np.linspace(0.0, 0.5, 11)

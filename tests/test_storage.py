@@ -245,7 +245,7 @@ def test_opensim4_motion_types_decide_degree_conversion(tmp_path):
     sys.path.insert(0, os.path.dirname(__file__))
     from _osim_models import write_coupled_model
 
-    from mbjax.io.osim_motion import motion_types
+    from mbjax.opensim.model.osim_motion import motion_types
 
     path = write_coupled_model(tmp_path)
     # a: rotation1, LinearFunction slope 1; m: rotation3 slope 1; d1: SimmSpline; d2: slope 0.1;

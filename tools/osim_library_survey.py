@@ -26,7 +26,7 @@ LIBRARY_OPT_OUTS: dict = {}
 
 
 def survey(root: str, **kwargs):
-    from mbjax.io.osim import load_osim
+    from mbjax.opensim.model.osim import load_osim
 
     files = sorted(glob.glob(os.path.join(root, "Models", "**", "*.osim"), recursive=True))
     rows = []

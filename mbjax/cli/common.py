@@ -186,7 +186,7 @@ def load_model(spec: str, ignore_wrapping: bool = False, wrapping: str = "opensi
             if spec not in ("shoulder", "shoulder:") and rhythm not in RHYTHMS:
                 raise UsageError(f"unknown model {spec!r}; shoulder rhythms are {', '.join(RHYTHMS)}")
             return shoulder_model(rhythm)
-        from ..io.osim import load_osim
+        from ..opensim.model.osim import load_osim
 
         return load_osim(path, ignore_wrapping=ignore_wrapping, wrapping=wrapping)
     except (ValueError, NotImplementedError) as e:

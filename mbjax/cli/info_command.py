@@ -28,7 +28,7 @@ def info_command(args):
             "wrap_objects": [],
         }
     else:
-        from ..io.osim_summary import summarize_osim
+        from ..opensim.model.osim_summary import summarize_osim
 
         try:
             s = summarize_osim(path)

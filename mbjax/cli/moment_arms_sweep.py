@@ -40,7 +40,7 @@ def _coordinate_table(model, spec: str):
         source = os.path.basename(info.source) if spec.endswith(".osim") or spec in _EXAMPLES else spec
         units = ["m" if t == "translational" else "rad" for t in info.motion_types]
         try:  # the file's declared motion types (OpenSim 4.x files omit <motion_type>)
-            from ..io.osim_summary import summarize_osim
+            from ..opensim.model.osim_summary import summarize_osim
 
             summary = summarize_osim(info.source)
             by_name = {c.name: c for c in summary.coordinates}

@@ -22,7 +22,7 @@ from .common import (
     load_model,
 )
 from .moment_arms_sweep import curve_styles
-from ..io.xml_booleans import BOOL_TEXT
+from ..opensim.xml_booleans import BOOL_TEXT
 
 
 def _setup_model(args, tool):
@@ -117,25 +117,25 @@ def tools_of_setup(path: str) -> tuple[str, ...]:
 def _setup_files(path, tool):
     """``(inputs, outputs)`` of one step of a plan: ``[(element, file)]`` it reads, the files it writes."""
     if tool == "ik":
-        from ..ik import read_ik_setup
+        from ..opensim.tools.ik import read_ik_setup
 
         s = read_ik_setup(path)
         return ([("model_file", s.model_file), ("marker_file", s.marker_file), ("coordinate_file", s.coordinate_file)],
                 [s.output_motion_file, s.errors_file])
     if tool == "id":
-        from ..id_tool import read_id_setup
+        from ..opensim.tools.id import read_id_setup
 
         s = read_id_setup(path)
         return ([("model_file", s.model_file), ("coordinates_file", s.coordinates_file),
                  ("external_loads_file", s.external_loads_file)], [s.output_file])
     if tool == "so":
-        from ..so_tool import read_so_setup
+        from ..opensim.tools.so import read_so_setup
 
         s = read_so_setup(path)
         stem = os.path.join(s.results_directory, f"{s.name}_StaticOptimization_")
         outputs = [stem + "activation.sto", stem + "force.sto"]
     else:
-        from ..jr_tool import read_jr_setup
+        from ..opensim.tools.jr import read_jr_setup
 
         s = read_jr_setup(path)
         outputs = [os.path.join(s.results_directory, f"{s.name}_{s.analysis_name}_ReactionLoads.sto")]
@@ -149,17 +149,17 @@ def _setup_files(path, tool):
 def _refuse_unsupported(path, tool) -> None:
     """What a tool refuses in a setup it reads, refused before any step runs."""
     if tool == "so":
-        from ..so_tool import read_so_setup
-        from ..so_tool.setup import refuse_unsupported
+        from ..opensim.tools.so import read_so_setup
+        from ..opensim.tools.so.setup import refuse_unsupported
 
         refuse_unsupported(path, read_so_setup(path))
     elif tool == "jr":
-        from ..jr_tool import read_jr_setup
-        from ..jr_tool.setup import refuse_unsupported
+        from ..opensim.tools.jr import read_jr_setup
+        from ..opensim.tools.jr.setup import refuse_unsupported
 
         refuse_unsupported(path, read_jr_setup(path))
     elif tool == "id":
-        from ..id_tool import read_id_setup
+        from ..opensim.tools.id import read_id_setup
 
         if read_id_setup(path).coordinates_file is None:
             raise ValueError(f"{path}: no <coordinates_file> (mbjax's ID needs coordinates, as OpenSim's does)")
@@ -171,8 +171,8 @@ def check_plan(plan, model: str | None = None) -> None:
     coordinates or marker file already there must overlap the setup's time range."""
     import warnings
 
-    from ..id_tool import check_input_file
-    from ..id_tool.motion import _clip_time_range
+    from ..opensim.tools.id import check_input_file
+    from ..opensim.tools.id.motion import _clip_time_range
     from ..io.storage import read_storage
 
     made: set[str] = set()
@@ -186,9 +186,9 @@ def check_plan(plan, model: str | None = None) -> None:
                 continue
             check_input_file(path, tag, f)
             if tag in ("coordinates_file", "coordinate_file") and tool != "ik":
-                from ..id_tool import read_id_setup
-                from ..jr_tool import read_jr_setup
-                from ..so_tool import read_so_setup
+                from ..opensim.tools.id import read_id_setup
+                from ..opensim.tools.jr import read_jr_setup
+                from ..opensim.tools.so import read_so_setup
 
                 reader = {"id": read_id_setup, "so": read_so_setup, "jr": read_jr_setup}[tool]
                 with warnings.catch_warnings():
@@ -198,7 +198,7 @@ def check_plan(plan, model: str | None = None) -> None:
                         _clip_time_range(reader(path).time_range, float(t[0]), float(t[-1]),
                                          f"{path}: coordinates file {f}", tool)
             if tag == "marker_file" and tool == "ik":
-                from ..ik import read_ik_setup
+                from ..opensim.tools.ik import read_ik_setup
                 from ..io.storage import read_trc
 
                 with warnings.catch_warnings():
@@ -295,13 +295,13 @@ def _tool_outputs(args, is_dir):
 
 
 def ik_command(args):
-    from ..ik import inverse_kinematics_from_setup, read_ik_setup, write_ik_marker_errors
+    from ..opensim.tools.ik import inverse_kinematics_from_setup, read_ik_setup, write_ik_marker_errors
     from ..io.coordinate_tables import table_from_coordinates
     from ..io.output_paths import prepare_output
     from ..io.storage import write_storage
 
     _tool_outputs(args, is_dir=False)
-    from ..io.osim_markers import load_markers
+    from ..opensim.model.osim_markers import load_markers
 
     model, model_file = _setup_model(args, read_ik_setup)
     if model_file is None:
@@ -356,7 +356,7 @@ def _run_tool(args, reader, run, *, is_dir: bool, out_of, summary, plot):
 
 
 def id_command(args):
-    from ..id_tool import inverse_dynamics_from_setup, read_id_setup
+    from ..opensim.tools.id import inverse_dynamics_from_setup, read_id_setup
 
     _run_tool(args, read_id_setup, lambda model: inverse_dynamics_from_setup(args.setup, model, output_file=args.out),
               is_dir=False, out_of=lambda setup: setup.output_file,
@@ -367,7 +367,7 @@ def id_command(args):
 
 
 def so_command(args):
-    from ..so_tool import read_so_setup, static_optimization_from_setup
+    from ..opensim.tools.so import read_so_setup, static_optimization_from_setup
 
     def summary(res, seconds, out):
         ok = bool(np.all(np.asarray(res.result.converged)))
@@ -389,7 +389,7 @@ def so_command(args):
 
 
 def jr_command(args):
-    from ..jr_tool import read_jr_setup, joint_reactions_from_setup
+    from ..opensim.tools.jr import read_jr_setup, joint_reactions_from_setup
 
     def plot(res, title):
         keys = [k.label for k in res.keys]

@@ -8,7 +8,7 @@ factors (jax arrays, jit-able):
   the child's (``OffsetFrame::extendScale``); ``CustomJoint`` translation functions by the parent's
   factor times ``|axis|ᵀ (1,1,1)`` (``SpatialTransform::scale``; a ``LinearFunction 1 0`` is a
   degree of freedom and is not scaled; ``EllipsoidJoint`` radii by the parent's factor), see
-  :class:`mbjax.io.osim.OsimScaling`;
+  :class:`mbjax.opensim.model.osim.OsimScaling`;
 * bodies: centre of mass ``× s``; inertia ``× s²`` (``Body::scaleInertialProperties``, zero for a
   body of mass ``<= eps``), mass ``× s³`` and inertia ``× s³`` more unless the mass distribution is
   preserved; then, with ``mass`` given, every mass and inertia ``× mass / Σ m`` (``Body::scaleMass``);
@@ -67,7 +67,7 @@ def _scaling_info(model, caller="scale_model", geometry=True):
     if eliminated and geometry:
         raise NotImplementedError(
             f"{caller}: the model's PointOnLineConstraint(s) made {tuple(c for c, _ in eliminated)} "
-            "dependent, solved on a copy of the unscaled body geometry (mbjax.io.osim_point_on_line); "
+            "dependent, solved on a copy of the unscaled body geometry (mbjax.opensim.model.osim_point_on_line); "
             "scaling it is not implemented")
     return sc
 

@@ -139,7 +139,7 @@ class Selection(eqx.Module):
                 raise NotImplementedError(
                     f"fitting {copied}: the model's PointOnLineConstraint(s) eliminated coordinates and "
                     "solve on a copy of its joint geometry (offsets, axes, joint maps), which this fit "
-                    "would not move (mbjax.io.osim_point_on_line); masses, inertias, forces and muscle "
+                    "would not move (mbjax.opensim.model.osim_point_on_line); masses, inertias, forces and muscle "
                     "parameters can be fitted")
             if p.group:
                 value, info_arg = leaves, info

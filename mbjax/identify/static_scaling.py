@@ -4,11 +4,11 @@
 OpenSim computes each factor from marker-pair distances (:func:`~mbjax.identify.scaling.measurement_factor`),
 then solves IK on the averaged static frames and moves every non-fixed marker onto its measured
 position (``MarkerPlacer``).  :func:`fit_static_scale` instead minimises OpenSim's IK objective of the
-static frame (:mod:`mbjax.ik`: ``Σ_m w_m |⁰r_m(q; s) - x_m|² / Σ w_m + Σ_c w_c (q_c - q_c^ref)²``) over
+static frame (:mod:`mbjax.analysis.ik`: ``Σ_m w_m |⁰r_m(q; s) - x_m|² / Σ w_m + Σ_c w_c (q_c - q_c^ref)²``) over
 the pose *and* one factor per group of bodies (a ``Measurement``'s ``BodyScaleSet``), with
 :func:`mbjax.identify.fit` (Levenberg-Marquardt); the model markers are the generic ones scaled by
 their body's factor (:func:`~mbjax.identify.scaling.scale_markers`).  Factors are fitted as
-``log s`` (positive); clamped coordinates stay in their range (the transform of :mod:`mbjax.ik`).
+``log s`` (positive); clamped coordinates stay in their range (the transform of :mod:`mbjax.analysis.ik`).
 :func:`place_markers` then moves the markers as the ``MarkerPlacer`` does.
 """
 
@@ -109,11 +109,11 @@ def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coo
     """Fit one factor per group of ``groups`` (group name -> body names; every OpenSim body in one
     group) and the static pose to the averaged frames of ``data`` in ``time_range`` (all frames if
     None).  ``weights``: marker name -> weight (default 1 for every marker in model and data);
-    ``coordinate_tasks``: coordinate name -> :class:`mbjax.ik.CoordinateTask` or weight (default
+    ``coordinate_tasks``: coordinate name -> :class:`mbjax.analysis.ik.CoordinateTask` or weight (default
     value); ``mass``: subject mass (mass distribution preserved); ``factors0``: group name -> start
     (default 1).  The start pose is :func:`mbjax.inverse_kinematics` on the model scaled by
     ``factors0``.  Unknown names, a body in no group or in two, raise ``ValueError``."""
-    from ..ik import CoordinateTask, inverse_kinematics
+    from ..analysis.ik import CoordinateTask, inverse_kinematics
     from ..io.trc import MarkerData
 
     segs = _scaling_info(model, "fit_static_scale", geometry=False).segments
@@ -170,7 +170,7 @@ def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coo
         raise ValueError(f"fit_static_scale: marker weights are all 0 for the measured markers {used[:8]}: "
                          "nothing to fit")
     mk = markers.select(used)
-    # coordinate tasks and bounds (as mbjax.ik / OpenSim's IK)
+    # coordinate tasks and bounds (as mbjax.analysis.ik / OpenSim's IK)
     info = model.osim
     names = model.coordinate_names
     wc, qref = np.zeros(len(names)), np.asarray(info.default, float).copy()

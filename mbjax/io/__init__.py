@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import importlib
 
-#: public name -> submodule that defines it
+#: public name -> submodule that defines it (or, named from the top, the module of ``mbjax.opensim`` that
+#: does: OpenSim's own files are read there, and ``mbjax.io`` stays the place for every file)
 _EXPORTS = {
-    'load_osim': 'osim',
-    'write_osim': 'osim_write',
+    'load_osim': 'mbjax.opensim.model.osim',
+    'write_osim': 'mbjax.opensim.model.osim_write',
     'load_urdf': 'urdf',
-    'load_markers': 'osim_markers',
-    'load_marker_set': 'osim_markers',
-    'read_scale_setup': 'scale_setup',
+    'load_markers': 'mbjax.opensim.model.osim_markers',
+    'load_marker_set': 'mbjax.opensim.model.osim_markers',
+    'read_scale_setup': 'mbjax.opensim.scale_setup',
     'MarkerData': 'trc',
     'Table': 'table',
     'coordinates_from_table': 'coordinate_tables',
@@ -23,11 +24,11 @@ _EXPORTS = {
     'table_from_coordinates': 'coordinate_tables',
     'write_storage': 'storage',
     'write_trc': 'trc',
-    'ExternalForceSpec': 'external_loads',
-    'ExternalLoadsFile': 'external_loads',
-    'read_external_loads': 'external_loads',
-    'read_path_functions': 'osim_path_functions',
-    'write_path_functions': 'osim_path_functions',
+    'ExternalForceSpec': 'mbjax.opensim.external_loads',
+    'ExternalLoadsFile': 'mbjax.opensim.external_loads',
+    'read_external_loads': 'mbjax.opensim.external_loads',
+    'read_path_functions': 'mbjax.opensim.model.osim_path_functions',
+    'write_path_functions': 'mbjax.opensim.model.osim_path_functions',
     'load_model': 'native',
     'save_model': 'native',
 }
@@ -38,9 +39,10 @@ __all__ = sorted(set(_EXPORTS) | set(_SUBMODULES))
 
 def __getattr__(name: str):
     if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        module = _EXPORTS[name]
+        value = getattr(importlib.import_module(module if module.startswith("mbjax.") else f"{__name__}.{module}"), name)
     else:
-        try:  # a submodule (mbjax.io.osim, mbjax.io.signal, ...)
+        try:  # a submodule (mbjax.opensim.model.osim, mbjax.io.signal, ...)
             value = importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as e:
             if e.name != f"{__name__}.{name}":

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._checks import names as _names
 from .._model import require_model
-from .osim_motion import coordinate_joints
+from ..opensim.model.osim_motion import coordinate_joints
 from .motion_ranges import rotational_flags as _rotational, warn_outside_ranges, warn_radians_as_degrees
 from .table import Table
 
@@ -20,7 +20,7 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
 
     A column matches coordinate ``c`` when its label is ``c`` or a path ending in ``/c/value`` or
     ``/c`` (OpenSim 4 writes ``/jointset/r_shoulder/r_shoulder_elev/value``).  Rotational coordinates
-    (OpenSim 4's motion types, :mod:`mbjax.io.osim_motion`, read from the model's ``.osim``; or the
+    (OpenSim 4's motion types, :mod:`mbjax.opensim.model.osim_motion`, read from the model's ``.osim``; or the
     names in ``rotational``) are converted from degrees when ``table.in_degrees``, as
     ``SimbodyEngine::convertDegreesToRadians`` converts them.  A coordinate without a column raises
     (``missing="error"``) or takes its default value (``missing="default"``).  Extra columns (speeds, locked or coupled coordinates)
@@ -124,7 +124,7 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
     For an imported OpenSim model with ``every_coordinate``, the columns are every coordinate of the
     model in its ``CoordinateSet`` (file) order, as the IK tool writes them: coupled coordinates
     from their coupler functions of ``q``, locked ones at their locked value
-    (:mod:`mbjax.io.osim_coordinates`); OpenSim reading the file back gets the full pose."""
+    (:mod:`mbjax.opensim.model.osim_coordinates`); OpenSim reading the file back gets the full pose."""
     require_model(model, "table_from_coordinates")
     q = np.asarray(q, dtype=float)
     info = getattr(model, "osim", None)
@@ -133,7 +133,7 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
     if every_coordinate and info is not None and hasattr(info, "other_names"):
         import jax
 
-        from .osim_coordinates import coordinate_names, coordinate_values
+        from ..opensim.model.osim_coordinates import coordinate_names, coordinate_values
 
         labels, kinds = coordinate_names(model)
         skipped = [n for n, m in zip(info.other_names, info.other_maps or ()) if m is None]
@@ -155,9 +155,9 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
 
 
 def _coordinate_set_order(source, labels) -> list[int]:
-    """Indices putting ``labels`` in OpenSim's ``CoordinateSet`` order (:func:`mbjax.io.osim_motion.
+    """Indices putting ``labels`` in OpenSim's ``CoordinateSet`` order (:func:`mbjax.opensim.model.osim_motion.
     coordinate_order`, read from the model's file); their own order when the file is gone."""
-    from .osim_motion import coordinate_order
+    from ..opensim.model.osim_motion import coordinate_order
 
     try:
         order = coordinate_order(source)

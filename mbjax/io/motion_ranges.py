@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .osim_motion import motion_types
+from ..opensim.model.osim_motion import motion_types
 
 #: a rotational coordinate beyond two turns (rad) is read as "degrees labelled as radians"
 RADIAN_LIMIT = 4.0 * np.pi
@@ -24,7 +24,7 @@ RADIANS_DURATION = 0.5
 
 
 def rotational_flags(model) -> np.ndarray:
-    """Which model coordinates OpenSim 4 treats as rotational (:mod:`mbjax.io.osim_motion`, from the
+    """Which model coordinates OpenSim 4 treats as rotational (:mod:`mbjax.opensim.model.osim_motion`, from the
     model's source file; the loader's ``motion_types`` when the file is gone)."""
     info = model.osim
     try:

@@ -66,7 +66,7 @@ def load(name: str, **options):
     """The shipped example ``name`` as an mbjax :class:`~mbjax.Model`: ``load_osim(model_path(name), **options)``.
 
     ``options`` are :func:`mbjax.io.load_osim`'s (``ignore_wrapping``, ``ignore_forces``, ...)."""
-    from ..io.osim import load_osim
+    from ..opensim.model.osim import load_osim
 
     return load_osim(model_path(name), **options)
 

@@ -39,7 +39,7 @@ import warnings
 import xml.etree.ElementTree as ET
 
 from .._data import shared_data
-from ..io.osim import load_osim
+from ..opensim.model.osim import load_osim
 from ..maps.affine import Affine
 
 MOBL_PATH = shared_data("osim", "MOBL_ARMS_fixed_41-ignoreTendonCompl.osim")

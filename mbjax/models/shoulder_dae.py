@@ -35,7 +35,7 @@ import numpy as np
 from .._dynamics import inverse_dynamics, mass_matrix
 from .._kinematics import joint_values
 from .._model import Model
-from ..io.osim import load_osim
+from ..opensim.model.osim import load_osim
 from .shoulder import COORDINATES, trimmed_osim
 
 

@@ -29,28 +29,28 @@ import importlib
 #: public name -> module that defines it
 _EXPORTS = {
     # files
-    'load_osim': 'mbjax.io.osim',
-    'write_osim': 'mbjax.io.osim_write',
+    'load_osim': 'mbjax.opensim.model.osim',
+    'write_osim': 'mbjax.opensim.model.osim_write',
     'read_storage': 'mbjax.io.storage',
     'write_storage': 'mbjax.io.storage',
     'read_trc': 'mbjax.io.trc',
     'write_trc': 'mbjax.io.trc',
-    'read_external_loads': 'mbjax.io.external_loads',
-    'read_ik_setup': 'mbjax.ik.setup_file',
-    'read_id_setup': 'mbjax.id_tool.setup',
-    'read_so_setup': 'mbjax.so_tool.setup',
-    'read_jr_setup': 'mbjax.jr_tool.setup',
-    'read_scale_setup': 'mbjax.io.scale_setup',
+    'read_external_loads': 'mbjax.opensim.external_loads',
+    'read_ik_setup': 'mbjax.opensim.tools.ik',
+    'read_id_setup': 'mbjax.opensim.tools.id.setup',
+    'read_so_setup': 'mbjax.opensim.tools.so.setup',
+    'read_jr_setup': 'mbjax.opensim.tools.jr.setup',
+    'read_scale_setup': 'mbjax.opensim.scale_setup',
     # tools run from setup files
-    'inverse_kinematics_from_setup': 'mbjax.ik.setup_file',
-    'inverse_dynamics_from_setup': 'mbjax.id_tool.setup',
-    'static_optimization_from_setup': 'mbjax.so_tool.setup',
-    'joint_reactions_from_setup': 'mbjax.jr_tool.setup',
+    'inverse_kinematics_from_setup': 'mbjax.opensim.tools.ik',
+    'inverse_dynamics_from_setup': 'mbjax.opensim.tools.id.setup',
+    'static_optimization_from_setup': 'mbjax.opensim.tools.so.setup',
+    'joint_reactions_from_setup': 'mbjax.opensim.tools.jr.setup',
     'run_setups': 'mbjax.cli.tools',
     # tools on tables
-    'inverse_dynamics_motion': 'mbjax.id_tool.motion',
-    'static_optimization_motion': 'mbjax.so_tool.motion',
-    'joint_reactions_motion': 'mbjax.jr_tool.motion',
+    'inverse_dynamics_motion': 'mbjax.opensim.tools.id.motion',
+    'static_optimization_motion': 'mbjax.opensim.tools.so.motion',
+    'joint_reactions_motion': 'mbjax.opensim.tools.jr.motion',
 }
 
 __all__ = sorted(_EXPORTS)

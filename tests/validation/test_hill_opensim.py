@@ -38,7 +38,7 @@ pytestmark = pytest.mark.validation
 osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
 
 from mbjax.io import load_osim  # noqa: E402
-from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
+from mbjax.opensim.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.muscles import millard2012 as mil  # noqa: E402
 from mbjax.muscles import moment_arms, muscle_lengths, musculotendon_state, state_from_fiber_length  # noqa: E402
 from mbjax.models import model_path  # noqa: E402

@@ -3,7 +3,7 @@
 * The OpenSim arm26 IK tutorial (tests/data/opensim_models/arm26_ik: its marker file and setup, the
   shipped arm26 model): OpenSim's ``InverseKinematicsTool`` is run live on the same setup, all 121
   frames, with its accuracy tightened from the tutorial's 1e-5 to **1e-10**; coordinates and the
-  per-frame marker RMS / max errors it reports are compared with ``mbjax.ik``.  mbjax's solution is
+  per-frame marker RMS / max errors it reports are compared with ``mbjax.analysis.ik``.  mbjax's solution is
   also checked to be a minimum of the IK objective by a Newton step computed with autodiff.
 * Model markers vs ``Marker::getLocationInGround``.
 * Files written by mbjax are read by OpenSim (``Storage``, ``TimeSeriesTable``,
@@ -24,6 +24,7 @@ pytestmark = pytest.mark.validation
 osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
 
 import mbjax  # noqa: E402
+from mbjax.analysis.ik import IKResult  # noqa: E402
 from mbjax.io import (  # noqa: E402
     MarkerData,
     Table,
@@ -35,6 +36,7 @@ from mbjax.io import (  # noqa: E402
     write_trc,
 )
 from mbjax.models import arm26_path  # noqa: E402
+from mbjax.opensim.tools.ik import write_ik_motion  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "opensim_models", "arm26_ik")
 SETUP = os.path.join(DATA, "arm26_Setup_InverseKinematics.xml")
@@ -89,7 +91,7 @@ def _opensim_solver(marker_file, names, accuracy=ACCURACY):
 
 def test_ik_matches_opensim_on_tutorial(arm, tmp_path):
     model, markers = arm
-    r = mbjax.ik.inverse_kinematics_from_setup(SETUP, model=model, markers=markers, accuracy=ACCURACY)
+    r = mbjax.opensim.inverse_kinematics_from_setup(SETUP, model=model, markers=markers, accuracy=ACCURACY)
     assert r.q.shape == (121, 2) and r.converged.all()
     # 1. OpenSim's solver in full precision
     t_os, q_os, e_os = _opensim_solver(os.path.join(DATA, "arm26_elbow_flex.trc"), r.marker_names)
@@ -197,13 +199,13 @@ def test_opensim_ik_on_written_trc_recovers_poses(arm, tmp_path):
 
 
 def test_motion_types_match_opensim(tmp_path):
-    """mbjax.io.osim_motion (which coordinates are converted from degrees) vs Coordinate::getMotionType."""
+    """mbjax.opensim.model.osim_motion (which coordinates are converted from degrees) vs Coordinate::getMotionType."""
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
     from _osim_models import write_coupled_model
 
-    from mbjax.io.osim_motion import motion_types
+    from mbjax.opensim.model.osim_motion import motion_types
 
     names = {0: "undefined", 1: "rotational", 2: "translational", 3: "coupled"}
     for path in (arm26_path(), write_coupled_model(tmp_path)):
@@ -223,7 +225,7 @@ def test_ik_matches_opensim_tool_on_gait2354(tmp_path):
     1000; 7 frames): OpenSim's InverseKinematicsTool at accuracy 1e-10 vs mbjax, through its files."""
     path = os.path.join(GAIT, "subject01_simbody_ik.osim")
     trc = os.path.join(GAIT, "subject01_walk1_0.4-0.5s.trc")
-    setup = mbjax.ik.read_ik_setup(os.path.join(GAIT, "subject01_Setup_IK.xml"))
+    setup = mbjax.opensim.read_ik_setup(os.path.join(GAIT, "subject01_Setup_IK.xml"))
     model = mbjax.io.load_osim(path)
     r = mbjax.inverse_kinematics(model, load_markers(path, model), read_trc(trc), setup.marker_weights,
                                  setup.coordinate_tasks)
@@ -310,9 +312,9 @@ def test_opensim_reads_full_pose_of_coupled_and_locked_model(tmp_path):
     path = write_model(tmp_path)
     model = mbjax.io.load_osim(path)
     flex = np.array([[0.4], [-0.7], [1.1]])
-    res = mbjax.ik.IKResult(np.array([0.0, 0.01, 0.02]), flex, ("flex",), (), np.zeros((3, 0)), *np.zeros((2, 3)),
+    res = IKResult(np.array([0.0, 0.01, 0.02]), flex, ("flex",), (), np.zeros((3, 0)), *np.zeros((2, 3)),
                             np.ones(3, bool), np.zeros(3, int))
-    mbjax.ik.write_ik_motion(tmp_path / "ik.mot", model, res)
+    write_ik_motion(tmp_path / "ik.mot", model, res)
     labels, names, kinds, poses, qerr = _opensim_poses_from_file(path, tmp_path / "ik.mot", model)
     assert labels == names == ["tilt", "flex", "slide", "knee"]
     assert qerr.max() < 1e-14
@@ -332,7 +334,7 @@ def test_leg39_ik_file_gives_opensim_the_full_pose(tmp_path):
         warnings.simplefilter("ignore")
         model = mbjax.io.load_osim(LEG39)
     out = tmp_path / "results" / "ik" / "leg39_ik.mot"
-    r = mbjax.ik.inverse_kinematics_from_setup(setup, model, load_markers(LEG39, model), output_motion_file=out,
+    r = mbjax.opensim.inverse_kinematics_from_setup(setup, model, load_markers(LEG39, model), output_motion_file=out,
                                                progress=False)
     labels, names, kinds, poses, qerr = _opensim_poses_from_file(LEG39, out, model)
     assert len(labels) == 14 and labels == names

@@ -1,4 +1,4 @@
-"""``mbjax.jr_tool`` vs OpenSim 4.6's AnalyzeTool + JointReaction, both run live on the same setup files.
+"""``mbjax.opensim.tools.jr`` vs OpenSim 4.6's AnalyzeTool + JointReaction, both run live on the same setup files.
 
 Gait2392 (``OPENSIM_MODELS_DIR``: a checkout of opensim-org/opensim-models): the pipeline's
 ``subject01_Setup_JointReaction_from_SO.xml`` (hip_r on femur_r in ground, knee_r on tibia_r and
@@ -39,7 +39,7 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 
 import mbjax  # noqa: E402
 from mbjax.io import read_storage  # noqa: E402
-from mbjax.jr_tool import joint_reactions_from_setup  # noqa: E402
+from mbjax.opensim.tools.jr import joint_reactions_from_setup  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from _osim_models import OPENSIM_MODELS  # noqa: E402
@@ -139,7 +139,7 @@ def test_gait2392_joint_reaction_from_opensims_static_optimization(tmp_path):
     worst = _compare(tmp_path / "mbjax" / name, tmp_path / "opensim" / name, "Gait2392 hip_r, knee_r (child, parent)")
     assert worst["f"][0] < 1e-8 and worst["m"][0] < 1e-8
     # between the SO's frames (every 10th row) the interpolated forces do not balance the splines' q̈
-    from mbjax.so_tool import states_trajectory
+    from mbjax.opensim.tools.so import states_trajectory
 
     _, _, _, qdd_splines = states_trajectory(model, read_storage(GAIT / "subject01_walk1_ik.mot"), 6.0, (0.5, 0.7))
     at_so = np.isin(res.time, read_storage(forces).time)  # where OpenSim's SO met M q̈ = R F + ... (to ~1e-11)

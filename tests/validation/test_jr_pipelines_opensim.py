@@ -32,7 +32,7 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 
 import mbjax  # noqa: E402
 from mbjax.io import Table, write_storage  # noqa: E402
-from mbjax.jr_tool import joint_reactions_from_setup  # noqa: E402
+from mbjax.opensim.tools.jr import joint_reactions_from_setup  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 sys.path.insert(0, os.path.dirname(__file__))

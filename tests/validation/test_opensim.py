@@ -39,7 +39,7 @@ from mbjax.maps import MultivariatePolynomial  # noqa: E402
 from mbjax.maps.gcv_spline import pp_gcv_spline  # noqa: E402
 from mbjax.maps.piecewise import pp_piecewise_linear, pp_polynomial  # noqa: E402
 from mbjax.maps.simm_spline import pp_simm_spline  # noqa: E402
-from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
+from mbjax.opensim.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
 from _osim_models import (  # noqa: E402
     ARM26,
@@ -60,7 +60,7 @@ from _osim_models import (  # noqa: E402
 
 
 class OpenSimOracle(OpenSimReference):
-    """:class:`mbjax.io.opensim_reference.OpenSimReference` plus all-coordinate moment arms."""
+    """:class:`mbjax.opensim.opensim_reference.OpenSimReference` plus all-coordinate moment arms."""
 
     def fd_moment_arms(self, names, q):
         out = np.array([self.moment_arms(names, q, c) for c in names])

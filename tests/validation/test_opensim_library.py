@@ -14,7 +14,7 @@ ones from OpenSim's own coupler functions):
 * every OpenSim body's transform in ground equals mbjax's (``body_poses``);
 * every muscle's path length (wrapping stripped from both, see the test) equals ``Muscle.getLength`` and mbjax's moment arms equal ``-dL/dq``
   by Richardson-extrapolated central differences of OpenSim's lengths
-  (:class:`~mbjax.io.opensim_reference.OpenSimReference`);
+  (:class:`~mbjax.opensim.opensim_reference.OpenSimReference`);
 * for models without coordinate couplers (so mbjax's ``q`` is OpenSim's minus the locked
   coordinates, whose speeds are zero): the mass matrix equals ``N⁻ᵀ M_u N⁻¹`` and inverse dynamics
   (gravity only: every OpenSim force switched off) ``N⁻ᵀ τ_u``, with OpenSim's ``calcM`` and
@@ -43,8 +43,8 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 
 from mbjax import body_poses, inverse_dynamics, mass_matrix  # noqa: E402
 from mbjax.io import load_osim  # noqa: E402
-from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
-from mbjax.io.osim_point_on_line import dependent_values  # noqa: E402
+from mbjax.opensim.opensim_reference import OpenSimReference  # noqa: E402
+from mbjax.opensim.model.osim_point_on_line import dependent_values  # noqa: E402
 from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
 from _osim_models import strip_wrapping  # noqa: E402
 

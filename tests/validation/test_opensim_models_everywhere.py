@@ -27,7 +27,7 @@ import pytest
 
 from mbjax import body_poses
 from mbjax.io import load_osim
-from mbjax.io.osim import default_pose
+from mbjax.opensim.model.osim import default_pose
 from mbjax.muscles import muscle_lengths
 from _osim_models import strip_wrapping
 
@@ -73,7 +73,7 @@ def _poses(model, n, seed):
 @pytest.mark.parametrize("rel", _params(OUTSIDE_MODELS))
 def test_file_outside_models_matches_opensim(rel, tmp_path):
     pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
-    from mbjax.io.opensim_reference import OpenSimReference
+    from mbjax.opensim.opensim_reference import OpenSimReference
 
     source = os.path.join(ROOT, rel)
     model = _load(source)

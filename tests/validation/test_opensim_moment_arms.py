@@ -23,7 +23,7 @@ pytestmark = pytest.mark.validation
 osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
 
 import mbjax  # noqa: E402
-from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
+from mbjax.opensim.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.muscles.opensim_moment_arms import opensim_moment_arms  # noqa: E402
 from mbjax.muscles.paths import get_paths  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""PointOnLineConstraint elimination (mbjax.io.osim_point_on_line) against OpenSim 4.6 itself, on
+"""PointOnLineConstraint elimination (mbjax.opensim.model.osim_point_on_line) against OpenSim 4.6 itself, on
 OpenSim's BouncingBlock model (tests/data/opensim_models/bouncing_block/bouncing_block.osim).
 
 * the constraint residual mbjax builds equals Simbody's position errors (``State.getQErr`` after
@@ -24,7 +24,7 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 
 import mbjax  # noqa: E402
 from mbjax.io import load_osim  # noqa: E402
-from mbjax.io.osim_point_on_line import dependent_values, errors, point_on_line_loop  # noqa: E402
+from mbjax.opensim.model.osim_point_on_line import dependent_values, errors, point_on_line_loop  # noqa: E402
 
 PATH = os.path.join(os.path.dirname(__file__), "..", "data", "opensim_models", "bouncing_block",
                     "bouncing_block.osim")

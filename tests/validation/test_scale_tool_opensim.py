@@ -38,7 +38,7 @@ import mbjax  # noqa: E402
 import mbjax.models as mm  # noqa: E402
 from mbjax.identify import measurement_factor, place_markers, scale_markers, scale_model  # noqa: E402
 from mbjax.identify.static_scaling import average_frames  # noqa: E402
-from mbjax.ik import inverse_kinematics  # noqa: E402
+from mbjax.analysis.ik import inverse_kinematics  # noqa: E402
 from mbjax.io import load_marker_set, load_markers, load_osim, read_scale_setup, read_storage, read_trc  # noqa: E402
 from mbjax.io.storage import MarkerData  # noqa: E402
 
@@ -116,7 +116,7 @@ def test_mbjax_scaling_equals_opensims_scale_tool(tool_run):
                    for c in ours.coordinate_names])  # all tasks here have target 0 (default or manual value)
     tracked = ours_markers.select(names)
 
-    def objective(qq):  # OpenSim's IK objective (see mbjax.ik)
+    def objective(qq):  # OpenSim's IK objective (see mbjax.analysis.ik)
         e = np.asarray(mbjax.marker_positions(ours, tracked, jnp.asarray(qq))) - measured
         return np.sum(w * np.sum(e**2, 1)) / w.sum() + np.sum(wc * np.asarray(qq) ** 2)
 

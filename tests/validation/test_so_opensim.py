@@ -1,4 +1,4 @@
-"""``mbjax.so_tool`` vs OpenSim 4.6's own AnalyzeTool on the arm26 static-optimization tutorial.
+"""``mbjax.opensim.tools.so`` vs OpenSim 4.6's own AnalyzeTool on the arm26 static-optimization tutorial.
 
 The tutorial's setup file runs in OpenSim (``AnalyzeTool(setup).run()``) and in mbjax, on the
 shipped arm26 *with* its wrap objects, the 6 Hz filter and the 121 frames of the tutorial.  Only
@@ -41,7 +41,7 @@ from mbjax.forces import actuator_matrix  # noqa: E402
 from mbjax.io import read_storage  # noqa: E402
 from mbjax.muscles import opensim_moment_arms  # noqa: E402
 from mbjax.sharing import muscle_force_coefficients  # noqa: E402
-from mbjax.so_tool import Reserve, static_optimization_from_setup  # noqa: E402
+from mbjax.opensim.tools.so import Reserve, static_optimization_from_setup  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "opensim_models" / "arm26_so"
 GAIT = DATA.parent / "gait2354_so"

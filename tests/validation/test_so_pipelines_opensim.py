@@ -35,7 +35,7 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 
 import mbjax  # noqa: E402
 from mbjax.io import read_storage  # noqa: E402
-from mbjax.so_tool import static_optimization_from_setup  # noqa: E402
+from mbjax.opensim.tools.so import static_optimization_from_setup  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from _osim_models import OPENSIM_MODELS  # noqa: E402
@@ -124,7 +124,7 @@ def _compare(setup, tmp_path, model=None, **kwargs):
     # nearer the unique optimum of this strictly convex problem than OpenSim's stopped iterate
     nm = len(res.muscle_names)
     # a PathActuator solves beside the muscles with its own control range (OpenSim's default: unbounded)
-    from mbjax.so_tool import read_so_setup
+    from mbjax.opensim.tools.so import read_so_setup
     import xml.etree.ElementTree as ET
 
     path_actuators = {e.get("name"): (float(e.findtext("min_control") or "-inf"), float(e.findtext("max_control") or "inf"))

@@ -32,7 +32,7 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 
 import mbjax  # noqa: E402
 from mbjax.io import load_osim  # noqa: E402
-from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
+from mbjax.opensim.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.muscles.paths import get_paths  # noqa: E402
 from mbjax.wrapping.smooth import cylinder_geodesic  # noqa: E402
 from _osim_models import RAJAGOPAL, needs_rajagopal  # noqa: E402

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.validation
 osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
 
 from mbjax.io import load_osim  # noqa: E402
-from mbjax.io.opensim_reference import OpenSimReference  # noqa: E402
+from mbjax.opensim.opensim_reference import OpenSimReference  # noqa: E402
 from mbjax.muscles import moment_arms, muscle_lengths  # noqa: E402
 from mbjax.muscles.paths import get_paths  # noqa: E402
 from _osim_models import ARM26, MOBL, RAJAGOPAL  # noqa: E402

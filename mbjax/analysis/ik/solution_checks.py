@@ -1,0 +1,72 @@
+"""What an IK solution tells about its setup: coordinates the tasks leave undetermined, and marker
+data whose units do not match the model's size."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ...io.storage import TRC_UNIT_NAMES, TRC_UNITS
+
+
+#: marker data spread this many times as far as (or this fraction of) the model's markers at the
+#: solution is refused: a subject differs from a generic model by far less, a unit by 10-1000 times
+_SCALE_LIMIT = 4.0
+
+
+def _check_marker_scale(data, x, xm, present):
+    """Refuse marker data whose size does not match the model's: the median over frames (with three
+    or more markers present) of the data's spread (RMS distance of the markers from their centroid)
+    over the model's markers' at the IK solution.  Millimetre data under ``Units m`` gives ~1000
+    (the pose cannot stretch the model, so IK returns a pose and a huge error, not an error)."""
+    use = present.sum(axis=1) >= 3
+    if not use.any():
+        return
+
+    def spread(p):
+        p = np.where(present[use][..., None], p[use], np.nan)
+        c = np.nanmean(p, axis=1, keepdims=True)
+        return np.sqrt(np.nanmean(np.sum((p - c) ** 2, axis=-1), axis=1))
+
+    model_spread = spread(xm)
+    ok = model_spread > 0
+    if not ok.any():
+        return
+    ratio = float(np.median(spread(x)[ok] / model_spread[ok]))
+    if 1.0 / _SCALE_LIMIT <= ratio <= _SCALE_LIMIT:
+        return
+    factor = TRC_UNITS.get(TRC_UNIT_NAMES.get(data.units, data.units), 1.0) / ratio  # metres per file unit
+    guess = min(TRC_UNITS, key=lambda u: abs(np.log(TRC_UNITS[u] / factor)))
+    array = min(TRC_UNITS, key=lambda u: abs(np.log(TRC_UNITS[u] * ratio)))  # the unit of metres-labelled values
+    raise ValueError(f"IK: the marker positions spread {ratio:.3g} times as far as the model's markers at the best "
+                     f"pose: they are not in metres. An array you built: MarkerData.positions must be in metres "
+                     f"(they look like {array!r}: multiply them by {TRC_UNITS[array] if array != 'm' else 1 / ratio:g}); "
+                     f"a .trc file read with read_trc: its Units header (Units={data.units!r}) does not match its "
+                     f"values (they look like {guess!r}): fix its Units header")
+
+
+def _report_undetermined(names, times, loose, ok):
+    """Name the coordinates the tasks leave free (``loose (T, nq)``, :func:`undetermined_coordinates`).
+    One the tasks determine in no frame (no marker on a body it moves, no coordinate task) is the
+    setup's choice, as in OpenSim (its assembler leaves it where it starts): it stays at its start
+    (the default pose, then the previous frame's value) and is named in a warning, the frames being
+    converged.  One the tasks determine in other frames (missing markers) makes a frame where they
+    do not one of many poses: reported as not converged (``ok`` is updated in place), with a warning
+    naming the coordinates and the first such frame (a frame with no marker at all among them)."""
+    if not loose.any():
+        return
+    never = loose.all(axis=0)
+    if never.any():
+        warnings.warn(f"IK: no marker or coordinate task determines {', '.join(repr(names[k]) for k in np.flatnonzero(never))} "
+                      "in any frame: held at the start (the default value, as OpenSim's assembler leaves it); "
+                      "weight a marker on a body it moves, add a coordinate task, or lock it", stacklevel=3)
+    partial = loose & ~never[None, :]
+    frames = partial.any(axis=1)
+    if frames.any():
+        ok &= ~frames
+        first = int(np.argmax(frames))
+        coords = ", ".join(repr(names[k]) for k in np.flatnonzero(partial.any(axis=0)))
+        warnings.warn(f"IK: at {int(frames.sum())} of {len(times)} frame(s) (first at t = {times[first]:.6g} s) the "
+                      f"markers present do not determine {coords}: those poses are one of many and are reported "
+                      "as not converged", stacklevel=3)

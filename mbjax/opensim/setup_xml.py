@@ -1,0 +1,119 @@
+"""OpenSim tool setup files (``InverseDynamicsTool``, ``AnalyzeTool``, force sets) read with line
+numbers: element text, numbers, flags and paths relative to the file's folder, with errors that
+name the file, line and element."""
+
+from __future__ import annotations
+
+import os
+
+from .model.osim_xml import _Doc
+from .xml_booleans import BOOL_TEXT
+
+
+class SetupFile:
+    """One setup XML.  ``text`` is None for an empty or ``Unassigned`` element; ``number``/``flag``
+    return ``default`` then and raise naming ``file:line: <element>`` for a value that does not parse."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self.doc = _Doc(self.path)
+        self.root = self.doc.root
+        self.base = os.path.dirname(os.path.abspath(self.path))
+
+    def text(self, el, tag):
+        sub = el.find(tag)
+        txt = sub.text.strip() if sub is not None and sub.text else ""
+        return None if not txt or txt == "Unassigned" else txt
+
+    def resolve(self, txt):
+        """A path as OpenSim runs its tools: relative to the setup file's folder."""
+        return None if txt is None else (txt if os.path.isabs(txt) else os.path.join(self.base, txt))
+
+    def file(self, el, tag):
+        return self.resolve(self.text(el, tag))
+
+    def number(self, el, tag, default):
+        txt = self.text(el, tag)
+        if txt is None:
+            return default
+        try:
+            return float(txt)
+        except ValueError:
+            raise self.doc.error(el.find(tag), f"<{tag}> must be a number, got {txt!r}") from None
+
+    def vector(self, el, tag, default):
+        """A 3-vector (``<point>0 0.1 0</point>``), ``default`` when absent."""
+        txt = self.text(el, tag)
+        if txt is None:
+            return default
+        try:
+            v = tuple(float(x) for x in txt.split())
+        except ValueError:
+            v = ()
+        if len(v) != 3:
+            raise self.doc.error(el.find(tag), f"<{tag}> must be three numbers, got {txt!r}")
+        return v
+
+    def flag(self, el, tag, default):
+        """A bool element of any setup file: true/false in any case, or 1/0, as OpenSim reads them;
+        other text is refused naming the file, line, element and tag."""
+        txt = self.text(el, tag)
+        if txt is None:
+            return default
+        value = BOOL_TEXT.get(txt.lower())
+        if value is None:
+            owner = el.get("name")
+            raise self.doc.error(el.find(tag), f"<{tag}> must be true or false, got {txt!r} (in <{el.tag}"
+                                 + (f" name={owner!r}" if owner else "") + ">)")
+        return value
+
+    def time_range(self, el, default=None):
+        """``<time_range>``: two numbers (not NaN), start <= end; ``default`` when absent."""
+        txt = self.text(el, "time_range")
+        if txt is None:
+            return default
+        try:
+            vals = [float(v) for v in txt.split()]
+        except ValueError:
+            vals = []
+        if len(vals) != 2 or any(v != v for v in vals):
+            raise self.doc.error(el.find("time_range"), f"<time_range> must hold two numbers, got {txt!r} "
+                                 "(a start and an end time)")
+        if not vals[0] <= vals[1]:
+            raise self.doc.error(el.find("time_range"), f"<time_range> is reversed: its start {vals[0]:g} is after "
+                                 f"its end {vals[1]:g} (got {txt!r}); give the start first")
+        return (vals[0], vals[1])
+
+    def cutoff(self, el, tag="lowpass_cutoff_frequency_for_coordinates"):
+        """A low-pass cut-off (Hz): finite and not 0; negative (OpenSim's default -1) means no filtering."""
+        f = self.number(el, tag, -1.0)
+        if f != f or f in (float("inf"), float("-inf")):
+            raise self.doc.error(el.find(tag), f"<{tag}> must be a finite frequency (Hz), or -1 for no filtering; "
+                                 f"got {self.text(el, tag)!r}")
+        if f == 0:
+            raise self.doc.error(el.find(tag), f"<{tag}> 0 Hz would remove the whole motion; give a positive "
+                                 "cut-off, or -1 for no filtering")
+        return f
+
+    def unknown(self, el, known, owner=None) -> list:
+        """The children of ``el`` whose tag is not in ``known`` (misspellings), each as ``file:line:
+        <tag>``, with `` in <owner>`` when ``owner`` names the element they are in."""
+        where = f" in {owner}" if owner else ""
+        return [f"{self.doc.where(c)}{where}" for c in el if isinstance(c.tag, str) and c.tag not in known]
+
+    def tool(self, tag):
+        """The ``<tag>`` tool element (the root or its child); a setup of another tool is refused
+        naming the tool it holds and the mbjax command that runs it."""
+        el = self.root if self.root.tag == tag else self.root.find(tag)
+        if el is not None:
+            return el
+        held = self.root if self.root.tag != "OpenSimDocument" else next(
+            (c for c in self.root if isinstance(c.tag, str)), None)
+        found = f"it holds <{held.tag}>" if held is not None else "it holds no tool"
+        command = _COMMANDS.get(held.tag) if held is not None else None
+        hint = f" (run it with `mbjax {command}`)" if command else ""
+        raise ValueError(f"{self.path}: no <{tag}>: {found}{hint}")
+
+
+#: the mbjax command that runs each OpenSim tool's setup
+_COMMANDS = {"InverseKinematicsTool": "ik", "InverseDynamicsTool": "id", "AnalyzeTool": "so or jr"}
