@@ -5,6 +5,7 @@ read with their column named, the file's lines, the time-column checks."""
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import numpy as np
@@ -14,11 +15,19 @@ def _err(path, line: int, msg: str) -> ValueError:
     return ValueError(f"{path}:{line}: {msg}")
 
 
+#: the numbers OpenSim's readers read: ASCII decimal or exponent notation, NaN and infinity spellings
+#: (Python's ``float`` also reads ``1_0`` and non-ASCII digits, which OpenSim does not)
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?i:nan|inf|infinity)")
+
+
 def _number(path, line: int, col: int, label: str, tok: str) -> float:
     try:
+        if not _NUMBER.fullmatch(tok):
+            raise ValueError(tok)
         return float(tok)
     except ValueError:
-        raise _err(path, line, f"column {col} ({label!r}): cannot read {tok!r} as a number") from None
+        raise _err(path, line, f"column {col} ({label!r}): cannot read {tok!r} as a number (OpenSim reads ASCII "
+                   "decimal or exponent notation, such as -0.5 or 1.5e-3)") from None
 
 
 def _read_lines(path) -> list[str]:

@@ -62,6 +62,15 @@ def coordinates_from_table(model, table: Table, missing: str = "error", rotation
         else:
             lost.append(n)
             out[:, i] = default[i]
+    nan = [(n, np.flatnonzero(np.isnan(out[:, i]))) for i, n in enumerate(names) if n in index]
+    nan = [(n, rows) for n, rows in nan if rows.size]
+    if nan:
+        time, file = np.asarray(table.time, float).reshape(-1), (table.metadata or {}).get("source_file")
+        shown = "; ".join(f"{n!r} at {rows.size} row(s): " + ", ".join(
+            f"row {int(r) + 1}" + (f" (time {float(time[r])!r})" if r < time.size else "") for r in rows[:3])
+            + (" ..." if rows.size > 3 else "") for n, rows in nan)
+        warnings.warn(f"coordinates_from_table: {file + ': ' if file else ''}coordinate(s) read as NaN (missing in "
+                      f"the table): {shown}; every result at those rows is NaN: fill or drop the rows", stacklevel=2)
     if lost and missing == "error":
         raise ValueError(f"table has no column for coordinate(s) {lost}; columns are {table.labels} "
                          "(missing='default' uses default values)")
@@ -127,6 +136,10 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
     (:mod:`mbjax.opensim.model.osim_coordinates`); OpenSim reading the file back gets the full pose."""
     require_model(model, "table_from_coordinates")
     q = np.asarray(q, dtype=float)
+    time = np.asarray(time, dtype=float)
+    if time.ndim != 1 or q.ndim != 2 or q.shape[0] != time.shape[0]:
+        raise ValueError(f"table_from_coordinates: time has shape {time.shape} and q has shape {q.shape}: give "
+                         f"time (T,) and q (T, nq), one row per time")
     info = getattr(model, "osim", None)
     if in_degrees and info is None:
         raise ValueError("in_degrees needs OpenSim motion types (model.osim)")

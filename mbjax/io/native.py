@@ -73,13 +73,24 @@ def save_model(path, model) -> None:
 
 
 def load_model(path):
-    """Read a file written by :func:`save_model`."""
+    """Read a file written by :func:`save_model`.
+
+    Loading unpickles the file's skeleton, which can run any code: open only files you trust."""
     with open(path, "rb") as f:
         if f.read(8) != MAGIC:
             raise ValueError(f"load_model: {path} is not an mbjax model file")
-        version, n = struct.unpack("<IQ", f.read(12))
+        try:
+            version, n = struct.unpack("<IQ", f.read(12))
+            if version == VERSION:
+                skel = pickle.loads(f.read(n))
+        except (struct.error, pickle.UnpicklingError, EOFError) as e:
+            raise ValueError(f"load_model: {path} is damaged or truncated ({e})") from None
         if version != VERSION:
             raise ValueError(f"load_model: {path} has format version {version}; this mbjax reads {VERSION}")
-        skel = pickle.loads(f.read(n))
         like = jax.tree.map(lambda x: x.zeros() if isinstance(x, _ArraySpec) else x, skel)
-        return eqx.tree_deserialise_leaves(f, like)
+        try:
+            return eqx.tree_deserialise_leaves(f, like)
+        except (EOFError, ValueError, OSError, RuntimeError) as e:  # equinox wraps the cause in a RuntimeError
+            while e.__cause__ is not None:
+                e = e.__cause__
+            raise ValueError(f"load_model: {path} is damaged or truncated ({e})") from None

@@ -28,7 +28,9 @@ Column labels are split as OpenSim splits them: at any whitespace in ``version=1
 dropped, an empty data field read as NaN with a warning).
 
 Malformed input raises ``ValueError`` naming the file, the 1-based line and, for a bad number, the
-1-based column and its label.
+1-based column and its label.  Numbers are ASCII decimal or exponent notation, or NaN; an infinite
+data cell (``inf``, or a number past the double range) is refused, as OpenSim's two readers read it as
+different values.
 
 ``.trc`` marker files are read and written by :mod:`~mbjax.io.trc`, coordinates converted to and from
 tables by :mod:`~mbjax.io.coordinate_tables`, output paths checked by :mod:`~mbjax.io.output_paths`;
@@ -38,7 +40,6 @@ their names are importable from here too.
 from __future__ import annotations
 
 import math
-import os
 import warnings
 
 import numpy as np
@@ -135,6 +136,13 @@ def read_storage(path) -> Table:
         raise _err(path, meta_line["nRows"], f"header says nRows={n_row} but the file has {len(rows)} rows")
     arr = np.asarray(rows, dtype=float).reshape(len(rows), len(labels))
     _check_times(path, arr[:, 0], lambda k: _data_line(lines, i + 1, k), repeats_refused=not legacy)
+    inf = np.argwhere(np.isinf(arr[:, 1:]))
+    if inf.size:  # OpenSim reads such a cell as NaN (TimeSeriesTable) or 0 / the largest double (Storage)
+        k, c = (int(v) for v in inf[0])
+        raise _err(path, _data_line(lines, i + 1, k), f"column {c + 2} ({labels[c + 1]!r}) is "
+                   f"{float(arr[k, c + 1])} ({len(inf)} infinite value(s) in the file; a number past the double range "
+                   "reads as one): OpenSim's readers do not agree on its value; give NaN for a missing value or a "
+                   "finite number")
     meta[SOURCE_KEY] = str(path)  # for messages about the table's values; not written back
     return Table(arr[:, 0], tuple(labels[1:]), arr[:, 1:], in_degrees, meta)
 
@@ -263,14 +271,32 @@ def write_storage(path, table: Table, format: str | None = None, name: str | Non
         format = "storage" if path.lower().endswith(".mot") else "table"
     if format not in ("storage", "table"):
         raise ValueError(f"format must be 'storage' or 'table', got {format!r}")
-    time = np.asarray(table.time, dtype=float).reshape(-1)
-    data = np.asarray(table.data, dtype=float)
+    if isinstance(table.labels, str):
+        raise ValueError(f"write_storage: {path}: labels must be a tuple of column labels, got the string "
+                         f"{table.labels!r}")
     labels = list(table.labels)
-    if data.ndim != 2 or data.shape != (time.shape[0], len(labels)):
-        raise ValueError(f"data must have shape (T, n) = ({time.shape[0]}, {len(labels)}), got {data.shape}")
     for lab in labels:
+        if not isinstance(lab, str):
+            raise ValueError(f"write_storage: {path}: column label {lab!r} is not a string ({type(lab).__name__})")
         if not lab or any(c.isspace() for c in lab):
             raise ValueError(f"column label {lab!r} is empty or contains whitespace")
+    if not isinstance(table.in_degrees, (bool, np.bool_)):
+        raise ValueError(f"write_storage: {path}: in_degrees must be a bool, got {table.in_degrees!r}")
+    if np.iscomplexobj(table.time) or np.iscomplexobj(table.data):
+        imag = np.imag(np.asarray(table.data))
+        who = [lab for c, lab in enumerate(labels) if imag.ndim == 2 and c < imag.shape[1] and imag[:, c].any()]
+        raise ValueError(f"write_storage: {path}: {'column ' + repr(who[0]) + ' has' if who else 'time or data have'}"
+                         " complex values: give real numbers")
+    time = np.asarray(table.time, dtype=float).reshape(-1)
+    data = np.asarray(table.data, dtype=float)
+    if data.ndim != 2:
+        raise ValueError(f"write_storage: {path}: data must be 2-D (T, n), got shape {data.shape}")
+    if data.shape[1] != len(labels):
+        raise ValueError(f"write_storage: {path}: {len(labels)} labels for {data.shape[1]} data columns (data has "
+                         f"shape {data.shape}; labels exclude the time column)")
+    if data.shape[0] != time.shape[0]:
+        raise ValueError(f"write_storage: {path}: time has {time.shape[0]} entries but data has {data.shape[0]} rows "
+                         f"(data shape {data.shape})")
     _check_labels(path, ["time"] + labels, refuse=True)
     _check_times(path, time, repeats_refused=format == "table")
     inf = np.argwhere(np.isinf(data))

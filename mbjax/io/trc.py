@@ -8,7 +8,7 @@ it: fields are split at tabs and stripped of spaces, empty fields are dropped fr
 exactly ``2 + 3 * NumMarkers`` fields (a short row is refused, never read as missing markers), and a
 marker with any empty component (or ``NaN``) is missing (NaN); an infinite coordinate is refused.
 ``NumFrames`` disagreeing with the rows and component labels beyond the markers are warned about
-(OpenSim ignores both).  Where OpenSim reads
+(OpenSim ignores both); ``DataRate`` and ``CameraRate`` must be positive numbers.  Where OpenSim reads
 silently what mbjax refuses (a number it cannot parse becomes NaN, rows after an empty line are
 dropped), the error names the line.  Positions are converted **explicitly to metres** from the
 file's ``Units`` (``mm``, ``cm``, ``m`` and the spellings OpenSim's ``Units`` reads);
@@ -137,10 +137,16 @@ def read_trc(path) -> MarkerData:
     if n_frames.isdigit() and int(n_frames) != len(rows):
         warnings.warn(f"{path}:3: header says NumFrames={n_frames} but the file has {len(rows)} data rows; "
                       f"all {len(rows)} rows are read (as OpenSim does)", stacklevel=2)
-    try:
-        rate = float(meta["DataRate"])
-    except ValueError:
-        raise _err(path, 3, f"DataRate={meta['DataRate']!r} is not a number") from None
+    rates = {}
+    for key in ("DataRate", "CameraRate"):  # OpenSim's MarkerData refuses a CameraRate it cannot read
+        try:
+            value = _number(path, 3, TRC_KEYS.index(key) + 1, key, meta[key])
+        except ValueError:
+            raise _err(path, 3, f"{key}={meta[key]!r} is not a number") from None
+        if not (np.isfinite(value) and value > 0):
+            raise _err(path, 3, f"{key}={meta[key]!r}: a rate must be a positive number of frames per second")
+        rates[key] = value
+    rate = rates["DataRate"]
     _warn_implausible(path, tuple(names), t, pos, rate, units)
     return MarkerData(np.asarray(times, dtype=float), tuple(names), pos, units, rate,
                       np.asarray(frames, dtype=float), meta)
@@ -164,13 +170,22 @@ def _warn_implausible(path, names, t, pos, rate, units):
                       "in the others, as some exporters write a missing marker; mbjax reads (0, 0, 0) as a "
                       "position (as OpenSim does): leave the three fields empty (or NaN) where a marker is missing",
                       stacklevel=3)
+    median = _off_rate(t, rate)
+    if median is not None:
+        warnings.warn(f"{path}: the time column steps by {median:g} s (a rate of {1 / median:g} Hz) but the "
+                      f"header's DataRate is {rate:g} Hz; check that the times are in seconds (not "
+                      "milliseconds) and the DataRate on line 3", stacklevel=3)
+
+
+def _off_rate(t, rate):
+    """The time column's median step where it contradicts ``rate`` (both the median and the mean step
+    more than 1 % off ``1 / rate``), else None: the rule :func:`read_trc` and :func:`write_trc` warn by."""
     if len(t) > 1 and np.isfinite(rate) and rate > 0:
         step = np.diff(t)
         median, mean = float(np.median(step)), float((t[-1] - t[0]) / (len(t) - 1))
         if abs(median * rate - 1) > 0.01 and abs(mean * rate - 1) > 0.01:
-            warnings.warn(f"{path}: the time column steps by {median:g} s (a rate of {1 / median:g} Hz) but the "
-                          f"header's DataRate is {rate:g} Hz; check that the times are in seconds (not "
-                          "milliseconds) and the DataRate on line 3", stacklevel=3)
+            return median
+    return None
 
 
 def _trc_rows(path, lines, start, names, width):
@@ -209,7 +224,8 @@ def _trc_rows(path, lines, start, names, width):
     if not fields:
         return np.zeros(0), np.zeros(0), np.zeros((0, 3 * nm))
     arr = None
-    if all(all(t) for t in fields):
+    text = "".join(lines[k:end])  # float() reads '1_0' and non-ASCII digits: the careful parser refuses them
+    if all(all(t) for t in fields) and text.isascii() and "_" not in text:
         try:
             arr = np.array(fields, dtype=float)
         except ValueError:
@@ -241,11 +257,25 @@ def write_trc(path, markers: MarkerData, units: str = "mm") -> None:
     path = require_folder(path, "write_trc")
     if units not in TRC_UNITS:
         raise ValueError(f"units must be one of {sorted(TRC_UNITS)}, got {units!r}")
+    names = list(markers.names)
+    if np.iscomplexobj(markers.time) or np.iscomplexobj(markers.positions):
+        imag = np.abs(np.imag(np.asarray(markers.positions)))
+        who = [n for m, n in enumerate(names) if imag.ndim == 3 and m < imag.shape[1] and imag[:, m].any()]
+        raise ValueError(f"write_trc: {path}: {'marker ' + repr(who[0]) + ' has' if who else 'time or positions have'}"
+                         " complex values: give real positions (in metres) and times")
     time = np.asarray(markers.time, dtype=float).reshape(-1)
     pos = np.asarray(markers.positions, dtype=float)
-    names = list(markers.names)
-    if pos.shape != (time.shape[0], len(names), 3):
-        raise ValueError(f"positions must have shape (T, nm, 3) = ({time.shape[0]}, {len(names)}, 3), got {pos.shape}")
+    if pos.ndim != 3 or pos.shape[2] != 3:
+        raise ValueError(f"write_trc: {path}: positions must have shape (T, nm, 3), got {pos.shape}")
+    if pos.shape[1] != len(names):
+        raise ValueError(f"write_trc: {path}: {len(names)} names for {pos.shape[1]} markers (positions have shape "
+                         f"{pos.shape}): give one name per marker")
+    if pos.shape[0] != time.shape[0]:
+        raise ValueError(f"write_trc: {path}: time has {time.shape[0]} entries but positions have {pos.shape[0]} "
+                         f"frames (positions shape {pos.shape}): give one time per frame")
+    if time.shape[0] == 0:
+        raise ValueError(f"write_trc: {path}: no frames to write (read_trc and OpenSim refuse a .trc file without "
+                         "data rows)")
     for n in names:
         if not n or "\t" in n or "\n" in n or n != n.strip():
             raise ValueError(f"marker name {n!r} is empty, contains a tab/newline or starts/ends with a space")
@@ -260,12 +290,33 @@ def write_trc(path, markers: MarkerData, units: str = "mm") -> None:
         raise ValueError(f"{path}: marker {names[m]!r} {'XYZ'[a]} is {float(pos[k, m, a])} at row {k + 1} (time "
                          f"{float(time[k])!r}): give NaN where a marker is missing")
     rate = markers.rate
+    if rate is not None and np.isfinite(rate) and not rate > 0:
+        raise ValueError(f"write_trc: {path}: rate={rate!r}: the DataRate must be a positive number of frames per "
+                         "second (read_trc refuses another)")
     if rate is None or not np.isfinite(rate):
         rate = 1.0 / float(np.median(np.diff(time))) if time.shape[0] > 1 else 1.0
+    median = _off_rate(time, rate)
+    if median is not None:
+        warnings.warn(f"write_trc: {path}: the time column steps by {median:g} s (a rate of {1 / median:g} Hz) but "
+                      f"the DataRate written is {rate:g} Hz (read_trc warns about the file): give the rate of the "
+                      "times", stacklevel=2)
+    elif time.shape[0] > 1 and np.max(np.abs(np.diff(time) * rate - 1)) > 0.5:
+        step = np.diff(time)
+        k = int(np.argmax(np.abs(step * rate - 1)))
+        warnings.warn(f"write_trc: {path}: the times are not uniform: the step from time {float(time[k])!r} to "
+                      f"{float(time[k + 1])!r} is {float(step[k]):g} s but the DataRate written is {rate:g} Hz (a "
+                      f"step of {1 / rate:g} s; steps run from {float(step.min()):g} to {float(step.max()):g} s); "
+                      "OpenSim's tools read frames by their times, check for dropped frames", stacklevel=2)
     frame = np.arange(1, time.shape[0] + 1)
     if markers.frame is not None and np.all(np.isfinite(markers.frame)):
         frame = np.asarray(markers.frame)
-    scaled = pos / TRC_UNITS[units]
+    with np.errstate(over="ignore"):
+        scaled = pos / TRC_UNITS[units]
+    over = np.argwhere(np.isinf(scaled))  # finite metres past the float range in the file's unit
+    if over.size:
+        k, m, a = (int(v) for v in over[0])
+        raise ValueError(f"write_trc: {path}: marker {names[m]!r} {'XYZ'[a]} is {float(pos[k, m, a])!r} m at row "
+                         f"{k + 1} (time {float(time[k])!r}): not a finite number in {units}; give positions in metres")
     out = [f"PathFileType\t4\t(X/Y/Z)\t{os.path.basename(path)}",
            "DataRate\tCameraRate\tNumFrames\tNumMarkers\tUnits\tOrigDataRate\tOrigDataStartFrame\tOrigNumFrames",
            f"{rate:g}\t{rate:g}\t{time.shape[0]}\t{len(names)}\t{units}\t{rate:g}\t{int(frame[0]) if len(frame) else 1}"
