@@ -91,7 +91,7 @@ def test_reserves_are_read_and_other_actuators_refused(tmp_path):
       <CoordinateActuator name="elbow_reserve"><coordinate>r_elbow_flex</coordinate>
         <optimal_force>10</optimal_force><min_control>-5</min_control><max_control>5</max_control>
       </CoordinateActuator>
-      <CoordinateActuator name="off"><isDisabled>true</isDisabled><coordinate>r_shoulder_elev</coordinate>
+      <CoordinateActuator name="off"><appliesForce>false</appliesForce><coordinate>r_shoulder_elev</coordinate>
       </CoordinateActuator>
       <CoordinateActuator name="shoulder_reserve"><coordinate>r_shoulder_elev</coordinate></CoordinateActuator>
       <TorqueActuator name="MZ"><bodyA>pelvis</bodyA><bodyB>ground</bodyB><optimal_force>2</optimal_force>

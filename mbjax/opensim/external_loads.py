@@ -40,6 +40,7 @@ from .model.osim_xml import _Doc, _bool
 from ..io.signal import NaturalSpline
 from ..io.storage import read_storage
 from ..io.table import Table
+from .model.osim_older_documents import IS_DISABLED_VERSION
 
 
 class ExternalForceSpec(NamedTuple):
@@ -246,12 +247,18 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
         warnings.warn(f"{doc.where(node)}: <external_loads_model_kinematics_file> {kin!r} is ignored, as OpenSim 4 "
                       "ignores it (points in ground are converted with each frame's pose)", stacklevel=2)
     objs = node.find("objects")
+    version = (root.get("Version") or "").strip() if root.tag == "OpenSimDocument" else ""
+    converts = not (version.isdigit() and int(version) >= IS_DISABLED_VERSION)  # <isDisabled> read by OpenSim
     unused = [f"{doc.where(el)} (not an ExternalLoads property)" for el in node
               if isinstance(el.tag, str) and el.tag not in _LOADS_PROPERTIES]
     for el in (list(objs) if objs is not None else []):
         if el.tag == "ExternalForce":
             unused += [f"{doc.where(sub)} (not an ExternalForce property)" for sub in el
                        if isinstance(sub.tag, str) and sub.tag not in _FORCE_PROPERTIES]
+            unused += [f"{doc.where(sub)} in <ExternalForce name={el.get('name')!r}> (OpenSim reads it only in "
+                       f"documents older than Version {IS_DISABLED_VERSION}; in this Version {version} document it is "
+                       "ignored and the force is applied: write <appliesForce>false</appliesForce> to leave it out)"
+                       for sub in ([] if converts else el.findall("isDisabled"))]
     if unused:
         warnings.warn(f"{path}: not used by mbjax's external loads: " + "; ".join(unused), stacklevel=2)
     other = [el for el in (list(objs) if objs is not None else []) if el.tag != "ExternalForce"]
@@ -290,7 +297,7 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
             raise doc.error(el, f"duplicate ExternalForce name {name!r}")
         seen.add(name)
         applies = _flag(doc, el, "appliesForce")
-        disabled = _flag(doc, el, "isDisabled")
+        disabled = _flag(doc, el, "isDisabled") if converts else None
         if applies is False or (applies is None and disabled is True):
             continue
         applied = (el.findtext("applied_to_body") or "").strip()

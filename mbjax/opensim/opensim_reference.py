@@ -44,13 +44,13 @@ class OpenSimReference:
             )
         ms = self.model.getMuscles()
         self.muscles = {ms.get(i).getName(): ms.get(i) for i in range(ms.getSize())}
-        #: every force with a path (muscles, path actuators and springs, ligaments), as
-        #: :func:`mbjax.io.load_osim` lists them in ``model.muscle_names``
+        #: every force with a path (muscles, path actuators), as :func:`mbjax.io.load_osim` lists
+        #: them in ``model.muscle_names`` (it leaves PathSpring and Ligament out)
         self.paths = {}
         fs = self.model.getForceSet()
         for i in range(fs.getSize()):
             f = fs.get(i)
-            for cls in ("PathActuator", "Ligament", "PathSpring"):
+            for cls in ("PathActuator",):
                 down = getattr(osim, cls).safeDownCast(f)
                 if down is not None:
                     self.paths[f.getName()] = down

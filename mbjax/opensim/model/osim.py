@@ -44,9 +44,11 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
   ``clamped`` and ``locked`` flags are kept in ``model.osim`` (:class:`OsimInfo`).
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
-  ``Schutte1993Muscle_Deprecated``, ``PathActuator``, ``PathSpring``, ``Ligament``): their
+  ``Schutte1993Muscle_Deprecated``, ``PathActuator``): their
   ``GeometryPath`` points (``PathPoint``, ``ConditionalPathPoint``, ``MovingPathPoint``) go into
-  ``model.muscles``; their scalar properties into ``MusclePaths.parameters``.  A
+  ``model.muscles``; their scalar properties into ``MusclePaths.parameters``.  ``PathSpring`` and
+  ``Ligament``, whose tension mbjax does not compute, are left out (warned unless in
+  ``ignore_forces``) and listed in ``OsimInfo.ignored``.  A
   ``Schutte1993Muscle_Deprecated``'s three curve functions (``tendon_force_length_curve``,
   ``active_force_length_curve``, ``passive_force_length_curve``; 4.x ``<SimmSpline
   name="...">`` or 3.x ``<tendon_force_length_curve><SimmSpline>``; any 1-D function read here)
@@ -140,7 +142,7 @@ from ...muscles.schutte1993 import curve_parameters
 from .osim_actuators import default_records
 from .osim_bodies import _BodiesMixin
 from .osim_couplers import _Coords, _CouplersMixin
-from .osim_classes import MUSCLE_TYPES, OPTIONAL_PATH_FORCES, RECORDED_FORCES
+from .osim_classes import MUSCLE_TYPES, OPTIONAL_PATH_FORCES, RECORDED_FORCES, UNMODELLED_PATH_FORCES
 from .osim_force_set import _ForceSetMixin
 from .osim_forces import applies_force, read_force_elements
 from .osim_info import OsimInfo, OsimScaling
@@ -161,7 +163,8 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
     def __init__(self, path, ignore_wrapping: bool, couplings=None, ignore_forces=(), ignore_constraints=()):
         self.couplings = dict(couplings or {})
         self.ignore_forces = _class_names("ignore_forces", ignore_forces,
-                                          tuple(t for t in MUSCLE_TYPES if t not in OPTIONAL_PATH_FORCES)
+                                          tuple(t for t in MUSCLE_TYPES
+                                                if t not in OPTIONAL_PATH_FORCES + UNMODELLED_PATH_FORCES)
                                           + RECORDED_FORCES)
         #: muscle name -> {curve property: PPData} of the Schutte1993Muscle_Deprecated muscles
         self._schutte_curves: dict[str, dict] = {}
@@ -169,6 +172,8 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
         self.ignore_constraints = _class_names("ignore_constraints", ignore_constraints,
                                                ("CoordinateCouplerConstraint",))
         self.ignored: list[tuple[str, str]] = []
+        #: (class, name) of the UNMODELLED_PATH_FORCES left out without being asked (warned)
+        self._unmodelled: list[tuple[str, str]] = []
         #: enforced PointOnLineConstraint elements (eliminated by :mod:`.osim_point_on_line`)
         self.point_on_line: list = []
         #: (dependent coordinate, why) and (coordinate, assembled default) of that elimination
@@ -255,7 +260,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
         self._warn_loaded()
         if self.ignored:
             warnings.warn(f"{doc.path}: {len(self.ignored)} element(s) not modelled, as asked by ignore_forces / "
-                          "ignore_constraints (paths of ignored path forces are kept, with zero tension): "
+                          "ignore_constraints (paths of ignored muscles are kept, with zero tension): "
                           + ", ".join(f"{t} {n!r}" for t, n in self.ignored), stacklevel=3)
         if muscles:
             used = sorted({w.wrap_object for ws in path_wraps.values() for w in ws})
@@ -331,7 +336,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
             motion_types=tuple(info[c]["motion_type"] for c in indep),
             recorded_forces=tuple(recorded),
             wrapping_ignored=tuple(wrapped),
-            ignored=tuple(self.ignored),
+            ignored=tuple(self.ignored + self._unmodelled),
             eliminated=self.eliminated,
             assembled=self.assembled,
             scaling=self._scaling(body_names) if body_names else None,

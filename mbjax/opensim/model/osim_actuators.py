@@ -36,6 +36,7 @@ import numpy as np
 
 from ...forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator
 from .osim_classes import ACTUATOR_TYPES, LEGACY_TYPES
+from .osim_older_documents import IS_DISABLED_VERSION
 
 #: documents older than this are converted (``PointActuator::updateFromXMLNode``)
 CONVERTED_BEFORE = 10905
@@ -229,7 +230,11 @@ def read_actuators(doc, container, *, version: int, defaults=None, inherited=(),
         e = _Element(doc, el, cls, default_of[cls], converting)
         if e.unknown:
             unknown.append(f"{el.get('name')!r} (<{'>, <'.join(e.unknown)}>)")
-        applies = e.flag("appliesForce", True) and not e.flag("isDisabled", False)
+        legacy = version < IS_DISABLED_VERSION  # later documents: OpenSim ignores <isDisabled>
+        if not legacy and "isDisabled" in e.children:
+            unknown.append(f"{el.get('name')!r} (<isDisabled>: not read in a document of Version {version} >= "
+                           f"{IS_DISABLED_VERSION}; use <appliesForce>)")
+        applies = e.flag("appliesForce", True) and not (legacy and e.flag("isDisabled", False))
         if not applies:
             disabled.append(el.get("name"))
             continue

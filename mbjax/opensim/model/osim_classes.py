@@ -22,6 +22,9 @@ MUSCLE_TYPES = (
 #: path forces that are read and modelled but may still be left out (path kept, zero tension) by
 #: ``ignore_forces``: the deprecated Schutte muscle, whose opt-out older scripts use
 OPTIONAL_PATH_FORCES = ("Schutte1993Muscle_Deprecated",)
+#: path forces whose tension mbjax does not compute: left out of the model (never zero-force
+#: muscles), warned, and listed in ``OsimInfo.ignored`` (``ignore_forces`` leaves them out quietly)
+UNMODELLED_PATH_FORCES = ("PathSpring", "Ligament")
 #: the force elements modelled (:mod:`mbjax.opensim.model.osim_forces`)
 MODELLED_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce",
                    "PointToPointSpring", "BushingForce", "HuntCrossleyForce")

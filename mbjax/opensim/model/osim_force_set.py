@@ -15,7 +15,7 @@ from ...muscles.schutte1993 import CURVES as SCHUTTE_CURVES
 from ...muscles.schutte1993 import SCHUTTE
 from .osim_actuators import read_actuators
 from .osim_classes import (CURVE_PROPERTIES, MODELLED_FORCES, MUSCLE_TYPES, PATH_FORCE_FUNCTIONS,
-                           PATH_FORCE_PROPERTIES, RECORDED_FORCES)
+                           PATH_FORCE_PROPERTIES, RECORDED_FORCES, UNMODELLED_PATH_FORCES)
 from .osim_path_functions import FUNCTION_BASED_PATH
 from .osim_paths import CONDITIONAL_RANGE_TOLERANCE
 from .osim_xml import FUNCTION_TYPES, _function_element, _pp
@@ -44,8 +44,18 @@ class _ForceSetMixin:
         if fset is None or fset.find("objects") is None:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
         self._locked_off = []
-        actuators = []
+        actuators, unmodelled = [], []
         for f in fset.find("objects"):
+            if not (f.get("name") or "").strip():
+                raise doc.error(f, f"<{f.tag}> without a name attribute: mbjax names muscles, forces and their "
+                                "results by it (OpenSim would make one up from the class); add name=\"...\"")
+            if f.tag in UNMODELLED_PATH_FORCES:  # no tension computed: left out, never a zero-force muscle
+                if f.tag in self.ignore_forces:
+                    self.ignored.append((f.tag, f.get("name")))
+                else:
+                    self._unmodelled.append((f.tag, f.get("name")))
+                    unmodelled.append(f"{doc.where(f)}")
+                continue
             if f.tag in RECORDED_FORCES:
                 if f.tag in self.ignore_forces:
                     self.ignored.append((f.tag, f.get("name")))
@@ -112,6 +122,12 @@ class _ForceSetMixin:
             if f.tag == SCHUTTE and not path_only:
                 self._schutte_curves[name] = self._schutte_muscle(f, params[name])
         _warn_long_muscles(doc, params, self._muscle_sources)
+        if unmodelled:
+            classes = tuple(sorted({t for t, _ in self._unmodelled}))
+            warnings.warn(f"{doc.path}: {len(unmodelled)} path force(s) left out: mbjax does not compute the tension "
+                          "of a PathSpring or Ligament (OpenSim does), so they are not muscles of this model (listed "
+                          f"in model.osim.ignored): {'; '.join(unmodelled)}. Pass ignore_forces={classes} to leave "
+                          "them out without this warning", stacklevel=4)
         if wrapped and self.ignore_wrapping:
             warnings.warn(
                 f"{doc.path}: wrapping ignored (straight lines), as asked by ignore_wrapping=True, for "

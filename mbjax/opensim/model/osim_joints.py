@@ -133,6 +133,10 @@ class _JointsMixin:
         doc = self.doc
         coords = [c.get("name") for c in _coordinate_elements(j)]
         if j.tag == "WeldJoint":
+            if coords:  # OpenSim refuses it (Joint::getMotionType: invalid CoordinateIndex)
+                raise doc.error(j, f"WeldJoint {j.get('name')!r} needs 0 coordinates, got {coords} (a weld has no "
+                                "motion, and OpenSim refuses a coordinate in it): remove the <Coordinate> or use a "
+                                "joint that moves")
             return []
         if j.tag in _MOBILIZER_CHAINS:
             spec, need = _MOBILIZER_CHAINS[j.tag], _MOBILIZER_NQ[j.tag]

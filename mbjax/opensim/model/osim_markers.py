@@ -43,6 +43,11 @@ def _read_markers(doc, loader, objs, model, source):
         ref = _text(el, "socket_parent_frame") or _text(el, "body")
         if ref is None:
             raise doc.error(el, "marker without <socket_parent_frame> or <body>")
+        if _text(el, "socket_parent_frame") is not None and _text(el, "body") is not None:
+            # ambiguous: OpenSim 4.6 takes <body> in a 3.x document, <socket_parent_frame> in a 4.x one
+            raise doc.error(el, f"marker {el.get('name')!r} names two frames, <body> {_text(el, 'body')!r} and "
+                                f"<socket_parent_frame> {_text(el, 'socket_parent_frame')!r}: keep one")
+        _bool(el, "fixed", False, doc)  # refused by line unless true or false
         try:
             body, x_bf = loader._resolve(el, ref)
         except ValueError:

@@ -42,7 +42,29 @@ INERTIA_VERSION = 30500
 #: ``<socket_NAME_connectee_name>`` and ``<socket_NAME>``
 CONNECTEE_NAME_VERSION, SOCKET_CONNECTEE_VERSION, SOCKETS_VERSION = 30508, 30510, 30517
 
+#: the first document version in which OpenSim no longer converts a force's or constraint's
+#: ``<isDisabled>`` (to ``appliesForce`` / ``isEnforced``; ``Force::updateFromXMLNode``,
+#: ``Constraint::updateFromXMLNode``): from it on the tag is no property, and the element stays active
+IS_DISABLED_VERSION = 30509
+
 _CONNECTEE_NAME = re.compile(r"socket_(.*)_connectee_name")
+
+
+def drop_is_disabled(doc, version: int, elements) -> list[str]:
+    """Remove the ``<isDisabled>`` of ``elements`` in place where OpenSim 4.6 ignores it (a document
+    of ``version`` >= :data:`IS_DISABLED_VERSION`); the removed ones, each as ``"line N <isDisabled>
+    in <Tag name='x'> (why)"`` for the loader's warning of elements not used."""
+    if version < IS_DISABLED_VERSION:
+        return []
+    out = []
+    for el in elements:
+        for c in el.findall("isDisabled"):
+            out.append(f"line {doc.lines.get(c, '?')} <isDisabled> in <{el.tag} name={el.get('name')!r}> (OpenSim "
+                       f"reads it only in documents older than Version {IS_DISABLED_VERSION}; in this Version "
+                       f"{version} document it is ignored and the element stays active: write <appliesForce>false"
+                       "</appliesForce> (a force) or <isEnforced>false</isEnforced> (a constraint) to switch it off)")
+            el.remove(c)
+    return out
 
 
 def rename_sockets(doc, version: int) -> None:

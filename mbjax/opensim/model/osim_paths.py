@@ -67,9 +67,14 @@ class _PathsMixin:
             if holder is None:
                 fns.append(None)
                 continue
+            if cref is None:  # OpenSim refuses it: "Connectee for Socket '<comp>_coordinate' ... is unspecified"
+                owner = next((f.get("name") for f in self._force_set_objects() if any(x is p for x in f.iter())), None)
+                raise doc.error(p, f"MovingPathPoint {name!r} of muscle {owner!r} has <{comp}_location> but no "
+                                f"<{comp}_coordinate> (or <socket_{comp}_coordinate>): name the coordinate its "
+                                "function reads, as OpenSim requires")
             fel = _function_element(doc, holder)
             data = _pp(doc, fel)
-            if cref is None or fel.tag == "Constant":
+            if fel.tag == "Constant":
                 loc[axis_i] = float(data(np.asarray(0.0))[0])
                 fns.append(None)
                 continue

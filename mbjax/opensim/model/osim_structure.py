@@ -7,7 +7,7 @@ import numpy as np
 
 from ..._model import GROUND
 from .osim_classes import JOINT_TYPES
-from .osim_older_documents import JOINTSET_VERSION, rename_sockets
+from .osim_older_documents import JOINTSET_VERSION, drop_is_disabled, rename_sockets
 from .osim_summary import second_element
 from .osim_xml import _coordinate_elements, _floats, _text, _tf, _xyz_body_fixed
 
@@ -84,6 +84,8 @@ class _StructureMixin:
         doc, model = self.doc, self.model
         rename_sockets(doc, self.version)
         self._check_model_elements()
+        self.unused += drop_is_disabled(doc, self.version, [o for tag in ("ForceSet", "ConstraintSet")
+                                                            for o in model.findall(f"{tag}/objects/*")])
         bodyset = model.find("BodySet")
         if bodyset is None or bodyset.find("objects") is None:
             raise doc.error(model, "no <BodySet><objects>")
@@ -107,17 +109,25 @@ class _StructureMixin:
             jointset = model.find("JointSet")
             for j in (jointset.find("objects") if jointset is not None else []):
                 joint_list.append(j)
-            # offset frames owned by joints or bodies
-            for owner in list(joint_list) + list(bodyset.find("objects")) + [model.find("Ground")]:
+            # offset frames owned by joints, bodies, ground or the model (its <components>)
+            pending = []
+            for owner in list(joint_list) + list(bodyset.find("objects")) + [model.find("Ground"), model]:
                 if owner is None:
                     continue
                 for holder in (owner.find("frames"), owner.find("components")):
                     if holder is None:
                         continue
-                    for fr in holder:
-                        if fr.tag != "PhysicalOffsetFrame":
-                            continue
+                    pending += [(fr, owner) for fr in holder if fr.tag == "PhysicalOffsetFrame"]
+            while pending:  # in file order; a frame on a frame read later (a chain) on the next pass
+                failed = []
+                for fr, owner in pending:
+                    try:
                         self._offset_frame(fr, owner)
+                    except ValueError:
+                        failed.append((fr, owner))
+                if len(failed) == len(pending):
+                    self._offset_frame(*failed[0])  # raises, naming the frame
+                pending = failed
         else:
             for b in bodyset.find("objects"):
                 jholder = b.find("Joint")
@@ -145,8 +155,17 @@ class _StructureMixin:
             for c in _coordinate_elements(j):
                 self._coordinate(c)
         self._couplers()
+        child_of = {}
         for j in joint_list:
             self.joints.append(self._joint_frames(j))
+            child = self.joints[-1][2]
+            if child in child_of:  # mbjax's tree gives each body one parent joint
+                first = child_of[child]
+                raise doc.error(j, f"body {child!r} is the child of two joints, <{first.tag} name="
+                                f"{first.get('name')!r}> (line {doc.lines.get(first, '?')}) and <{j.tag} name="
+                                f"{j.get('name')!r}> (line {doc.lines.get(j, '?')}): a closed loop; keep one joint and "
+                                "close the loop with a constraint")
+            child_of[child] = j
 
     def _offset_frame(self, fr, owner):
         doc = self.doc
@@ -170,6 +189,8 @@ class _StructureMixin:
     def _owner_path(self, owner):
         if owner.tag == "Ground":
             return "/ground"
+        if owner.tag == "Model":  # a frame in the model's <components> is at /<name>
+            return ""
         if owner.tag == "Body":
             return f"/bodyset/{owner.get('name')}"
         return f"/jointset/{owner.get('name')}"

@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ET
 from pyexpat import ExpatError, ParserCreate
 
 from .osim_classes import JOINT_TYPES, LOADER_FORCES
-from .osim_older_documents import JOINTSET_VERSION, rename_sockets
+from .osim_older_documents import IS_DISABLED_VERSION, JOINTSET_VERSION, rename_sockets
 
 __all__ = ["CoordinateSummary", "BodySummary", "MuscleSummary", "WrapObjectSummary", "ConstraintSummary",
            "OsimSummary", "summarize_osim"]
@@ -379,7 +379,9 @@ def summarize_osim(path) -> OsimSummary:
     constraints = []
     cset = model.find("ConstraintSet/objects")
     for con in cset if cset is not None else ():
-        enforced = _text(con, "isEnforced", "true").lower() in ("true", "1") and not _bool(con, "isDisabled")
+        legacy = not root.get("Version", "").strip().isdigit() or int(root.get("Version")) < IS_DISABLED_VERSION
+        enforced = (_text(con, "isEnforced", "true").lower() in ("true", "1")
+                    and not (legacy and _bool(con, "isDisabled")))
         if not enforced:
             how = "not enforced: changes nothing"
         elif con.tag == "CoordinateCouplerConstraint":
