@@ -48,6 +48,9 @@ class ModelBuilder:
     """
 
     def __init__(self, coordinates: Sequence[str], gravity=(0.0, 0.0, -9.81)):
+        if isinstance(coordinates, (str, bytes)):
+            raise TypeError(f"ModelBuilder: coordinates must be a sequence of names, got the string {coordinates!r} "
+                            f"(one coordinate: [{coordinates!r}])")
         coordinates = tuple(coordinates)
         if len(set(coordinates)) != len(coordinates):
             raise ValueError(f"duplicate coordinate names in {coordinates}")
@@ -95,14 +98,14 @@ class ModelBuilder:
         axis = _unit_axis(name, axis)
         offset = _offset(name, offset, rotation, translation)
         map = _joint_map(name, map, self.coordinates)
-        mass = float(mass)
-        inertia = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+        mass = _mass(name, mass)
+        inertia = np.zeros((3, 3)) if inertia is None else _floats(name, "inertia", inertia, "a 3x3 matrix or 3 moments")
         if inertia.shape == (3,):
             inertia = np.diag(inertia)
         problems = inertia_problems(name, mass, inertia)
         if problems:
             raise ValueError("\n".join(problems))
-        com = np.asarray(com, dtype=float)
+        com = _floats(name, "com", com, "a finite 3-vector")
         if com.shape != (3,) or not np.all(np.isfinite(com)):
             raise ValueError(f"body {name!r}: com must be a finite 3-vector, got {com!r}")
         self._bodies.append(_BodySpec(name, parent_index, joint, axis, offset, map, mass, com, inertia))
@@ -113,6 +116,10 @@ class ModelBuilder:
         fields as a dict, e.g. ``{"muscles": paths}``; or set them later with ``Model.replace``)."""
         if not self._bodies:
             raise ValueError("a model needs at least one body")
+        if not self.coordinates:  # every function takes a pose q (nq,); nothing moves without one
+            raise ValueError(f"a model needs at least one coordinate: bodies {self.body_names} have none, so every "
+                             "joint is locked and there is no pose q to compute with (name the coordinates in "
+                             "ModelBuilder([...]) and map joints to them)")
         groups: dict[Any, list[int]] = defaultdict(list)
         for i, b in enumerate(self._bodies):
             groups[b.map.group_key()].append(i)
@@ -157,6 +164,9 @@ def _parent_index(name: str, parent: str | int, body_names: tuple[str, ...]) -> 
             f"body {name!r}: parent {parent!r} is not 'ground' or an existing body "
             f"{body_names} (add parents before children)"
         )
+    if not isinstance(parent, (int, np.integer)) or isinstance(parent, (bool, np.bool_)):
+        raise TypeError(f"body {name!r}: parent must be 'ground', the name of a body added before, or its index, "
+                        f"got {parent!r}")
     parent_index = int(parent)
     if not -1 <= parent_index < len(body_names):
         raise ValueError(f"body {name!r}: parent index {parent} does not name an existing body")
@@ -171,9 +181,30 @@ def _tolerance(value) -> float:
     return max(1e-9, 100.0 * eps)
 
 
+def _mass(name: str, mass) -> float:
+    """``mass`` as a float: one number (not a list, a string or a bool), else refused naming the body."""
+    try:
+        if isinstance(mass, (str, bytes, bool, np.bool_)) or np.ndim(mass) != 0:
+            raise TypeError
+        return float(mass)
+    except (TypeError, ValueError):
+        raise ValueError(f"body {name!r}: mass must be a number, got {mass!r}") from None
+
+
+def _floats(name: str, what: str, value, expected: str) -> np.ndarray:
+    """``value`` as a float64 array (real numbers only), else refused naming the body and the argument."""
+    try:
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "iuf":
+            raise TypeError
+        return arr.astype(float)
+    except (TypeError, ValueError):
+        raise ValueError(f"body {name!r}: {what} must be {expected} (real numbers), got {value!r}") from None
+
+
 def _unit_axis(name: str, axis) -> np.ndarray:
     tol = _tolerance(axis)
-    axis = np.asarray(axis, dtype=float)
+    axis = _floats(name, "axis", axis, "a finite 3-vector")
     if axis.shape != (3,) or not np.all(np.isfinite(axis)):
         raise ValueError(f"body {name!r}: axis must be a finite 3-vector, got {axis!r}")
     if abs(np.linalg.norm(axis) - 1.0) > tol:

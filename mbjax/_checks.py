@@ -107,6 +107,8 @@ def as_array(x, name: str, shape: Sequence[int | None], dims: Sequence[str | int
     """
     if x is None:
         raise ValueError(f"{name} must be a real array of shape {_fmt(dims)}{context}, got None")
+    if isinstance(x, np.ndarray) and x.dtype.kind not in "biufc":  # object or strings: JAX's message is obscure
+        raise ValueError(f"{name} must be a real (integer or floating) array, got dtype {x.dtype}")
     try:
         arr = jnp.asarray(x)
     except (TypeError, ValueError) as err:
@@ -142,6 +144,14 @@ def real_array(x, not_array: str, not_real: str, show_value: bool = False):
     if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
         raise TypeError(f"{not_real}, got dtype {arr.dtype}")
     return arr
+
+
+def derivative_order(order, where: str) -> int:
+    """``order`` as the int 1 or 2 (first or also second derivatives); anything else refused naming ``where``."""
+    if isinstance(order, (int, np.integer)) and not isinstance(order, (bool, np.bool_)) and order in (1, 2):
+        return int(order)
+    got = f"an array of dtype {order.dtype} (give a Python int)" if hasattr(order, "dtype") else repr(order)
+    raise ValueError(f"{where}: order must be 1 or 2 (first, or first and second derivatives), got {got}")
 
 
 def require(x, bad, message: str):

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _kron
 from ._batching import Small, batch_last, jvp_of_perturbed
-from ._body_rules import body_rules
+from ._body_rules import body_rules, model_array
 from . import _checks
 from ._kinematics import Kinematics, body_poses, check_pose, check_vector, forward_pass
 from ._kinematics_kron import pose_derivatives_kron
@@ -157,8 +157,8 @@ def _pose(model: Model, q, where: str):
     """``q`` checked as :func:`check_vector` does, with the model's body parameters, joint axes and
     gravity (one fused run-time check, :mod:`mbjax._body_rules`)."""
     changed = " (changed after loading? eqx.tree_at)"
-    _checks.as_array(model.gravity, f"{where}: model.gravity", (3,), (3,), f" (world axes){changed}")
-    gravity = (~jnp.isfinite(model.gravity), f"{where}: model.gravity contains NaN or inf{changed}")
+    g = model_array(model.gravity, f"{where}: model.gravity", (3,), (3,), " (world axes)")
+    gravity = (~jnp.isfinite(g), f"{where}: model.gravity contains NaN or inf{changed}")
     return check_pose(model, q, where, body_rules(model, where) + [gravity])
 
 
@@ -380,6 +380,8 @@ def kinetic_energy(model: Model, q, qd):
     """T = ½ Σ_i trace(Ṫ_i J_i Ṫ_iᵀ) with Ṫ_i = jvp of the world poses and J_i of Eq. 131."""
     require_model(model, "kinetic_energy")
     q, qd = _vector(model, q, "q"), _vector(model, qd, "qd")
+    dtype = jnp.result_type(q, model.axis)  # as the kinematics pass: integer or mixed poses promoted
+    q, qd = q.astype(dtype), qd.astype(dtype)
     _, tdot = jax.jvp(lambda x: body_poses(model, x), (q,), (qd,))
     jmat = model.pseudo_inertia().astype(tdot.dtype)
     return 0.5 * jnp.einsum("iab,ibc,iac->", tdot, jmat, tdot)

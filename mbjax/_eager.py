@@ -19,6 +19,7 @@ still raise at the call (during the trace).
 from __future__ import annotations
 
 import functools
+import inspect
 import numbers
 
 import equinox as eqx
@@ -39,6 +40,17 @@ def _as_input(x):
     return x
 
 
+def _refuse_non_numeric(fn, args, kwargs) -> None:
+    """An object or string NumPy array (a column with gaps) refused naming the argument, before JAX sees it."""
+    for key, value in [*enumerate(args), *kwargs.items()]:
+        if isinstance(value, np.ndarray) and value.dtype.kind not in "biufc":
+            if isinstance(key, int):
+                params = list(inspect.signature(fn).parameters)[1:]
+                key = params[key] if key < len(params) else f"argument {key + 2}"
+            raise ValueError(f"{fn.__name__}: {key} must be a real (integer or floating) array, got dtype "
+                             f"{value.dtype}")
+
+
 def compiled_when_eager(fn):
     """``fn(model, *arrays, **options)`` compiled once per structure when called eagerly (``eqx.filter_jit``).
 
@@ -55,6 +67,7 @@ def compiled_when_eager(fn):
     @functools.wraps(fn)
     def public(model, *args, **kwargs):
         require_model(model, fn.__name__)
+        _refuse_non_numeric(fn, args, kwargs)
         args = tuple(_as_input(a) for a in args)
         checks_on = checks_enabled()
         if checks_on and args:

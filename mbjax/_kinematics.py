@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _checks
+from . import _body_rules, _checks
 from ._model import Model, require_model
 from ._batching import Small, batch_last, materialize
 from ._spatial import inverse_transform, skew
@@ -105,7 +105,7 @@ def axis_rules(model: Model, where: str) -> list:
     norm2 = jnp.sum(model.axis * model.axis, -1)
     bad = ~jnp.where(jnp.asarray(model.topology.is_revolute()), jnp.abs(norm2 - 1.0) <= 1e-4, jnp.isfinite(norm2))
     return [(bad, [f"{where}: the joint axis of body {b!r} is not a unit vector (changed after loading? "
-                   "eqx.tree_at); normalize it" for b in model.body_names])]
+                   "eqx.tree_at); normalize it" for b in model.body_names])] + _body_rules.joint_frame_rules(model, where)
 
 
 def check_pose(model: Model, q, where: str, rules=()):
@@ -463,7 +463,7 @@ def _twists(model: Model, poses):
 
 def pose_derivatives(model: Model, q, order: int = 2) -> PoseDerivatives:
     """T_i, ∂T_i/∂q and (``order=2``) ∂²T_i/∂q² in closed form (Eq. 75 and 89, einsum path)."""
-    top = model.topology
+    top, order = model.topology, _checks.derivative_order(order, "pose_derivatives")
     jv = joint_values(model, q)
     poses = body_poses(model, q)
     s = _twists(model, poses)

@@ -23,11 +23,15 @@ from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 from ._topology import Topology
 from .maps._base import AbstractJointMap
 
 GROUND = "ground"
+
+#: the body and joint parameters, arrays
+ARRAY_FIELDS = ("offset", "axis", "mass", "com", "inertia", "gravity")
 
 #: what a model carries besides its bodies and joints (each None when absent), by the layer that reads it
 ELEMENT_FIELDS = ("muscles", "forces", "path_functions", "osim")
@@ -48,6 +52,14 @@ def require_model(model, where: str) -> None:
                 if isinstance(model, str) else "")
         raise TypeError(f"{where}: model must be an mbjax Model (the first argument; mbjax.models.load, "
                         f"mbjax.io.load_osim, ModelBuilder.build), got {type(model).__name__}{hint}")
+
+
+def _numbers(value) -> bool:
+    """Whether ``value`` is a (nested) list or tuple of real numbers."""
+    try:
+        return isinstance(value, (list, tuple)) and np.asarray(value).dtype.kind in "iuf"
+    except ValueError:  # ragged
+        return False
 
 
 class Model(eqx.Module):
@@ -84,6 +96,9 @@ class Model(eqx.Module):
         if unknown:
             raise TypeError(f"Model.replace: no field {unknown}; the fields are "
                             f"{[f.name for f in dataclasses.fields(self)]}")
+        for key in set(fields) & set(ARRAY_FIELDS):  # a list of numbers (gravity=[0, 0, -9.81]) as an array
+            if _numbers(fields[key]):
+                fields[key] = jnp.asarray(fields[key], dtype=jnp.result_type(getattr(self, key)))
         return dataclasses.replace(self, **fields)
 
     @property

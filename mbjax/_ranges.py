@@ -62,8 +62,17 @@ def range_violations(model: Model, q) -> list[RangeViolation]:
     exactly when the compiled check passes.
     """
     require_model(model, "range_violations")
-    q = np.asarray(q, dtype=float)
     nq = model.n_coordinates
+    try:
+        dtype = None if isinstance(q, dict) else np.asarray(q).dtype
+    except (TypeError, ValueError):
+        dtype = None
+    if dtype is None or dtype.kind not in "iuf":  # as the core functions: no bool, complex, object or dict
+        got = f"dtype {dtype}" if isinstance(q, np.ndarray) or (dtype is not None and dtype.kind != "O") \
+            else type(q).__name__
+        raise ValueError(f"range_violations: q must be a real (integer or floating) array of shape (nq,) or (N, nq) "
+                         f"with nq = {nq} (coordinates {model.coordinate_names}), got {got}")
+    q = np.asarray(q, dtype=float)
     if q.ndim not in (1, 2) or q.shape[-1] != nq:
         raise ValueError(f"range_violations: q must have shape (nq,) or (N, nq) with nq = {nq} "
                          f"(coordinates {model.coordinate_names}), got {q.shape}")

@@ -148,6 +148,9 @@ class QuinticHermite(Trajectory):
         self.qdd = jnp.zeros_like(q) if qdd is None else jnp.asarray(qdd, dtype=q.dtype).reshape(q.shape)
         if self.ts.ndim != 1 or self.ts.shape[0] < 2 or self.ts.shape[0] != q.shape[0]:
             raise ValueError(f"QuinticHermite: need >= 2 knots ts (n,) and q (n, nq), got {self.ts.shape} and {q.shape}")
+        for name, value in (("ts", self.ts), ("q", q), ("qd", self.qd), ("qdd", self.qdd)):
+            if not isinstance(value, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(value))):
+                raise ValueError(f"QuinticHermite: knot values must be finite: {name} holds NaN or inf")
         if not isinstance(self.ts, jax.core.Tracer) and np.any(np.diff(np.asarray(self.ts)) <= 0):
             raise ValueError("QuinticHermite: knot times must be strictly increasing")
 

@@ -41,7 +41,11 @@ def as_coordinates(coordinates, arity: int | None, family: str) -> tuple[str, ..
     """Normalise a coordinate name or sequence of names and check the family's arity."""
     if isinstance(coordinates, str):
         coordinates = (coordinates,)
-    coordinates = tuple(coordinates)
+    try:
+        coordinates = tuple(coordinates)
+    except TypeError:  # an index (0) or None
+        raise ValueError(f"{family}: the coordinate must be a name (str) or a sequence of names, got "
+                         f"{type(coordinates).__name__} {coordinates!r}") from None
     if not all(isinstance(c, str) for c in coordinates):
         raise ValueError(f"{family}: coordinates must be names (str), got {coordinates!r}")
     if arity is not None and len(coordinates) != arity:

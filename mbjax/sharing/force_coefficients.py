@@ -108,6 +108,8 @@ def _coefficients(model, q, qd, use_muscle_physiology, passive_forces, R, L, pen
     if L is None:
         L = muscle_lengths(model, q)
     V = -(R.T @ jnp.asarray(qd, L.dtype))
+    if not paths.n_muscles:  # no muscles: no force coefficients (reserves or actuators alone carry the torque)
+        return jnp.zeros((0,), L.dtype), jnp.zeros((0,), L.dtype)
     act, pas = _by_family(model, lambda kind, p, *x: _inextensible(kind, p, *x, pennation_rule=pennation_rule),
                           L, V, jnp.ones_like(L))
     if not use_muscle_physiology:

@@ -230,6 +230,9 @@ def _qp_data(problem: SharingProblem, weights, reserves, activation_bounds, rese
         w = jnp.concatenate([w, jnp.ones((na,), dtype)])
         lo = jnp.concatenate([lo, jnp.broadcast_to(jnp.asarray(_bound(actuator_bounds, 0, "actuator_bounds", na), dtype), (na,))])
         hi = jnp.concatenate([hi, jnp.broadcast_to(jnp.asarray(_bound(actuator_bounds, 1, "actuator_bounds", na), dtype), (na,))])
+    if not A.shape[-1]:  # no muscles and nothing else: no variable to solve for
+        raise ValueError("static optimization: the model has no muscles and no reserves or actuators were given: "
+                         "nothing can carry the joint torques (give reserves=, e.g. reserves=100.0, or actuators=)")
     # one fused run-time check: weights finite and > 0, every lower bound at most its upper bound
     b = _checks.all_of(b, [(~jnp.all(jnp.isfinite(w) & (w > 0)),
                             "static optimization: weights must be finite and > 0 (a weight of 0 leaves that muscle's "

@@ -37,6 +37,9 @@ def _weight(what: str, value) -> float:
 def _checked_marker_data(data: MarkerData) -> MarkerData:
     """``data`` with ``time (T,)`` and ``positions (T, len(names), 3)`` as float arrays and unique
     names; anything else is refused naming the field and its shape."""
+    if not all(hasattr(data, k) for k in ("time", "names", "positions")):  # an array, a path, None
+        raise TypeError(f"IK: data must be a MarkerData (mbjax.io.read_trc(path) or MarkerData(time, names, positions "
+                        f"(T, n_markers, 3))), got {type(data).__name__}")
     names = tuple(str(n) for n in data.names)
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
