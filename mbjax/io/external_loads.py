@@ -36,7 +36,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._model import GROUND
-from .osim_xml import _Doc, _bool
+from .osim_xml import _bool
+from .setup_xml import SetupFile
 from .signal import NaturalSpline
 from .storage import read_storage
 from .table import Table
@@ -229,7 +230,7 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
     (OpenSim's tools look in their setup file's folder first).
     """
     path = os.fspath(path)
-    doc = _Doc(path)
+    doc = SetupFile(path).doc  # objects given by file= read in place, as OpenSim reads them
     root = doc.root
     if root.tag == "OpenSimDocument":
         version = root.get("Version")
