@@ -24,7 +24,8 @@ bodies, muscles and wrap objects that the ``.osim`` file declares (read from its
 
 ``MODEL`` is an OpenSim ``.osim`` file, a shipped example by name (``arm26``, ``gait2392``, ...: ``mbjax.models.EXAMPLES``) or a built-in model
 (``shoulder``, ``shoulder:degroot_brand``).  Several ``--vary`` make a grid (``STOP`` included when
-it falls on the grid); ``--random N`` draws N poses uniformly in the coordinate ranges instead.
+it falls on the grid); ``--random N`` draws N poses uniformly in the coordinate ranges instead
+(not with ``--vary``).
 Unset coordinates sit at the model's default pose.  ``--degrees`` makes the values of *rotational*
 coordinates degrees (translational ones stay metres) and writes them in degrees to the CSV.
 

@@ -73,7 +73,16 @@ def _start_distributed(args) -> bool:
     explicit = (args.coordinator, args.num_processes, args.process_id)
     if not (args.distributed or env or any(v is not None for v in explicit)):
         return False
-    return initialize(*explicit)
+    try:
+        return initialize(*explicit)
+    except ValueError as e:  # flags that do not make a job: a usage error naming them
+        text = str(e).removeprefix("initialize: ")
+        for kw, flag in (("coordinator_address", "--coordinator"), ("num_processes", "--num-processes"),
+                         ("process_id", "--process-id")):
+            text = text.replace(kw, flag)
+        given = [f"{f} {v}" for f, v in zip(("--coordinator", "--num-processes", "--process-id"), explicit)
+                 if v is not None] + (["--distributed"] if args.distributed else [])
+        raise UsageError(f"{' '.join(given) or 'MBJAX_* variables'}: {text}") from None
 
 
 def _physical_memory() -> int | None:
@@ -144,6 +153,12 @@ def _check_unique(items, flag):
 
 def moment_arms_command(args):
     # --- the command line alone: values, duplicates, output paths (before JAX, the model, the sweep)
+    if args.random and args.vary:  # --random draws in the coordinate ranges: a --vary grid would be dropped
+        raise UsageError(f"--random {args.random} and --vary {args.vary[0]} cannot be combined: --random draws poses "
+                         "in the coordinates' ranges, --vary sweeps a grid; give one of them")
+    if args.ignore_wrapping and args.wrapping == "smooth":
+        raise UsageError("--wrapping smooth and --ignore-wrapping contradict each other: --ignore-wrapping loads "
+                         "straight-line paths, --wrapping smooth wraps them; give one of them")
     sets = [(item, *_parse_assign(item, "--set")) for item in args.set or []]
     varies = [(item, *_parse_assign(item, "--vary")) for item in args.vary or []]
     _check_unique([c for _, c, _ in sets], "--set: coordinate")

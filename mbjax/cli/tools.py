@@ -146,6 +146,32 @@ def _setup_files(path, tool):
     return inputs, outputs
 
 
+def _own_inputs(path, tool, inputs, model=None):
+    """A step's inputs as ``(how given, file)``: the setup's elements (``model`` replacing its
+    ``<model_file>``) and the setup file itself."""
+    own = [(f"<{tag}> of {path}", f) for tag, f in inputs if not (tag == "model_file" and model is not None)]
+    given = _osim_path(model) if model is not None else None
+    return own + ([("--model", given)] if given is not None else []) + [("the setup file", path)]
+
+
+#: what each tool's outputs (:func:`_setup_files`) are, for the messages
+_OUTPUT_NAMES = {"ik": ("<output_motion_file>", "marker errors file (<report_errors>)"),
+                 "id": ("<results_directory>/<output_gen_force_file>",),
+                 "so": ("activation file in <results_directory>", "force file in <results_directory>"),
+                 "jr": ("ReactionLoads file in <results_directory>",)}
+
+
+def _refuse_overwriting_inputs(path, tool, outputs, model=None) -> None:
+    """Refuse a step whose outputs (``[(how given, file)]``) include one of its own inputs, before it runs."""
+    from ..io.output_paths import refuse_overwriting_inputs
+
+    inputs, _ = _setup_files(path, tool)
+    own = _own_inputs(path, tool, inputs, model)
+    for given, f in outputs:
+        if f is not None:
+            refuse_overwriting_inputs(f, own, given, (os.path.dirname(os.path.abspath(path)),))
+
+
 def _refuse_unsupported(path, tool) -> None:
     """What a tool refuses in a setup it reads, refused before any step runs."""
     if tool == "so":
@@ -179,6 +205,8 @@ def check_plan(plan, model: str | None = None) -> None:
     for path, tool in plan:
         inputs, outputs = _setup_files(path, tool)
         _refuse_unsupported(path, tool)
+        _refuse_overwriting_inputs(path, tool, [(f"{path}: its {w}", o) for w, o in zip(_OUTPUT_NAMES[tool], outputs)],
+                                   model)
         if model is None and dict(inputs)["model_file"] is None:
             raise UsageError(f"{path}: no <model_file>; give --model")
         for tag, f in inputs:
@@ -275,8 +303,12 @@ def _plot_panels(path, time, panels, title):
     axes[-1, 0].set_xlabel("time (s)")
     axes[0, 0].set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as e:
+        raise Failure(f"--plot {path}: cannot write the figure: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
 
 
 def _tool_outputs(args, is_dir):
@@ -294,6 +326,33 @@ def _tool_outputs(args, is_dir):
         _check_plot_format(args.plot)
 
 
+def _outputs_not_inputs(args, tool, is_dir):
+    """``--out``, ``--plot`` and the setup's own outputs refused (usage error) when one names one of
+    the tool's inputs (the setup, its model, data and force-set files) or ``--plot`` names ``--out``."""
+    from ..io.output_paths import same_file
+
+    if args.plot is not None and args.out is not None and not is_dir and same_file(args.plot, args.out):
+        raise UsageError(f"--plot {args.plot} and --out {args.out} are the same file: the plot would overwrite "
+                         "the results; give two files")
+    if not os.path.isfile(args.setup):
+        return  # reported when the setup is read
+    _, outputs = _setup_files(args.setup, tool)
+    if args.out is not None:
+        outputs = ([args.out] + [os.path.join(os.path.dirname(os.path.abspath(args.out)), os.path.basename(o))
+                                 for o in outputs[1:] if o is not None]) if not is_dir else \
+            [os.path.join(args.out, os.path.basename(o)) for o in outputs]
+        named = [("--out", outputs[0]) if not is_dir else (f"--out {args.out}: the {_OUTPUT_NAMES[tool][0]}", outputs[0])]
+        named += [(f"--out {args.out}: the {w}", o) for w, o in zip(_OUTPUT_NAMES[tool][1:], outputs[1:])]
+    else:
+        named = [(f"{args.setup}: its {w}", o) for w, o in zip(_OUTPUT_NAMES[tool], outputs)]
+    if args.plot is not None:
+        named.append(("--plot", args.plot))
+    try:
+        _refuse_overwriting_inputs(args.setup, tool, named, args.model)
+    except OSError as e:
+        raise UsageError(str(e)) from None
+
+
 def ik_command(args):
     from ..opensim.tools.ik import inverse_kinematics_from_setup, read_ik_setup, write_ik_marker_errors
     from ..io.coordinate_tables import table_from_coordinates
@@ -301,6 +360,7 @@ def ik_command(args):
     from ..io.storage import write_storage
 
     _tool_outputs(args, is_dir=False)
+    _outputs_not_inputs(args, "ik", is_dir=False)
     from ..opensim.model.osim_markers import load_markers
 
     model, model_file = _setup_model(args, read_ik_setup)
@@ -339,11 +399,12 @@ def ik_command(args):
     return EXIT_OK if np.all(res.converged) else EXIT_FAILURE
 
 
-def _run_tool(args, reader, run, *, is_dir: bool, out_of, summary, plot):
+def _run_tool(args, reader, run, *, is_dir: bool, out_of, summary, plot, tool):
     """The skeleton of ``mbjax id|so|jr``: outputs checked before any work, the model the setup
     names (or ``--model``), ``run(model)``, one summary line (``summary(res, seconds, out)``) and
     the plot ``plot(res, title)`` when ``--plot`` asks.  Returns the tool's result."""
     _tool_outputs(args, is_dir=is_dir)
+    _outputs_not_inputs(args, tool, is_dir)
     model, _ = _setup_model(args, reader)
     t0 = time.time()
     res = run(model)
@@ -362,7 +423,8 @@ def id_command(args):
               is_dir=False, out_of=lambda setup: setup.output_file,
               summary=lambda res, s, out: f"mbjax id: {res.time.size} frames in {s:.1f} s; wrote {out}",
               plot=lambda res, title: _plot_series(args.plot, res.time, res.tau, list(res.labels),
-                                                   "generalized force (N·m or N)", f"inverse dynamics: {title}"))
+                                                   "generalized force (N·m or N)", f"inverse dynamics: {title}"),
+              tool="id")
     return EXIT_OK
 
 
@@ -384,7 +446,7 @@ def so_command(args):
     res = _run_tool(args, read_so_setup,
                     lambda model: static_optimization_from_setup(args.setup, model, results_directory=args.out,
                                                                  progress=not args.quiet),
-                    is_dir=True, out_of=lambda setup: setup.results_directory, summary=summary, plot=plot)
+                    is_dir=True, out_of=lambda setup: setup.results_directory, summary=summary, plot=plot, tool="so")
     return EXIT_OK if bool(np.all(np.asarray(res.result.converged))) else EXIT_FAILURE
 
 
@@ -405,5 +467,5 @@ def jr_command(args):
               is_dir=True, out_of=lambda setup: setup.results_directory,
               summary=lambda res, s, out: (f"mbjax jr: {res.time.size} frames, {len(res.keys)} joint reactions in "
                                            f"{s:.1f} s; wrote {out}"),
-              plot=plot)
+              plot=plot, tool="jr")
     return EXIT_OK

@@ -328,5 +328,10 @@ def write_storage(path, table: Table, format: str | None = None, name: str | Non
     out.append("\t".join(["time"] + labels))
     for t, row in zip(time, data):
         out.append("\t".join([_fmt(t)] + [_fmt(v) for v in row]))
-    with open(path, "w") as fh:
-        fh.write("\n".join(out) + "\n")
+    try:
+        with open(path, "w") as fh:
+            fh.write("\n".join(out) + "\n")
+    except OSError as e:  # a full disk names no file: name it and what was written
+        what = f"the OpenSim Storage {out[0]!r}" if format == "storage" else "the .sto table"
+        raise type(e)(f"write_storage: cannot write {path!r} ({what}, {len(labels)} columns x {time.shape[0]} "
+                      f"rows): {e.strerror or e}") from None

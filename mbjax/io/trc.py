@@ -329,5 +329,9 @@ def write_trc(path, markers: MarkerData, units: str = "mm") -> None:
         for p in row:
             cells += ["", "", ""] if not np.all(np.isfinite(p)) else [repr(float(v)) for v in p]
         out.append("\t".join(cells) + "\t")
-    with open(path, "w") as fh:
-        fh.write("\n".join(out) + "\n")
+    try:
+        with open(path, "w") as fh:
+            fh.write("\n".join(out) + "\n")
+    except OSError as e:  # a full disk names no file: name it and what was written
+        raise type(e)(f"write_trc: cannot write {path!r} (the .trc marker file of {len(names)} markers): "
+                      f"{e.strerror or e}") from None

@@ -36,11 +36,12 @@ from typing import NamedTuple
 import numpy as np
 
 from .._model import GROUND
-from .model.osim_xml import _Doc, _bool
+from .model.osim_xml import _bool
 from ..io.signal import NaturalSpline
 from ..io.storage import read_storage
 from ..io.table import Table
 from .model.osim_older_documents import IS_DISABLED_VERSION
+from .setup_xml import SetupFile
 
 
 class ExternalForceSpec(NamedTuple):
@@ -230,7 +231,7 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
     (OpenSim's tools look in their setup file's folder first).
     """
     path = os.fspath(path)
-    doc = _Doc(path)
+    doc = SetupFile(path).doc  # objects given by file= read in place, as OpenSim reads them
     root = doc.root
     if root.tag == "OpenSimDocument":
         version = root.get("Version")

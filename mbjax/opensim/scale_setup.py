@@ -131,6 +131,7 @@ def read_scale_setup(path) -> ScaleSetup:
     tool = root if root.tag == "ScaleTool" else root.find("ScaleTool")
     if tool is None:
         raise ValueError(f"{setup.path}: no <ScaleTool>")
+    tool = setup.tool("ScaleTool")  # one tool per file; a property given twice warned
     mass = _subject_mass(setup, tool)
     gmm = tool.find("GenericModelMaker")
     scaler = tool.find("ModelScaler")

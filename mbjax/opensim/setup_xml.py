@@ -19,6 +19,39 @@ class SetupFile:
         self.doc = _Doc(self.path)
         self.root = self.doc.root
         self.base = os.path.dirname(os.path.abspath(self.path))
+        self._inline_files(self.root, self.base, self.doc, ())
+
+    def _inline_files(self, node, base, doc, chain):
+        """OpenSim's ``file=`` attribute (``<IKTaskSet file="tasks.xml"/>``): the object's contents
+        read from that file (relative to the folder of the file naming it), in place; lines named
+        as ``setup line (file= other:line)``."""
+        for el in list(node.iter()):
+            ref = (el.get("file") or "").strip()
+            if not ref or ref == "Unassigned":
+                continue
+            where, line = doc.where(el), doc.lines.get(el, "?")
+            path = os.path.normpath(ref if os.path.isabs(ref) else os.path.join(base, ref))
+            if not os.path.isfile(path):
+                raise ValueError(f"{where}: file={ref!r}: no such file {path} (relative to the folder of the "
+                                 "file naming it)")
+            if path in chain or len(chain) > 8:
+                raise ValueError(f"{where}: file={ref!r} includes itself (through {', '.join(chain)})")
+            other = _Doc(path)
+            src = other.root
+            if src.tag == "OpenSimDocument":
+                src = next((c for c in src if isinstance(c.tag, str)), None)
+            if src is None or src.tag != el.tag:
+                raise ValueError(f"{where}: file={ref!r} ({path}) holds "
+                                 f"{'no object' if src is None else '<' + src.tag + '>'}, not <{el.tag}>")
+            self._inline_files(src, os.path.dirname(path), other, chain + (path,))
+            for sub in src.iter():
+                self.doc.lines[sub] = f"{line} (file= {path}:{other.lines.get(sub, '?')})"
+            name = el.get("name")
+            el.attrib.clear()
+            el.attrib.update(src.attrib)
+            if name is not None and "name" not in el.attrib:
+                el.set("name", name)
+            el.text, el[:] = src.text, list(src)
 
     def text(self, el, tag):
         sub = el.find(tag)
@@ -104,15 +137,43 @@ class SetupFile:
     def tool(self, tag):
         """The ``<tag>`` tool element (the root or its child); a setup of another tool is refused
         naming the tool it holds and the mbjax command that runs it."""
-        el = self.root if self.root.tag == tag else self.root.find(tag)
-        if el is not None:
-            return el
+        found = [self.root] if self.root.tag == tag else self.root.findall(tag)
+        if len(found) > 1:
+            raise ValueError(f"{self.path}: {len(found)} <{tag}> elements (lines "
+                             f"{', '.join(str(self.doc.lines.get(e, '?')) for e in found)}): one tool per setup file")
+        if found:
+            self._warn_repeated(found[0])
+            return found[0]
         held = self.root if self.root.tag != "OpenSimDocument" else next(
             (c for c in self.root if isinstance(c.tag, str)), None)
         found = f"it holds <{held.tag}>" if held is not None else "it holds no tool"
         command = _COMMANDS.get(held.tag) if held is not None else None
         hint = f" (run it with `mbjax {command}`)" if command else ""
         raise ValueError(f"{self.path}: no <{tag}>: {found}{hint}")
+
+    def _warn_repeated(self, tool):
+        """A property given twice in one element (``<time_range>`` twice): OpenSim reads the first
+        and so does mbjax, with a warning naming both lines (lists of objects may repeat tags)."""
+        import warnings
+
+        for el in tool.iter():
+            if not isinstance(el.tag, str) or el.tag in _OBJECT_LISTS:
+                continue
+            first = {}
+            for c in el:
+                if not isinstance(c.tag, str):
+                    continue
+                if c.tag not in first:
+                    first[c.tag] = c
+                    continue
+                owner = el.get("name")
+                warnings.warn(f"{self.path}: <{c.tag}> given twice in <{el.tag}" + (f" name={owner!r}" if owner else "")
+                              + f"> (lines {self.doc.lines.get(first[c.tag], '?')} and {self.doc.lines.get(c, '?')}): "
+                              "the first is used, as OpenSim uses it, and the second ignored; remove one", stacklevel=4)
+
+
+#: elements holding a list of objects, whose children may share a tag
+_OBJECT_LISTS = ("objects", "groups", "defaults", "components")
 
 
 #: the mbjax command that runs each OpenSim tool's setup

@@ -177,7 +177,12 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
         out = output_motion_file if output_motion_file is not None else setup.output_motion_file
         if out is None:
             raise ValueError(f"{path}: no <output_motion_file> to write; pass output_motion_file=")
-        out = prepare_output(out, path, "IK output motion file")
+        own = [("model_file", setup.model_file), ("marker_file", setup.marker_file),
+               ("coordinate_file", setup.coordinate_file)]
+        out = prepare_output(out, path, "IK output motion file", own)
+        if setup.errors_file is not None:  # checked against the inputs too, before the solve
+            prepare_output(setup.errors_file if output_motion_file is None else os.path.join(
+                os.path.dirname(out), os.path.basename(setup.errors_file)), path, "IK marker errors file", own)
     acc = setup.accuracy if accuracy is None else float(accuracy)
     if not (np.isfinite(acc) and acc > 0):
         raise ValueError(f"{path}: the IK accuracy must be a positive number, got {acc} "

@@ -112,7 +112,9 @@ def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bo
     out = None
     if write:  # the results folder is made and checked before computing (OpenSim makes it too)
         out = prepare_output(output_file if output_file is not None else setup.output_file, path,
-                             "generalized-force output file")
+                             "generalized-force output file",
+                             [("model_file", setup.model_file), ("coordinates_file", setup.coordinates_file),
+                              ("external_loads_file", setup.external_loads_file)])
     if model is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")

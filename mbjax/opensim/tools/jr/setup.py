@@ -54,6 +54,7 @@ def read_jr_setup(path) -> JRSetup:
     tool = root if root.tag == "AnalyzeTool" else root.find("AnalyzeTool")
     if tool is None:
         raise doc.error(root, "no <AnalyzeTool> (a joint-reaction setup is an AnalyzeTool file)")
+    tool = setup.tool("AnalyzeTool")  # one tool per file; a property given twice warned
     text, file_of, number, flag = setup.text, setup.resolve, setup.number, setup.flag
     jrs = [el for s in tool.findall("AnalysisSet") for objs in s.findall("objects") for el in objs
            if el.tag == "JointReaction"]
@@ -137,7 +138,10 @@ def joint_reactions_from_setup(path, model=None, *, write: bool = True, results_
     if write:  # the results folder is made (as OpenSim makes it) and checked before computing
         folder = os.fspath(results_directory) if results_directory is not None else setup.results_directory
         out = prepare_output(os.path.join(folder, f"{setup.name}_{setup.analysis_name}_ReactionLoads.sto"), path,
-                             "joint reaction loads file")
+                             "joint reaction loads file",
+                             [("model_file", setup.model_file), ("coordinates_file", setup.coordinates_file),
+                              ("external_loads_file", setup.external_loads_file), ("forces_file", setup.forces_file)]
+                             + [("force_set_files", f) for f in setup.force_set_files])
     if model is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")

@@ -146,6 +146,7 @@ def read_so_setup(path) -> SOSetup:
     tool = root if root.tag == "AnalyzeTool" else root.find("AnalyzeTool")
     if tool is None:
         raise doc.error(root, "no <AnalyzeTool> (a static-optimization setup is an AnalyzeTool file)")
+    tool = setup.tool("AnalyzeTool")  # one tool per file; a property given twice warned
     so = next((el for el in tool.iter("StaticOptimization")), None)
     if so is None:
         raise doc.error(tool, "no <StaticOptimization> in its <AnalysisSet>")
@@ -256,7 +257,10 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
         out = os.fspath(results_directory) if results_directory is not None else setup.results_directory
         for kind in ("activation", "force"):
             prepare_output(os.path.join(out, f"{setup.name}_StaticOptimization_{kind}.sto"), path,
-                           f"static optimization {kind} file")
+                           f"static optimization {kind} file",
+                           [("model_file", setup.model_file), ("coordinates_file", setup.coordinates_file),
+                            ("external_loads_file", setup.external_loads_file)]
+                           + [("force_set_files", f) for f in setup.force_set_files])
     loads = None
     if setup.external_loads_file is not None:
         loads = read_external_loads(setup.external_loads_file, base_dirs=(os.path.dirname(os.path.abspath(path)),))
