@@ -149,16 +149,17 @@ def test_second_motion_of_the_same_length_does_not_trace_again(monkeypatch):
     names = tuple(model.coordinate_names)
     first = static_optimization_motion(model, Table(t, names, np.stack([0.1 + 0 * t, 0.5 + t], 1), False, {}),
                                        progress=False)
+    after_first = len(traces)  # 1, or 0 when an earlier test left this program on disk (mbjax.program_store)
     second = static_optimization_motion(model, Table(t, names, np.stack([0.2 + t, 1.0 - t], 1), False, {}),
                                         progress=False)
-    assert len(traces) == 1
+    assert after_first <= 1 and len(traces) == after_first
     assert not np.allclose(first.activations, second.activations)
     # a motion of another frame count in the same bucket (23 frames, padded to 24 like 21): the same
     # program; the motion is linear, so its first 21 frames are the second motion's (to the splines' round-off)
     t3 = np.arange(23) * (t[1] - t[0])
     third = static_optimization_motion(model, Table(t3, names, np.stack([0.2 + t3, 1.0 - t3], 1), False, {}),
                                        progress=False)
-    assert len(traces) == 1 and third.activations.shape[0] == 23
+    assert len(traces) == after_first and third.activations.shape[0] == 23
     np.testing.assert_allclose(third.activations[:21], second.activations, rtol=0, atol=1e-10)
 
 

@@ -223,4 +223,9 @@ def test_gait_static_optimization_with_residuals_equals_opensim(tmp_path):
     # not a solution ((1) shows they are what it reports; how many frames it solves, and how far it
     # stops from the optimum elsewhere, depends on the CPU: 0-19 frames, |Δa| up to 3e-2 seen), and
     # mbjax's is certified by its KKT conditions above
-    assert np.all(da[feasible] < 1e-4)
+    # a frame can meet OpenSim's constraint test and still stop short of the optimum; the cost is
+    # 2-strongly convex over a convex set, so ‖a − a*‖² ≤ f(a) − f(a*) for any feasible a: the gap to
+    # mbjax's optimum is bounded by how much costlier OpenSim's point is (plus its 1e-4 infeasibility)
+    gap = np.sum(da ** 2, axis=1)
+    print(f"‖Δa‖² at OpenSim's feasible frames {gap[feasible]}; its excess cost {(performance - objective)[feasible]}")
+    assert np.all(gap[feasible] <= np.maximum(performance - objective, 0.0)[feasible] + 1e-6)
