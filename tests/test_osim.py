@@ -4,6 +4,7 @@ OpenSim itself is the oracle in ``tests/validation/test_opensim.py``; here the r
 SciPy, hand formulas and autodiff.
 """
 
+import re
 import warnings
 
 import equinox as eqx
@@ -267,7 +268,11 @@ def test_mobl_couplers_become_maps():
     assert model.coordinate_names[:3] == ("elv_angle", "shoulder_elv", "shoulder_rot")
     roles = dict(model.osim.roles)
     assert roles["sternoclavicular_r2"] == "dependent"
-    assert len(model.muscle_names) == 54  # 50 muscles + 4 ligaments
+    # 50 muscles; the file's 4 Ligaments are not muscles (no tension computed), listed by name instead
+    text = open(MOBL).read()
+    ligaments = re.findall(r"<Ligament name=\"([^\"]+)\"", text)
+    assert len(ligaments) == 4 and len(model.muscle_names) == text.count("<Millard") + text.count("<Thelen") + text.count("<Schutte") == 50
+    assert sorted(n for kind, n in model.osim.ignored if kind == "Ligament") == sorted(ligaments)
     # closed-form joint maps (couplers composed) vs autodiff
     q = model.osim.default + 0.1
     jv = eqx.filter_jit(mbjax.joint_values)(model, q)
