@@ -61,7 +61,9 @@ def _message_first() -> None:
     if isinstance(template, str) and "{msg}" in template and "{stack}" in template:
         _jit._on_error_msg = ("{msg}\n\n(raised by a run-time check inside a compiled program; "
                               "EQX_ON_ERROR=breakpoint stops there, JAX_DISABLE_JIT=1 runs it eagerly; "
-                              "see https://docs.kidger.site/equinox/api/debug/){stack}")
+                              "see https://docs.kidger.site/equinox/api/debug/; the stack below was recorded "
+                              "when the program was compiled, so its first lines may name an earlier call of the "
+                              "same function: the traceback above names this one){stack}")
 
 
 _message_first()

@@ -242,3 +242,12 @@ def test_nan_path_function_coefficients_name_the_muscle():
         with pytest.raises(RUNTIME, match=rf"{where}: the path function of muscle 'BIClong' has coefficients that "
                                           "are NaN or inf"):
             fn(bad, Q26)
+
+
+def test_eager_error_leads_with_the_message_and_flags_the_compile_time_stack():
+    mbjax.mass_matrix(ARM, Q)  # compiles
+    with pytest.raises(RUNTIME) as info:
+        mbjax.mass_matrix(ARM, jnp.array([np.nan, 0.5]))
+    text = str(info.value)
+    assert text.startswith("q contains NaN or inf for coordinates ('shoulder', 'elbow')")
+    assert "recorded when the program was compiled" in text
