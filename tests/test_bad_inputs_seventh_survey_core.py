@@ -205,7 +205,7 @@ def test_zero_length_path_is_refused_naming_the_muscle(dtype):
     model = _collapsed(ARM26 if dtype == jnp.float64 else _float32(ARM26))
     q = Q26.astype(dtype)
     for fn, where in ((mbjax.muscle_lengths, "muscle_lengths"), (mbjax.moment_arms, "moment_arms")):
-        with pytest.raises(RUNTIME, match=rf"{where}: muscle 'TRIlat' has no defined path at this q: .*all its "
+        with pytest.raises(RUNTIME, match=rf"{where}: muscle 'TRIlat' has an undefined path at this q: .*all its "
                                           r"points at one place \(length 0"):
             fn(model, q)
 

@@ -194,7 +194,7 @@ def empty_result(model: Model, q, shape: tuple[int, ...]):
     return jnp.zeros(shape, jnp.result_type(q, model.axis))
 
 
-PATH_UNDEFINED = ("has no defined path at this q: fewer than 2 active points (conditional points out of "
+PATH_UNDEFINED = ("has an undefined path at this q: fewer than 2 active points (conditional points out of "
                   "range), a NaN path point, all its points at one place (length 0: no direction, no moment "
                   "arm), or (smooth wrapping) an ellipsoid geodesic that did not converge")
 
