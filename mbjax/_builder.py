@@ -7,6 +7,7 @@ Every check runs at :meth:`ModelBuilder.add_body`, so an error names the body be
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections import defaultdict
 from typing import Any, Sequence
 
@@ -139,6 +140,13 @@ class ModelBuilder:
             map_bodies=tuple(map_bodies),
             map_inputs=tuple(map_inputs),
         )
+        read = {c for stacked in maps for coords in stacked.coordinates for c in coords}
+        unread = [c for c in self.coordinates if c not in read]
+        if unread:  # q must still carry them: a column of zeros in the mass matrix, a pose entry with no effect
+            warnings.warn(f"ModelBuilder.build: no joint map reads the coordinate(s) {unread}: they move no body, "
+                          "the mass matrix has a zero row and column for each (forward_dynamics refuses it); map "
+                          "a joint to them or leave them out of ModelBuilder([...]) (a muscle path or constraint "
+                          "added later may still read them)", UserWarning, stacklevel=2)
         f64 = lambda x: jnp.asarray(np.asarray(x), dtype=float)
         return Model(
             offset=f64([b.offset for b in self._bodies]),

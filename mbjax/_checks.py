@@ -14,8 +14,10 @@ checked with ``eqx.error_if``: NaN or inf in a coordinate, velocity, acceleratio
 pose; a pose whose last row is not ``[0, 0, 0, 1]``; a singular mass matrix in
 :func:`mbjax.forward_dynamics`; a muscle path left with fewer than two active points.  Eagerly the
 error is raised at the call (``equinox.EquinoxRuntimeError``, a ``RuntimeError``, whose first line is
-the check's message); under ``jax.jit`` it is raised when the compiled program runs (a ``RuntimeError`` whose text holds the
-message).  These checks cost a reduction and a host callback per argument; turn them off for speed
+the check's message); under ``equinox.filter_jit`` the same; under plain ``jax.jit`` it is raised when
+the compiled program runs as ``jax.errors.JaxRuntimeError`` (``INTERNAL: CpuCallback error calling
+callback: Traceback ...``, also a ``RuntimeError``) with the message further down its text: compile
+with ``eqx.filter_jit`` for a readable error (equinox cannot rewrite JAX's own exception).  These checks cost a reduction and a host callback per argument; turn them off for speed
 once inputs are known to be good::
 
     with mbjax.config.checks(False):          # context manager (restores the previous setting)
@@ -59,7 +61,9 @@ def _message_first() -> None:
     if isinstance(template, str) and "{msg}" in template and "{stack}" in template:
         _jit._on_error_msg = ("{msg}\n\n(raised by a run-time check inside a compiled program; "
                               "EQX_ON_ERROR=breakpoint stops there, JAX_DISABLE_JIT=1 runs it eagerly; "
-                              "see https://docs.kidger.site/equinox/api/debug/){stack}")
+                              "see https://docs.kidger.site/equinox/api/debug/; the stack below was recorded "
+                              "when the program was compiled, so its first lines may name an earlier call of the "
+                              "same function: the traceback above names this one){stack}")
 
 
 _message_first()

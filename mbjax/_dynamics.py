@@ -430,8 +430,8 @@ def total_energy(model: Model, q, qd):
 # executable); under an outer jit / vmap / grad this is a nested jit that XLA inlines.
 from ._eager import compiled_when_eager as _compiled_when_eager  # noqa: E402
 
-mass_matrix = _compiled_when_eager(mass_matrix)
-bias_forces = _compiled_when_eager(bias_forces)
-gravity_forces = _compiled_when_eager(gravity_forces)
-inverse_dynamics = _compiled_when_eager(inverse_dynamics)
-forward_dynamics = _compiled_when_eager(forward_dynamics)
+mass_matrix = _compiled_when_eager(mass_matrix, bodies=True)
+bias_forces = _compiled_when_eager(bias_forces, bodies=True)
+gravity_forces = _compiled_when_eager(gravity_forces, bodies=True)
+inverse_dynamics = _compiled_when_eager(inverse_dynamics, bodies=True)
+forward_dynamics = _compiled_when_eager(forward_dynamics, bodies=True)

@@ -26,6 +26,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from ._body_warnings import warn_implausible_bodies
 from ._checks import checks_enabled
 from ._model import require_model
 from ._ranges import RUNTIME_ERRORS as _RUNTIME_ERRORS
@@ -51,8 +52,11 @@ def _refuse_non_numeric(fn, args, kwargs) -> None:
                              f"{value.dtype}")
 
 
-def compiled_when_eager(fn):
+def compiled_when_eager(fn, bodies: bool = False):
     """``fn(model, *arrays, **options)`` compiled once per structure when called eagerly (``eqx.filter_jit``).
+
+    ``bodies``: the function reads the body parameters (dynamics), so an eager call also warns about
+    implausible ones (:func:`mbjax._body_warnings.warn_implausible_bodies`).
 
     The bad-input switch (:func:`mbjax.config.checks`) is read while tracing, so it is part of the cache
     key: a program compiled with checks off is never reused once they are back on.
@@ -72,6 +76,8 @@ def compiled_when_eager(fn):
         checks_on = checks_enabled()
         if checks_on and args:
             warn_far_outside_ranges(model, args[0], fn.__name__)
+        if checks_on and bodies:
+            warn_implausible_bodies(model, fn.__name__)
         try:
             return jitted(checks_on, model, *args, **{k: _as_input(v) for k, v in kwargs.items()})
         except _RUNTIME_ERRORS as e:

@@ -29,9 +29,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _body_rules, _checks
+from . import _checks
 from ._model import Model, require_model
 from ._batching import Small, batch_last, materialize
+from ._pose_checks import axis_rules, check_pose, check_vector, user_map_values  # noqa: F401 (re-exported)
 from ._spatial import inverse_transform, skew
 
 
@@ -90,31 +91,6 @@ class Kinematics(NamedTuple):
     acceleration: jnp.ndarray | None = None
 
 
-def check_vector(model: Model, x, name: str = "q"):
-    """``x`` as a finite real array of shape ``(nq,)``: shape and dtype at trace time (``ValueError`` naming
-    the argument, ``nq`` and the coordinates), NaN/inf at run time while checks are on (:mod:`mbjax._checks`)."""
-    return _checks.vector(x, name, model.n_coordinates, "nq", _checks.coordinates_context(model))
-
-
-def axis_rules(model: Model, where: str) -> list:
-    """Rules of :func:`mbjax._checks.all_of`: every revolute joint's axis a unit vector (edited?), every
-    prismatic one finite (its length is a scale: OpenSim's scaling multiplies it); the shape at trace time."""
-    _checks.as_array(model.axis, f"{where}: model.axis", (model.n_bodies, 3), ("nb", 3), " (one joint axis per body)")
-    if not model.n_bodies:
-        return []
-    norm2 = jnp.sum(model.axis * model.axis, -1)
-    bad = ~jnp.where(jnp.asarray(model.topology.is_revolute()), jnp.abs(norm2 - 1.0) <= 1e-4, jnp.isfinite(norm2))
-    return [(bad, [f"{where}: the joint axis of body {b!r} is not a unit vector (changed after loading? "
-                   "eqx.tree_at); normalize it" for b in model.body_names])] + _body_rules.joint_frame_rules(model, where)
-
-
-def check_pose(model: Model, q, where: str, rules=()):
-    """:func:`check_vector` of ``q`` with the joint axes and ``rules`` in one fused run-time check."""
-    ctx = _checks.coordinates_context(model)
-    q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)
-    return _checks.all_of(q, [_checks.not_finite(q, "q", ctx), *axis_rules(model, where), *rules])
-
-
 def _local_eval(family, x, n_batch: int):
     """``family.local`` (value, gradient, Hessian) on local inputs ``x (n, k, *batch)``, batch last."""
     fn = family.local
@@ -168,7 +144,8 @@ def _joint_values(model: Model, q, ops: Small, qd=None, qdd=None, hessian: bool 
     rows = []
     for family, bodies, inputs in zip(model.maps, top.map_bodies, top.map_inputs):
         inputs = np.asarray(inputs, dtype=np.int32)
-        f, g, h = (a.astype(ops.dtype) for a in _local_eval(family, q[inputs], ops.nbt))
+        local = [a.astype(ops.dtype) for a in _local_eval(family, q[inputs], ops.nbt)]
+        f, g, h = user_map_values(model, family, bodies, local)
         parts["f"].append(f)
         parts["g"].append(_scatter_gradient(ops, g, inputs, nq))
         if hessian:
@@ -432,11 +409,13 @@ def joint_matrices(model: Model) -> jnp.ndarray:
 def joint_transforms(model: Model, f) -> jnp.ndarray:
     """Parent-to-child transforms ᵖʳ⁽ⁱ⁾ᵢA₄ = O_i J_i(f_i) (Eq. 38-39), ``(nb, 4, 4)``."""
     require_model(model, "joint_transforms")
-    f = jnp.asarray(f)
+    f = _checks.real_array(f, "joint_transforms: f (the joint values) must be a real array",
+                           "joint_transforms: f (the joint values) must be real")
     nf = model.axis.shape[0]
     if f.ndim < 1 or f.shape[0] != nf:
         raise ValueError(f"joint_transforms: f (the joint values, one per body) must have shape (nb,) = ({nf},) "
                          f"(bodies {model.topology.body_names}), got {f.shape}")
+    f = _checks.finite(f, "joint_transforms: f", f" (the joint values of bodies {model.body_names})")
     ops = Small(f.ndim - 1, jnp.result_type(f, model.axis))
     return _to4x4(*_local_frames(model, f.astype(ops.dtype), ops))
 

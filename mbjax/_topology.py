@@ -88,6 +88,11 @@ class Topology:
             if not 0 <= int(body) < self.n_bodies:
                 raise ValueError(f"body index {body} out of range 0..{self.n_bodies - 1}")
             return int(body)
+        if not isinstance(body, str):
+            got = (f"an array of dtype {body.dtype} (a float or a traced value; give a Python int or a name)"
+                   if hasattr(body, "dtype") else f"{type(body).__name__} {body!r}")
+            raise ValueError(f"body must be a name (str) or an int index 0..{self.n_bodies - 1}, got {got}; "
+                             f"bodies are {self.body_names}")
         try:
             return self.body_names.index(body)
         except ValueError:

@@ -43,6 +43,10 @@ class FunctionMap(AbstractJointMap):
             if not hasattr(out, "shape") or out.shape != ():
                 raise ValueError(f"FunctionMap: fn(params, x) must return a scalar for x of shape ({len(coords)},) "
                                  f"(coordinates {coords}), got {getattr(out, 'shape', type(out).__name__)}")
+            if not jnp.issubdtype(out.dtype, jnp.floating):
+                raise TypeError(f"FunctionMap: fn(params, x) must return a real floating-point scalar (coordinates "
+                                f"{coords}), got dtype {out.dtype}: the joint value is differentiated (an int "
+                                "constant? use Constant or return a float; complex? return the real part)")
             self.params = jax.tree.map(lambda a: jnp.asarray(a)[None], params)
 
     def local(self, x):

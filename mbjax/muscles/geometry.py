@@ -10,6 +10,7 @@ f_p = e_out(p) − e_in(p) (Ehsani Def. 3, summed per body in Eq. 155-160).
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -24,6 +25,7 @@ from ..wrapping.smooth_path import smooth_wrap_paths
 from .path_functions import all_paths_are_functions, function_lengths, get_path_functions
 from .. import _checks
 from .paths import condition_values, empty_result, get_paths, require_pose_and_path, segment_exists
+from .length_warning import warn_implausible
 from .pose_warning import warns_for_pose
 
 
@@ -219,8 +221,10 @@ def _lengths_kernel(model: Model, q):
     if wraps is not None:
         wrapped = wrapped_lengths(model, q.astype(lengths.dtype), kin, geo)
         lengths = lengths.at[np.asarray(wraps.muscles)].set(wrapped)
-    # fewer than 2 active points (conditional points out of range): no path, NaN (see muscle_lengths)
-    lengths = jnp.where(jnp.sum(geo.active, axis=1) >= 2, lengths, jnp.nan)
+    # fewer than 2 active points (conditional points out of range), or every point at one place (length 0,
+    # no direction): no path, NaN (see muscle_lengths)
+    spans = jnp.sum(geo.length, axis=1) > 100 * jnp.finfo(lengths.dtype).eps
+    lengths = jnp.where((jnp.sum(geo.active, axis=1) >= 2) & spans, lengths, jnp.nan)
     return lengths if functions is None else function_lengths(functions, q, lengths)
 
 
@@ -241,8 +245,9 @@ def muscle_lengths(model: Model, q) -> jnp.ndarray:
     with a path function (:mod:`mbjax.muscles.path_functions`) is that function's value.
 
     A path left with fewer than 2 active points (its conditional points out of range) has no
-    length: NaN, and a run-time error (``eqx.error_if``) while checks are on.  Coincident
-    consecutive points are a zero-length segment (:func:`~mbjax.muscles.paths.segment_exists`).
+    length: NaN, and a run-time error (``eqx.error_if``) naming the muscle while checks are on; so has
+    a path whose points all coincide at ``q`` (length 0: no direction, no moment arm).  Coincident
+    consecutive points in a longer path are a zero-length segment (:func:`~mbjax.muscles.paths.segment_exists`).
     """
     ctx = _checks.coordinates_context(model)
     q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)  # values: in the fused check below
@@ -264,4 +269,15 @@ def path_points(model: Model, q):
 
 from .._eager import compiled_when_eager as _naming  # noqa: E402
 
-muscle_lengths = _naming(muscle_lengths)
+_compiled_lengths = _naming(muscle_lengths)
+
+
+@functools.wraps(muscle_lengths)
+def muscle_lengths(model: Model, q) -> jnp.ndarray:
+    out = _compiled_lengths(model, q)
+    # called eagerly: a path longer than any muscle (points in millimetres?) is named; traced: nothing
+    warn_implausible(get_paths(model), "muscle_lengths", length=out, slack=False)
+    return out
+
+
+muscle_lengths.__wrapped_eager__ = _compiled_lengths.__wrapped_eager__

@@ -140,8 +140,9 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
         out = out + jnp.stack(cols, axis=1)
     if paths.wraps is not None:
         out = out.at[:, np.asarray(paths.wraps.muscles)].set(_wrapped_moment_arms(model, q.astype(dtype)))
-    # fewer than 2 active points: no path, NaN (as muscle_lengths)
-    out = jnp.where((jnp.sum(geo.active, axis=1) >= 2)[None], out, jnp.nan)
+    # fewer than 2 active points, or all points at one place (length 0): no path, NaN (as muscle_lengths)
+    spans = jnp.sum(geo.length, axis=1) > 100 * jnp.finfo(dtype).eps
+    out = jnp.where(((jnp.sum(geo.active, axis=1) >= 2) & spans)[None], out, jnp.nan)
     return out if functions is None else function_moment_arms(functions, q, out)
 
 
@@ -285,7 +286,8 @@ def moment_arms_batched(model: Model, q_batch, batch_size: int | None = None) ->
 
     A memory guard for huge sweeps, nothing more: ``jax.vmap(moment_arms)`` is the fast path and
     already runs in cache-sized chunks on CPU.  ``batch_size=None`` (default) is one vmap; the last
-    chunk is padded with copies of the last pose so one program is compiled.
+    chunk is padded with copies of the last pose so one program is compiled.  An empty batch ``(0, nq)``
+    gives an empty ``(0, nq, nm)``.
     """
     require_model(model, "moment_arms_batched")
     q_batch = jnp.asarray(q_batch)
@@ -293,6 +295,8 @@ def moment_arms_batched(model: Model, q_batch, batch_size: int | None = None) ->
         raise ValueError(f"q_batch must have shape (N, {model.n_coordinates}) (N, nq), got {q_batch.shape}")
     one = jax.vmap(moment_arms, in_axes=(None, 0))
     n = q_batch.shape[0]
+    if n == 0:  # no poses: no moment arms (the checks' reductions have no identity on an empty batch)
+        return jnp.zeros((0, model.n_coordinates, get_paths(model).n_muscles), jnp.result_type(q_batch, model.axis))
     if batch_size is None or n <= int(batch_size):
         return one(model, q_batch)
     batch_size = int(batch_size)

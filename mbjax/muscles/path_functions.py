@@ -295,6 +295,9 @@ def path_function_range_rules(model, q, where: str) -> list:
     rules = []
     k = 0
     for g in pf.groups:
+        rules.append((~jnp.all(jnp.isfinite(g.coefficients), axis=-1), [
+            f"{where}: the path function of muscle {m!r} has coefficients that are NaN or inf (changed after "
+            "fitting? eqx.tree_at or a fit step)" for m in pf.names[k:k + len(g.rows)]]))
         if g.lower is None:
             k += len(g.rows)
             continue

@@ -194,9 +194,9 @@ def empty_result(model: Model, q, shape: tuple[int, ...]):
     return jnp.zeros(shape, jnp.result_type(q, model.axis))
 
 
-PATH_UNDEFINED = ("a muscle path has fewer than 2 active points at this q (conditional points out of "
-                  "range), a NaN path point, or (smooth wrapping) an ellipsoid geodesic that did not converge: "
-                  "its length is undefined")
+PATH_UNDEFINED = ("has an undefined path at this q: fewer than 2 active points (conditional points out of "
+                  "range), a NaN path point, all its points at one place (length 0: no direction, no moment "
+                  "arm), or (smooth wrapping) an ellipsoid geodesic that did not converge")
 
 
 def require_pose_and_path(out, model: Model, q, where: str):
@@ -209,7 +209,16 @@ def require_pose_and_path(out, model: Model, q, where: str):
                                 *path_point_rules(model, where),
                                 *wrap_dimension_rules(model, where),
                                 *path_function_range_rules(model, q, where),
-                                (jnp.isnan(out), f"{where}: {PATH_UNDEFINED}")])
+                                _undefined_path_rule(out, model, where)])
+
+
+def _undefined_path_rule(out, model: Model, where: str):
+    """The rule that ``out`` (lengths ``(..., nm)`` or moment arms ``(nq, nm)``) holds no NaN, the kernels'
+    mark of a muscle without a defined path, with one message per muscle naming it."""
+    names = get_paths(model).names
+    if names and jnp.ndim(out) and jnp.shape(out)[-1] == len(names):
+        return jnp.moveaxis(jnp.isnan(out), -1, 0), [f"{where}: muscle {n!r} {PATH_UNDEFINED}" for n in names]
+    return jnp.isnan(out), f"{where}: a muscle path {PATH_UNDEFINED}"
 
 
 def path_point_rules(model: Model, where: str) -> list:
