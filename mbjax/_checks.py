@@ -83,6 +83,14 @@ def _flag(enabled) -> bool:
     return bool(enabled)
 
 
+def true_or_false(value, name: str) -> bool:
+    """``value`` as a bool; ``TypeError`` naming ``name`` for anything but True/False (a string
+    such as 'no' would read as True)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} (a string such as 'no' would read as True)")
+    return bool(value)
+
+
 def set_checks(enabled: bool) -> None:
     """Turn run-time value checks on or off globally (read at trace time; shape checks stay on)."""
     _ENABLED[0] = _flag(enabled)

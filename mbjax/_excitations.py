@@ -68,7 +68,8 @@ class ConstantExcitation(eqx.Module):
 
 class PiecewiseLinearExcitation(eqx.Module):
     """Linear interpolation of ``values`` ``(n, nm)`` (each in [0, 1]) at strictly increasing knot
-    ``times`` ``(n,)``, n >= 2; constant before the first and after the last knot."""
+    ``times`` ``(n,)``, n >= 2; constant before the first and after the last knot (a simulation
+    running past them warns, naming the times)."""
 
     times: jnp.ndarray
     values: jnp.ndarray
@@ -104,7 +105,8 @@ class PiecewiseLinearExcitation(eqx.Module):
 
 def warn_knots_outside(excitations, t0, t1, who: str) -> None:
     """Warn when a concrete :class:`PiecewiseLinearExcitation` has no knot interval inside ``[t0, t1]``:
-    the signal is then held at one end's value the whole time (knots in another time base or unit?)."""
+    the signal is then held at one end's value the whole time (knots in another time base or unit?);
+    and, naming the times, when ``[t0, t1]`` runs past its first or last knot (held constant there)."""
     if not isinstance(excitations, PiecewiseLinearExcitation):
         return
     times, a, b = (_concrete(x) for x in (excitations.times, t0, t1))
@@ -116,3 +118,9 @@ def warn_knots_outside(excitations, t0, t1, who: str) -> None:
         warnings.warn(f"{who}: the PiecewiseLinearExcitation knots span [{lo:.6g}, {hi:.6g}] s, outside the simulated "
                       f"[{float(a):.6g}, {float(b):.6g}] s: the excitation is held at the {held} knot's values "
                       "throughout; check the knot times against t0 and t1", stacklevel=3)
+    elif float(a) < lo or float(b) > hi:
+        ends = [f"before {lo:.6g} s at the first knot's values" if float(a) < lo else "",
+                f"after {hi:.6g} s at the last knot's values" if float(b) > hi else ""]
+        warnings.warn(f"{who}: the simulated time [{float(a):.6g}, {float(b):.6g}] s leaves the "
+                      f"PiecewiseLinearExcitation knots [{lo:.6g}, {hi:.6g}] s: the excitation is held constant "
+                      f"{' and '.join(e for e in ends if e)}; add knots that cover the time span", stacklevel=3)

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _checks
 from ._dynamics import inverse_dynamics
 from ._model import Model, require_model
 from ._simulate import simulate
@@ -222,9 +223,31 @@ def computed_torque(model: Model, q, qd, q_des, qd_des, qdd_des, gains):
     damped with the double pole ``-K_j``.  One recursive Newton-Euler pass (``inverse_dynamics``
     at the commanded acceleration Q_d).
     """
-    k = jnp.asarray(gains, dtype=q.dtype)
+    require_model(model, "computed_torque")
+    nq, ctx = model.n_coordinates, _checks.coordinates_context(model)
+    args = {"q": q, "qd": qd, "q_des": q_des, "qd_des": qd_des, "qdd_des": qdd_des}
+    args = {k: _checks.as_array(v, f"computed_torque: {k}", (nq,), ("nq",), ctx) for k, v in args.items()}
+    k = _gains(gains, model, "computed_torque", args["q"].dtype)
+    rules = [_checks.not_finite(v, f"computed_torque: {name}", ctx) for name, v in args.items()]
+    rules.append(_checks.not_finite(k, "computed_torque: gains", ctx))
+    q = _checks.all_of(args["q"], rules)
+    return _law(model, q, args["qd"], args["q_des"], args["qd_des"], args["qdd_des"], k)
+
+
+def _law(model, q, qd, q_des, qd_des, qdd_des, k):
+    """:func:`computed_torque` without its argument checks (the simulation's vector field)."""
     qdd_cmd = qdd_des - 2.0 * k * (qd - qd_des) - k * k * (q - q_des)
     return inverse_dynamics(model, q, qd, qdd_cmd)
+
+
+def _gains(gains, model, where: str, dtype):
+    """The gains K ``(nq,)`` from one number or one per coordinate (never another length)."""
+    gains = _checks.real_array(gains, f"{where}: gains must be a number or an array (nq,)",
+                               f"{where}: gains must be real").astype(dtype)
+    if gains.shape not in ((), (model.n_coordinates,)):
+        raise ValueError(f"{where}: gains must be one number or one per coordinate, shape (nq,) = "
+                         f"({model.n_coordinates},) for {tuple(model.coordinate_names)}, got shape {gains.shape}")
+    return jnp.broadcast_to(gains, (model.n_coordinates,))
 
 
 class ComputedTorque(eqx.Module):
@@ -246,18 +269,17 @@ class ComputedTorque(eqx.Module):
                             f"QuinticHermite, FunctionTrajectory), got {type(trajectory).__name__}")
         self.model = model
         self.trajectory = trajectory
-        gains = jnp.asarray(gains, dtype=trajectory._dtype())
-        if gains.shape not in ((), (model.n_coordinates,)):
-            raise ValueError(f"ComputedTorque: gains must be one number or one per coordinate, shape (nq,) = "
-                             f"({model.n_coordinates},) for {tuple(model.coordinate_names)}, got shape {gains.shape}")
-        gains = jnp.broadcast_to(gains, (model.n_coordinates,))
+        gains = _gains(gains, model, "ComputedTorque", trajectory._dtype())
         if not isinstance(gains, jax.core.Tracer) and not np.all(np.asarray(gains) > 0):
             raise ValueError(f"ComputedTorque: gains K must be positive (critically damped poles -K), got {gains}")
         self.gains = gains
 
     def __call__(self, t, q, qd):
         q_des, qd_des, qdd_des = self.trajectory(t)
-        return computed_torque(self.model, q, qd, q_des, qd_des, qdd_des, self.gains)
+        q_des = _checks.all_of(q_des, [(~jnp.isfinite(q_des) | ~jnp.isfinite(qd_des) | ~jnp.isfinite(qdd_des),
+                                        f"ComputedTorque: the trajectory ({type(self.trajectory).__name__}) returned "
+                                        "NaN or inf (q_des, qd_des or qdd_des) at a time of the simulation")])
+        return _law(self.model, q, qd, q_des, qd_des, qdd_des, self.gains)
 
 
 class TrackingResult(NamedTuple):
@@ -283,6 +305,27 @@ def _warn_beyond_span(trajectory: Trajectory, t0, t1) -> None:
         warnings.warn(f"track: the simulated time [{float(t0):.6g}, {float(t1):.6g}] s leaves the trajectory's knots "
                       f"[{first:.6g}, {last:.6g}] s; its end segments are extrapolated there (the desired motion can "
                       "run far off): add knots that cover the time span", stacklevel=3)
+
+
+@eqx.filter_jit
+def _sampled(trajectory: Trajectory, ts):
+    return jax.vmap(trajectory)(ts)
+
+
+def _check_trajectory_at(trajectory: Trajectory, ts) -> None:
+    """Refuse, before integrating, a trajectory that is NaN or inf at one of the times ``ts`` (concrete
+    times only; inside the simulation the controller checks it at run time), naming the first time."""
+    if isinstance(ts, jax.core.Tracer) or any(isinstance(x, jax.core.Tracer)
+                                              for x in jax.tree_util.tree_leaves(trajectory)):
+        return
+    bad = ~np.all(np.isfinite(np.concatenate([np.asarray(x).reshape(len(ts), -1)
+                                              for x in _sampled(trajectory, ts)], axis=1)), axis=1)
+    if bad.any():
+        t = np.asarray(ts)[bad]
+        raise ValueError(f"track: the trajectory ({type(trajectory).__name__}) returned NaN or inf (q_des, qd_des or "
+                         f"qdd_des) at t = {float(t[0]):.6g} s" + (f" (and {t.size - 1} more of the saved times)"
+                                                                   if t.size > 1 else "")
+                         + ": it must be finite over [t0, t1]")
 
 
 @eqx.filter_jit
@@ -328,10 +371,15 @@ def track(
     if saveat is None:
         saveat = jnp.linspace(jnp.asarray(t0, dtype), jnp.asarray(t1, dtype), 101)
     ts = jnp.asarray(saveat, dtype=dtype)
+    _check_trajectory_at(trajectory, jnp.concatenate([jnp.asarray(t0, dtype)[None], ts]))
     if q0 is None or qd0 is None:
         q_start, qd_start, _ = trajectory(jnp.asarray(t0, dtype))
         q0 = q_start if q0 is None else q0
         qd0 = qd_start if qd0 is None else qd0
+    ctx = _checks.coordinates_context(model)
+    q0, qd0 = (_checks.as_array(jnp.asarray(x, dtype), f"track: {k}", (model.n_coordinates,), ("nq",), ctx)
+               for k, x in (("q0", q0), ("qd0", qd0)))
+    q0 = _checks.all_of(q0, [_checks.not_finite(q0, "track: q0", ctx), _checks.not_finite(qd0, "track: qd0", ctx)])
     sol = simulate(plant if plant is not None else model, jnp.asarray(q0, dtype), jnp.asarray(qd0, dtype), t0, t1,
                    saveat=ts, solver=solver, controls=controller, rtol=rtol, atol=atol, **simulate_kwargs)
     q, qd = sol.ys

@@ -223,6 +223,11 @@ def sweep_poses(
     if qs_np.ndim != 2:
         raise ValueError(f"sweep_poses: qs must have shape (N, nq), got {qs_np.shape}")
     n, nq = qs_np.shape
+    if isinstance(model, Model) and nq != model.n_coordinates:
+        m = model.n_coordinates
+        raise ValueError(f"sweep_poses: qs must have shape (N, nq) = (N, {m}), one row per pose, for coordinates "
+                         f"{tuple(model.coordinate_names)}, got {qs_np.shape}"
+                         + (" (transposed? pass qs.T)" if n == m else ""))
     if checks_enabled() and np.issubdtype(qs_np.dtype, np.inexact) and not np.all(np.isfinite(qs_np)):
         bad = np.argwhere(~np.isfinite(qs_np))[0]
         raise ValueError(f"sweep_poses: qs contains NaN or inf (first at pose {bad[0]}, coordinate {bad[1]})")

@@ -113,10 +113,17 @@ def test_excitation_knots_outside_the_simulated_span_are_warned():
         with pytest.raises(ValueError, match="max_steps"):
             mbjax.simulate_muscles(ARM, jnp.array([0.3, 0.8]), Z, 0.0, 0.02, excitations=late, max_steps=0)
     inside = mbjax.PiecewiseLinearExcitation(jnp.array([0.0, 0.01]), jnp.full((2, 6), 0.3))
+    # knots overlapping the span: not the "outside" warning, but the held tail is named by its times
+    with pytest.warns(UserWarning, match=r"leaves the PiecewiseLinearExcitation knots \[0, 0.01\] s: .*held "
+                                         r"constant after 0.01 s") as rec:
+        with pytest.raises(ValueError, match="max_steps"):
+            mbjax.simulate_muscles(ARM, jnp.array([0.3, 0.8]), Z, 0.0, 0.02, excitations=inside, max_steps=0)
+    assert not any("outside the simulated" in str(w.message) for w in rec)
+    covering = mbjax.PiecewiseLinearExcitation(jnp.array([0.0, 0.02]), jnp.full((2, 6), 0.3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="max_steps"):
-            mbjax.simulate_muscles(ARM, jnp.array([0.3, 0.8]), Z, 0.0, 0.02, excitations=inside, max_steps=0)
+            mbjax.simulate_muscles(ARM, jnp.array([0.3, 0.8]), Z, 0.0, 0.02, excitations=covering, max_steps=0)
 
 
 # -- force elements and ligaments ------------------------------------------------------------------

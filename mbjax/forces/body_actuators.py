@@ -30,7 +30,7 @@ from .._loads import ExternalLoads
 from .._model import GROUND, require_model
 
 
-class CoordinateActuator(NamedTuple):
+class _CoordinateActuatorFields(NamedTuple):
     """OpenSim ``CoordinateActuator``: generalized force x · ``optimal_force`` on ``coordinate``,
     ``min_control <= x <= max_control`` (a reserve actuator of static optimization)."""
 
@@ -41,7 +41,7 @@ class CoordinateActuator(NamedTuple):
     max_control: float = np.inf
 
 
-class PointActuator(NamedTuple):
+class _PointActuatorFields(NamedTuple):
     """OpenSim ``PointActuator`` (module docstring)."""
 
     name: str
@@ -55,7 +55,7 @@ class PointActuator(NamedTuple):
     max_control: float = np.inf
 
 
-class TorqueActuator(NamedTuple):
+class _TorqueActuatorFields(NamedTuple):
     """OpenSim ``TorqueActuator`` (module docstring); ``body_b`` None or ``"ground"``: no reaction torque."""
 
     name: str
@@ -66,6 +66,43 @@ class TorqueActuator(NamedTuple):
     optimal_force: float = 1.0
     min_control: float = -np.inf
     max_control: float = np.inf
+
+
+def _checked_controls(record):
+    """``record`` if its ``min_control <= max_control`` (numbers given; tracers and placeholders pass);
+    ``ValueError`` naming the actuator otherwise (NaN included)."""
+    try:
+        lo, hi = float(record.min_control), float(record.max_control)
+    except Exception:  # noqa: BLE001  (a tracer, None or a pytree placeholder: checked where it is used)
+        return record
+    if not lo <= hi:
+        raise ValueError(f"{type(record).__name__} {record.name!r}: need min_control <= max_control, got [{lo}, {hi}] "
+                         f"(min_control {lo} > max_control {hi}, or NaN: reversed control bounds)")
+    return record
+
+
+class CoordinateActuator(_CoordinateActuatorFields):
+    __doc__ = _CoordinateActuatorFields.__doc__ + "  Reversed control bounds are refused."
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        return _checked_controls(super().__new__(cls, *args, **kwargs))
+
+
+class PointActuator(_PointActuatorFields):
+    __doc__ = _PointActuatorFields.__doc__ + "  Reversed control bounds are refused."
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        return _checked_controls(super().__new__(cls, *args, **kwargs))
+
+
+class TorqueActuator(_TorqueActuatorFields):
+    __doc__ = _TorqueActuatorFields.__doc__ + "  Reversed control bounds are refused."
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        return _checked_controls(super().__new__(cls, *args, **kwargs))
 
 
 def _vec3(v, what):

@@ -130,6 +130,10 @@ class Selection(eqx.Module):
                 raise ValueError("`where` must return leaves of the tree (eqx.tree_at convention)")
             info = tuple(infos[id(leaf)] for leaf in leaves)
             for leaf, i in zip(leaves, info):
+                if not jnp.issubdtype(jnp.result_type(leaf), jnp.floating):
+                    raise TypeError(f"`where` selected the leaf {i.name!r} of dtype {jnp.result_type(leaf)}: only "
+                                    "floating-point leaves can be fitted (an integer or boolean leaf has no "
+                                    "derivative; give it as a float array, e.g. jnp.asarray(x, float))")
                 if id(leaf) in seen:
                     raise ValueError(f"`where` selects the leaf {i.name!r} twice: select each leaf once")
                 seen[id(leaf)] = i.name

@@ -282,6 +282,13 @@ def adaptive_integrate(
             raise ValueError(f"adaptive_integrate: fn must map points (N, 2) to values (N,) or (N, k); for "
                              f"N = {xy.shape[0]} points it returned shape {vals.shape}")
         vals = vals.reshape(xy.shape[0], -1)
+        bad = ~np.all(np.isfinite(vals), axis=1)
+        if bad.any():  # a NaN difference never passes the tolerance: every triangle would split to max_level
+            k = int(np.argmax(bad))
+            raise ValueError(f"adaptive_integrate: fn returned NaN or inf at {int(bad.sum())} of {xy.shape[0]} points "
+                             f"(first at ({xy[k, 0]:.6g}, {xy[k, 1]:.6g}), in triangle {k // (w.size // c.shape[0])} "
+                             f"of the {'mesh' if c is corners else 'refinement'}): the integrand must be finite "
+                             "over the mesh")
         return np.einsum("tg,tgk->tk", w.reshape(c.shape[0], -1), vals.reshape(c.shape[0], w.size // c.shape[0], -1))
 
     n_eval = 0

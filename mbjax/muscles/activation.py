@@ -30,7 +30,8 @@ def activation_rate(excitation, activation, activation_time_constant, deactivati
 
     ``excitation`` and ``activation`` have one shape; each parameter is a scalar or of that shape
     (nothing else broadcasts).  Time constants must be finite and positive, ``minimum_activation``
-    in [0, 1), everything finite (one fused run-time check while checks are on).
+    in [0, 1), the excitation in [0, 1] (as :func:`activation_derivative`), everything finite (one
+    fused run-time check while checks are on).
     """
     where = "activation_rate"
     args = {"excitation": excitation, "activation": activation,
@@ -52,6 +53,9 @@ def activation_rate(excitation, activation, activation_time_constant, deactivati
     rules += [(t <= 0, f"{where}: {k} must be positive (a time constant, s)")
               for k, t in zip(list(args)[2:4], taus)]
     rules.append(((a_min < 0) | (a_min >= 1), f"{where}: minimum_activation must lie in [0, 1)"))
+    u = arr["excitation"]
+    rules.append(((u < 0) | (u > 1), f"{where}: excitation must be in [0, 1] (an excitation above 1 would "
+                  "drive the activation faster than any muscle can)"))
     excitation = all_of(arr["excitation"], rules)
     return _rate(excitation, arr["activation"], *taus, a_min)
 

@@ -286,6 +286,10 @@ def fit_path_functions(model, muscles: Sequence[str] | None = None, *, n_samples
         raise ValueError(f"fit_path_functions: {unknown} are not muscles of the model; muscles: {names}")
     if not chosen:
         raise ValueError("fit_path_functions: no muscle to fit")
+    twice = sorted({m for m in chosen if chosen.count(m) > 1})
+    if twice:
+        raise ValueError(f"fit_path_functions: muscles names {', '.join(map(repr, twice))} more than once: "
+                         "name each muscle once")
     for name, value in (("n_samples", n_samples), ("max_order", max_order), ("max_terms", max_terms)):
         if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating))
                 or not float(value).is_integer()):

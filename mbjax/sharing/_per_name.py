@@ -33,8 +33,13 @@ def by_name(value, names, what: str, kind: str, where: str, default: float):
 
 
 class ReversedBoundsError(ValueError, RuntimeError):
-    """Bounds with a lower above its upper (or weights that are not > 0): a ``ValueError``, and a
-    ``RuntimeError`` as the solver's run-time check of the same rule raises."""
+    """Bounds with a lower above its upper: a ``ValueError``, and a ``RuntimeError`` as the
+    solver's run-time check of the same rule raises."""
+
+
+class InvalidWeightsError(ValueError, RuntimeError):
+    """Muscle weights that are not finite and > 0: a ``ValueError``, and a ``RuntimeError`` as the
+    solver's run-time check of the same rule raises."""
 
 
 def check_bounds_by_name(bounds, names, what: str, kind: str, where: str) -> None:
@@ -83,7 +88,7 @@ def warn_unusual_muscle_options(weights, activation_bounds, muscles, where: str)
     w = _concrete(weights, len(muscles))
     if w is not None and not np.all(np.isfinite(w) & (w > 0)):
         bad = ", ".join(f"{n!r} ({v:g})" for n, v in zip(muscles, w) if not (np.isfinite(v) and v > 0))
-        raise ReversedBoundsError(f"static optimization: weights must be finite and > 0 (a weight of 0 leaves that "
+        raise InvalidWeightsError(f"static optimization: weights must be finite and > 0 (a weight of 0 leaves that "
                                   "muscle's activation free, with no single solution; give a small positive weight "
                                   f"instead): muscles {bad} in {where}")
     if w is not None and np.all(np.isfinite(w)) and np.all(w > 0) and w.max() > WEIGHT_SPREAD * w.min():

@@ -5,6 +5,7 @@ OpenSim's Millard pennation are described in :mod:`mbjax.sharing.static_optimiza
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -88,11 +89,35 @@ def _coefficient_inputs(model, q, qd, R, L, where: str):
         rules.append(_checks.not_finite(R, f"{where}: moment_arms", mctx))
     if L is not None:
         L = _checks.as_array(L, f"{where}: lengths", (nm,), ("nm",), mctx)
-        rules.append(_checks.not_finite(L, f"{where}: lengths", mctx))
+        if nm:
+            rules.append((~jnp.isfinite(L) | (L <= 0), [f"{where}: lengths must be finite and > 0 (m, a muscle's "
+                                                        f"path length): muscle {n!r} is not" for n in paths.names]))
     return q, qd, R, L, rules
 
 
+def check_frame_lengths(lengths, names, where: str, limit: int = 8) -> None:
+    """Refuse concrete path ``lengths (T, nm)`` that are not finite and > 0, naming the muscles and
+    frames (a traced array is checked at run time, per frame, by :func:`_coefficient_inputs`)."""
+    if lengths is None or isinstance(lengths, jax.core.Tracer):
+        return
+    L = np.asarray(lengths)
+    if not np.issubdtype(L.dtype, np.number) or L.ndim != 2 or L.shape[1] != len(names):
+        return  # the shape (or type) is refused elsewhere
+    bad = ~np.isfinite(L) | (L <= 0)
+    if not bad.any():
+        return
+    muscles = [n for n, b in zip(names, bad.any(axis=0)) if b]
+    frames = np.nonzero(bad.any(axis=1))[0]
+    more = lambda xs: "" if len(xs) <= limit else f" and {len(xs) - limit} more"  # noqa: E731
+    raise ValueError(f"{where}: lengths must be finite and > 0 (m, each muscle's path length per frame): muscles "
+                     f"{', '.join(map(repr, muscles[:limit]))}{more(muscles)} at frames "
+                     f"{', '.join(str(int(k)) for k in frames[:limit])}{more(frames)} are not (first: "
+                     f"{float(L[bad][0]):g} for {names[int(np.nonzero(bad)[1][0])]!r} at frame {int(np.nonzero(bad)[0][0])})")
+
+
 def _coefficients(model, q, qd, use_muscle_physiology, passive_forces, R, L, pennation_rule):
+    use_muscle_physiology = _checks.true_or_false(use_muscle_physiology, "static optimization: use_muscle_physiology")
+    passive_forces = _checks.true_or_false(passive_forces, "static optimization: passive_forces")
     if pennation_rule not in ("opensim", "rigid"):
         raise ValueError(f"pennation_rule must be 'opensim' or 'rigid', got {pennation_rule!r}")
     paths = get_paths(model)

@@ -60,7 +60,7 @@ from ..muscles.length_warning import warn_implausible
 from ..muscles.paths import get_paths
 from . import qp
 from ._per_name import by_name, check_bounds_by_name, warn_unusual_muscle_options
-from .force_coefficients import _coefficient_inputs, _coefficients
+from .force_coefficients import _coefficient_inputs, _coefficients, check_frame_lengths
 from .. import _checks
 
 
@@ -419,6 +419,7 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
     require_model(model, "static_optimization_trajectory")
     weights, reserves = _named_options(model, weights, reserves, activation_bounds, reserve_bounds,
                                        "static_optimization_trajectory")
+    check_frame_lengths(lengths, get_paths(model).names, "static_optimization_trajectory")
     if lengths is not None:
         warn_implausible(get_paths(model), "static_optimization_trajectory: lengths", length=lengths, stacklevel=3,
                          slack=False)

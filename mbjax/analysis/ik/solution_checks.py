@@ -34,6 +34,8 @@ def _check_marker_scale(data, x, xm, present):
     if not ok.any():
         return
     ratio = float(np.median(spread(x)[ok] / model_spread[ok]))
+    if ratio <= 0:  # the markers coincide (all at (0, 0, 0): refused or warned by _check_zero_frames)
+        return
     if 1.0 / _SCALE_LIMIT <= ratio <= _SCALE_LIMIT:
         return
     factor = TRC_UNITS.get(TRC_UNIT_NAMES.get(data.units, data.units), 1.0) / ratio  # metres per file unit
@@ -70,3 +72,49 @@ def _report_undetermined(names, times, loose, ok):
         warnings.warn(f"IK: at {int(frames.sum())} of {len(times)} frame(s) (first at t = {times[first]:.6g} s) the "
                       f"markers present do not determine {coords}: those poses are one of many and are reported "
                       "as not converged", stacklevel=3)
+
+
+def _check_zero_frames(names, times, x, present) -> None:
+    """Every tracked marker exactly at (0, 0, 0) is what an exporter writes for missing data: refused
+    when it holds in every frame (nothing to fit), warned naming the frames when in some (read as
+    positions, as OpenSim reads them; the pose there fits the origin)."""
+    zero = present.any(axis=1) & np.all(np.where(present[..., None], x == 0.0, True), axis=(1, 2))
+    if not zero.any():
+        return
+    shown = ", ".join(repr(n) for n in names[:8]) + (" ..." if len(names) > 8 else "")
+    if zero.all():
+        raise ValueError(f"IK: every tracked marker ({shown}) sits exactly at (0, 0, 0) in every frame ({len(times)} "
+                         "frames): missing data exported as zeros? there is nothing to fit; give the marker "
+                         "positions (metres), NaN where a marker is missing")
+    k = np.flatnonzero(zero)
+    warnings.warn(f"IK: every tracked marker ({shown}) sits exactly at (0, 0, 0) in {k.size} of {len(times)} frames "
+                  f"(t = {', '.join(f'{times[i]:.6g}' for i in k[:8])}{' ...' if k.size > 8 else ''} s): gaps "
+                  "exported as zeros? they are fitted as positions (as OpenSim does); give NaN where a marker is "
+                  "missing, or drop those frames", stacklevel=3)
+
+
+#: a frame's RMS marker error above this (m), and above the model's marker spread, is no fit (a bound
+#: that keeps a coordinate from the markers leaves tenths of a metre)
+_UNFIT_RMS = 1.0
+
+
+def _flag_unfit_frames(times, xm, present, rms, ok) -> None:
+    """Frames whose RMS marker error exceeds both :data:`_UNFIT_RMS` and the spread of the model's
+    markers there (RMS distance from their centroid): the markers do not fit the model at any pose
+    (another origin or global frame, other markers, another subject).  Reported as not converged
+    (``ok`` updated in place), with a warning naming the frames and the errors."""
+    p = np.where(present[..., None], xm, np.nan)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a frame with no marker: NaN, not flagged
+        c = np.nanmean(p, axis=1, keepdims=True)
+        spread = np.sqrt(np.nanmean(np.sum((p - c) ** 2, axis=-1), axis=1))
+    bad = np.isfinite(rms) & (rms > _UNFIT_RMS) & ~(rms <= np.nan_to_num(spread, nan=0.0))
+    if not bad.any():
+        return
+    ok &= ~bad
+    k = np.flatnonzero(bad)
+    warnings.warn(f"IK: the markers do not fit the model at {k.size} of {len(times)} frame(s): RMS marker error "
+                  + ", ".join(f"{rms[i]:.3g} m at t = {times[i]:.6g} s" for i in k[:5]) + (" ..." if k.size > 5 else "")
+                  + f" (above {_UNFIT_RMS:g} m and the spread of the model's markers): reported as not converged. "
+                  "The data may be in another origin or global frame, or belong to other markers or another "
+                  "subject", stacklevel=3)

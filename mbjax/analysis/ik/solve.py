@@ -22,7 +22,7 @@ from ...markers import Markers
 from .checks import _checked_marker_data, _checked_q0, _default_tolerance, _tolerance, _weight
 from .coordinate_tasks import _coordinate_refs
 from .frame_solver import _Fixed, _Spec, _to_u, solve_frames
-from .solution_checks import _check_marker_scale, _report_undetermined
+from .solution_checks import _check_marker_scale, _check_zero_frames, _flag_unfit_frames, _report_undetermined
 
 
 class IKResult(NamedTuple):
@@ -52,7 +52,10 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     from its row of ``q0 (T, nq)`` (e.g. a previous or coarser solution; default: the default pose).
     ``rtol``/``atol``: optimistix's Cauchy termination on the solver variables and the objective
     (default 1e-9 in float64, 1e-5 in float32); a frame is reported converged only if, besides,
-    a Gauss-Newton step from its solution is within 100 times that tolerance.  ``progress``: print
+    a Gauss-Newton step from its solution is within 100 times that tolerance, and its RMS marker error
+    is at most 1 m or the spread of the model's markers (beyond both the markers fit no pose: warned,
+    naming the frames).  Data with every tracked marker at exactly (0, 0, 0) in every frame is
+    refused (missing data exported as zeros), in some frames warned.  ``progress``: print
     a line per chunk of ``chunk`` frames (default: when there is more than one chunk).
     """
     require_model(model, "inverse_kinematics")
@@ -158,6 +161,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     start = np.broadcast_to(default if q0 is None else _checked_q0(q0, names, T, method), (T, nq) if method == "vmap"
                             else (nq,))
     start = np.where(free, start, q_fix)
+    _check_zero_frames(used, times, x, present)  # after the arguments' checks: the data's own
     spec = _Spec(method, rtol, atol, int(max_steps))
     dtype = jnp.result_type(float)
     np_dtype = np.dtype(dtype)
@@ -201,4 +205,5 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     sq = np.where(present, err, 0.0) ** 2
     rms = np.where(count > 0, np.sqrt(sq.sum(axis=1) / np.maximum(count, 1)), np.nan)
     mx = np.where(count > 0, np.max(np.where(present, err, -np.inf), axis=1), np.nan)
+    _flag_unfit_frames(times, xm_out, present, rms, ok_out)
     return IKResult(times, q_out, tuple(names), tuple(used), err, rms, mx, ok_out, steps_out)

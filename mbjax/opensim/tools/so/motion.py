@@ -108,6 +108,8 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     """
     where = "static_optimization_motion"
     require_model(model, where)
+    use_muscle_physiology = _checks.true_or_false(use_muscle_physiology, f"{where}: use_muscle_physiology")
+    use_model_actuators = _checks.true_or_false(use_model_actuators, f"{where}: use_model_actuators")
     if lowpass_cutoff is not None:  # None: no filtering
         lowpass_cutoff = real_number(lowpass_cutoff, "lowpass_cutoff", where)
     exponent = real_number(exponent, "exponent", where)
@@ -151,7 +153,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
               "padded frame count, frames warm-started in order) ...", flush=True)
     with _checks.checks(False):  # q, qd, qdd and the loads checked finite above: no host callbacks in the solver
         res, resolved, tau = _solve_frames(model, q_d, qd_d, qdd_d, forces_on, kw, actuators,
-                                           float(exponent), bool(use_muscle_physiology), str(pennation_rule),
+                                           float(exponent), use_muscle_physiology, str(pennation_rule),
                                            moment_arm_rule, tuple(sorted(options.items())), off, loads_d)
     res, resolved, tau = jax.tree_util.tree_map(lambda a: a[:T], (res, resolved, tau))  # the padding dropped
     tau = np.asarray(tau)
