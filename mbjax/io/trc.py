@@ -80,10 +80,16 @@ def read_trc(path) -> MarkerData:
     if keys != list(TRC_KEYS):
         raise _err(path, 2, f"header keys {keys}; OpenSim's TRCFileAdapter needs exactly {list(TRC_KEYS)} "
                    "(tab-separated, in this order)")
-    vals = [v for v in _trc_fields(lines[2]) if v]
+    raw = _trc_fields(lines[2])
+    vals = [v for v in raw if v]
     if len(keys) != len(vals):
-        raise _err(path, 3, f"{len(vals)} header values for {len(keys)} header keys on line 2")
+        empty = [k for k, v in zip(keys, raw) if not v]
+        hint = "; give mm, cm or m" if empty[:1] == ["Units"] else ""
+        raise _err(path, 3, (f"{empty[0]} (field {keys.index(empty[0]) + 1}) is empty{hint}" if empty
+                             and len(raw) >= len(keys) else f"{len(vals)} header values for the {len(keys)} header "
+                             f"keys {keys} on line 2"))
     meta = dict(zip(keys, vals))
+    _warn_header_numbers(path, meta)
     meta["header"] = lines[0].strip()
     units = meta["Units"]
     scale = _trc_units(path, units)
@@ -150,6 +156,20 @@ def read_trc(path) -> MarkerData:
     _warn_implausible(path, tuple(names), t, pos, rate, units)
     return MarkerData(np.asarray(times, dtype=float), tuple(names), pos, units, rate,
                       np.asarray(frames, dtype=float), meta)
+
+
+def _warn_header_numbers(path, meta) -> None:
+    """Warn naming the header values besides the rates and NumMarkers that are not numbers (OpenSim's
+    TRCFileAdapter keeps them as text and reads nothing from them; nor does mbjax)."""
+    bad = []
+    for key in ("NumFrames", "OrigDataRate", "OrigDataStartFrame", "OrigNumFrames"):
+        try:
+            float(meta[key])
+        except ValueError:
+            bad.append(f"{key}={meta[key]!r}")
+    if bad:
+        warnings.warn(f"{path}:3: header value(s) {', '.join(bad)} are not numbers; not used (as OpenSim uses none "
+                      "of them): fix them, or the program that wrote the file", stacklevel=3)
 
 
 def _warn_implausible(path, names, t, pos, rate, units):

@@ -317,6 +317,10 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
             raise doc.error(el, "specifies a point but applies no force (OpenSim refuses it)")
         forces.append(ExternalForceSpec(name, applied, fexp, pexp, fcols, pcols, tcols, doc.lines.get(el, 0)))
         _warn_far_point(doc, el, table, datafile, fcols, pcols, pexp)
+    if not seen:
+        warnings.warn(f"{doc.where(node)}: holds no <ExternalForce> (in its <objects>): no external load is applied "
+                      f"and none of the {len(table.labels)} columns of its <datafile> {datafile} is used; add the "
+                      "ExternalForce elements (or give no external loads file)", stacklevel=2)
     return ExternalLoadsFile(path, datafile, tuple(forces), table)
 
 

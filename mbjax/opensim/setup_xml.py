@@ -117,6 +117,34 @@ class SetupFile:
                                  f"its end {vals[1]:g} (got {txt!r}); give the start first")
         return (vals[0], vals[1])
 
+    def analysis_times(self, el):
+        """An AnalyzeTool's ``<initial_time>``/``<final_time>`` (OpenSim's defaults 0 and 1 s): numbers,
+        not NaN, in order; infinite ones are the coordinates' first or last time when run."""
+        times = []
+        for tag, default in (("initial_time", 0.0), ("final_time", 1.0)):
+            t = self.number(el, tag, default)
+            if t != t:
+                raise self.doc.error(el.find(tag), f"must be a time (s), got {self.text(el, tag)!r}")
+            times.append(t)
+        if not times[0] <= times[1]:
+            at = el.find("final_time")
+            raise self.doc.error(at if at is not None else el,
+                                 f"<final_time> {times[1]:g} is before <initial_time> {times[0]:g}")
+        return times[0], times[1]
+
+    def files(self, el, tag):
+        """A list of paths (``<force_set_files>a.xml b.xml</force_set_files>``), each relative to the
+        setup's folder; a file listed twice is refused naming it."""
+        paths = tuple(self.resolve(f) for f in (self.text(el, tag) or "").split())
+        seen = set()
+        for f in paths:
+            key = os.path.normcase(os.path.abspath(f))
+            if key in seen:
+                raise self.doc.error(el.find(tag), f"lists {os.path.basename(f)!r} ({f}) twice: OpenSim "
+                                     "would add its objects twice (two of each name); list each file once")
+            seen.add(key)
+        return paths
+
     def cutoff(self, el, tag="lowpass_cutoff_frequency_for_coordinates"):
         """A low-pass cut-off (Hz): finite and not 0; negative (OpenSim's default -1) means no filtering."""
         f = self.number(el, tag, -1.0)
@@ -142,6 +170,12 @@ class SetupFile:
             raise ValueError(f"{self.path}: {len(found)} <{tag}> elements (lines "
                              f"{', '.join(str(self.doc.lines.get(e, '?')) for e in found)}): one tool per setup file")
         if found:
+            others = [c for c in self.root if isinstance(c.tag, str) and c is not found[0]]
+            if others:
+                import warnings
+
+                warnings.warn(f"{self.path}: not used (OpenSim reads only the tool of an <OpenSimDocument>): "
+                              + "; ".join(f"{self.doc.where(c)} beside <{tag}>" for c in others), stacklevel=3)
             self._warn_repeated(found[0])
             return found[0]
         held = self.root if self.root.tag != "OpenSimDocument" else next(
@@ -153,7 +187,8 @@ class SetupFile:
 
     def _warn_repeated(self, tool):
         """A property given twice in one element (``<time_range>`` twice): OpenSim reads the first
-        and so does mbjax, with a warning naming both lines (lists of objects may repeat tags)."""
+        and so does mbjax, with a warning naming both lines (lists of objects may repeat tags, and
+        an object, named, out of its list is for the tool's reader to refuse)."""
         import warnings
 
         for el in tool.iter():
@@ -161,7 +196,7 @@ class SetupFile:
                 continue
             first = {}
             for c in el:
-                if not isinstance(c.tag, str):
+                if not isinstance(c.tag, str) or c.get("name") is not None:
                     continue
                 if c.tag not in first:
                     first[c.tag] = c

@@ -64,6 +64,14 @@ def read_ik_setup(path) -> IKSetup:
     marker_w, coord_t, off, unused, marker_el = {}, {}, [], [], {}
     tasks = tool.find("IKTaskSet")
     objs = tasks.find("objects") if tasks is not None else None
+    if tasks is not None:
+        loose = [c for c in tasks if isinstance(c.tag, str) and c.tag in _TASK_READ]
+        if loose:
+            raise doc.error(tasks, f"its {len(loose)} task(s) (the first <{loose[0].tag} name="
+                            f"{loose[0].get('name')!r}> at line {doc.lines.get(loose[0], '?')}) sit directly in "
+                            "<IKTaskSet>: put them inside <objects>...</objects> in it (OpenSim reads no task "
+                            "outside <objects>)")
+        unused += setup.unknown(tasks, ("objects", "groups"), doc.where(tasks).split(": ", 1)[1])
     for el in (objs if objs is not None else []):
         if not isinstance(el.tag, str):
             continue

@@ -14,7 +14,9 @@ OpenSim's tool, step by step (``InverseDynamicsTool::run``), and what this packa
    ``max(first time, t0)`` to the last row at or before ``min(last time, t1)``
    (``Storage::findIndex``).  With filtering the reported times are the resampled grid's.  A finite
    ``t0``/``t1`` past the file's own times is clipped to them with a warning (OpenSim clips to the
-   padded table's and reports frames of the padding).
+   padded table's and reports frames of the padding); an infinite one (no ``<time_range>``) is the
+   file's first or last time, with a warning when the file is filtered (where OpenSim reports the
+   padding's frames too).
 4. External loads (:mod:`mbjax.opensim.external_loads`) are evaluated at those times; forces excluded
    by ``forces_to_exclude`` are left out; the generalized forces are the residual
    ``τ = M q̈ + N q̇ - G - Q_ext - Q_forces`` (``calcResidualForceIgnoringConstraints``).

@@ -77,12 +77,17 @@ def _find_index(time: np.ndarray, t: float) -> int:
     return max(int(np.searchsorted(time, t, side="right")) - 1, 0)
 
 
-def _clip_time_range(time_range, first, last, source, tool):
-    """A finite requested bound past the coordinates' own times, clipped to them with a warning
-    naming the file and both ranges (OpenSim would take frames from the filter's padding)."""
+def _clip_time_range(time_range, first, last, source, tool, padded=False):
+    """The requested time range within the coordinates' own times ``[first, last]``: a bound past
+    them is clipped to them, a finite one with a warning naming the file and both ranges (OpenSim
+    would take frames from the filter's padding); an infinite (or absent) bound is the file's first
+    or last time, with a warning only when the file is filtered (``padded``), where OpenSim 4.6
+    returns the padding's frames too.  ``None``: the file's times."""
     if time_range is None:
-        return None
+        return first, last
     t0, t1 = float(time_range[0]), float(time_range[1])
+    if np.isnan(t0) or np.isnan(t1):
+        raise ValueError(f"{source}: {tool}'s time range [{t0:g}, {t1:g}] s is not two numbers")
     if not t0 <= t1:
         raise ValueError(f"{source}: the time range starts at {t0:g} s, after its end {t1:g} s")
     if (np.isfinite(t0) and t0 > last) or (np.isfinite(t1) and t1 < first):
@@ -94,7 +99,29 @@ def _clip_time_range(time_range, first, last, source, tool):
         warnings.warn(f"{source}: {tool}'s time range [{t0:g}, {t1:g}] s goes past the file's times "
                       f"[{first:.6g}, {last:.6g}] s: clipped to them (frames past the data would be the filter's "
                       "padding or extrapolated); change the setup's time range to silence this", stacklevel=4)
-    return (max(t0, first) if np.isfinite(t0) else t0, min(t1, last) if np.isfinite(t1) else t1)
+    elif padded and not (np.isfinite(t0) and np.isfinite(t1)):
+        warnings.warn(f"{source}: {tool}'s time range [{t0:g}, {t1:g}] s (infinite, or none given): the file's "
+                      f"times [{first:.6g}, {last:.6g}] s are used (OpenSim 4.6 would also return the frames of "
+                      "its filter's padding past them); give a finite time range to silence this", stacklevel=4)
+    return max(t0, first), min(t1, last)
+
+
+def _warn_unused_columns(labels, names, source, tool) -> None:
+    """Warn naming the columns that match no model coordinate (left out, as OpenSim leaves them), with
+    the coordinate a column differs from only in case."""
+    other = [lab for lab in labels if lab not in names]
+    if not other:
+        return
+    lower = {n.lower(): n for n in names}
+
+    def guess(lab):  # the coordinate a column differs from in case only, or whose state path it is
+        key = lab.rstrip("/").split("/")[-2] if lab.endswith("/value") and lab.count("/") > 1 else lab
+        return lower.get(key.lower())
+
+    near = [f"{lab!r} (did you mean {guess(lab)!r}?)" for lab in other if guess(lab)]
+    warnings.warn(f"{source}: columns {other} match no model coordinate: not used by {tool}"
+                  + (f"; {', '.join(near)}" if near else "") + " (a coordinate's column is named after it; "
+                  "speeds are computed from the coordinates)", stacklevel=4)
 
 
 def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.0, time_range=None,
@@ -129,13 +156,18 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     if dup:
         raise ValueError(f"{source}: columns {dup} appear more than once; keep one column per coordinate")
     used = [k for k, lab in enumerate(labels) if lab in names]
-    bad = ~np.isfinite(data[:, used])
+    if not used:
+        raise ValueError(f"{source}: no column is named after a model coordinate {names}; columns are "
+                         f"{coordinates.labels}")
+    _warn_unused_columns(labels, names, source, tool)
+    data = data[:, used]  # the other columns are neither checked nor filtered
+    labels = [labels[k] for k in used]
+    bad = ~np.isfinite(data)
     if bad.any():
         r, c = (int(v[0]) for v in np.nonzero(bad))
-        raise ValueError(f"{source}: column {labels[used[c]]!r} holds NaN or inf at row {r + 1} (time "
+        raise ValueError(f"{source}: column {labels[c]!r} holds NaN or inf at row {r + 1} (time "
                          f"{float(time[r]):.6g} s); the coordinate splines need finite values")
     first, last = float(time[0]), float(time[-1])
-    time_range = _clip_time_range(time_range, first, last, source, tool)
     if lowpass_cutoff is not None:
         lowpass_cutoff = real_number(lowpass_cutoff, "lowpass_cutoff", tool)
     if lowpass_cutoff is not None and not np.isfinite(lowpass_cutoff):
@@ -144,14 +176,13 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     if lowpass_cutoff == 0:
         raise ValueError("lowpass_cutoff 0 Hz would remove the whole motion; give a positive cut-off, or a "
                          "negative one for no filtering (OpenSim's default -1)")
+    time_range = _clip_time_range(time_range, first, last, source, tool,
+                                  padded=lowpass_cutoff is not None and lowpass_cutoff >= 0)
     if lowpass_cutoff is not None and lowpass_cutoff >= 0:
         time, data = lowpass_storage(time, data, float(lowpass_cutoff))
-    cols = {lab: k for k, lab in enumerate(coordinates.labels)}
+    cols = {lab: k for k, lab in enumerate(labels)}
     present = [n for n in names if n in cols]
     missing = [n for n in names if n not in cols]
-    if not present:
-        raise ValueError(f"{source}: no column is named after a model coordinate {names}; columns are "
-                         f"{coordinates.labels}")
     if missing:
         warnings.warn(f"{source} has no column for {missing}: held at their default values, as "
                       f"OpenSim's {tool} does", stacklevel=3)
@@ -167,8 +198,7 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     if coordinates.in_degrees:
         warn_radians_as_degrees(model, present, y, source, last - first, stacklevel=4)
     spline = NaturalSpline(time, y, 5)
-    t0, t1 = (-np.inf, np.inf) if time_range is None else (float(time_range[0]), float(time_range[1]))
-    start, final = max(time[0], t0), min(time[-1], t1)
+    start, final = max(time[0], time_range[0]), min(time[-1], time_range[1])
     if final < start:
         raise ValueError(f"{source}: time range {time_range} does not overlap the file's times [{first:.6g}, "
                          f"{last:.6g}] s")

@@ -73,10 +73,7 @@ def read_jr_setup(path) -> JRSetup:
                                       "<coordinates_file> (speeds and the loads' kinematics come from its splines)")
     if not flag(jr, "on", True):
         raise ValueError(f"{doc.where(jr)}: the JointReaction analysis is switched off (<on> false)")
-    t0, t1 = number(tool, "initial_time", 0.0), number(tool, "final_time", 1.0)
-    if not t0 <= t1:
-        el = tool.find("final_time")
-        raise doc.error(el if el is not None else tool, f"<final_time> {t1:g} is before <initial_time> {t0:g}")
+    t0, t1 = setup.analysis_times(tool)
     a0, a1 = number(jr, "start_time", t0), number(jr, "end_time", t1)
     if (a0, a1) != (t0, t1):
         warnings.warn(f"{doc.where(jr)}: <start_time>/<end_time> ({a0:g}, {a1:g}) are not used: OpenSim's "
@@ -98,7 +95,7 @@ def read_jr_setup(path) -> JRSetup:
     return JRSetup(path, tool.get("name") or "joint_reaction", jr.get("name") or "JointReaction",
                    file_of(text(tool, "model_file")), file_of(text(tool, "coordinates_file")),
                    file_of(text(tool, "external_loads_file")),
-                   tuple(file_of(f) for f in (text(tool, "force_set_files") or "").split()),
+                   setup.files(tool, "force_set_files"),
                    flag(tool, "replace_force_set", False), (t0, t1),
                    setup.cutoff(tool), int(step),
                    file_of(text(jr, "forces_file")), words("joint_names", ("ALL",)), apply_on,

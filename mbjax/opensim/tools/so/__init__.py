@@ -14,7 +14,8 @@ and what this package does for each:
    differ near the ends and wherever the data are rough).
 4. Frames: the states rows from the last at or before ``initial_time`` to the last at or before
    ``final_time`` (``Storage::findIndex``), the reported times the padded grid's (the tutorial's
-   reference file starts at -2e-7 s).
+   reference file starts at -2e-7 s); times past the coordinates' own, infinite ones included, are
+   clipped to them as the ID tool's are (OpenSim would report the padding's frames).
 5. Per frame, :func:`mbjax.static_optimization` with OpenSim's formulation (its module docstring)
    and OpenSim's unit-force moment arms (:func:`mbjax.muscles.opensim_moment_arms`; over an
    ellipsoid or a path wrapping twice they differ from −∂L/∂q by millimetres): τ = inverse dynamics with the external loads and the model's force elements, muscles at

@@ -78,9 +78,14 @@ def setup_force_sets(setup_path, model, files) -> tuple:
     inherited = [d for el in ([tool] + list(tool)) for d in el.findall("defaults")]
     info = getattr(model, "osim", None)
     inherited += list(getattr(info, "actuator_defaults", ()) or ())
-    out = []
+    out, owner = [], {}
     for f in files:
         found, defaults = _read_force_set(f, inherited)
+        for a in found:
+            if a.name in owner and owner[a.name] != f:
+                raise ValueError(f"{setup_path}: <force_set_files>: an actuator named {a.name!r} is in {owner[a.name]} "
+                                 f"and in {f}; OpenSim's force set needs unique names: rename or remove one")
+            owner.setdefault(a.name, f)
         out.extend(found)
         inherited += defaults
     return tuple(out)
@@ -191,10 +196,7 @@ def read_so_setup(path) -> SOSetup:
         raise doc.error(so.find("step_interval"), f"<step_interval> must be a positive integer, got {step:g}")
     # OpenSim's AnalyzeTool runs every analysis from <initial_time> to <final_time> (AbstractTool's
     # defaults 0 and 1 s); an analysis' own <start_time>/<end_time> are not read by it
-    t0, t1 = number(tool, "initial_time", 0.0), number(tool, "final_time", 1.0)
-    if not t0 <= t1:
-        el = tool.find("final_time")
-        raise doc.error(el if el is not None else tool, f"<final_time> {t1:g} is before <initial_time> {t0:g}")
+    t0, t1 = setup.analysis_times(tool)
     a0, a1 = number(so, "start_time", t0), number(so, "end_time", t1)
     if (a0, a1) != (t0, t1) and not (a0 <= t0 and a1 >= t1):
         warnings.warn(f"{doc.where(so)}: <start_time>/<end_time> ({a0:g}, {a1:g}) are not used: OpenSim's "
@@ -203,7 +205,7 @@ def read_so_setup(path) -> SOSetup:
     results = file_of(text(tool, "results_directory")) or base
     return SOSetup(path, tool.get("name") or "static_optimization", file_of(text(tool, "model_file")),
                    file_of(text(tool, "coordinates_file")), file_of(text(tool, "external_loads_file")),
-                   tuple(file_of(f) for f in (text(tool, "force_set_files") or "").split()),
+                   setup.files(tool, "force_set_files"),
                    flag(tool, "replace_force_set", False), (t0, t1),
                    setup.cutoff(tool),
                    exponent, flag(so, "use_muscle_physiology", True),
