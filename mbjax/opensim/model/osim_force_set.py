@@ -213,7 +213,7 @@ class _ForceSetMixin:
         if given == 0.0 and self.version < MIN_CONTROL_VERSION:
             given = None
         low, least = (0.01 if given is None else given), props.get("minimum_activation", 0.01)
-        if low < least:
+        if low < least and 0.01 <= least < 1:  # a minimum_activation out of its own range: the muscle rules
             raise self.doc.error(f, f"muscle {f.get('name')!r}: min_control {low:g}"
                                  f"{' (the default)' if given is None else ''} is below minimum_activation "
                                  f"{least:g} (OpenSim 4.6 refuses it too: minimum control cannot be less than "
