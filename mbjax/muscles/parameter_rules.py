@@ -132,6 +132,7 @@ def parameter_problems(names, kinds, parameters: Mapping[str, Mapping[str, float
             problems.append((name, f"fv_linear_extrap_threshold = {values['fv_linear_extrap_threshold']!r} must be "
                                    f"> 1/Flen = {inverse_flen!r} (OpenSim 4.6 refuses it too)"))
         if kind == MILLARD:
+            problems += [(name, p) for p in _millard_curve_problems(values)]
             for curve, optional in OPTIONAL_CURVE_PROPERTIES.items():
                 given = [p for p in optional if f"{curve}.{p}" in values]
                 if 0 < len(given) < len(optional):
@@ -143,6 +144,36 @@ def parameter_problems(names, kinds, parameters: Mapping[str, Mapping[str, float
             if key in NUMERIC_PROPERTIES and key not in ruled and not math.isfinite(v):
                 problems.append((name, f"{key} = {v!r} must be finite"))
     return problems
+
+
+def _millard_curve_problems(v: Mapping[str, float]) -> list[str]:
+    """The orderings between Millard curve properties that ``SmoothSegmentedFunctionFactory``
+    requires when OpenSim 4.6 builds the active-force-length and force-velocity curves."""
+    afl, fv = "ActiveForceLengthCurve.", "ForceVelocityCurve."
+    x0, x1 = v[afl + "min_norm_active_fiber_length"], v[afl + "transition_norm_fiber_length"]
+    x3, slope = v[afl + "max_norm_active_fiber_length"], v[afl + "shallow_ascending_slope"]
+    fmax = v[fv + "max_eccentric_velocity_force_multiplier"]
+    checks = (
+        (x0 >= 0, f"{afl}min_norm_active_fiber_length = {x0!r} must be >= 0"),
+        (x1 > x0 + _SQRT_EPS, f"{afl}min_norm_active_fiber_length = {x0!r} must be below "
+                              f"transition_norm_fiber_length = {x1!r}"),
+        (x1 < 1 - _SQRT_EPS, f"{afl}transition_norm_fiber_length = {x1!r} must be < 1"),
+        (x3 > 1 + _SQRT_EPS, f"{afl}max_norm_active_fiber_length = {x3!r} must be > 1"),
+        (not x1 < 1 or 0 <= slope < 1 / (1 - x1), f"{afl}shallow_ascending_slope = {slope!r} must be in "
+                                                   "[0, 1/(1 - transition_norm_fiber_length))"),
+        (v[afl + "minimum_value"] >= 0, f"{afl}minimum_value = {v[afl + 'minimum_value']!r} must be >= 0"),
+        (0 <= v[fv + "concentric_slope_at_vmax"] < 1,
+         f"{fv}concentric_slope_at_vmax = {v[fv + 'concentric_slope_at_vmax']!r} must be in [0, 1)"),
+        (v[fv + "concentric_slope_near_vmax"] <= 1,
+         f"{fv}concentric_slope_near_vmax = {v[fv + 'concentric_slope_near_vmax']!r} must be <= 1"),
+        (not fmax > 1 or 0 <= v[fv + "eccentric_slope_at_vmax"] < fmax - 1,
+         f"{fv}eccentric_slope_at_vmax = {v[fv + 'eccentric_slope_at_vmax']!r} must be in [0, "
+         "max_eccentric_velocity_force_multiplier - 1)"),
+        (not fmax > 1 or v[fv + "eccentric_slope_at_vmax"] <= v[fv + "eccentric_slope_near_vmax"] < fmax - 1,
+         f"{fv}eccentric_slope_near_vmax = {v[fv + 'eccentric_slope_near_vmax']!r} must be in "
+         "[eccentric_slope_at_vmax, max_eccentric_velocity_force_multiplier - 1)"),
+    )
+    return [f"{why} (OpenSim 4.6 refuses it too)" for ok, why in checks if not ok]
 
 
 def check_hill_parameters(paths, given: Mapping[str, Mapping[str, float]],

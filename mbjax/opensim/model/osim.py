@@ -188,6 +188,8 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
         self._coordinate_table = None
         #: elements of the file that are not used ("line N <tag> in <owner>"), warned once
         self.unused: list[str] = []
+        #: references and names OpenSim 4.6 refuses that mbjax reads as meant (listed with the unused elements)
+        self._opensim_refuses: list[str] = []
         #: coordinates whose default is outside their range (unclamped, so OpenSim loads them), warned once
         self._default_outside: list[str] = []
         #: rotational coordinates whose <range> looks like degrees, warned once
@@ -291,6 +293,11 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
         """One warning each for the unused elements, the defaults outside their range and the
         ``ignore_forces`` / ``ignore_constraints`` names that match no element of the file."""
         path = self.doc.path
+        self.unused += self.doc.unused
+        if self._opensim_refuses:
+            warnings.warn(f"{path}: {len(self._opensim_refuses)} reference(s) or name(s) that OpenSim 4.6 refuses "
+                          "(fix them before loading the file in OpenSim); mbjax reads them as meant: "
+                          + "; ".join(self._opensim_refuses), stacklevel=4)
         if self.unused:
             warnings.warn(f"{path}: {len(self.unused)} element(s) not used (unknown to OpenSim's model, or not "
                           "modelled by mbjax): " + "; ".join(self.unused), stacklevel=4)

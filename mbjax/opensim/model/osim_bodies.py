@@ -10,7 +10,7 @@ import numpy as np
 from ..._builder import ModelBuilder
 from ...maps.constant import Constant
 from .osim_older_documents import INERTIA_VERSION, opensim_rounded
-from .osim_xml import _coordinate_elements, _floats, _inv, _rot, _tf
+from .osim_xml import _coordinate_elements, _floats, _inv, _rot, _text, _tf
 
 #: SimTK::SignificantReal (eps^(7/8)): OpenSim zeroes the inertia of a body with |mass| at most this
 _SIGNIFICANT_REAL = float(np.finfo(float).eps ** 0.875)
@@ -72,7 +72,11 @@ class _BodiesMixin:
 
     def _mass_props(self, el):
         doc = self.doc
-        mass = float(_floats(doc, el, "mass", 1, default=[0.0])[0])
+        if _text(el, "mass") is None:  # Body::getMassProperties: "unspecified or negative mass"
+            where = el.find("mass") if el.find("mass") is not None else el
+            raise doc.error(where, f"body {el.get('name')!r} has {'an empty' if el.find('mass') is not None else 'no'} "
+                            "<mass> (OpenSim refuses it too: unspecified mass); give its mass in kg")
+        mass = float(_floats(doc, el, "mass", 1)[0])
         if not mass >= 0 or not np.isfinite(mass):  # OpenSim's Body refuses a negative mass too
             raise doc.error(el.find("mass"), f"body {el.get('name')!r}: mass must be finite and >= 0, got {mass}")
         com = _floats(doc, el, "mass_center", 3, default=[0, 0, 0])

@@ -12,11 +12,13 @@ from ...muscles.length_warning import LONGEST_MUSCLE_LENGTH
 from ...muscles.parameter_rules import NUMERIC_PROPERTIES
 from ...muscles.paths import PathPoint
 from ...muscles.schutte1993 import CURVES as SCHUTTE_CURVES
+from ...muscles.parameters import THELEN
 from ...muscles.schutte1993 import SCHUTTE
 from .osim_actuators import read_actuators
 from .osim_classes import (CURVE_PROPERTIES, MODELLED_FORCES, MUSCLE_TYPES, PATH_FORCE_FUNCTIONS,
                            PATH_FORCE_PROPERTIES, RECORDED_FORCES, UNMODELLED_PATH_FORCES)
 from .osim_path_functions import FUNCTION_BASED_PATH
+from .osim_older_documents import MIN_CONTROL_VERSION
 from .osim_paths import CONDITIONAL_RANGE_TOLERANCE
 from .osim_xml import FUNCTION_TYPES, _function_element, _pp
 
@@ -40,7 +42,7 @@ class _ForceSetMixin:
         doc = self.doc
         fset = self.model.find("ForceSet")
         muscles, kinds, params, path_wraps = {}, {}, {}, {}
-        recorded, wrapped, never, locked_off = [], [], [], []
+        recorded, wrapped, never, locked_off, rigid = [], [], [], [], []
         if fset is None or fset.find("objects") is None:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
         self._locked_off = []
@@ -96,6 +98,8 @@ class _ForceSetMixin:
                 self._muscle_sources[name] = doc.where(f)
                 if f.tag == SCHUTTE and not path_only:
                     self._schutte_curves[name] = self._schutte_muscle(f, params[name])
+                if f.tag == THELEN and not path_only:
+                    rigid += self._thelen_options(f, params[name])
                 continue
             if gp is None:
                 raise doc.error(f, "path force without <GeometryPath> or <FunctionBasedPath>")
@@ -115,12 +119,20 @@ class _ForceSetMixin:
                 wrapped.append(name)
             if pws and not self.ignore_wrapping:
                 kept = [k for k, (_, pt) in enumerate(points) if pt is not None]
-                path_wraps[name] = [self._path_wrap(w, kept) for w in pws]
+                kept_wraps = [pw for pw in (self._path_wrap(w, kept, len(points)) for w in pws) if pw is not None]
+                if kept_wraps:
+                    path_wraps[name] = kept_wraps
             kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
             params[name] = _muscle_properties(doc, f)
             self._muscle_sources[name] = doc.where(f)
             if f.tag == SCHUTTE and not path_only:
                 self._schutte_curves[name] = self._schutte_muscle(f, params[name])
+            if f.tag == THELEN and not path_only:
+                rigid += self._thelen_options(f, params[name])
+        if rigid:
+            warnings.warn(f"{doc.path}: {len(rigid)} Thelen2003Muscle(s) with ignore_tendon_compliance=true, which "
+                          "OpenSim 4.6 refuses at initSystem (not implemented for the class); mbjax computes them "
+                          f"with a rigid tendon: {'; '.join(rigid)}", stacklevel=4)
         _warn_long_muscles(doc, params, self._muscle_sources)
         if unmodelled:
             classes = tuple(sorted({t for t, _ in self._unmodelled}))
@@ -191,6 +203,22 @@ class _ForceSetMixin:
                     if isinstance(g.tag, str) and g.tag not in CURVE_PROPERTIES[c.tag]:
                         self.unused.append(f"line {doc.lines.get(g, '?')} <{g.tag}> in {owner}/<{c.tag}> (not a "
                                            f"property of {c.tag}; check the spelling)")
+
+    def _thelen_options(self, f, props) -> list[str]:
+        """Refuse a Thelen2003Muscle whose minimum control is below its minimum activation, as
+        ``Thelen2003Muscle::extendFinalizeFromProperties`` does (min_control defaults to 0.01; a
+        ``<min_control>0`` of a document older than 30513 is dropped, as ``Muscle::updateFromXMLNode``
+        drops it); the muscle's place if it asks for a rigid tendon."""
+        given = props.get("min_control")
+        if given == 0.0 and self.version < MIN_CONTROL_VERSION:
+            given = None
+        low, least = (0.01 if given is None else given), props.get("minimum_activation", 0.01)
+        if low < least and 0.01 <= least < 1:  # a minimum_activation out of its own range: the muscle rules
+            raise self.doc.error(f, f"muscle {f.get('name')!r}: min_control {low:g}"
+                                 f"{' (the default)' if given is None else ''} is below minimum_activation "
+                                 f"{least:g} (OpenSim 4.6 refuses it too: minimum control cannot be less than "
+                                 "minimum activation); give <min_control> at least the minimum activation")
+        return [self.doc.where(f)] if props.get("ignore_tendon_compliance", 0.0) > 0.5 else []
 
     def _schutte_muscle(self, f, props):
         """The curves of a ``Schutte1993Muscle_Deprecated`` (``{curve: PPData}``, absent = default);

@@ -151,6 +151,10 @@ def read_force_elements(loader, model, elements):
                 by_kind[el.tag].append((name, ref, *vals))
             else:
                 expr = _text(el, "expression", "0.0")
+                if el.find("expression") is not None and _text(el, "expression") is None:
+                    raise doc.error(el, f"ExpressionBasedCoordinateForce {name!r}: <expression> is empty (OpenSim "
+                                    "refuses it too: unexpected end of expression); write the force, e.g. -10*q, "
+                                    "or leave the element out for a zero force")
                 from ...forces.expression import compile_expression
 
                 try:

@@ -192,6 +192,12 @@ class _JointsMixin:
             if isinstance(m, Constant):
                 m, const = None, float(m.constant[0])
             out.append(("prismatic" if n.startswith("translation") else "revolute", axis, n, m, const, weight))
+        used = {c for ta in axes.values() for c in (_text(ta, "coordinates", "") or "").split()}
+        idle = [c for c in coords if c not in used]
+        if idle:  # OpenSim refuses the file too (an index past the coordinates the axes name)
+            raise doc.error(j, f"joint {j.get('name')!r}: coordinate(s) {idle} used by no TransformAxis of its "
+                            "SpatialTransform (each would be a coordinate that moves nothing, and OpenSim refuses "
+                            "the file): name it in a TransformAxis's <coordinates> or remove it")
         for triple in (names[3:], names[:3]):  # CustomJoint::extendFinalizeFromProperties
             for i, k in ((0, 1), (0, 2), (1, 2)):
                 if np.linalg.norm(np.cross(raw_axes[triple[i]], raw_axes[triple[k]])) < _COLLINEAR_TOL:

@@ -46,6 +46,10 @@ CONNECTEE_NAME_VERSION, SOCKET_CONNECTEE_VERSION, SOCKETS_VERSION = 30508, 30510
 #: ``<isDisabled>`` (to ``appliesForce`` / ``isEnforced``; ``Force::updateFromXMLNode``,
 #: ``Constraint::updateFromXMLNode``): from it on the tag is no property, and the element stays active
 IS_DISABLED_VERSION = 30509
+#: before it, a muscle's ``<min_control>0</min_control>`` is dropped (``Muscle::updateFromXMLNode``)
+MIN_CONTROL_VERSION = 30513
+#: OpenSim 4.0's documents: a socket holds a component path, resolved from its owner
+SOCKET_PATHS_VERSION = 40000
 
 _CONNECTEE_NAME = re.compile(r"socket_(.*)_connectee_name")
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ...maps.constant import Constant
@@ -11,6 +13,7 @@ from ...muscles.paths import ConditionalPathPoint, MovingPathPoint, PathPoint
 from ...wrapping.objects import KINDS as WRAP_KINDS
 from ...wrapping.objects import METHODS as WRAP_METHODS
 from ...wrapping.objects import PathWrap
+from .osim_older_documents import SOCKET_PATHS_VERSION
 from .osim_path_functions import FUNCTION_BASED_PATH, read_function_based_path, table_of_loader
 from .osim_xml import _floats, _function_element, _pp, _text
 
@@ -42,6 +45,7 @@ class _PathsMixin:
             cref = _text(p, "socket_coordinate") or _text(p, "coordinate")
             if cref is None:
                 raise doc.error(p, "ConditionalPathPoint without coordinate")
+            self._note_coordinate_reference(p, "coordinate", cref)
             c = cref.split("/")[-1]
             if c not in self.coords.info:
                 raise doc.error(p, f"unknown coordinate {c!r}")
@@ -60,7 +64,7 @@ class _PathsMixin:
                 return ConditionalPathPoint(body, to_body(loc), name, coordinate=c, range=(lo, hi),
                                             coordinate_map=self.coords.inner_of(doc, c))
             return ConditionalPathPoint(body, to_body(loc), name, coordinate=c, range=(lo, hi))
-        fns = []  # per frame component: a joint map, or None (constant loc[c])
+        fns, named = [], {}  # per frame component: a joint map, or None (constant loc[c]); coordinate -> components
         for axis_i, comp in enumerate("xyz"):
             holder = p.find(f"{comp}_location")
             cref = _text(p, f"socket_{comp}_coordinate") or _text(p, f"{comp}_coordinate")
@@ -72,6 +76,13 @@ class _PathsMixin:
                 raise doc.error(p, f"MovingPathPoint {name!r} of muscle {owner!r} has <{comp}_location> but no "
                                 f"<{comp}_coordinate> (or <socket_{comp}_coordinate>): name the coordinate its "
                                 "function reads, as OpenSim requires")
+            self._note_coordinate_reference(p, f"{comp}_coordinate", cref)
+            named.setdefault(cref.split("/")[-1], []).append(comp)
+            if len(named) > 1:  # MovingPathPoint::extendConnectToModel refuses it: its work is along one coordinate
+                owner = next((f.get("name") for f in self._force_set_objects() if any(x is p for x in f.iter())), None)
+                raise doc.error(p, f"MovingPathPoint {name!r} of muscle {owner!r} reads more than one coordinate ("
+                                + ", ".join(f"{'/'.join(v)}: {k!r}" for k, v in named.items()) + "); OpenSim "
+                                "refuses it too (the components of its location must depend on the same coordinate)")
             fel = _function_element(doc, holder)
             data = _pp(doc, fel)
             if fel.tag == "Constant":
@@ -105,6 +116,21 @@ class _PathsMixin:
                 body_fns.append(LinearCombination([f for _, f in terms], [w for w, _ in terms], body_loc[a]))
         return MovingPathPoint(body, body_loc, name, functions=tuple(body_fns))
 
+    def _note_coordinate_reference(self, p, socket: str, ref: str):
+        """Note a path point's coordinate reference that OpenSim 4.6 refuses in a 4.x document: the
+        3.x ``<coordinate>`` tag (no property: the socket stays unconnected) or a bare name in
+        ``<socket_coordinate>`` (resolved from the point, not found)."""
+        if self.version < SOCKET_PATHS_VERSION:
+            return
+        if _text(p, f"socket_{socket}") is None:
+            self.note_opensim_refuses(p, f"<{socket}> {ref!r} is the 3.x tag, which OpenSim reads only in older "
+                                         f"documents (this one is Version {self.version}): write <socket_{socket}> "
+                                         "with the coordinate's path")
+        elif "/" not in ref:
+            self.note_opensim_refuses(p, f"<socket_{socket}> {ref!r} is a bare coordinate name, which OpenSim "
+                                         "resolves from the point (not found): write the coordinate's path, "
+                                         "/jointset/<joint>/" + ref)
+
     def _function_based_path(self, f, name):
         """Read a force's ``<FunctionBasedPath>`` into ``self._path_functions``
         (:mod:`mbjax.opensim.model.osim_path_functions`; its coordinates must be independent ones)."""
@@ -125,9 +151,11 @@ class _PathsMixin:
         fset = self.model.find("ForceSet")
         return list(fset.find("objects")) if fset is not None and fset.find("objects") is not None else []
 
-    def _path_wrap(self, w, kept):
+    def _path_wrap(self, w, kept, n_points):
         """A ``<PathWrap>`` as a :class:`~mbjax.wrapping.PathWrap`, its 1-based ``range`` re-indexed
-        to the points kept (never-active conditional points are left out of the path)."""
+        to the points kept (never-active conditional points are left out of the path); ``None`` for
+        a range that starts past the path's ``n_points`` points and runs to its end (OpenSim's
+        ``GeometryPath::applyWrapObjects`` finds no point in it and skips the wrap: warned)."""
         doc = self.doc
         if w.tag != "PathWrap":
             raise doc.error(w, "unsupported path wrap element (only <PathWrap>)", NotImplementedError)
@@ -155,6 +183,15 @@ class _PathsMixin:
             raise doc.error(w, f"PathWrap {w.get('name')!r} of {self._path_wrap_owner(w)}: <range> {rng[0]} {rng[1]} "
                             "is reversed (it must be first last, 1-based path point indices, or -1 -1 for the "
                             "whole path)")
+        if hi > n_points or (hi < 1 and lo > n_points):
+            label = f"PathWrap {w.get('name')!r} of {self._path_wrap_owner(w)}: <range> {rng[0]} {rng[1]}"
+            if hi > n_points:  # applyWrapObjects reads past the path's points: OpenSim fails at every pose
+                raise doc.error(w, f"{label} runs past the path's {n_points} points (1-based point indices, or "
+                                "-1 -1 for the whole path; OpenSim loads the file but fails computing the path: "
+                                "array index out of bounds)")
+            warnings.warn(f"{doc.where(w)}: {label} starts past the path's {n_points} points, so the wrap never "
+                          "applies (as in OpenSim, which skips it): left out", stacklevel=5)
+            return None
         if lo >= 1:
             lo = 1 + sum(1 for k in kept if k < lo - 1)
         if hi >= 1:

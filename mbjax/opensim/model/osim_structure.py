@@ -7,7 +7,7 @@ import numpy as np
 
 from ..._model import GROUND
 from .osim_classes import JOINT_TYPES
-from .osim_older_documents import JOINTSET_VERSION, drop_is_disabled, rename_sockets
+from .osim_older_documents import JOINTSET_VERSION, SOCKET_PATHS_VERSION, drop_is_disabled, rename_sockets
 from .osim_summary import second_element
 from .osim_xml import _coordinate_elements, _floats, _text, _tf, _xyz_body_fixed
 
@@ -84,6 +84,7 @@ class _StructureMixin:
         doc, model = self.doc, self.model
         rename_sockets(doc, self.version)
         self._check_model_elements()
+        self._note_invalid_names()
         self.unused += drop_is_disabled(doc, self.version, [o for tag in ("ForceSet", "ConstraintSet")
                                                             for o in model.findall(f"{tag}/objects/*")])
         bodyset = model.find("BodySet")
@@ -95,6 +96,11 @@ class _StructureMixin:
             if el.tag != "Body":
                 raise doc.error(el, "unsupported body type (only <Body>)", NotImplementedError)
             name = el.get("name")
+            if name == GROUND and self.version >= JOINTSET_VERSION:  # a body, not the model's <Ground>
+                raise doc.error(el, f"a Body named {GROUND!r} (a child body that OpenSim keeps apart from the model's "
+                                f"Ground, /bodyset/{GROUND} vs /{GROUND}) is not supported: mbjax names the model's "
+                                f"Ground {GROUND!r}; rename the body and its /bodyset/{GROUND} references",
+                                NotImplementedError)
             if name == GROUND:
                 continue
             if name in self.bodies:
@@ -195,6 +201,28 @@ class _StructureMixin:
             return f"/bodyset/{owner.get('name')}"
         return f"/jointset/{owner.get('name')}"
 
+    def note_opensim_refuses(self, el, what: str):
+        """List (once) a reference or name of element ``el`` that OpenSim 4.6 refuses and mbjax reads as meant."""
+        name = el.get("name")
+        note = f"line {self.doc.lines.get(el, '?')} <{el.tag}{' name=' + repr(name) if name else ''}>: {what}"
+        if note not in self._opensim_refuses:
+            self._opensim_refuses.append(note)
+
+    def _note_invalid_names(self):
+        """List the components mbjax names whose name holds a character OpenSim refuses in one
+        (``Component::finalizeFromProperties``: whitespace, \\, /, * or +)."""
+        model = self.model
+        named = [el for tag in ("BodySet", "JointSet", "ForceSet", "ConstraintSet", "MarkerSet")
+                 for el in model.findall(f"{tag}/objects/*")]
+        named += [el for tag in ("Coordinate", "PathPoint", "ConditionalPathPoint", "MovingPathPoint", "PathWrap")
+                  for el in model.iter(tag)]
+        for el in named:
+            name = el.get("name") or ""
+            bad = sorted({ch for ch in name if ch.isspace() or ch in "\\/*+"})
+            if bad:
+                self.note_opensim_refuses(el, f"name {name!r} holds {', '.join(map(repr, bad))}, which OpenSim refuses "
+                                              "in a component's name (invalid characters)")
+
     def _resolve(self, el, ref: str, owner=None):
         """Resolve a socket path (absolute, relative '..', or bare name) to (body, X_body_frame)."""
         ref = ref.strip()
@@ -209,5 +237,10 @@ class _StructureMixin:
         cands.append(ref.split("/")[-1])
         for c in cands:
             if c in self.frames:
+                if (c == ref and self.version >= SOCKET_PATHS_VERSION and "/" not in ref
+                        and (ref in self.bodies or ref == GROUND)):
+                    self.note_opensim_refuses(el, f"socket {ref!r} is a bare body name, which OpenSim resolves "
+                                                  "from the element (not found); write the path "
+                                                  f"/{'' if ref == GROUND else 'bodyset/'}{ref}")
                 return self.frames[c]
         raise self.doc.error(el, f"cannot resolve frame {ref!r}")

@@ -33,6 +33,8 @@ class _Doc:
 
     def __init__(self, path: str):
         self.path = str(path)
+        #: children of function elements that are no property of their function (listed as not used)
+        self.unused: list[str] = []
         try:
             with open(self.path, "rb") as fh:
                 raw = fh.read()
@@ -228,9 +230,31 @@ def _is_identity_function(doc, holder) -> bool:
     return fel.tag == "LinearFunction" and list(_floats(doc, fel, "coefficients", 2)) == [1.0, 0.0]
 
 
+#: the properties of each 1-D function element (OpenSim's, plus a MultiplierFunction's inner function)
+_FUNCTION_PROPERTIES = {
+    "Constant": ("value",), "LinearFunction": ("coefficients",), "PolynomialFunction": ("coefficients",),
+    "SimmSpline": ("x", "y"), "NaturalCubicSpline": ("x", "y"), "PiecewiseLinearFunction": ("x", "y"),
+    "GCVSpline": ("half_order", "error_variance", "x", "y"), "MultiplierFunction": ("function", "scale", *FUNCTION_TYPES),
+}
+
+
+def _note_unknown_children(doc, el):
+    """List in ``doc.unused`` the children of a function element that are none of its properties
+    (a misspelt ``<half_ordr>`` leaves the default in force; OpenSim ignores them too)."""
+    known = _FUNCTION_PROPERTIES.get(el.tag, ())
+    for c in el:
+        if isinstance(c.tag, str) and c.tag not in known:
+            note = (f"line {doc.lines.get(c, '?')} <{c.tag}> in <{el.tag}{' name=' + repr(el.get('name')) if el.get('name') else ''}> "
+                    f"(line {doc.lines.get(el, '?')}; not a property of {el.tag}: check the spelling)")
+            if note not in doc.unused:
+                doc.unused.append(note)
+
+
 def _pp(doc, el) -> PPData:
     """A 1-D OpenSim function as piecewise-polynomial data."""
     tag = el.tag
+    if hasattr(doc, "unused"):
+        _note_unknown_children(doc, el)
     if tag == "Constant":
         return pp_constant(_floats(doc, el, "value", 1)[0])
     if tag == "LinearFunction":
@@ -256,7 +280,10 @@ def _pp(doc, el) -> PPData:
     if tag == "GCVSpline":
         x = _floats(doc, el, "x")
         y = _floats(doc, el, "y")
-        half = _floats(doc, el, "half_order", 1, default=[3.0])[0]
+        if _text(el, "half_order") is None:  # OpenSim's default makes degree 2*0-1, which GCVSPL refuses
+            raise doc.error(el, "GCVSpline without <half_order> (OpenSim refuses it too: degree must be positive and "
+                            "odd); give <half_order>3</half_order> for a quintic spline (<degree> is no property)")
+        half = _floats(doc, el, "half_order", 1)[0]
         variance = _floats(doc, el, "error_variance", 1, default=[0.0])[0]
         if variance != 0.0:
             raise doc.error(
