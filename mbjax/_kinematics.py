@@ -415,7 +415,12 @@ def joint_transforms(model: Model, f) -> jnp.ndarray:
     if f.ndim < 1 or f.shape[0] != nf:
         raise ValueError(f"joint_transforms: f (the joint values, one per body) must have shape (nb,) = ({nf},) "
                          f"(bodies {model.topology.body_names}), got {f.shape}")
-    f = _checks.finite(f, "joint_transforms: f", f" (the joint values of bodies {model.body_names})")
+    return joint_transforms_unchecked(model, _checks.finite(f, "joint_transforms: f",
+                                                            f" (the joint values of bodies {model.body_names})"))
+
+
+def joint_transforms_unchecked(model: Model, f) -> jnp.ndarray:
+    """:func:`joint_transforms` for callers whose joint values come from an already checked pose."""
     ops = Small(f.ndim - 1, jnp.result_type(f, model.axis))
     return _to4x4(*_local_frames(model, f.astype(ops.dtype), ops))
 

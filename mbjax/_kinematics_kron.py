@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from . import _kron
-from ._kinematics import body_poses, joint_matrices, joint_transforms, joint_values
+from ._kinematics import body_poses, joint_matrices, joint_transforms_unchecked as joint_transforms, joint_values
 from ._model import Model
 from ._spatial import inverse_transform
 

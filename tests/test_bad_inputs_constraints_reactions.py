@@ -537,7 +537,7 @@ def test_muscle_force_coefficients_and_sharing_problem():
             fn(model, q, z, *extra, R=jnp.ones((2, 2)))  # was ignored in muscle_force_coefficients
         with pytest.raises(ValueError, match=rf"{name}: lengths must have shape \(nm,\) = \(6,\)"):
             fn(model, q, z, *extra, R=jnp.ones((2, 6)), L=jnp.ones(2))  # was garbage forces
-        with pytest.raises(RuntimeError, match=rf"{name}: lengths contains NaN or inf"):
+        with pytest.raises(RuntimeError, match=rf"{name}: lengths must be finite and > 0 .*muscle 'TRIlong'"):
             jax.block_until_ready(fn(model, q, z, *extra, R=jnp.ones((2, 6)), L=jnp.full(6, NAN)))
         with pytest.raises(TypeError, match=rf"{name}: model must be an mbjax.Model .* got NoneType"):
             fn(None, q, z, *extra)

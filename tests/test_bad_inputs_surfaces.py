@@ -126,7 +126,8 @@ def test_batched_entry_points_refuse_other_shapes_and_name_the_nan():
         mbjax.muscles.moment_arms_batched(ARM, jnp.stack([Q, NAN_Q]))
     with pytest.raises(ValueError, match=r"sweep_poses: qs contains NaN or inf \(first at pose 1, coordinate 1\)"):
         mbjax.sweep_poses(mbjax.muscle_lengths, ARM, jnp.stack([Q, NAN_Q]), progress=False)
-    with pytest.raises(ValueError, match=rf"q must have shape \(nq,\) = \(2,\) {COORDS}, got \(3,\)"):
+    with pytest.raises(ValueError, match=r"sweep_poses: qs must have shape \(N, nq\) = \(N, 2\), one row per pose, "
+                       r"for coordinates .*, got \(4, 3\)"):
         mbjax.sweep_poses(mbjax.muscle_lengths, ARM, jnp.ones((4, 3)), progress=False)
     with pytest.raises(ValueError, match=r"q, qd, qdd must have shape \(T, nq\) = \(T, 2\), got \(4, 2\), \(5, 2\)"):
         mbjax.inverse_dynamics_frames(ARM, jnp.ones((4, 2)), jnp.ones((5, 2)), jnp.ones((4, 2)))

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._kinematics import compose as _compose, joint_transforms
+from .._kinematics import compose as _compose, joint_transforms_unchecked as joint_transforms
 from .._model import Model
 from .._spatial import skew
 from .._loads import checked_loads
