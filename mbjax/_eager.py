@@ -52,11 +52,12 @@ def _refuse_non_numeric(fn, args, kwargs) -> None:
                              f"{value.dtype}")
 
 
-def compiled_when_eager(fn, bodies: bool = False):
+def compiled_when_eager(fn, bodies: bool = False, judge=None):
     """``fn(model, *arrays, **options)`` compiled once per structure when called eagerly (``eqx.filter_jit``).
 
     ``bodies``: the function reads the body parameters (dynamics), so an eager call also warns about
-    implausible ones (:func:`mbjax._body_warnings.warn_implausible_bodies`).
+    implausible ones (:func:`mbjax._body_warnings.warn_implausible_bodies`).  ``judge(model, out)``: called
+    with an eager call's result while checks are on (a warning naming what is implausible in it).
 
     The bad-input switch (:func:`mbjax.config.checks`) is read while tracing, so it is part of the cache
     key: a program compiled with checks off is never reused once they are back on.
@@ -79,10 +80,13 @@ def compiled_when_eager(fn, bodies: bool = False):
         if checks_on and bodies:
             warn_implausible_bodies(model, fn.__name__)
         try:
-            return jitted(checks_on, model, *args, **{k: _as_input(v) for k, v in kwargs.items()})
+            out = jitted(checks_on, model, *args, **{k: _as_input(v) for k, v in kwargs.items()})
         except _RUNTIME_ERRORS as e:
             name_range_violation(e, model, args)
             raise
+        if checks_on and judge is not None:
+            judge(model, out)
+        return out
 
     public.__wrapped_eager__ = fn  # the plain function (tests, debugging)
     return public

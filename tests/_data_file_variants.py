@@ -74,7 +74,7 @@ REFUSED = {
     "five_header_keys": (_file(keys="DataRate\tCameraRate\tNumFrames\tNumMarkers\tUnits\n",
                                vals="100\t100\t2\t2\t{u}\n"), r"five_header_keys\.trc:2: header keys.*OrigDataRate"),
     "fewer_values": (_file(vals="100\t100\t2\t2\t{u}\t100\t1\n"),
-                     r"fewer_values\.trc:3: 7 header values for 8 header keys"),
+                     r"fewer_values\.trc:3: 7 header values for the 8 header keys"),
     "names_disagree_with_nummarkers": (_file(names=NAMES[:-1] + "c\n"),
                                        r"nummarkers\.trc:4: 3 marker names but the header says NumMarkers=2"),
     "bad_component_label": (_file(xyz=XYZ.replace("Y2", "y2")),

@@ -10,7 +10,6 @@ f_p = e_out(p) − e_in(p) (Ehsani Def. 3, summed per body in Eq. 155-160).
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -269,15 +268,10 @@ def path_points(model: Model, q):
 
 from .._eager import compiled_when_eager as _naming  # noqa: E402
 
-_compiled_lengths = _naming(muscle_lengths)
+
+def _judge_lengths(model: Model, lengths) -> None:
+    """An eager call's lengths: a path longer than any muscle (points in millimetres?) is named."""
+    warn_implausible(get_paths(model), "muscle_lengths", length=lengths, slack=False)
 
 
-@functools.wraps(muscle_lengths)
-def muscle_lengths(model: Model, q) -> jnp.ndarray:
-    out = _compiled_lengths(model, q)
-    # called eagerly: a path longer than any muscle (points in millimetres?) is named; traced: nothing
-    warn_implausible(get_paths(model), "muscle_lengths", length=out, slack=False)
-    return out
-
-
-muscle_lengths.__wrapped_eager__ = _compiled_lengths.__wrapped_eager__
+muscle_lengths = _naming(muscle_lengths, judge=_judge_lengths)
