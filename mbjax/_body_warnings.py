@@ -37,21 +37,23 @@ def warn_implausible_bodies(model, where: str, stacklevel: int = 3) -> None:
     mass, com, inertia = (np.asarray(a, dtype=float) for a in arrays)
     if mass.shape != (model.n_bodies,) or com.shape != mass.shape + (3,) or inertia.shape != mass.shape + (3, 3):
         return  # refused by shape where it is used
+    sym = 0.5 * (inertia + np.swapaxes(inertia, -1, -2))
+    finite = np.all(np.isfinite(sym), axis=(1, 2)) & np.all(np.isfinite(com), axis=1)  # else refused by the rules
+    scale = np.maximum(np.max(np.abs(np.where(finite[:, None, None], sym, 0.0)), axis=(1, 2)), np.finfo(float).tiny)
+    eig = np.linalg.eigvalsh(np.where(finite[:, None, None], sym, 0.0))  # (nb, 3), ascending
+    distance = np.linalg.norm(np.where(finite[:, None], com, 0.0), axis=1)
+    negative = finite & (eig[:, 0] < -1e-6 * scale)
+    far = finite & (mass > 0) & (distance > FARTHEST_COM)
     found = []
-    for b, name in enumerate(model.body_names):
-        sym = 0.5 * (inertia[b] + inertia[b].T)
-        if not np.all(np.isfinite(sym)) or not np.all(np.isfinite(com[b])):
-            continue  # refused by the run-time rules
-        scale = max(float(np.max(np.abs(sym))), np.finfo(float).tiny)
-        eig = np.linalg.eigvalsh(sym)
-        if eig[0] < -1e-6 * scale:
+    for b in np.nonzero(negative | far)[0]:  # only the bodies named in the warning
+        name = model.body_names[b]
+        if negative[b]:
             found.append(f"body {name!r}: inertia has a negative principal moment (principal moments "
-                         f"{np.round(eig, 12).tolist()}): no mass distribution has it (the sign flipped?)")
-        distance = float(np.linalg.norm(com[b]))
-        if mass[b] > 0 and distance > FARTHEST_COM:
-            found.append(f"body {name!r}: centre of mass {com[b].tolist()} lies {distance:.6g} m from its body frame, "
-                         f"farther than {FARTHEST_COM:g} m (it looks like millimetres: mbjax takes metres, divide "
-                         "by 1000)")
+                         f"{np.round(eig[b], 12).tolist()}): no mass distribution has it (the sign flipped?)")
+        if far[b]:
+            found.append(f"body {name!r}: centre of mass {com[b].tolist()} lies {distance[b]:.6g} m from its body "
+                         f"frame, farther than {FARTHEST_COM:g} m (it looks like millimetres: mbjax takes metres, "
+                         "divide by 1000)")
     if found:
         more = f"; and {len(found) - 6} more" if len(found) > 6 else ""
         warnings.warn(f"{where}: implausible body parameters (changed after loading? eqx.tree_at or a fit step): "
