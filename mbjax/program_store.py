@@ -26,6 +26,8 @@ built of arrays, tuples, lists, dicts and ``None``.
 from __future__ import annotations
 
 import functools
+
+import numpy as np
 import hashlib
 import io
 import os
@@ -263,4 +265,10 @@ def _program(folder, key, fn, static, treedef, leaves):
                 pass
             return None
         _write(folder, path, key, bytes(blob))
-    return jax.jit(exp.call)
+    run = jax.jit(exp.call)
+    dtypes = [a.dtype for a in exp.in_avals]
+
+    def call(*leaves):  # the exported dtypes exactly (NumPy float64 data with jax_enable_x64 off: float32)
+        return run(*(leaf if getattr(leaf, "dtype", None) == d else np.asarray(leaf, d) for leaf, d in zip(leaves, dtypes)))
+
+    return call
