@@ -109,3 +109,15 @@ def urdf_tree(n: int, seed: int, chain: bool) -> str:
         )
     parts.append("</robot>")
     return "".join(parts)
+
+
+def two_link_arm():
+    """The README's two-link planar arm (shoulder, elbow; revolute about z, gravity along -y)."""
+    import mbjax
+
+    b = mbjax.ModelBuilder(["shoulder", "elbow"], gravity=[0, -9.81, 0])
+    b.add_body("upper_arm", axis=[0, 0, 1], map="shoulder", mass=2.0, com=[0, -0.15, 0],
+               inertia=np.diag([.012, .002, .012]))
+    b.add_body("forearm", parent="upper_arm", axis=[0, 0, 1], translation=[0, -0.3, 0], map="elbow", mass=1.2,
+               com=[0, -0.12, 0], inertia=np.diag([.006, .001, .006]))
+    return b.build()

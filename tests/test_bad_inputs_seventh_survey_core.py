@@ -20,6 +20,7 @@ import pytest
 
 import mbjax
 from mbjax.maps import FunctionMap
+from _trees import two_link_arm  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -29,13 +30,7 @@ QD = jnp.array([0.1, -0.2])
 QDD = jnp.array([0.5, 0.2])
 
 
-def _arm():
-    b = mbjax.ModelBuilder(["shoulder", "elbow"], gravity=[0, -9.81, 0])
-    b.add_body("upper_arm", axis=[0, 0, 1], map="shoulder", mass=2.0, com=[0, -0.15, 0],
-               inertia=np.diag([.012, .002, .012]))
-    b.add_body("forearm", parent="upper_arm", axis=[0, 0, 1], translation=[0, -0.3, 0], map="elbow", mass=1.2,
-               com=[0, -0.12, 0], inertia=np.diag([.006, .001, .006]))
-    return b.build()
+_arm = two_link_arm  # the README's two-link arm (tests/_trees.py)
 
 
 def _sqrt_model():

@@ -17,19 +17,14 @@ from mbjax import identify as idf
 from mbjax.control import FunctionTrajectory, QuinticHermite, computed_torque, track
 from mbjax.io.trc import MarkerData
 from mbjax.sharing import InvalidWeightsError, ReversedBoundsError
+from _trees import two_link_arm  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     ARM26 = mbjax.models.arm26(ignore_wrapping=True)
 
 
-def _two_links():
-    b = mbjax.ModelBuilder(["shoulder", "elbow"], gravity=[0, -9.81, 0])
-    b.add_body("upper_arm", axis=[0, 0, 1], map="shoulder", mass=2.0, com=[0, -0.15, 0],
-               inertia=np.diag([.012, .002, .012]))
-    b.add_body("forearm", parent="upper_arm", axis=[0, 0, 1], translation=[0, -0.3, 0], map="elbow", mass=1.2,
-               com=[0, -0.12, 0], inertia=np.diag([.006, .001, .006]))
-    return b.build()
+_two_links = two_link_arm  # the README's two-link arm (tests/_trees.py)
 
 
 ARM = _two_links()
