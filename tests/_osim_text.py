@@ -13,3 +13,17 @@ def replace_once(text, old, new, count=1):
     nothing would pass for the wrong reason)."""
     assert old in text, old
     return text.replace(old, new, count)
+
+
+def line_of(text, fragment):
+    """The 1-based line of ``text`` where ``fragment`` first occurs."""
+    return text[:text.index(fragment)].count("\n") + 1
+
+
+def quietly(fn, *args, **kwargs):
+    """``fn(...)`` with every warning turned into an error."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return fn(*args, **kwargs)

@@ -5,12 +5,12 @@ and gait10dof18musc models; OpenSim cross-checks where it is installed."""
 
 from __future__ import annotations
 
-import warnings
 
 import pytest
 
 import mbjax
 from mbjax.io import load_osim
+from _osim_text import line_of, quietly, write_text  # noqa: E402
 
 ARM26 = open(mbjax.models.model_path("arm26")).read()
 GAIT10 = open(mbjax.models.model_path("gait10dof18musc")).read()
@@ -50,20 +50,10 @@ _P2 = '<PathPoint name="p2"'
 
 
 def _write(tmp_path, text, name="m.osim"):
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
+    return write_text(tmp_path, text, name)
 
 
-def _line(text, fragment):
-    return text[:text.index(fragment)].count("\n") + 1
-
-
-def _quiet(fn, *args, **kwargs):
-    """``fn(...)`` with every warning turned into an error."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        return fn(*args, **kwargs)
+_line, _quiet = line_of, quietly
 
 
 def _opensim_refuses(path):

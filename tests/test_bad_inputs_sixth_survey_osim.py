@@ -4,13 +4,13 @@ quietly.  Small generated models and arm26 (straight paths); OpenSim cross-check
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
 
 import mbjax
 from mbjax.io import load_markers, load_osim, read_external_loads
+from _osim_text import line_of, quietly, write_text  # noqa: E402
 
 ARM26 = open(mbjax.models.model_path("arm26")).read()
 
@@ -48,20 +48,10 @@ def _model(joints=None, constraints="", forces="", markers="", components="", ve
 
 
 def _write(tmp_path, text, name="m.osim"):
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
+    return write_text(tmp_path, text, name)
 
 
-def _line(text, fragment):
-    return text[:text.index(fragment)].count("\n") + 1
-
-
-def _quiet(fn, *args, **kwargs):
-    """``fn(...)`` with every warning turned into an error."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        return fn(*args, **kwargs)
+_line, _quiet = line_of, quietly
 
 
 def _arm26():
