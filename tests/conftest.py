@@ -35,6 +35,29 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 
+def _record_compile_times(path):
+    """With MBJAX_TEST_COMPILES=FILE, append each trace, lowering and XLA compilation (a read from the
+    persistent cache included) with its program's name and the test that asked for it: where the
+    suite's time goes, program by program."""
+    from jax import monitoring
+
+    events = {"/jax/core/compile/backend_compile_duration": "compile",
+              "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+              "/jax/core/compile/jaxpr_trace_duration": "trace"}
+
+    def listener(event, duration, **kwargs):
+        if event in events and duration > 0.05:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+            with open(path, "a") as fh:
+                fh.write(f"{duration:.2f}\t{events[event]}\t{kwargs.get('fun_name', '?')}\t{test}\n")
+
+    monitoring.register_event_duration_secs_listener(listener)
+
+
+if os.environ.get("MBJAX_TEST_COMPILES"):
+    _record_compile_times(os.environ["MBJAX_TEST_COMPILES"])
+
+
 def pytest_runtest_teardown(item, nextitem):
     """Drop JAX's compiled executables at the end of each test module.
 
