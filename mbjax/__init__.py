@@ -27,6 +27,10 @@ _MOVED_MODULES: dict[str, tuple[str, ...]] = {
     'id_tool': ('opensim.tools.id',),
     'so_tool': ('opensim.tools.so',),
     'jr_tool': ('opensim.tools.jr',),
+    'sharing': ('analysis.sharing',),
+    'identify': ('analysis.identify',),
+    'control': ('analysis.control',),
+    'sweep': ('analysis.sweep',),
 }
 
 
@@ -83,11 +87,12 @@ _export('_excitations', 'ConstantExcitation', 'PiecewiseLinearExcitation')
 # PointToPointSpring, BushingForce) in model.forces; ligaments
 _submodules('forces', 'ligaments')
 
-# solvers: muscle force sharing (static optimization, optax), computed-torque tracking (Ehsani Eq.
-# 200-201), parameter identification, sweeps over many poses
-_submodules('sharing', 'control', 'identify', 'sweep')
-_export('sharing', 'static_optimization', 'static_optimization_trajectory')
-_export('sweep', 'sweep_poses')
+# solvers (mbjax.analysis): muscle force sharing (static optimization, optax; mbjax.analysis.sharing),
+# computed-torque tracking (Ehsani Eq. 200-201; .control), parameter identification (.identify), sweeps
+# over many poses (.sweep), inverse kinematics (.ik)
+_submodules('analysis')
+_export('analysis.sharing', 'static_optimization', 'static_optimization_trajectory')
+_export('analysis.sweep', 'sweep_poses')
 
 # data: model import and OpenSim data files, model markers, inverse kinematics (mbjax.analysis) and dynamics
 # of frames
@@ -111,7 +116,7 @@ _moved('config', '_checks', 'checks', 'checks_enabled', 'set_checks')
 _moved('config', 'compilation_cache', 'enable_compilation_cache')
 _moved('config', 'cpu_threads', 'single_threaded_matmuls')
 _moved('muscles', 'muscles', 'moment_arms_batched')
-_moved('sharing', 'sharing', 'infeasibility_report')
+_moved('analysis.sharing', 'analysis.sharing', 'infeasibility_report')
 _moved('forces', 'forces', 'ModelForces', 'model_forces', 'with_force_elements')
 
 __all__ = sorted(n for n in _EXPORTS if n not in _MOVED)

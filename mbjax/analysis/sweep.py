@@ -32,10 +32,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import checks, checks_enabled
-from ._model import Model
-from ._ranges import warn_far_outside_ranges
-from .io.arguments import positive_int
+from .._checks import checks, checks_enabled
+from .._model import Model
+from .._ranges import warn_far_outside_ranges
+from ..io.arguments import positive_int
 
 __all__ = ["initialize", "sweep_poses", "default_chunk_size", "default_batch_size"]
 

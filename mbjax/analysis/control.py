@@ -35,10 +35,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _checks
-from ._dynamics import inverse_dynamics
-from ._model import Model, require_model
-from ._simulate import simulate
+from .. import _checks
+from .._dynamics import inverse_dynamics
+from .._model import Model, require_model
+from .._simulate import simulate
 
 __all__ = [
     "Trajectory",
@@ -265,7 +265,7 @@ class ComputedTorque(eqx.Module):
     def __init__(self, model: Model, trajectory: Trajectory, gains):
         require_model(model, "ComputedTorque")
         if not isinstance(trajectory, Trajectory):
-            raise TypeError(f"ComputedTorque: trajectory must be a mbjax.control.Trajectory (MinimumJerk, "
+            raise TypeError(f"ComputedTorque: trajectory must be a mbjax.analysis.control.Trajectory (MinimumJerk, "
                             f"QuinticHermite, FunctionTrajectory), got {type(trajectory).__name__}")
         self.model = model
         self.trajectory = trajectory
