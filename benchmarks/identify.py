@@ -27,7 +27,7 @@ hand-written reverse loop over the accepted steps: s − 1 vector-field VJPs per
 gradient ≤ 5× forward.
 (ii) One Gauss-Newton step of experiment (b) (7000 torque residuals × 70 standard parameters):
 forward-mode Jacobian of the torque residuals plus the SVD solve, and the per-step wall time
-inside :func:`mbjax.identify.fit`.
+inside :func:`mbjax.analysis.identify.fit`.
 """
 
 import os
@@ -46,7 +46,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import mbjax  # noqa: E402
-from mbjax import identify as idf  # noqa: E402
+from mbjax.analysis import identify as idf  # noqa: E402
 from mbjax.io import load_urdf  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))

@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
 import mbjax  # noqa: E402
-from mbjax.sharing import sharing_problem, solve_problem, solve_trajectory  # noqa: E402
+from mbjax.analysis.sharing import sharing_problem, solve_problem, solve_trajectory  # noqa: E402
 
 
 def motion(T, dtype):

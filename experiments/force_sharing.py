@@ -57,7 +57,7 @@ def force_sharing(model, qs, qds, qdds, *, reserves=None, tol=1e-6, **kw):
     """
     fn = eqx.filter_jit(lambda m, a, b, c: mbjax.static_optimization_trajectory(m, a, b, c, reserves=reserves, **kw))
     res = jax.block_until_ready(fn(model, qs, qds, qdds))
-    return res, mbjax.sharing.infeasibility_report(res, model, tol=tol)
+    return res, mbjax.analysis.sharing.infeasibility_report(res, model, tol=tol)
 
 
 def main():

@@ -4,11 +4,11 @@ The 7-dof URDF chain of ``benchmarks/dynamics.py`` (``tests/_trees.urdf_tree(7, 
 is the truth.  Exciting trajectories: per joint a 5-harmonic Fourier series (fundamental 0.1 Hz,
 random coefficients, Swevers et al. 1997 form) sampled at 100 Hz for 10 s, with analytic q̇, q̈.
 Torques from ``mbjax.inverse_dynamics`` plus Gaussian noise σ_τ.  Fitted: the 70 standard
-inertial parameters (:class:`mbjax.identify.StandardInertial`; τ is linear in them) by
-Gauss-Newton from a perturbed start; :func:`mbjax.identify.identifiability` gives the rank, the
+inertial parameters (:class:`mbjax.analysis.identify.StandardInertial`; τ is linear in them) by
+Gauss-Newton from a perturbed start; :func:`mbjax.analysis.identify.identifiability` gives the rank, the
 base-parameter combinations (QR with column pivoting) and their standard errors σ²(J_BᵀJ_B)⁻¹.
 A noise-free run must recover every base combination to ≤ 1e-6 relative.  Then a physically
-consistent fit (:class:`mbjax.identify.PhysicalInertia`, Levenberg-Marquardt) of the noisy data.
+consistent fit (:class:`mbjax.analysis.identify.PhysicalInertia`, Levenberg-Marquardt) of the noisy data.
 
     .venv/bin/python experiments/identify_inertial.py [--quick] [--out DIR]
 
@@ -37,7 +37,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import mbjax  # noqa: E402
-from mbjax import identify as idf  # noqa: E402
+from mbjax.analysis import identify as idf  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from _trees import urdf_tree  # noqa: E402

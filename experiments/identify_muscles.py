@@ -5,8 +5,8 @@ paths) is the truth.  Synthetic "stimulation" data: each of the six muscles acti
 (a = 1, the others 0) at 12 elbow angles (0-130°) × 2 shoulder elevations; the joint torques
 τ = R(q) F(q, 0, a) (``mbjax.moment_arms``, ``mbjax.muscle_forces`` at the equilibrium fibre
 length) plus Gaussian noise σ_τ.  Fitted from a start 20 % off: the 12 lengths (log
-parametrization, :class:`mbjax.identify.Positive`) by Levenberg-Marquardt
-(:func:`mbjax.identify.isometric_torque_residuals`).  A noise-free run must recover them to
+parametrization, :class:`mbjax.analysis.identify.Positive`) by Levenberg-Marquardt
+(:func:`mbjax.analysis.identify.isometric_torque_residuals`).  A noise-free run must recover them to
 ≤ 1e-6 relative.
 
     .venv/bin/python experiments/identify_muscles.py [--quick] [--out DIR]
@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import mbjax  # noqa: E402
-from mbjax import identify as idf  # noqa: E402
+from mbjax.analysis import identify as idf  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "identify_muscles")
 WHERE = lambda m: (m.muscles.parameters["optimal_fiber_length"], m.muscles.parameters["tendon_slack_length"])  # noqa: E731

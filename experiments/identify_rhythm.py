@@ -10,7 +10,7 @@ motion-capture sweep), each rotated by Gaussian noise of σ degrees about a rand
 Fitted from the Holzbaur rhythm's slopes (no plane-of-elevation terms): all 20 coefficients (the
 ``slope`` leaf of the model's affine map family) by Levenberg-Marquardt on the orientation
 residuals r = vee(skew(R_measᵀ R(q; θ))) (the rotation-vector error to first order), with
-:func:`mbjax.identify.identifiability` for the rank, the singular values and standard errors.
+:func:`mbjax.analysis.identify.identifiability` for the rank, the singular values and standard errors.
 The unrot coefficients are identified by the humerus orientation alone.  A noise-free run must
 recover the truth to ≤ 1e-6 relative.
 
@@ -36,7 +36,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import mbjax  # noqa: E402
-from mbjax import identify as idf  # noqa: E402
+from mbjax.analysis import identify as idf  # noqa: E402
 from mbjax.maps.affine import Affine  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "identify_rhythm")

@@ -3,11 +3,11 @@
 Truth: a planar two-link arm (upper arm 2.0 kg, forearm 1.2 kg, fixed COMs and inertias) with
 viscous joint damping Q = −c q̇ (c = 0.15, 0.08 N·m·s), released from rest at q0 = (1.0, −0.5) rad
 and observed for 2 s at 100 Hz with Gaussian angle noise σ_q.  Fitted, from masses ×1.5 and
-damping ×3: both masses and both damping coefficients (:class:`mbjax.identify.Positive`: log
-parameters, no clipping) and the release angles (:class:`mbjax.identify.Identity`), by
+damping ×3: both masses and both damping coefficients (:class:`mbjax.analysis.identify.Positive`: log
+parameters, no clipping) and the release angles (:class:`mbjax.analysis.identify.Identity`), by
 Levenberg-Marquardt on single-shooting residuals through :func:`mbjax.simulate`
 (``diffrax.ForwardMode`` Jacobians); the damping is the ``forces`` callable
-:class:`mbjax.identify.ViscousDamping`, an ``eqx.Module`` whose coefficients are leaves of the
+:class:`mbjax.analysis.identify.ViscousDamping`, an ``eqx.Module`` whose coefficients are leaves of the
 fitted tree ``(model, damping, (q0, q̇0))``.  Multiple shooting (4 segments) on the same data for
 comparison.  A noise-free run must recover the truth to ≤ 1e-6 relative.
 
@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import mbjax  # noqa: E402
-from mbjax import identify as idf  # noqa: E402
+from mbjax.analysis import identify as idf  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "identify_swing")
 WHERE = lambda t: (t[0].mass, t[1].c, t[2][0])  # noqa: E731

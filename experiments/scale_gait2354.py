@@ -4,7 +4,7 @@ OpenSim (``Pipelines/Gait2354_Simbody/subject01_Setup_Scale.xml``): one factor p
 marker-pair distances (torso, pelvis, thigh, shank, foot; manual femur 1.14724 and tibia 0.988523
 after them), mass distribution preserved at 72.6 kg, then IK of the averaged static frames and every
 (non-fixed) marker moved onto its measurement (``MarkerPlacer``).  mbjax
-(:func:`mbjax.identify.fit_static_scale`): the same generic model, scale marker set, IK weights and
+(:func:`mbjax.analysis.identify.fit_static_scale`): the same generic model, scale marker set, IK weights and
 coordinate tasks, but the factors (one per body group and side: pelvis, torso, femur, tibia+talus,
 calcn+toes) fitted jointly with the static pose by Levenberg-Marquardt on OpenSim's IK objective of
 the static frame, started from OpenSim's measurement factors; then the same marker placement.
@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 
 import mbjax  # noqa: E402
 import mbjax.models as mm  # noqa: E402
-from mbjax import identify as idf  # noqa: E402
+from mbjax.analysis import identify as idf  # noqa: E402
 from mbjax.analysis.ik import inverse_kinematics  # noqa: E402
 from mbjax.opensim.tools.ik import read_ik_setup  # noqa: E402
 from mbjax.io import load_marker_set, load_markers, load_osim, read_scale_setup, read_trc, write_osim  # noqa: E402

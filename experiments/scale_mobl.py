@@ -2,13 +2,13 @@
 reaching motion.
 
 Truth: the MoBL-ARMS 4.1 arm (7 coordinates, the 13-coupler shoulder rhythm) scaled by one uniform
-factor per OpenSim body (11 bodies, phantoms included) with :func:`mbjax.identify.scale_kinematics`
+factor per OpenSim body (11 bodies, phantoms included) with :func:`mbjax.analysis.identify.scale_kinematics`
 (OpenSim's ``Model::scale`` for the joint frames), three markers on each of clavicle, scapula, humerus,
 ulna, radius and hand, a reaching motion of N frames.  Data: the markers' world positions plus Gaussian
-noise of σ mm per coordinate.  Fitted jointly by Levenberg-Marquardt (:func:`mbjax.identify.fit`): the
+noise of σ mm per coordinate.  Fitted jointly by Levenberg-Marquardt (:func:`mbjax.analysis.identify.fit`): the
 11 log-factors, the 18 marker offsets (in their body frames, before scaling) and the N poses, from
 factors 1, offsets off by 1 cm and poses off by 0.05 rad.
-:func:`mbjax.identify.identifiability` at the optimum names what the data cannot see: the phantom
+:func:`mbjax.analysis.identify.identifiability` at the optimum names what the data cannot see: the phantom
 bodies' factors (``clavphant``, ``scapphant``, ``humphant``, ``humphant1``: no marker and no joint
 translation in their frames) and the hand's factor against its markers' offsets (the hand is the last
 body: only the products ``s·o`` are seen).  ``ulna`` and ``proximal_row`` are identifiable only through
@@ -39,7 +39,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import mbjax  # noqa: E402
-from mbjax import identify as idf  # noqa: E402
+from mbjax.analysis import identify as idf  # noqa: E402
 from mbjax.markers import Markers  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "outputs", "scale_mobl")

@@ -59,7 +59,7 @@ import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 import mbjax  # noqa: E402
-from mbjax.control import ComputedTorque, QuinticHermite, track  # noqa: E402
+from mbjax.analysis.control import ComputedTorque, QuinticHermite, track  # noqa: E402
 from mbjax.models.shoulder import COORDINATES, shoulder_model, without_phantom_inertia  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "outputs", "shoulder_tracking")

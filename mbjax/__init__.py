@@ -27,7 +27,16 @@ _MOVED_MODULES: dict[str, tuple[str, ...]] = {
     'id_tool': ('opensim.tools.id',),
     'so_tool': ('opensim.tools.so',),
     'jr_tool': ('opensim.tools.jr',),
+    # the solvers that moved to mbjax.analysis also keep a shim at their old path (mbjax/_moved_modules.py),
+    # so that ``import mbjax.sharing`` and ``from mbjax.sharing.qp import ...`` work too
+    'sharing': ('analysis.sharing',),
+    'identify': ('analysis.identify',),
+    'control': ('analysis.control',),
+    'sweep': ('analysis.sweep',),
 }
+
+#: the former modules with a shim at their old path
+_SHIMMED = frozenset({'sharing', 'identify', 'control', 'sweep'})
 
 
 def _export(module: str, *names: str) -> None:
@@ -83,11 +92,12 @@ _export('_excitations', 'ConstantExcitation', 'PiecewiseLinearExcitation')
 # PointToPointSpring, BushingForce) in model.forces; ligaments
 _submodules('forces', 'ligaments')
 
-# solvers: muscle force sharing (static optimization, optax), computed-torque tracking (Ehsani Eq.
-# 200-201), parameter identification, sweeps over many poses
-_submodules('sharing', 'control', 'identify', 'sweep')
-_export('sharing', 'static_optimization', 'static_optimization_trajectory')
-_export('sweep', 'sweep_poses')
+# solvers (mbjax.analysis): muscle force sharing (static optimization, optax; mbjax.analysis.sharing),
+# computed-torque tracking (Ehsani Eq. 200-201; .control), parameter identification (.identify), sweeps
+# over many poses (.sweep), inverse kinematics (.ik)
+_submodules('analysis')
+_export('analysis.sharing', 'static_optimization', 'static_optimization_trajectory')
+_export('analysis.sweep', 'sweep_poses')
 
 # data: model import and OpenSim data files, model markers, inverse kinematics (mbjax.analysis) and dynamics
 # of frames
@@ -111,7 +121,7 @@ _moved('config', '_checks', 'checks', 'checks_enabled', 'set_checks')
 _moved('config', 'compilation_cache', 'enable_compilation_cache')
 _moved('config', 'cpu_threads', 'single_threaded_matmuls')
 _moved('muscles', 'muscles', 'moment_arms_batched')
-_moved('sharing', 'sharing', 'infeasibility_report')
+_moved('analysis.sharing', 'analysis.sharing', 'infeasibility_report')
 _moved('forces', 'forces', 'ModelForces', 'model_forces', 'with_force_elements')
 
 __all__ = sorted(n for n in _EXPORTS if n not in _MOVED)
@@ -119,13 +129,18 @@ __all__ = sorted(n for n in _EXPORTS if n not in _MOVED)
 
 def _moved_module(name: str):
     """``mbjax.ik``, ``mbjax.id_tool``, ...: the module at its new home (for ``ik``, a module holding the
-    public names of its two new homes), with a warning naming them.  Not cached: warns each time."""
+    public names of its two new homes), with a warning naming them.  Not cached: warns each time.
+    ``mbjax.sharing``, ...: the shim at the old path, imported (it warns once, as its import does)."""
     import types
     import warnings
 
+    from ._moved_modules import moved_message
+
+    if name in _SHIMMED:
+        return importlib.import_module(f"{__name__}.{name}")  # the import binds mbjax.<name>
     homes = _MOVED_MODULES[name]
-    warnings.warn(f"mbjax.{name} is {' and '.join(f'mbjax.{h}' for h in homes)}; mbjax.{name} goes in the next "
-                  "release", DeprecationWarning, stacklevel=3)
+    warnings.warn(moved_message(f"mbjax.{name}", tuple(f"mbjax.{h}" for h in homes)), DeprecationWarning,
+                  stacklevel=3)
     modules = [importlib.import_module(f"{__name__}.{home}") for home in homes]
     if len(modules) == 1:
         return modules[0]

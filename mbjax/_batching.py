@@ -137,7 +137,7 @@ def chunk_size(axis_size: int) -> int | None:
     chunks (73 poses run as 2 x 37, not as 2 x 64 with 55 padding poses); all at once elsewhere.
 
     On a GPU one kernel over the whole batch is fastest (chunks of 64 in a sequential ``lax.map``
-    were measured 48x slower than one call); :func:`mbjax.sweep`-style helpers chunk huge sweeps
+    were measured 48x slower than one call); :func:`mbjax.analysis.sweep`-style helpers chunk huge sweeps
     for memory.
     """
     if jax.default_backend() == "cpu" and axis_size > CPU_CHUNK:

@@ -9,7 +9,7 @@ finite rigid transform.  Not checked
 here: the inertia's positive semidefiniteness and the triangle inequality of its principal moments.
 OpenSim's library models do not always satisfy them (``WalkerModel``: a file with them loads with
 a warning naming the bodies, as OpenSim uses them as given), and identification in the standard
-inertial parameters ends with unobservable moments anywhere (``mbjax.identify``: the torques do not
+inertial parameters ends with unobservable moments anywhere (``mbjax.analysis.identify``: the torques do not
 see them); a singular or indefinite mass matrix is refused by ``forward_dynamics``.
 """
 

@@ -106,3 +106,75 @@ def test_opensim_still_means_opensims_own_package():
                           "print(opensim.__name__, hasattr(opensim, 'Model'))"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["opensim", "True"]
+
+
+#: the solvers that moved to mbjax.analysis: old name -> (a public name, a submodule, a name of the submodule)
+MOVED_SOLVERS = {"sharing": ("static_optimization", "qp", "solve"), "identify": ("fit", "selection", "Selection"),
+                 "control": ("track", None, None), "sweep": ("sweep_poses", None, None)}
+
+
+@pytest.fixture
+def old_paths_unimported():
+    """The old paths as in a fresh process: no ``mbjax.sharing``, ... in sys.modules or on ``mbjax``
+    (each old path warns once per process, as any import runs once); put back as they were after."""
+    def forget():
+        for name in MOVED_SOLVERS:
+            vars(mbjax).pop(name, None)
+            for key in [k for k in sys.modules if k == f"mbjax.{name}" or k.startswith(f"mbjax.{name}.")]:
+                del sys.modules[key]
+
+    saved = {k: v for k, v in sys.modules.items() if k.split(".")[:2][-1] in MOVED_SOLVERS and k.startswith("mbjax.")}
+    saved_attrs = {n: vars(mbjax)[n] for n in MOVED_SOLVERS if n in vars(mbjax)}
+    forget()
+    yield forget
+    forget()
+    sys.modules.update(saved)
+    vars(mbjax).update(saved_attrs)
+
+
+def _run(code, space):
+    exec(compile(code, __file__, "exec"), space)  # as a line of this file
+
+
+def _one_warning(name, run):
+    """``run()`` under a recorder: exactly one DeprecationWarning, naming the new home, at the caller."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = run()
+    said = [w for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert [str(w.message) for w in said] == [
+        f"mbjax.{name} is mbjax.analysis.{name}; mbjax.{name} goes in the next release"], said
+    assert said[0].filename == __file__, said[0].filename  # points at the line that used the old path
+    return value
+
+
+@pytest.mark.parametrize("name", sorted(MOVED_SOLVERS))
+def test_the_former_solver_paths_warn_once_and_are_the_new_modules(name, old_paths_unimported):
+    """``mbjax.sharing``, ``mbjax.identify``, ``mbjax.control`` and ``mbjax.sweep`` are
+    ``mbjax.analysis.*`` now; for one release the old paths, as attributes, imports and their
+    submodules, give the same objects with one warning naming the new home."""
+    new = importlib.import_module(f"mbjax.analysis.{name}")
+    public, sub, sub_public = MOVED_SOLVERS[name]
+    assert name not in mbjax.__all__ and name in mbjax.analysis.__all__
+    assert getattr(mbjax.analysis, name) is new
+
+    assert _one_warning(name, lambda: getattr(mbjax, name)) is new  # the attribute
+    assert getattr(mbjax, name) is new  # bound now: no second warning
+    old_paths_unimported()
+    space = {}
+    _one_warning(name, lambda: _run(f"import mbjax.{name}\nm = mbjax.{name}", space))  # the import statement
+    assert space["m"] is new and sys.modules[f"mbjax.{name}"] is new
+    old_paths_unimported()
+    _one_warning(name, lambda: _run(f"from mbjax.{name} import {public} as f", space))
+    assert space["f"] is getattr(new, public)
+    old_paths_unimported()
+    _one_warning(name, lambda: _run(f"from mbjax import {name} as m", space))
+    assert space["m"] is new
+    if sub:  # a submodule through the old path: the new submodule, not a second copy
+        old_paths_unimported()
+        new_sub = importlib.import_module(f"mbjax.analysis.{name}.{sub}")
+        _one_warning(name, lambda: _run(f"import mbjax.{name}.{sub} as s", space))
+        assert space["s"] is new_sub and sys.modules[f"mbjax.{name}.{sub}"] is new_sub
+        old_paths_unimported()
+        _one_warning(name, lambda: _run(f"from mbjax.{name}.{sub} import {sub_public} as f", space))
+        assert space["f"] is getattr(new_sub, sub_public)

@@ -1,4 +1,4 @@
-"""Bad inputs to mbjax.constraints, mbjax.reactions and mbjax.sharing: clear errors, valid twins checked
+"""Bad inputs to mbjax.constraints, mbjax.reactions and mbjax.analysis.sharing: clear errors, valid twins checked
 against closed forms or a second route."""
 
 import jax
@@ -25,7 +25,7 @@ from mbjax.constraints import (
     projection_values,
     rcond,
 )
-from mbjax.sharing import (
+from mbjax.analysis.sharing import (
     InfeasibleError,
     SharingProblem,
     check_feasible,
@@ -442,7 +442,8 @@ def _least_norm(problem):
 
 def test_solve_problem_refuses_bad_problems():
     pr = _problem()
-    with pytest.raises(TypeError, match=r"solve_problem: problem must be a mbjax.sharing.SharingProblem .* got tuple"):
+    with pytest.raises(TypeError,
+                       match=r"solve_problem: problem must be a mbjax.analysis.sharing.SharingProblem .* got tuple"):
         solve_problem(tuple(pr)[:4])
     with pytest.raises(TypeError, match=r"got ndarray"):
         solve_problem(np.eye(2))
@@ -458,7 +459,8 @@ def test_solve_problem_refuses_bad_problems():
         jax.block_until_ready(solve_problem(pr, initial_guess=jnp.array([NAN, 0.0])))
     with pytest.raises(ValueError, match=r"initial_guess \(a previous result\) has activations of shape \(3,\)"):
         solve_problem(pr, initial_guess=solve_problem(pr)._replace(activations=jnp.ones(3)))
-    with pytest.raises(ValueError, match=r"solver_options: unknown option\(s\) \['bogus'\]; mbjax.sharing.qp.solve takes"):
+    with pytest.raises(ValueError,
+                       match=r"solver_options: unknown option\(s\) \['bogus'\]; mbjax.analysis.sharing.qp.solve takes"):
         solve_problem(pr, solver_options=dict(bogus=1))
     with pytest.raises(RuntimeError, match=r"lower bound .* is above its upper bound"):
         jax.block_until_ready(solve_problem(pr, activation_bounds=(1.0, 0.0)))
@@ -474,7 +476,8 @@ def test_solve_trajectory_refuses_bad_input():
     prs = SharingProblem(*(jnp.stack([x] * 3) for x in pr[:3]), taus)
     with pytest.raises(ValueError, match=r"solve_trajectory: problem.moment_arms must have shape \(T, nq, nm\), got \(1, 2\) \(one frame's problem goes to solve_problem\)"):
         solve_trajectory(pr)
-    with pytest.raises(TypeError, match=r"solve_trajectory: problem must be a mbjax.sharing.SharingProblem .* got list"):
+    with pytest.raises(TypeError,
+                       match=r"solve_trajectory: problem must be a mbjax.analysis.sharing.SharingProblem .* got list"):
         solve_trajectory([pr, pr])
     with pytest.raises(TypeError, match=r"warm_start must be True or False, got 'no'"):
         solve_trajectory(prs, warm_start="no")  # a string read as True

@@ -23,8 +23,8 @@ FAR = jnp.asarray([0.0, 10.0])  # elbow at 10 rad: far outside 0..2.27
 MUSCLES = ARM.muscles.names
 
 TIERS = ["mbjax", "mbjax.io", "mbjax.opensim", "mbjax.models", "mbjax.reference", "mbjax.config", "mbjax.wrapping",
-         "mbjax.muscles", "mbjax.identify", "mbjax.ligaments", "mbjax.sharing", "mbjax.forces", "mbjax.maps",
-         "mbjax.constraints", "mbjax.reactions"]
+         "mbjax.muscles", "mbjax.analysis.identify", "mbjax.ligaments", "mbjax.analysis.sharing", "mbjax.forces",
+         "mbjax.maps", "mbjax.constraints", "mbjax.reactions"]
 
 #: functions in modules that other work fixes; skipped here until they refuse a non-Model clearly
 FIXED_ELSEWHERE: set = set()  # every tier function refuses a non-Model first argument
@@ -133,9 +133,9 @@ def test_static_optimization_takes_weights_and_reserves_by_name():
 
 
 def test_solve_problem_refuses_weights_by_name_without_a_model():
-    problem = mbjax.sharing.sharing_problem(ARM, Q, QD, QD)
+    problem = mbjax.analysis.sharing.sharing_problem(ARM, Q, QD, QD)
     with pytest.raises(TypeError, match=r"weights by muscle name need the model: pass them to static_optimization"):
-        mbjax.sharing.solve_problem(problem, weights={"BIClong": 2.0})
+        mbjax.analysis.sharing.solve_problem(problem, weights={"BIClong": 2.0})
 
 
 def test_static_optimization_names_the_muscle_of_reversed_bounds():
@@ -156,12 +156,12 @@ def test_infeasibility_report_refuses_another_models_names():
         other = mbjax.models.load("double_pendulum")
     with pytest.raises(ValueError, match=r"result is of a model with 6 muscles and 2 coordinates, but the model given "
                                          r"has 0 muscles .*\['q1', 'q2'\]"):
-        mbjax.sharing.check_feasible(result, other)
+        mbjax.analysis.sharing.check_feasible(result, other)
     with pytest.raises(TypeError, match=r"infeasibility_report: coordinate_names must be names \(str\), got int 3"):
-        mbjax.sharing.infeasibility_report(result, ["r_shoulder_elev", 3])
-    mbjax.sharing.check_feasible(result, ARM)  # the valid twin
-    assert not mbjax.sharing.infeasibility_report(result, ARM)
-    assert not mbjax.sharing.infeasibility_report(result, ARM.coordinate_names)
+        mbjax.analysis.sharing.infeasibility_report(result, ["r_shoulder_elev", 3])
+    mbjax.analysis.sharing.check_feasible(result, ARM)  # the valid twin
+    assert not mbjax.analysis.sharing.infeasibility_report(result, ARM)
+    assert not mbjax.analysis.sharing.infeasibility_report(result, ARM.coordinate_names)
 
 
 # -- simulate: controls ---------------------------------------------------------------------------
@@ -227,6 +227,6 @@ def test_fit_path_functions_names_a_reversed_range_and_takes_a_lone_muscle():
 
 
 def test_marker_set_takes_a_lone_body():
-    one = mbjax.identify.marker_set(ARM, "r_humerus", jnp.zeros((1, 3)))
-    listed = mbjax.identify.marker_set(ARM, ["r_humerus"], jnp.zeros((1, 3)))
+    one = mbjax.analysis.identify.marker_set(ARM, "r_humerus", jnp.zeros((1, 3)))
+    listed = mbjax.analysis.identify.marker_set(ARM, ["r_humerus"], jnp.zeros((1, 3)))
     assert one.bodies == listed.bodies

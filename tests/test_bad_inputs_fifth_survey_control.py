@@ -1,4 +1,4 @@
-"""A fifth outside survey's findings on computed-torque tracking (``mbjax.control``)."""
+"""A fifth outside survey's findings on computed-torque tracking (``mbjax.analysis.control``)."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax.control import ComputedTorque, MinimumJerk, QuinticHermite, _warn_beyond_span, track
+from mbjax.analysis.control import ComputedTorque, MinimumJerk, QuinticHermite, _warn_beyond_span, track
 
 jax.config.update("jax_enable_x64", True)
 

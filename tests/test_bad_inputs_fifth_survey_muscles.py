@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import mbjax
-import mbjax.identify as idf
+import mbjax.analysis.identify as idf
 from mbjax.config import CoordinateRangeWarning
 
 with warnings.catch_warnings():
@@ -176,7 +176,7 @@ def test_static_optimization_weights_and_bounds():
 
 def test_the_infeasibility_report_says_an_unconverged_frame_may_be_the_solvers():
     result = SimpleNamespace(residual=np.array([-0.15, 0.09]), converged=np.array(False))
-    text = str(mbjax.sharing.infeasibility_report(result, list(ARM.coordinate_names)))
+    text = str(mbjax.analysis.sharing.infeasibility_report(result, list(ARM.coordinate_names)))
     assert "solver not converged at frames [0] (an unconverged frame may still be feasible: muscle weights" in text
 
 
@@ -185,7 +185,7 @@ def test_lengths_in_millimetres_are_named_in_static_optimization():
     lengths = mbjax.muscle_lengths(ARM, q)
     with pytest.raises(RuntimeError, match=r"force per unit activation of muscle '\w+' is NaN or inf: its path "
                                            r"length \(lengths=, or at q\).*millimetres\?"):
-        mbjax.sharing.sharing_problem(ARM, q, QD, QDD, L=1000 * lengths)
+        mbjax.analysis.sharing.sharing_problem(ARM, q, QD, QDD, L=1000 * lengths)
     frames = jnp.stack([q, q])
     with pytest.warns(UserWarning, match=r"static_optimization_trajectory: lengths: .*path length = \d+.* m is longer "
                                          r"than 2 m \(it looks like millimetres"):

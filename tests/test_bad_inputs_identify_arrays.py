@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import mbjax
-import mbjax.identify as idf
+import mbjax.analysis.identify as idf
 import mbjax.models
 
 

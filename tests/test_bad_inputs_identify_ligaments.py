@@ -1,4 +1,4 @@
-"""Bad inputs to the identification helpers (``mbjax.identify``: Selection, StandardInertial,
+"""Bad inputs to the identification helpers (``mbjax.analysis.identify``: Selection, StandardInertial,
 ViscousDamping, huber_residual, pseudo_inertia, isometric_torques, the scaling functions and
 fit_static_scale), the ligament functions (``mbjax.ligaments``), the reference twins
 (``mbjax.reference``) and the process settings (``mbjax.config``): clear errors naming the function
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import mbjax
-import mbjax.identify as idf
+import mbjax.analysis.identify as idf
 import mbjax.io
 import mbjax.ligaments as L
 import mbjax.reference as ref

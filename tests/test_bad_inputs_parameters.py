@@ -145,7 +145,7 @@ def test_the_checks_switch_takes_booleans_only(flag):
 # static optimization on arrays: nothing broadcast, bad values refused by name
 
 def test_static_optimization_refuses_wrong_shapes_and_values():
-    from mbjax.sharing import static_optimization, static_optimization_trajectory
+    from mbjax.analysis.sharing import static_optimization, static_optimization_trajectory
 
     qd = jnp.zeros(2)
     good = static_optimization(ARM, Q, qd, qd, tau=jnp.array([1.0, 0.5]))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import mbjax
-import mbjax.identify as idf
+import mbjax.analysis.identify as idf
 from mbjax.opensim.tools.id import coordinate_trajectory, inverse_dynamics_frames, inverse_dynamics_motion
 from mbjax.opensim.tools.id.motion import external_loads_file
 from mbjax.analysis.ik import inverse_kinematics

@@ -11,7 +11,7 @@ import equinox as eqx
 import numpy as np
 import pytest
 
-import mbjax.identify as idf
+import mbjax.analysis.identify as idf
 import mbjax.io
 from mbjax.models import model_path
 

@@ -13,10 +13,10 @@ import pytest
 import mbjax
 import mbjax.forces as F
 import mbjax.ligaments as L
-from mbjax import identify as idf
-from mbjax.control import FunctionTrajectory, QuinticHermite, computed_torque, track
+from mbjax.analysis import identify as idf
+from mbjax.analysis.control import FunctionTrajectory, QuinticHermite, computed_torque, track
 from mbjax.io.trc import MarkerData
-from mbjax.sharing import InvalidWeightsError, ReversedBoundsError
+from mbjax.analysis.sharing import InvalidWeightsError, ReversedBoundsError
 from _trees import two_link_arm  # noqa: E402
 
 with warnings.catch_warnings():

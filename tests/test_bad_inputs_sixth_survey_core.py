@@ -212,8 +212,8 @@ def test_quintic_knot_values_must_be_finite(field):
     args = dict(ts=jnp.array([0.0, 1.0]), q=jnp.zeros((2, 2)), qd=jnp.zeros((2, 2)), qdd=jnp.zeros((2, 2)))
     args[field] = args[field].at[0].set(jnp.nan)
     with pytest.raises(ValueError, match=rf"QuinticHermite: knot values must be finite: {field} holds NaN or inf"):
-        mbjax.control.QuinticHermite(**args)
-    mbjax.control.QuinticHermite(jnp.array([0.0, 1.0]), jnp.zeros((2, 2)))
+        mbjax.analysis.control.QuinticHermite(**args)
+    mbjax.analysis.control.QuinticHermite(jnp.array([0.0, 1.0]), jnp.zeros((2, 2)))
 
 
 def test_ik_data_must_be_marker_data():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mbjax
-import mbjax.identify as idf
+import mbjax.analysis.identify as idf
 import mbjax.io
 from mbjax.io.coordinate_tables import coordinates_from_table, table_from_coordinates
 from mbjax.models import model_path

@@ -83,7 +83,7 @@ def test_exponent_without_a_single_minimum_refused(exponent):
     with pytest.raises(ValueError, match=r"exponent must be a finite number > 1"):
         static_optimization_motion(ARM, MOTION, exponent=exponent, progress=False)
     with pytest.raises(ValueError, match=r"exponent must be a finite number > 1"):
-        mbjax.sharing.qp.solve(np.eye(2), np.ones(2), -np.ones(2) * 9, np.ones(2) * 9, np.ones(2), exponent)
+        mbjax.analysis.sharing.qp.solve(np.eye(2), np.ones(2), -np.ones(2) * 9, np.ones(2) * 9, np.ones(2), exponent)
 
 
 def test_external_loads_outside_their_data_warn():

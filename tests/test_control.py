@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax.control import ComputedTorque, FunctionTrajectory, MinimumJerk, QuinticHermite, computed_torque, track
+from mbjax.analysis.control import (ComputedTorque, FunctionTrajectory, MinimumJerk, QuinticHermite, computed_torque,
+                                    track)
 
 M1, M2, L1, C1, C2, G = 1.3, 0.9, 0.7, 0.7, 0.5, 9.81
 TS = jnp.linspace(0.0, 1.5, 31)
@@ -178,7 +179,7 @@ _FLOAT32_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np
 assert not jax.config.jax_enable_x64
 import mbjax
-from mbjax.control import QuinticHermite, track
+from mbjax.analysis.control import QuinticHermite, track
 b = mbjax.ModelBuilder(["hip", "knee"], gravity=[0, -9.81, 0])
 b.add_body("thigh", axis=[0, 0, 1], map="hip", mass=1.3, com=[0, -0.7, 0])
 b.add_body("shank", parent="thigh", axis=[0, 0, 1], map="knee", translation=[0, -0.7, 0], mass=0.9, com=[0, -0.5, 0])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax import identify as idf
+from mbjax.analysis import identify as idf
 from mbjax.io import load_urdf
 from _trees import urdf_tree
 

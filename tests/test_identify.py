@@ -10,7 +10,7 @@ import optax
 import pytest
 
 import mbjax
-from mbjax import identify as idf
+from mbjax.analysis import identify as idf
 from mbjax._inertia import inertia_problems
 
 from _trees import random_tree
@@ -67,7 +67,7 @@ def test_optax_step_compiles_once(monkeypatch):
     without normalising it the second step compiled again), and the minimum found is the known one."""
     import importlib
 
-    fit_mod = importlib.import_module("mbjax.identify.fit")
+    fit_mod = importlib.import_module("mbjax.analysis.identify.fit")
     traced = []
     real = fit_mod._optax_optimizer
     monkeypatch.setattr(fit_mod, "_optax_optimizer", lambda *a: traced.append(a[0]) or real(*a))

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax import identify as idf
+from mbjax.analysis import identify as idf
 
 WHERE = lambda m: (m.muscles.parameters["optimal_fiber_length"],  # noqa: E731
                    m.muscles.parameters["tendon_slack_length"])

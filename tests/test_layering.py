@@ -105,4 +105,4 @@ def test_the_graph_sees_imports():
     top, local = _graph()
     assert "mbjax._kinematics" in top["mbjax._dynamics"]
     assert "mbjax._model" in top["mbjax._kinematics"]
-    assert any(m == "mbjax.identify.static_scaling" and t == "mbjax.analysis.ik" for m, _, t in local)
+    assert any(m == "mbjax.analysis.identify.static_scaling" and t == "mbjax.analysis.ik" for m, _, t in local)

@@ -289,7 +289,7 @@ def test_3x_property_names(tmp_path, model):
 
 def test_scaling_an_eliminated_model_is_refused(model):
     """The constraint's solve reads a copy of the unscaled geometry: scaling would be silently wrong."""
-    from mbjax.identify import scale_kinematics, scale_model, segment_names
+    from mbjax.analysis.identify import scale_kinematics, scale_model, segment_names
 
     for scale in (scale_model, scale_kinematics):
         with pytest.raises(NotImplementedError, match=f"{scale.__name__}: .*PointOnLineConstraint.*not implemented"):
@@ -298,8 +298,8 @@ def test_scaling_an_eliminated_model_is_refused(model):
 
 
 def test_fitting_copied_geometry_is_refused(model):
-    """mbjax.identify.fit of offsets, axes or joint maps would leave the loop's copy behind."""
-    from mbjax import identify as idf
+    """mbjax.analysis.identify.fit of offsets, axes or joint maps would leave the loop's copy behind."""
+    from mbjax.analysis import identify as idf
 
     with pytest.raises(NotImplementedError, match=r"fitting \['offset'\].*PointOnLineConstraint"):
         idf.Selection(model, lambda m: m.offset)

@@ -141,7 +141,8 @@ def test_consumers_run_on_the_fitted_model(fit):
     # the three frames in one compiled program
     @eqx.filter_jit
     def frames(model, fitted, q, qd):
-        problem = lambda m, **kw: mbjax.sharing.sharing_problem(m, q, qd, jnp.zeros_like(q), **kw)  # noqa: E731
+        sharing_problem = mbjax.analysis.sharing.sharing_problem
+        problem = lambda m, **kw: sharing_problem(m, q, qd, jnp.zeros_like(q), **kw)  # noqa: E731
         return problem(model), problem(fitted), problem(fitted, moment_arm_rule="opensim")
 
     exact, approx, opensim_rule = frames(model, fitted, q, qd)

@@ -1,4 +1,4 @@
-"""OpenSim model scaling (``mbjax.identify.scale_model``) against OpenSim's own output for the
+"""OpenSim model scaling (``mbjax.analysis.identify.scale_model``) against OpenSim's own output for the
 Gait2354 pipeline (``Pipelines/Gait2354_Simbody`` of opensim-models, packaged in
 ``mbjax.models.pipeline_path("gait2354_walk")``).
 
@@ -26,8 +26,8 @@ import pytest
 
 import mbjax
 import mbjax.models as mm
-from mbjax.identify import scale_markers, scale_model, segment_names
-from mbjax.identify.scaling import frame_range, measurement_factor
+from mbjax.analysis.identify import scale_markers, scale_model, segment_names
+from mbjax.analysis.identify.scaling import frame_range, measurement_factor
 from mbjax.io import load_marker_set, load_markers, load_osim, read_trc
 
 jax.config.update("jax_enable_x64", True)

@@ -129,7 +129,7 @@ def test_refusals_and_opt_out(model, tmp_path):
     with pytest.raises(NotImplementedError, match="Schutte1993Muscle_Deprecated has no rigid-tendon mode"):
         eqx.filter_jit(state_from_states)(model, 0.06 * z, 0.3 * z, 0 * z, 0.5 * z, tendons="rigid")
     with pytest.raises(NotImplementedError, match="static optimization: the Schutte1993Muscle_Deprecated muscles"):
-        mbjax.sharing.muscle_force_coefficients(model, jnp.zeros(2), jnp.zeros(2))
+        mbjax.analysis.sharing.muscle_force_coefficients(model, jnp.zeros(2), jnp.zeros(2))
     with pytest.warns(UserWarning, match="not modelled, as asked by ignore_forces"):
         ignored = load_osim(PATH, ignore_forces=("Schutte1993Muscle_Deprecated",))
     assert ignored.muscle_names == model.muscle_names

@@ -1,4 +1,4 @@
-"""Static optimization (mbjax.sharing): optimum vs SciPy SLSQP, bounds, residuals, infeasibility
+"""Static optimization (mbjax.analysis.sharing): optimum vs SciPy SLSQP, bounds, residuals, infeasibility
 report, implicit derivatives vs finite differences, float32, trajectory (scan) vs per frame.
 
 arm26 without wrapping keeps compilation short; two jitted programs are built (per-frame problems
@@ -17,7 +17,7 @@ import pytest
 from scipy.optimize import linprog, minimize
 
 import mbjax
-from mbjax.sharing import qp, sharing_problem, solve_problem, solve_trajectory
+from mbjax.analysis.sharing import qp, sharing_problem, solve_problem, solve_trajectory
 
 T = 50  # frames of the README example
 
@@ -191,7 +191,7 @@ def test_trajectory_equals_per_frame(arm):
     """README example (scan, warm starts) = per-frame vmap; it converges and reports nothing."""
     model, (qs, qds, qdds), _, res, traj = arm
     assert traj.activations.shape == (T, 6) and bool(np.all(traj.converged))
-    assert not mbjax.sharing.infeasibility_report(traj, model)
+    assert not mbjax.analysis.sharing.infeasibility_report(traj, model)
     np.testing.assert_allclose(np.asarray(traj.activations), np.asarray(res.activations), atol=1e-9)
     np.testing.assert_allclose(np.asarray(traj.forces), np.asarray(res.forces), atol=1e-6)
     # warm starts: the scan needs no more ALM passes than the cold starts in total
@@ -204,7 +204,7 @@ def test_infeasibility_report_and_reserves(arm):
     model, _, problems, _, _ = arm
     weak = problems._replace(f_opt=0.04 * problems.f_opt)
     res = _solve_frames(weak)
-    rep = mbjax.sharing.infeasibility_report(res, model, tol=1e-6)
+    rep = mbjax.analysis.sharing.infeasibility_report(res, model, tol=1e-6)
     R, f_opt, tau = (np.asarray(v) for v in (weak.moment_arms, weak.f_opt, weak.tau))
     lp_infeasible = [k for k in range(T)
                      if linprog(np.zeros(6), A_eq=R[k] * f_opt[k], b_eq=tau[k], bounds=[(0, 1)] * 6).status == 2]
@@ -212,15 +212,15 @@ def test_infeasibility_report_and_reserves(arm):
     assert set(rep.coordinates) <= set(model.coordinate_names) and rep.coordinates
     assert not np.any(np.asarray(res.converged)[lp_infeasible])
     assert "frame" in str(rep) and rep.coordinates[0] in str(rep)
-    with pytest.raises(mbjax.sharing.InfeasibleError):
-        mbjax.sharing.check_feasible(res, model)
+    with pytest.raises(mbjax.analysis.sharing.InfeasibleError):
+        mbjax.analysis.sharing.check_feasible(res, model)
     # a coordinate no muscle crosses is named (and only it)
     zero_row = problems._replace(moment_arms=problems.moment_arms.at[:, 0, :].set(0.0))
-    rep0 = mbjax.sharing.infeasibility_report(_solve_frames(zero_row), model.coordinate_names)
+    rep0 = mbjax.analysis.sharing.infeasibility_report(_solve_frames(zero_row), model.coordinate_names)
     assert rep0.coordinates == [model.coordinate_names[0]] and rep0.frames == list(range(T))
     # reserves (optimal force 10 N·m): feasible, equal to SLSQP over activations and x_r = τ_r / 10
     rr = _solve_frames_reserves(weak)
-    assert bool(np.all(rr.converged)) and not mbjax.sharing.infeasibility_report(rr, model)
+    assert bool(np.all(rr.converged)) and not mbjax.analysis.sharing.infeasibility_report(rr, model)
     for k in lp_infeasible[:3]:
         A = np.concatenate([R[k] * f_opt[k], 10.0 * np.eye(2)], 1)
         ref = _slsqp(A, tau[k], np.r_[np.zeros(6), -np.inf, -np.inf], np.r_[np.ones(6), np.inf, np.inf],
@@ -264,7 +264,7 @@ def test_rank_deficient_constraints_reach_the_least_norm_point():
     """Repeated rows (a consistent rank-one A): the dual Newton matrix A S Aᵀ is singular but for its
     ridge.  Oracles: min |x|² s.t. a·x = 1 is a / |a|²; with a bound active, the free entries stay
     proportional to a (stationarity) and a·x = 1 holds."""
-    from mbjax.sharing import qp
+    from mbjax.analysis.sharing import qp
 
     a = np.array([1.0, 2.0, 3.0, 0.5])
     A, b = np.stack([a, a, 2 * a]), np.array([1.0, 1.0, 2.0])

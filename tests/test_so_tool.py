@@ -293,7 +293,7 @@ def test_millard_force_per_activation_is_opensims():
     the two rules' ratio is cos(asin(h/(ℓ/ℓ_o))) / cos(asin(h/ℓ)), h = ℓ_o sin α_o, ℓ the
     rigid-tendon fibre length √(h² + (L - ℓ_s)²), computed here with NumPy from the parameters."""
     from mbjax.muscles.parameters import hill_parameters
-    from mbjax.sharing import muscle_force_coefficients
+    from mbjax.analysis.sharing import muscle_force_coefficients
 
     model = mbjax.models.load("gait10dof18musc")
     q = np.asarray(model.osim.default)

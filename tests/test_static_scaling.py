@@ -19,7 +19,7 @@ import pytest
 
 import mbjax
 import mbjax.models as mm
-from mbjax.identify import fit_static_scale, place_markers, scale_kinematics, scale_markers, scale_model
+from mbjax.analysis.identify import fit_static_scale, place_markers, scale_kinematics, scale_markers, scale_model
 from mbjax.io import load_marker_set, read_scale_setup
 from mbjax.io.storage import MarkerData
 

@@ -1,4 +1,4 @@
-"""``mbjax.sweep``: chunked, sharded and multi-process pose sweeps equal ``jax.vmap`` of the per-pose function.
+"""``mbjax.analysis.sweep``: chunked, sharded and multi-process pose sweeps equal ``jax.vmap`` of the per-pose function.
 
 The multi-process tests start two local CPU processes under ``jax.distributed`` (gloo collectives)
 and the sharding test four host devices, each in a subprocess, since both must be set before JAX
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax import sweep as msweep
-from mbjax.sweep import sweep_poses
+from mbjax.analysis import sweep as msweep
+from mbjax.analysis.sweep import sweep_poses
 
 ARM26 = mbjax.models.arm26_path()  # shipped in the wheel
 needs_arm26 = pytest.mark.skipif(not os.path.exists(ARM26), reason=f"{ARM26} not found")
@@ -96,7 +96,7 @@ _SHARDED = textwrap.dedent(
     jax.config.update("jax_enable_x64", True)
     import mbjax
     from mbjax.io import load_osim
-    from mbjax.sweep import sweep_poses
+    from mbjax.analysis.sweep import sweep_poses
     assert len(jax.local_devices()) == 4, jax.local_devices()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -126,7 +126,7 @@ _WORKER = textwrap.dedent(
     import sys, warnings
     import jax, numpy as np
     jax.config.update("jax_enable_x64", True)
-    from mbjax.sweep import initialize, sweep_poses
+    from mbjax.analysis.sweep import initialize, sweep_poses
     assert initialize()  # from MBJAX_COORDINATOR, MBJAX_NUM_PROCESSES, MBJAX_PROCESS_ID
     import mbjax
     from mbjax.io import load_osim

@@ -121,9 +121,9 @@ def test_surface_rule_gives_the_raw_forward_jacobian_in_reverse(kind):
 
 @pytest.mark.extended  # ~20 s idle, 60 s on a loaded machine: two compilations of L-BFGS's step
 def test_fit_recovers_a_wrap_radius_by_reverse_mode_gradients():
-    """mbjax.identify.fit with optax's L-BFGS (jax.value_and_grad of a scalar loss through the wrap
+    """mbjax.analysis.identify.fit with optax's L-BFGS (jax.value_and_grad of a scalar loss through the wrap
     pass) recovers the cylinder radius from lengths measured at wrapped and unwrapped poses."""
-    from mbjax import identify as idf
+    from mbjax.analysis import identify as idf
 
     truth = _hinge_model("link")
     thetas = jnp.asarray(np.linspace(2.0, 3.1, 12)[:, None])

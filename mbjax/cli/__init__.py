@@ -35,10 +35,10 @@ coordinate is given twice, ``--out`` / ``--plot`` can be written, a value outsid
 (``--allow-out-of-range`` allows it; this catches a forgotten ``--degrees``), and the sweep's host
 memory is estimated before allocating (``--max-poses``).
 
-The sweep (:func:`mbjax.sweep.sweep_poses`) runs in chunks with a progress bar and is sharded over
+The sweep (:func:`mbjax.analysis.sweep.sweep_poses`) runs in chunks with a progress bar and is sharded over
 all local JAX devices (``XLA_FLAGS=--xla_force_host_platform_device_count=4`` makes 4 CPU devices).
 With ``--distributed`` (or ``MBJAX_COORDINATOR``/``MBJAX_NUM_PROCESSES``/``MBJAX_PROCESS_ID``, see
-:func:`mbjax.sweep.initialize`) it runs as several processes of one ``jax.distributed`` job; process
+:func:`mbjax.analysis.sweep.initialize`) it runs as several processes of one ``jax.distributed`` job; process
 0 writes the CSV and the plot.  The CSV holds the coordinates (``NAME (deg|rad|m)``), the lengths
 ``L[muscle] (m)`` and the moment arms ``R[muscle,coord] (m)`` (per rad; dimensionless ``(m/m)`` for a
 translational coordinate; OpenSim's sign R = -∂L/∂q).

@@ -74,7 +74,7 @@ def build_parser():
         "between the processes and process 0 writes the files. Also enabled by MBJAX_COORDINATOR, "
         "MBJAX_NUM_PROCESSES, MBJAX_PROCESS_ID; under SLURM (srun) or Open MPI --distributed alone is enough")
     dist.add_argument("--distributed", action="store_true",
-                      help="call jax.distributed.initialize (via mbjax.sweep.initialize)")
+                      help="call jax.distributed.initialize (via mbjax.analysis.sweep.initialize)")
     dist.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0 (implies --distributed)")
     dist.add_argument("--num-processes", type=_positive_int, metavar="P", help="number of processes (implies --distributed)")
     dist.add_argument("--process-id", type=int, metavar="I", help="this process, 0..P-1 (implies --distributed)")

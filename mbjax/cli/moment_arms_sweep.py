@@ -59,15 +59,15 @@ def lengths_and_moment_arms(model, q):
 
 
 def sweep(model, qs, chunk: int | None = None, progress: bool = True):
-    """Lengths ``(n, nm)`` and moment arms ``(n, nq, nm)`` at poses ``qs``: :func:`mbjax.sweep.sweep_poses`."""
-    from ..sweep import sweep_poses
+    """Lengths ``(n, nm)`` and moment arms ``(n, nq, nm)`` at poses ``qs``: :func:`mbjax.analysis.sweep.sweep_poses`."""
+    from ..analysis.sweep import sweep_poses
 
     return sweep_poses(lengths_and_moment_arms, model, qs, chunk_size=chunk, progress=progress, desc="moment arms")
 
 
 def _start_distributed(args) -> bool:
     """``jax.distributed`` for ``--distributed`` / ``--coordinator`` ... or ``MBJAX_*`` variables."""
-    from ..sweep import initialize
+    from ..analysis.sweep import initialize
 
     env = any(os.environ.get(k) for k in ("MBJAX_COORDINATOR", "MBJAX_NUM_PROCESSES", "MBJAX_PROCESS_ID"))
     explicit = (args.coordinator, args.num_processes, args.process_id)

@@ -15,7 +15,7 @@ actuation x · ``optimal_force`` (``computeActuation``), applied as OpenSim 4.6'
 The generalized force of actuator k at control x is B_k(q) x with B_k = J_kᵀ (unit load) F_opt,
 the same virtual-work map as every applied load (:meth:`mbjax.ExternalLoads.generalized_forces`,
 Eq. 46/161 of the Ehsani seed).  :func:`actuator_matrix` stacks the columns ``(nq, na)``;
-static optimization takes it as its ``actuators`` (:mod:`mbjax.sharing.static_optimization`).
+static optimization takes it as its ``actuators`` (:mod:`mbjax.analysis.sharing.static_optimization`).
 """
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ def _coordinate_ranges(model, ranges):
 
 def sample_paths(model, qs, *, progress: bool = True):
     """Exact lengths ``(N, nm)`` and moment arms ``(N, nq, nm)`` at ``qs (N, nq)`` in one batched sweep."""
-    from ..sweep import sweep_poses
+    from ..analysis.sweep import sweep_poses
 
     lengths, arms = sweep_poses(_lengths_and_arms, model, np.asarray(qs), progress=progress, desc="exact paths")
     return np.asarray(lengths), np.asarray(arms)

@@ -5,7 +5,7 @@
 import numpy as np
 import pytest
 
-import mbjax.identify as idf
+import mbjax.analysis.identify as idf
 import mbjax.io
 from mbjax.models import model_path
 

@@ -36,8 +36,8 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 
 import mbjax  # noqa: E402
 import mbjax.models as mm  # noqa: E402
-from mbjax.identify import measurement_factor, place_markers, scale_markers, scale_model  # noqa: E402
-from mbjax.identify.static_scaling import average_frames  # noqa: E402
+from mbjax.analysis.identify import measurement_factor, place_markers, scale_markers, scale_model  # noqa: E402
+from mbjax.analysis.identify.static_scaling import average_frames  # noqa: E402
 from mbjax.analysis.ik import inverse_kinematics  # noqa: E402
 from mbjax.io import load_marker_set, load_markers, load_osim, read_scale_setup, read_storage, read_trc  # noqa: E402
 from mbjax.io.storage import MarkerData  # noqa: E402

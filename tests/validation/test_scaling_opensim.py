@@ -1,4 +1,4 @@
-"""``mbjax.identify.scale_model`` equals OpenSim 4.6's own ``Model::scale``, and OpenSim 4.6 reads the
+"""``mbjax.analysis.identify.scale_model`` equals OpenSim 4.6's own ``Model::scale``, and OpenSim 4.6 reads the
 scaled model ``mbjax.io.write_osim`` writes as the same model (marker ``validation``).
 
 * Gait2354 (4.x file, CustomJoint knee with scaled translation splines, MovingPathPoints, the scale
@@ -33,11 +33,11 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 
 import mbjax  # noqa: E402
 import mbjax.models as mm  # noqa: E402
-from mbjax.identify import scale_markers, scale_model  # noqa: E402
+from mbjax.analysis.identify import scale_markers, scale_model  # noqa: E402
 from mbjax.io import load_marker_set, load_markers, load_osim, write_osim  # noqa: E402
 
 from _osim_models import MOBL, needs_mobl, strip_wrapping  # noqa: E402
-from mbjax.identify import segment_names as idf_segments  # noqa: E402
+from mbjax.analysis.identify import segment_names as idf_segments  # noqa: E402
 from mbjax.markers import Markers  # noqa: E402
 from test_scaling import PIPE, SUBJECT_MASS, setup_factors  # noqa: E402
 

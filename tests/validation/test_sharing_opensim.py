@@ -87,7 +87,8 @@ def test_static_optimization_matches_opensim(opensim_so):
     assert acts.shape == (T, 6)
     res = jax.jit(lambda q, qd, qdd: mbjax.static_optimization_trajectory(
         model, q, qd, qdd, activation_bounds=(0.01, 1.0)))(qs, qds, qdds)
-    problems = jax.jit(jax.vmap(lambda q, qd, qdd: mbjax.sharing.sharing_problem(model, q, qd, qdd)))(qs, qds, qdds)
+    sharing_problem = mbjax.analysis.sharing.sharing_problem
+    problems = jax.jit(jax.vmap(lambda q, qd, qdd: sharing_problem(model, q, qd, qdd)))(qs, qds, qdds)
     assert bool(np.all(res.converged))
     # the force per unit activation is OpenSim's calcInextensibleTendonActiveFiberForce(s, 1)
     # (Thelen's calcfvInv is iterated to 1e-6 in OpenSim)

@@ -40,7 +40,7 @@ import mbjax  # noqa: E402
 from mbjax.forces import actuator_matrix  # noqa: E402
 from mbjax.io import read_storage  # noqa: E402
 from mbjax.muscles import opensim_moment_arms  # noqa: E402
-from mbjax.sharing import muscle_force_coefficients  # noqa: E402
+from mbjax.analysis.sharing import muscle_force_coefficients  # noqa: E402
 from mbjax.opensim.tools.so import Reserve, static_optimization_from_setup  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "opensim_models" / "arm26_so"

@@ -6,7 +6,7 @@ optimization setup except Gait2392's, so each case writes one in OpenSim's conve
 pipeline's own coordinates, ground reactions and actuator files, and both tools run that file:
 
 * Gait10dof18musc: 18 pennated ``Millard2012EquilibriumMuscle`` s (OpenSim's force per unit
-  activation, :mod:`mbjax.sharing.static_optimization`) with the pipeline's reserve file, and the
+  activation, :mod:`mbjax.analysis.sharing.static_optimization`) with the pipeline's reserve file, and the
   library's variant with a ``PathActuator``;
 * Hamner: a legacy ``<ActuatorSet>`` file (``Force``/``Torque``/``GeneralizedForce``, converted as
   OpenSim 4.6 converts them) on the full-body running model;

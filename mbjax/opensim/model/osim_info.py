@@ -59,7 +59,7 @@ class OsimInfo(eqx.Module):
 
 class OsimScaling(eqx.Module):
     """The joint offsets of an imported model as OpenSim's uniform scaling sees them
-    (``OsimInfo.scaling``, used by :func:`mbjax.identify.scale_model` and :func:`mbjax.io.write_osim`).
+    (``OsimInfo.scaling``, used by :func:`mbjax.analysis.identify.scale_model` and :func:`mbjax.io.write_osim`).
 
     OpenSim scales a joint's parent-frame translation (``PhysicalOffsetFrame`` or 3.x
     ``location_in_parent``) and its ``CustomJoint`` translation functions by the parent body's factor

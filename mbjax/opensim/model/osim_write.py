@@ -22,7 +22,7 @@ the model, in OpenSim's own units and frames:
   function (:mod:`mbjax.opensim.model.osim_path_functions`), which OpenSim 4.6 evaluates as mbjax does; a
   ``<FunctionBasedPath>`` of the file whose muscle has no function in the model is refused;
 * with ``markers`` (:class:`mbjax.Markers`, e.g. fitted offsets): each ``<Marker>``'s ``<location>``;
-* after :func:`mbjax.identify.scale_model` (``OsimInfo.scaling.factors`` not all 1), what OpenSim's
+* after :func:`mbjax.analysis.identify.scale_model` (``OsimInfo.scaling.factors`` not all 1), what OpenSim's
   ``Model::scale`` changes besides the above, as OpenSim writes it: ``PhysicalOffsetFrame``
   translations (3.x: ``location_in_parent``, ``location``) times their body's factor, ``CustomJoint``
   translation functions wrapped in a ``MultiplierFunction`` (a ``Constant`` scaled, an existing

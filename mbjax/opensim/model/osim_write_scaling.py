@@ -1,5 +1,5 @@
 """What OpenSim's ``Model::scale`` changes in a file besides masses and path points, written by
-:func:`mbjax.io.write_osim` after :func:`mbjax.identify.scale_model`: offset-frame translations
+:func:`mbjax.io.write_osim` after :func:`mbjax.analysis.identify.scale_model`: offset-frame translations
 (3.x: ``location_in_parent``, ``location``) times their body's factor, ``CustomJoint`` translation
 functions multiplied by ``|axis|ᵀ s_parent``, ``EllipsoidJoint`` radii, wrap-object translations and
 dimensions, and the file's marker locations."""

@@ -23,16 +23,16 @@ from ....io.storage import Table
 from ....muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
 from ....muscles.parameters import hill_parameters
 from ....muscles.paths import get_paths
-from ....sharing.qp import check_exponent
-from ....sharing.force_coefficients import path_actuator_properties
-from ....sharing.static_optimization import static_optimization_trajectory
+from ....analysis.sharing.qp import check_exponent
+from ....analysis.sharing.force_coefficients import path_actuator_properties
+from ....analysis.sharing.static_optimization import static_optimization_trajectory
 from .actuators import actuator_columns, check_actuators, model_actuators
 
 
 class SOResult(NamedTuple):
     """Static optimization per frame: ``time (T,)``, ``activations`` and ``forces`` ``(T, nm + nr)``
     (muscles, then reserves: controls x and torques F_r x), their ``labels``, the muscle and reserve
-    names, the solver's per-frame ``result`` (:class:`mbjax.sharing.StaticOptimizationResult`), and
+    names, the solver's per-frame ``result`` (:class:`mbjax.analysis.sharing.StaticOptimizationResult`), and
     the ``q, qd, qdd, tau`` used; ``external``: the external loads' recorded columns
     ``(labels, values (T, k))`` (step 6 of the package docstring) or None."""
 
@@ -102,7 +102,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     OpenSim's analysis ``step_interval`` (every k-th row, first and last always);
     ``pennation_rule``: ``"opensim"`` (OpenSim 4.6's force per unit activation) or ``"rigid"``
     (the physical one; they differ for pennated Millard2012 muscles,
-    :mod:`mbjax.sharing.static_optimization`); ``progress`` prints what runs;
+    :mod:`mbjax.analysis.sharing.static_optimization`); ``progress`` prints what runs;
     ``moment_arm_rule``: ``"opensim"`` (its unit-force moment arms, what its tool uses; they differ
     from −∂L/∂q over ellipsoids and multi-pass wraps) or ``"geometric"``.
     """
@@ -195,7 +195,7 @@ def _report_failures(model, t, res):
     warnings.warn(f"static optimization did not converge at {bad.size} of {t.shape[0]} frames (first at "
                   f"t = {t[bad[0]]:.6g} s" + (f"; unmet generalized forces there (N·m or N) {unmet}" if unmet else "")
                   + "): the muscles and actuators cannot produce the inverse-dynamics forces; add reserve "
-                  "actuators or see mbjax.sharing.infeasibility_report", stacklevel=3)
+                  "actuators or see mbjax.analysis.sharing.infeasibility_report", stacklevel=3)
 
 
 @persistent("mbjax.opensim.tools.so._solve_frames")

@@ -8,7 +8,7 @@ One function for every method.  ``objective(tree)`` returns a scalar loss, or a 
 * ``"gauss_newton"`` and ``"levenberg_marquardt"`` (``optimistix.GaussNewton`` /
   ``LevenbergMarquardt``, Jacobian by forward mode) need residuals.
 
-The optimizer runs on the free vector θ of :class:`~mbjax.identify.selection.Selection`
+The optimizer runs on the free vector θ of :class:`~mbjax.analysis.identify.selection.Selection`
 (``where`` + parametrizations), so bounds hold by construction.  One jitted step (the tree and
 an ``eqx.Module`` objective are dynamic arguments: new data or new start values do not
 recompile) is called from a Python loop that records the history, shows a tqdm bar
@@ -70,7 +70,7 @@ def fit(
 
     ``tree``: a ``Model`` or any pytree holding one (e.g. ``(model, damper)`` to fit a force
     element's coefficient too).  ``where``/``parametrization``: see
-    :class:`~mbjax.identify.selection.Selection` (``Positive`` for masses and lengths,
+    :class:`~mbjax.analysis.identify.selection.Selection` (``Positive`` for masses and lengths,
     ``PhysicalInertia`` for (mass, COM, inertia), ``StandardInertial`` for linear least squares).
     ``learning_rate``: adam only.  The jitted step is cached on (selection, objective structure,
     tree structure, method): refitting with new data, a new start or a new tolerance reuses it.
@@ -100,7 +100,7 @@ def fit(
             f"{method} differentiates the residual in forward mode, and `objective` calls a function with a "
             "reverse-mode-only derivative (mbjax.simulate's default adjoint is): pass "
             "adjoint=diffrax.ForwardMode() to mbjax.simulate inside the objective (as "
-            "mbjax.identify.trajectory_residuals does), or fit with method='lbfgs' or 'adam' (reverse mode)"
+            "mbjax.analysis.identify.trajectory_residuals does), or fit with method='lbfgs' or 'adam' (reverse mode)"
         ) from err
     theta, hist_l, hist_g, steps, conv, msg, (first, wall) = run
     if not np.isfinite(hist_l[0]):

@@ -15,9 +15,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._checks import real_array
-from .._model import require_model
-from ..muscles import moment_arms, muscle_forces
+from ..._checks import real_array
+from ..._model import require_model
+from ...muscles import moment_arms, muscle_forces
 from .robust import finish, measured, options, residual, same_samples
 from .torques import _model_of
 

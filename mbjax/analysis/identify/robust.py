@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import all_of, broadcasts_to, not_finite, real_array
+from ..._checks import all_of, broadcasts_to, not_finite, real_array
 
 
 def huber_residual(r, delta):

@@ -13,8 +13,8 @@ Scales of a body without children and the offsets of its markers appear only as 
 (s_b · offset): fit one of them (``identifiability`` names the combination otherwise).
 
 This is OpenSim's scaling only where joints have no child-frame translation and no translation
-functions; for a model loaded from ``.osim``, :func:`mbjax.identify.scale_kinematics` /
-:func:`~mbjax.identify.scale_model` apply OpenSim's ``Model::scale`` exactly (per OpenSim body).
+functions; for a model loaded from ``.osim``, :func:`mbjax.analysis.identify.scale_kinematics` /
+:func:`~mbjax.analysis.identify.scale_model` apply OpenSim's ``Model::scale`` exactly (per OpenSim body).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._model import require_model
-from .._kinematics import body_poses
+from ..._model import require_model
+from ..._kinematics import body_poses
 from .robust import finish
 from .robust import measured as measured_data
 from .robust import options, residual

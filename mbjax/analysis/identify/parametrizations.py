@@ -1,7 +1,7 @@
 """Element-wise parametrizations of fitted leaves: free vector θ ↔ leaf values.
 
 A parametrization maps an unconstrained vector ``θ`` to the values of the leaves that
-:func:`mbjax.identify.fit` changes, so an optimizer never leaves the admissible set and nothing
+:func:`mbjax.analysis.identify.fit` changes, so an optimizer never leaves the admissible set and nothing
 is clipped.  Each one implements
 
 * ``free(value) -> θ`` (1-D), the inverse map at the starting point;

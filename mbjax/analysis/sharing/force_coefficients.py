@@ -1,7 +1,7 @@
 """The force each muscle (or path actuator) makes per unit control in static optimization, as
 OpenSim's ``StaticOptimizationTarget`` overrides its actuation: F_opt = F_o f_L(ℓ) f_V(v) cos α at
 activation 1 with rigid-tendon fibre kinematics (``use_muscle_physiology``), or F_o; the rules and
-OpenSim's Millard pennation are described in :mod:`mbjax.sharing.static_optimization`."""
+OpenSim's Millard pennation are described in :mod:`mbjax.analysis.sharing.static_optimization`."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..muscles.geometry import muscle_lengths
-from ..muscles.moment_arms import moment_arms
-from ..muscles.musculotendon import _by_family, _Family, _rigid_state
-from ..muscles.parameters import MILLARD, hill_parameters
-from ..muscles.pennation import pennation_angle
-from ..muscles.schutte1993 import SCHUTTE
-from ..muscles.paths import get_paths
-from .. import _checks
+from ...muscles.geometry import muscle_lengths
+from ...muscles.moment_arms import moment_arms
+from ...muscles.musculotendon import _by_family, _Family, _rigid_state
+from ...muscles.parameters import MILLARD, hill_parameters
+from ...muscles.pennation import pennation_angle
+from ...muscles.schutte1993 import SCHUTTE
+from ...muscles.paths import get_paths
+from ... import _checks
 
 
 def _inextensible(kind, p, L, V, a, pennation_rule="opensim"):
@@ -74,7 +74,7 @@ def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passi
 def _coefficient_inputs(model, q, qd, R, L, where: str):
     """Shapes of ``q``, ``qd`` and the optional ``R``/``L`` (trace time) and the finiteness rules of
     ``qd``, ``R``, ``L`` for one fused check (``q`` is checked where it is used, by the moment arms)."""
-    from .._model import Model
+    from ..._model import Model
 
     if not isinstance(model, Model):
         raise TypeError(f"{where}: model must be an mbjax.Model (e.g. mbjax.models.load(...)), got {type(model).__name__}")

@@ -1,13 +1,13 @@
 """Scale factors fitted to a static marker trial, jointly with the static pose, then markers placed
 (the least-squares alternative to OpenSim's ``ScaleTool``: ``ModelScaler`` + ``MarkerPlacer``).
 
-OpenSim computes each factor from marker-pair distances (:func:`~mbjax.identify.scaling.measurement_factor`),
+OpenSim computes each factor from marker-pair distances (:func:`~mbjax.analysis.identify.scaling.measurement_factor`),
 then solves IK on the averaged static frames and moves every non-fixed marker onto its measured
 position (``MarkerPlacer``).  :func:`fit_static_scale` instead minimises OpenSim's IK objective of the
 static frame (:mod:`mbjax.analysis.ik`: ``Σ_m w_m |⁰r_m(q; s) - x_m|² / Σ w_m + Σ_c w_c (q_c - q_c^ref)²``) over
 the pose *and* one factor per group of bodies (a ``Measurement``'s ``BodyScaleSet``), with
-:func:`mbjax.identify.fit` (Levenberg-Marquardt); the model markers are the generic ones scaled by
-their body's factor (:func:`~mbjax.identify.scaling.scale_markers`).  Factors are fitted as
+:func:`mbjax.analysis.identify.fit` (Levenberg-Marquardt); the model markers are the generic ones scaled by
+their body's factor (:func:`~mbjax.analysis.identify.scaling.scale_markers`).  Factors are fitted as
 ``log s`` (positive); clamped coordinates stay in their range (the transform of :mod:`mbjax.analysis.ik`).
 :func:`place_markers` then moves the markers as the ``MarkerPlacer`` does.
 """
@@ -22,9 +22,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._model import require_model
-from ..io.arguments import name_list, positive_int
-from ..markers import Markers, marker_positions
+from ..._model import require_model
+from ...io.arguments import name_list, positive_int
+from ...markers import Markers, marker_positions
 from .fit import fit
 from .scaling import _scaling_info, frame_range, scale_kinematics, scale_markers, scale_model, segment_names
 
@@ -34,7 +34,7 @@ class StaticScaleResult(NamedTuple):
     factor), the static pose ``q``, the ``scaled`` model and ``markers`` (generic markers scaled),
     the averaged static frame ``measured (nk, 3)`` of the tracked ``marker_names``, their
     ``errors (nk,)`` (m), ``rms`` and the fit ``report``; ``objective`` and ``tree`` for
-    :func:`mbjax.identify.identifiability` (``where=lambda t: t.log_s``)."""
+    :func:`mbjax.analysis.identify.identifiability` (``where=lambda t: t.log_s``)."""
 
     factors: dict
     groups: dict
@@ -113,8 +113,8 @@ def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coo
     value); ``mass``: subject mass (mass distribution preserved); ``factors0``: group name -> start
     (default 1).  The start pose is :func:`mbjax.inverse_kinematics` on the model scaled by
     ``factors0``.  Unknown names, a body in no group or in two, raise ``ValueError``."""
-    from ..analysis.ik import CoordinateTask, inverse_kinematics
-    from ..io.trc import MarkerData
+    from ..ik import CoordinateTask, inverse_kinematics
+    from ...io.trc import MarkerData
 
     segs = _scaling_info(model, "fit_static_scale", geometry=False).segments
     max_steps = positive_int(max_steps, "max_steps", "fit_static_scale")
@@ -239,7 +239,7 @@ def _number(x, what: str) -> float:
 
 def _check_inputs(markers, data, groups, weights, factors0, time_range):
     """Types and shapes of :func:`fit_static_scale`'s arguments."""
-    from ..io.trc import MarkerData
+    from ...io.trc import MarkerData
 
     if not isinstance(markers, Markers):
         raise TypeError(f"fit_static_scale: markers must be mbjax.Markers (e.g. mbjax.io.load_marker_set), got "
@@ -270,7 +270,7 @@ def place_markers(model, markers: Markers, q, measured, names, movable=None) -> 
     """OpenSim's ``MarkerPlacer`` step: each marker in ``names`` (and ``movable``, default all) moved
     onto its ``measured (k, 3)`` world position at pose ``q``, i.e. its offset becomes
     ``⁰A_b(q)⁻¹ x``; the others are kept."""
-    from .._kinematics import body_poses
+    from ..._kinematics import body_poses
 
     require_model(model, "place_markers")
     names = name_list(names, "names", "place_markers")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import names as name_list
+from ..._checks import names as name_list
 
 
 @dataclass

@@ -40,7 +40,7 @@ OpenSim constrains accelerations (q̈_target - q̈(x) = 0, i.e. M⁻¹(R F + τ_
 regular this has the same solution set, so the torque form is used here.  Every coordinate is
 constrained (OpenSim skips coordinates that are locked/prescribed by constraints).  OpenSim
 solves with IPOPT to ``optimizer_convergence_criterion`` (default 1e-4); here
-:func:`mbjax.sharing.qp.solve` runs an optax augmented Lagrangian and an exact KKT polish to
+:func:`mbjax.analysis.sharing.qp.solve` runs an optax augmented Lagrangian and an exact KKT polish to
 0.01 √eps.
 """
 
@@ -53,15 +53,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._model import require_model
-from .._dynamics import inverse_dynamics
-from ..muscles.moment_arms import moment_arms
-from ..muscles.length_warning import warn_implausible
-from ..muscles.paths import get_paths
+from ..._model import require_model
+from ..._dynamics import inverse_dynamics
+from ...muscles.moment_arms import moment_arms
+from ...muscles.length_warning import warn_implausible
+from ...muscles.paths import get_paths
 from . import qp
 from ._per_name import by_name, check_bounds_by_name, warn_unusual_muscle_options
 from .force_coefficients import _coefficient_inputs, _coefficients, check_frame_lengths
-from .. import _checks
+from ... import _checks
 
 
 class SharingProblem(NamedTuple):
@@ -104,7 +104,7 @@ class StaticOptimizationResult(NamedTuple):
 # the OpenSim SO tool's program returns it: kept on disk by mbjax.program_store (jax.export)
 if hasattr(jax, "export") and hasattr(jax.export, "register_namedtuple_serialization"):
     jax.export.register_namedtuple_serialization(StaticOptimizationResult,
-                                                 serialized_name="mbjax.sharing.StaticOptimizationResult")
+                                                 serialized_name="mbjax.analysis.sharing.StaticOptimizationResult")
 
 
 def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_physiology=True,
@@ -123,7 +123,7 @@ def sharing_problem(model, q, qd, qdd, *, tau=None, external=None, use_muscle_ph
     if moment_arm_rule not in ("geometric", "opensim"):
         raise ValueError(f"moment_arm_rule must be 'geometric' or 'opensim', got {moment_arm_rule!r}")
     if R is None and moment_arm_rule == "opensim":
-        from ..muscles.opensim_moment_arms import opensim_moment_arms
+        from ...muscles.opensim_moment_arms import opensim_moment_arms
 
         R = opensim_moment_arms(model, q)
     elif R is None:
@@ -173,8 +173,8 @@ def _checked_problem(problem, where: str, stacked: bool) -> SharingProblem:
     """``problem`` if it is a :class:`SharingProblem` of one frame (or, ``stacked``, of ``T`` frames)
     with consistent shapes; ``TypeError``/``ValueError`` naming ``where`` otherwise."""
     if not isinstance(problem, SharingProblem):
-        raise TypeError(f"{where}: problem must be a mbjax.sharing.SharingProblem (from sharing_problem(...)), "
-                        f"got {type(problem).__name__}")
+        raise TypeError(f"{where}: problem must be a mbjax.analysis.sharing.SharingProblem "
+                        f"(from sharing_problem(...)), got {type(problem).__name__}")
     lead = 1 if stacked else 0
     R = jnp.shape(problem.moment_arms)
     if len(R) != 2 + lead:
@@ -264,7 +264,7 @@ def _bound(bounds, k: int, name: str, n: int):
 
 
 def _solver_options(options) -> dict:
-    """``options`` as keyword arguments of :func:`mbjax.sharing.qp.solve`, unknown names refused."""
+    """``options`` as keyword arguments of :func:`mbjax.analysis.sharing.qp.solve`, unknown names refused."""
     if options is None:
         return {}
     if not isinstance(options, dict):
@@ -272,7 +272,8 @@ def _solver_options(options) -> dict:
     allowed = [n for n, prm in inspect.signature(qp.solve).parameters.items() if prm.kind == prm.KEYWORD_ONLY]
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise ValueError(f"solver_options: unknown option(s) {unknown}; mbjax.sharing.qp.solve takes {allowed}")
+        raise ValueError(f"solver_options: unknown option(s) {unknown}; "
+                         f"mbjax.analysis.sharing.qp.solve takes {allowed}")
     for name, value in options.items():
         _check_option(name, value)
     return dict(options)
@@ -381,10 +382,10 @@ def static_optimization(model, q, qd, qdd, *, tau=None, external=None, exponent=
     ``actuators (nq, na)`` adds other actuators by their generalized force per unit control (module
     docstring) with ``actuator_bounds`` on their controls;
     ``initial_guess`` is activations ``(nm,)`` or a previous result (warm start);
-    ``solver_options`` go to :func:`mbjax.sharing.qp.solve` (``rho``, ``inner``, ``max_outer``,
+    ``solver_options`` go to :func:`mbjax.analysis.sharing.qp.solve` (``rho``, ``inner``, ``max_outer``,
     ``tol``, ...).  Pure and vmappable; differentiable in the model's parameters (implicit
     derivatives at the optimum).  Infeasible frames are not raised here: check ``residual`` /
-    ``converged`` or use :func:`mbjax.sharing.infeasibility_report`.
+    ``converged`` or use :func:`mbjax.analysis.sharing.infeasibility_report`.
     """
     weights, reserves = _named_options(model, weights, reserves, activation_bounds, reserve_bounds,
                                        "static_optimization")

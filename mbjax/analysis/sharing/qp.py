@@ -26,7 +26,7 @@ time, every loop a ``lax.while_loop`` with a tolerance and an iteration cap, so 
    of the dtype; relative to the right-hand side, because rounding in A x is: a residual row with
    optimal force 8 N carrying 700 N of ground reaction has |b| ≈ 90 in scaled units).
    The ridge δ = 10 eps (relative to max diag AAᵀ) keeps the step defined when rows lose rank (infeasible frames,
-   :mod:`mbjax.sharing.report`: there φ grows without bound and the polish stops at its cap);
+   :mod:`mbjax.analysis.sharing.report`: there φ grows without bound and the polish stops at its cap);
    if the polish does not converge the ALM iterate is returned with ``converged = False``.
 3. **Implicit derivatives**: with the final active set held fixed, the solution satisfies
    G(x, λ; A, b, w, lo, hi) = 0 (stationarity on free entries, x = bound on active ones, A x = b);

@@ -2,8 +2,8 @@
 
 ``where(tree)`` follows ``eqx.tree_at``: it returns one node of ``tree`` or a tuple of nodes
 ("items"); an item is a leaf, or a tuple of leaves for a group parametrization
-(``(m.mass, m.com, m.inertia)`` for :class:`~mbjax.identify.PhysicalInertia`).  ``parametrization``
-is ``None`` (:class:`~mbjax.identify.Identity` for every item), one parametrization (for every
+(``(m.mass, m.com, m.inertia)`` for :class:`~mbjax.analysis.identify.PhysicalInertia`).  ``parametrization``
+is ``None`` (:class:`~mbjax.analysis.identify.Identity` for every item), one parametrization (for every
 item; a group parametrization given alone takes the whole of ``where``'s tuple), or a tuple with
 one per item.  ``tree`` is a ``Model`` or any pytree holding one (``(model, damper)``).
 
@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._model import Model
+from ..._model import Model
 from .parametrizations import Identity, LeafInfo, Parametrization
 
 _BODY_FIELDS = {"mass": 1, "com": 2, "inertia": 3, "axis": 2, "offset": 3}
@@ -90,7 +90,7 @@ class Selection(eqx.Module):
     """Binds ``where`` and parametrizations to a tree: :meth:`theta`, :meth:`apply`, :attr:`names`.
 
     All fields are static and compare by value (``where`` by identity), so jitted steps built on
-    equal selections share one compilation (a second :func:`~mbjax.identify.fit` with new data or
+    equal selections share one compilation (a second :func:`~mbjax.analysis.identify.fit` with new data or
     a new start does not recompile).
     """
 

@@ -15,7 +15,7 @@ B, the rest D are dependent, with J_D = J_B β (β = R₁₁⁻¹ R₁₂).  The
   null space (‖P_null e_i‖ > 1e-6) has an infinite standard error.  ``sigma=None`` estimates
   σ² = ‖r‖² / (n − rank) from the residuals at θ̂.
 
-For a model linear in θ (inverse dynamics in :class:`~mbjax.identify.StandardInertial`) this is
+For a model linear in θ (inverse dynamics in :class:`~mbjax.analysis.identify.StandardInertial`) this is
 exact and global; otherwise local at θ̂.
 """
 
@@ -132,7 +132,7 @@ def identifiability(tree, residuals, where, *, parametrization=None, sigma=None,
     out = one_array(jax.eval_shape(residuals, tree), "identifiability", "residuals", "the residual vector")
     if out.shape == ():
         raise ValueError("identifiability: `residuals` returned a scalar; it needs the residual vector (e.g. "
-                         "mbjax.identify.torque_residuals(...)), not a loss")
+                         "mbjax.analysis.identify.torque_residuals(...)), not a loss")
     if out.size == 0:
         raise ValueError("identifiability: `residuals` returned an empty residual (no samples?)")
     sel = Selection(tree, where, parametrization)

@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..muscles import moment_arms, muscle_lengths
-from ..muscles.length_warning import LONGEST_MUSCLE_LENGTH
+from ...muscles import moment_arms, muscle_lengths
+from ...muscles.length_warning import LONGEST_MUSCLE_LENGTH
 from .robust import finish, measured, options, residual, same_samples
 from .torques import _model_of
 

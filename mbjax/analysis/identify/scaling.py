@@ -32,9 +32,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import all_of
-from .._model import ELEMENT_FIELDS, require_model
-from ..io.arguments import real_number
+from ..._checks import all_of
+from ..._model import ELEMENT_FIELDS, require_model
+from ...io.arguments import real_number
 
 #: SimTK::Eps: ``Body::scaleInertialProperties`` zeroes the inertia of a body of mass at most this
 _EPS = float(np.finfo(float).eps)
@@ -161,7 +161,7 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     Differentiable in ``factors`` (and ``mass``) and jit-able (traced factors and mass are checked at
     run time: positive and finite, checks on); the factors applied are accumulated in
     ``OsimInfo.scaling.factors`` for :func:`mbjax.io.write_osim`."""
-    from ..muscles import muscle_lengths
+    from ...muscles import muscle_lengths
 
     sc = _scaling_info(model, "scale_model")
     s, rules = _factors(model, factors, "scale_model")
@@ -270,10 +270,10 @@ def _scale_paths(model, paths, s, ext):
 
 def _scale_map(family, f):
     """A stack of joint maps with each map's output multiplied by ``f (n_maps,)``."""
-    from ..maps.affine import Affine
-    from ..maps.constant import Constant
-    from ..maps.linear_combination import LinearCombination
-    from ..maps.piecewise import PiecewisePolynomial
+    from ...maps.affine import Affine
+    from ...maps.constant import Constant
+    from ...maps.linear_combination import LinearCombination
+    from ...maps.piecewise import PiecewisePolynomial
 
     if isinstance(family, PiecewisePolynomial):
         return eqx.tree_at(lambda m: m.coef, family, family.coef * f[:, None, None])
@@ -300,7 +300,7 @@ def _scale_linear_combination(family, f):
 def scale_markers(model, markers, factors):
     """:class:`mbjax.Markers` with each offset times its body's factor (OpenSim scales a marker's
     location in its parent frame by that frame's body's factor)."""
-    from ..markers import Markers
+    from ...markers import Markers
 
     require_model(model, "scale_markers")
     if not isinstance(markers, Markers):
@@ -340,7 +340,7 @@ def measurement_factor(model, markers, data, pairs, time_range, name=None) -> fl
     Frames where a marker of a pair is missing (NaN) are left out of that pair's average, with a
     warning (OpenSim's ``ModelScaler`` then drops the whole measurement); a marker missing in every
     frame of the range, or a pair of one marker (or of two at the same place), is refused."""
-    from ..markers import marker_positions
+    from ...markers import marker_positions
 
     require_model(model, "measurement_factor")
     what = f"measurement {name!r}" if name is not None else "measurement_factor"

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import all_of, not_finite, real_array
+from ..._checks import all_of, not_finite, real_array
 from .parametrizations import Parametrization
 
 _IU = (np.array([0, 0, 0, 1, 1, 2]), np.array([0, 1, 2, 1, 2, 2]))

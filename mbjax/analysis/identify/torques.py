@@ -2,7 +2,7 @@
 
 r = w ⊙ (τ(model; q, q̇, q̈) − τ_meas) over N samples, ``(N·nq,)``; one ``jax.vmap`` of the
 Newton-Euler inverse dynamics.  τ is linear in each body's standard inertial parameters, so with
-:class:`~mbjax.identify.StandardInertial` Gauss-Newton converges in one step.
+:class:`~mbjax.analysis.identify.StandardInertial` Gauss-Newton converges in one step.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._dynamics import inverse_dynamics
+from ..._dynamics import inverse_dynamics
 from .robust import finish, measured, options, residual, same_samples
 
 
 def _model_of(tree):
-    from .._model import Model
+    from ..._model import Model
 
     if isinstance(tree, Model):
         return tree

@@ -1,4 +1,4 @@
-"""What :func:`mbjax.identify.fit` returns beside the fitted tree."""
+"""What :func:`mbjax.analysis.identify.fit` returns beside the fitted tree."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ the continuity defects ``(q, q̇)(end of k) − (Q, Q̇)_{k+1}`` are extra resid
 ``continuity_weight`` (a long or chaotic record becomes a well-conditioned problem).
 
 ``adjoint`` is diffrax's: ``diffrax.ForwardMode()`` (default) gives the forward-mode Jacobians
-that Gauss-Newton / Levenberg-Marquardt and :func:`~mbjax.identify.identifiability` use;
+that Gauss-Newton / Levenberg-Marquardt and :func:`~mbjax.analysis.identify.identifiability` use;
 ``mbjax.DiscreteAdjoint()`` (a discrete adjoint over the accepted steps, see
 :mod:`mbjax.discrete_adjoint`: the same gradient for ≈ 3.2× one forward solve on the 7-dof chain,
 4.3× on the shoulder, half the compile time), ``diffrax.RecursiveCheckpointAdjoint()`` (≈ 4.8×
@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._model import Model
-from .._simulate import simulate
+from ..._model import Model
+from ..._simulate import simulate
 from .robust import finish, measured, options, residual, same_samples
 
 
