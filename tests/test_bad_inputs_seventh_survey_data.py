@@ -9,7 +9,6 @@ import re
 import shutil
 import warnings
 
-import jax
 import numpy as np
 import pytest
 

@@ -362,7 +362,7 @@ def test_external_loads_resolved_and_generalized_forces(tmp_path, walker):
     q = np.array([0.3, 0.1, 0.9, -0.4])
     pq = np.asarray(poses(q))
     res = jax.jit(lambda x: loads.resolved(walker, x))(q)
-    foot, trunk = pq[walker.body_index("foot")], pq[walker.body_index("trunk")]
+    foot = pq[walker.body_index("foot")]
     col = {lab: k for k, lab in enumerate(LOAD_LABELS)}
     v = lambda p: np.array([LOAD_COEF[col[p + a], 0] + LOAD_COEF[col[p + a], 1] * t for a in "xyz"])  # noqa: E731
     # grf: point in ground -> foot frame, force in ground; push: point in trunk, force/torque in foot axes

@@ -4,8 +4,10 @@ parsing helpers, output checks and the MODEL argument (a file, a shipped example
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
+import warnings
 
 import numpy as np
 
@@ -79,6 +81,25 @@ def show_warnings_once():
             print(f"mbjax: warning: {text}", file=sys.stderr, flush=True)
 
     return show
+
+
+@contextlib.contextmanager
+def warnings_once():
+    """Within the block, each warning (its text and category) is shown once, however many places
+    raise it, through whatever ``warnings.showwarning`` and filters were in force (``error``
+    filters still raise; a recording ``catch_warnings`` still records the first)."""
+    shown = warnings.showwarning
+    seen = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        key = (str(message), category)
+        if key not in seen:
+            seen.add(key)
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def _positive_int(text: str) -> int:

@@ -20,6 +20,7 @@ from .common import (
     _not_a_folder,
     _osim_path,
     load_model,
+    warnings_once,
 )
 from .moment_arms_sweep import curve_styles
 from ..opensim.xml_booleans import BOOL_TEXT
@@ -172,9 +173,15 @@ def _refuse_overwriting_inputs(path, tool, outputs, model=None) -> None:
             refuse_overwriting_inputs(f, own, given, (os.path.dirname(os.path.abspath(path)),))
 
 
-def _refuse_unsupported(path, tool) -> None:
-    """What a tool refuses in a setup it reads, refused before any step runs."""
-    if tool == "so":
+def _refuse_unsupported(path, tool, model=None) -> None:
+    """What a tool refuses in a setup it reads, refused before any step runs (and before its model
+    is built: an IK coordinate task naming no coordinate of the model file)."""
+    if tool == "ik":
+        from ..opensim.tools.ik import check_coordinate_tasks_of_file, read_ik_setup
+
+        setup = read_ik_setup(path)
+        check_coordinate_tasks_of_file(setup, setup.model_file if model is None else _osim_path(model))
+    elif tool == "so":
         from ..opensim.tools.so import read_so_setup
         from ..opensim.tools.so.setup import refuse_unsupported
 
@@ -204,7 +211,7 @@ def check_plan(plan, model: str | None = None) -> None:
     made: set[str] = set()
     for path, tool in plan:
         inputs, outputs = _setup_files(path, tool)
-        _refuse_unsupported(path, tool)
+        _refuse_unsupported(path, tool, model)
         _refuse_overwriting_inputs(path, tool, [(f"{path}: its {w}", o) for w, o in zip(_OUTPUT_NAMES[tool], outputs)],
                                    model)
         if model is None and dict(inputs)["model_file"] is None:
@@ -244,9 +251,23 @@ def run_setups(setups, model: str | None = None, quiet: bool = False, compile_ca
     names, so a setup reading the previous one's output chains.  ``setups``: a list of paths (one
     path is a one-item list).  Every file and ``model`` are checked before the first runs; each
     model file is read once and each program compiled once.  Returns 0, or 1 when a step did not
-    converge everywhere (its files are still written and the next steps run); a setup or model that
-    cannot be read or run raises :class:`Failure` (``mbjax run`` exits 1), a bad ``model`` name or
-    no setup :class:`UsageError` (exit 2), before any step runs."""
+    converge everywhere (its files are still written and the next steps run); a setup, model or
+    data file that cannot be read or run (the library's ``ValueError``, ``NotImplementedError``,
+    ``OSError``) raises :class:`Failure` (``mbjax run`` exits 1), a bad ``model`` name, no setup or
+    an output file that cannot be written (``OutputPathError``) :class:`UsageError` (exit 2); the
+    original error is chained (``__cause__``) and its message kept.  Each warning is shown once."""
+    from ..io.output_paths import OutputPathError
+
+    try:
+        with warnings_once():
+            return _run_setups(setups, model, quiet, compile_cache)
+    except OutputPathError as e:
+        raise UsageError(str(e)) from e
+    except (ValueError, NotImplementedError, OSError) as e:
+        raise Failure(str(e)) from e
+
+
+def _run_setups(setups, model, quiet, compile_cache) -> int:
     global _RUN_MODELS
 
     if isinstance(setups, (str, os.PathLike)):
@@ -361,6 +382,8 @@ def ik_command(args):
 
     _tool_outputs(args, is_dir=False)
     _outputs_not_inputs(args, "ik", is_dir=False)
+    if os.path.isfile(args.setup):
+        _refuse_unsupported(args.setup, "ik", args.model)
     from ..opensim.model.osim_markers import load_markers
 
     model, model_file = _setup_model(args, read_ik_setup)

@@ -6,6 +6,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 
+#: the values of an ``IKCoordinateTask``'s ``<value_type>`` (OpenSim's)
+VALUE_TYPES = ("default_value", "manual_value", "from_file")
+
+
 class CoordinateTask(NamedTuple):
     """An ``IKCoordinateTask``: ``weight`` and the reference ``value_type`` (``"default_value"``,
     ``"manual_value"`` with ``value`` in radians / metres, or ``"from_file"``)."""

@@ -19,7 +19,8 @@ Two table formats are read and written (both open in OpenSim 4.6):
 Anything before ``endheader`` of the form ``key=value`` goes into :attr:`Table.metadata`; other header
 lines (the Storage name and free text) are kept in ``metadata["name"]`` / ``metadata["description"]``;
 ``metadata["source_file"]`` is the path the table was read from (for messages; never written back).
-``inDegrees`` is read as OpenSim reads it (``yes``/``no``; absent = ``no``, ``Storage``'s default).
+``inDegrees`` is read as OpenSim reads it (``yes``/``no`` in any case; absent = ``no``, ``Storage``'s default);
+other values (``true``, ``1``, ...) are refused, as OpenSim would read them as radians.
 The first column must be labelled ``time`` and no label may repeat; times must be finite and
 increase (a repeated time is refused in files OpenSim reads as a ``TimeSeriesTable``, warned about
 in ``Storage`` files, where OpenSim's RRA and CMC write one); the writers refuse what the readers do.
@@ -105,10 +106,7 @@ def read_storage(path) -> Table:
     dtype = meta.get("DataType", "double")
     if dtype != "double":
         raise _err(path, meta_line["DataType"], f"DataType={dtype} is not supported (only double)")
-    deg = meta.get("inDegrees", "no").strip().lower()
-    if deg not in ("yes", "no", "true", "false"):
-        raise _err(path, meta_line["inDegrees"], f"inDegrees={meta['inDegrees']!r}, expected yes or no")
-    in_degrees = deg in ("yes", "true")
+    in_degrees = _in_degrees(path, meta, meta_line)
     # column labels: first non-empty line after endheader
     i = end + 1
     while i < len(lines) and not lines[i].strip():
@@ -147,12 +145,26 @@ def read_storage(path) -> Table:
     return Table(arr[:, 0], tuple(labels[1:]), arr[:, 1:], in_degrees, meta)
 
 
+def _in_degrees(path, meta, meta_line) -> bool:
+    """The header's ``inDegrees`` as OpenSim 4.6 reads it: ``yes`` (any case) is degrees, ``no`` or no
+    line radians.  OpenSim reads every other value (``y`` aside) as radians, ``true`` included, so
+    such a value is refused by name rather than given a meaning the file's author may not have meant."""
+    deg = meta.get("inDegrees", "no").strip()
+    if deg.lower() in ("yes", "no"):
+        return deg.lower() == "yes"
+    reads = "degrees" if deg.lower() == "y" else "radians"
+    raise _err(path, meta_line["inDegrees"], f"inDegrees={meta['inDegrees']!r}, expected yes or no: OpenSim 4.6 "
+               f"would read this file as {reads} (it reads yes or y, in any case, as degrees and any other value as "
+               "radians); write inDegrees=yes (values in degrees) or inDegrees=no (radians)")
+
+
 def _check_labels(where, labels, refuse: bool = False):
     """OpenSim's rules for the label line: the first column is ``time`` (``STOFileAdapter`` refuses
     another label; ``Storage`` reads the first column as time whatever its label), and each label is
-    used once (OpenSim's tools would use one of two equal labels and never the other).  A file that
-    breaks them is read with a warning naming the labels (OpenSim reads it too; a tool that uses a
-    duplicated label refuses it there); a writer (``refuse``) never writes one."""
+    used once (OpenSim's tools would use one of two equal labels and never the other, save an
+    ``ExternalForce`` identifier, which takes its columns by position).  A file that breaks them is
+    read with a warning naming the labels (OpenSim reads it too; a tool that looks a coordinate up by
+    a duplicated label refuses it there); a writer (``refuse``) never writes one."""
     problems = []
     if labels[0] != "time":
         later = [c + 1 for c, lab in enumerate(labels) if lab == "time"]
@@ -168,8 +180,9 @@ def _check_labels(where, labels, refuse: bool = False):
     dup = {lab: cols for lab, cols in seen.items() if len(cols) > 1}
     if dup:
         shown = "; ".join(f"{lab!r} (columns {', '.join(map(str, cols))})" for lab, cols in dup.items())
-        problems.append(f"duplicate column label(s) {shown}: a tool would use only one of the columns; "
-                        "rename or remove the others")
+        problems.append(f"duplicate column label(s) {shown}: a tool that looks a column up by this label (a "
+                        "coordinate's) refuses it, and an ExternalForce identifier takes the columns by position, "
+                        "as OpenSim does; give each column its own label")
     for problem in problems:
         if refuse:
             raise ValueError(f"{where}: {problem}")

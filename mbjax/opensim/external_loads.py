@@ -8,8 +8,10 @@ what :func:`read_external_loads` and :meth:`ExternalLoadsFile.at` do:
   XML (``ExternalLoads::extendConnectToModel``).
 * ``force_identifier``, ``point_identifier``, ``torque_identifier``: each selects the data columns
   whose label *starts with* it (``Storage::getColumnIndicesForIdentifier``), in file order as x, y,
-  z; exactly 3 must match.  An empty or ``Unassigned`` identifier means the force applies no force /
-  specifies no point (the body origin) / applies no torque; a point without a force is refused.
+  z, taken by position (a label that repeats among them gives each of its columns in turn, as
+  OpenSim reads them; warned); exactly 3 must match.  An empty or ``Unassigned`` identifier means
+  the force applies no force / specifies no point (the body origin) / applies no torque; a point
+  without a force is refused.
 * ``force_expressed_in_body`` (default ground): the frame of the force *and* the torque;
   ``point_expressed_in_body`` (default ground): the frame of the point.  A point in ground is
   converted to the applied body with the pose of each frame (``implProduceForces``); the old
@@ -46,7 +48,9 @@ from .setup_xml import SetupFile
 
 class ExternalForceSpec(NamedTuple):
     """One ``ExternalForce``: its frames and the 3 data columns of force / point / torque
-    (``None``: not applied / body origin / no torque).  ``line`` is its line in the XML."""
+    (``None``: not applied / body origin / no torque).  ``line`` is its line in the XML;
+    ``force_index``/``point_index``/``torque_index``: the positions of those columns in the table's
+    ``data`` (``None``: found by label, the first column of each label)."""
 
     name: str
     applied_to_body: str
@@ -56,6 +60,20 @@ class ExternalForceSpec(NamedTuple):
     point_columns: tuple[str, str, str] | None
     torque_columns: tuple[str, str, str] | None
     line: int = 0
+    force_index: tuple[int, int, int] | None = None
+    point_index: tuple[int, int, int] | None = None
+    torque_index: tuple[int, int, int] | None = None
+
+    def triples(self, table: Table):
+        """``(labels, data positions)`` of the force, point and torque columns (``(None, None)`` for
+        one not given)."""
+        out = []
+        for cols, index in ((self.force_columns, self.force_index), (self.point_columns, self.point_index),
+                            (self.torque_columns, self.torque_index)):
+            if cols is not None and index is None:
+                index = tuple(table.labels.index(c) for c in cols)
+            out.append((cols, index))
+        return out
 
 
 class ExternalLoadsFile(NamedTuple):
@@ -82,8 +100,8 @@ class ExternalLoadsFile(NamedTuple):
         column, offset = _functions(self, times)
         values = None if column is None else column(times)  # every triple from one spline evaluation
 
-        def triple(cols):
-            return zero if cols is None else values[:, offset[cols]:offset[cols] + 3]
+        def triple(index):
+            return zero if index is None else values[:, offset[index]:offset[index] + 3]
 
         bodies, pframes, fframes, names = [], [], [], []
         pts, frc, trq = [], [], []
@@ -97,9 +115,10 @@ class ExternalLoadsFile(NamedTuple):
                 pframes.append(body)  # the body origin
             else:
                 pframes.append(_body(self, f, f.point_expressed_in_body, "point_expressed_in_body", model))
-            frc.append(triple(f.force_columns))
-            pts.append(triple(f.point_columns))
-            trq.append(triple(f.torque_columns))
+            (_, fi), (_, pi), (_, ti) = f.triples(self.table)
+            frc.append(triple(fi))
+            pts.append(triple(pi))
+            trq.append(triple(ti))
         stack = lambda a: np.stack(a, axis=1) if a else np.zeros((times.shape[0], 0, 3))  # noqa: E731
         return ExternalLoads(tuple(bodies), stack(pts), stack(frc), stack(trq), point_frames=tuple(pframes),
                              force_frames=tuple(fframes), names=tuple(names))
@@ -168,30 +187,29 @@ WINDOW_MARGIN = 64
 def _functions(loads: ExternalLoadsFile, times=None):
     """The column triples used by the forces as one :class:`_Column` (their splines fitted together:
     one banded solve with many right-hand sides, column by column the same) and each triple's first
-    column in it, ``(column, {triple: offset})``; ``(None, {})`` without triples.  With ``times``,
-    the spline is fitted to the rows from ``WINDOW_MARGIN`` before the first to ``WINDOW_MARGIN``
+    column in it, ``(column, {triple's data positions: offset})``; ``(None, {})`` without triples.
+    With ``times``, the spline is fitted to the rows from ``WINDOW_MARGIN`` before the first to ``WINDOW_MARGIN``
     after the last (a 1501-row ground-reaction file evaluated over 1.2 s of it: 849 rows); equal to
     the whole file's spline to rounding (``tests/test_id_tool.py``)."""
     table = loads.table
     triples = []
     for f in loads.forces:
-        for cols in (f.force_columns, f.point_columns, f.torque_columns):
-            if cols is None or cols in triples:
+        for cols, index in f.triples(table):
+            if cols is None or index in triples:
                 continue
-            idx = [table.labels.index(c) for c in cols]
-            if not np.all(np.isfinite(table.data[:, idx])):
+            if not np.all(np.isfinite(table.data[:, list(index)])):
                 raise ValueError(f"{loads.datafile}: columns {cols} (used by {loads.where(f)}) hold NaN or inf")
-            triples.append(cols)
+            triples.append(index)
     if not triples:
         return None, {}
-    idx = [table.labels.index(c) for cols in triples for c in cols]
+    idx = [i for index in triples for i in index]
     time = np.asarray(table.time, float)
     rows = slice(None)
     if times is not None and times.size:
         lo = max(int(np.searchsorted(time, np.min(times), side="right")) - 1 - WINDOW_MARGIN, 0)
         hi = min(int(np.searchsorted(time, np.max(times), side="left")) + 1 + WINDOW_MARGIN, time.shape[0])
         rows = slice(lo, hi)
-    return _Column(time[rows], table.data[rows][:, idx]), {cols: 3 * k for k, cols in enumerate(triples)}
+    return _Column(time[rows], table.data[rows][:, idx]), {index: 3 * k for k, index in enumerate(triples)}
 
 
 def _flag(doc, el, tag):
@@ -200,19 +218,27 @@ def _flag(doc, el, tag):
 
 
 def _columns(doc, el, table: Table, datafile: str, identifier: str | None, what: str):
+    """``(labels, data positions)`` of the 3 columns whose label starts with ``identifier``, taken
+    by position as OpenSim takes them; ``(None, None)`` for no identifier."""
     identifier = (identifier or "").strip()
     if not identifier or identifier == "Unassigned":
-        return None
-    found = [lab for lab in table.labels if lab.startswith(identifier)]
+        return None, None
+    index = [i for i, lab in enumerate(table.labels) if lab.startswith(identifier)]
+    found = [table.labels[i] for i in index]
     if len(found) != 3:
         raise doc.error(el, f"<{what}_identifier> {identifier!r} matches {len(found)} column(s) of {datafile} "
                             f"({found}); OpenSim needs exactly 3 columns starting with it (x, y, z)")
     suffixes = [lab[len(identifier):].strip("_").lower()[-1:] for lab in found]
-    if set(suffixes) == {"x", "y", "z"} and suffixes != ["x", "y", "z"]:
+    if len(set(found)) < 3:
+        columns = ", ".join(f"{i + 2} ({lab!r})" for i, lab in zip(index, found))
+        warnings.warn(f"{datafile}: {doc.where(el)}: <{what}_identifier> {identifier!r} matches the columns "
+                      f"{columns}, a label repeated among them; they are read as x, y, z by position, as OpenSim "
+                      "reads them: give each column its own label (x, y, z)", stacklevel=4)
+    elif set(suffixes) == {"x", "y", "z"} and suffixes != ["x", "y", "z"]:
         warnings.warn(f"{datafile}: the columns of <{what}_identifier> {identifier!r} are {found}, in that order; "
                       "they are read as x, y, z in file order (as OpenSim reads them), so their labels disagree "
                       "with what is read: reorder the columns to x, y, z", stacklevel=4)
-    return tuple(found)
+    return tuple(found), tuple(index)
 
 
 #: the properties of OpenSim 4.6's ``ExternalLoads`` and ``ExternalForce`` (read or without effect)
@@ -308,15 +334,16 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
         pexp = (el.findtext("point_expressed_in_body") or "").strip() or GROUND
         src = (el.findtext("data_source_name") or "").strip()
         del src  # the datafile overrides it (ExternalLoads::extendConnectToModel)
-        fcols = _columns(doc, el, table, datafile, el.findtext("force_identifier"), "force")
-        pcols = _columns(doc, el, table, datafile, el.findtext("point_identifier"), "point")
-        tcols = _columns(doc, el, table, datafile, el.findtext("torque_identifier"), "torque")
+        fcols, findex = _columns(doc, el, table, datafile, el.findtext("force_identifier"), "force")
+        pcols, pindex = _columns(doc, el, table, datafile, el.findtext("point_identifier"), "point")
+        tcols, tindex = _columns(doc, el, table, datafile, el.findtext("torque_identifier"), "torque")
         if fcols is None and tcols is None:
             raise doc.error(el, "applies neither a force nor a torque (no force_identifier or torque_identifier)")
         if fcols is None and pcols is not None:
             raise doc.error(el, "specifies a point but applies no force (OpenSim refuses it)")
-        forces.append(ExternalForceSpec(name, applied, fexp, pexp, fcols, pcols, tcols, doc.lines.get(el, 0)))
-        _warn_far_point(doc, el, table, datafile, fcols, pcols, pexp)
+        forces.append(ExternalForceSpec(name, applied, fexp, pexp, fcols, pcols, tcols, doc.lines.get(el, 0),
+                                        findex, pindex, tindex))
+        _warn_far_point(doc, el, table, datafile, findex, pindex, pcols, pexp)
     if not seen:
         warnings.warn(f"{doc.where(node)}: holds no <ExternalForce> (in its <objects>): no external load is applied "
                       f"and none of the {len(table.labels)} columns of its <datafile> {datafile} is used; add the "
@@ -328,16 +355,15 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
 FAR_POINT = 10.0
 
 
-def _warn_far_point(doc, el, table: Table, datafile: str, fcols, pcols, frame: str) -> None:
+def _warn_far_point(doc, el, table: Table, datafile: str, findex, pindex, pcols, frame: str) -> None:
     """Warn naming the point columns when the point of a force (where it is not zero) lies more
     than :data:`FAR_POINT` from the origin of its frame: the file's points look like millimetres."""
-    if pcols is None:
+    if pindex is None:
         return
-    labels = list(table.labels)
     data = np.asarray(table.data, float)
-    p = data[:, [labels.index(c) for c in pcols]]
-    if fcols is not None:
-        on = np.linalg.norm(data[:, [labels.index(c) for c in fcols]], axis=1) > 0
+    p = data[:, list(pindex)]
+    if findex is not None:
+        on = np.linalg.norm(data[:, list(findex)], axis=1) > 0
         p = p[on]
     dist = np.linalg.norm(p, axis=1)
     dist = dist[np.isfinite(dist)]

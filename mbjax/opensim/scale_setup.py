@@ -13,7 +13,7 @@ import math
 import warnings
 from typing import NamedTuple
 
-from ..io.coordinate_task import CoordinateTask
+from ..io.coordinate_task import VALUE_TYPES, CoordinateTask
 from .setup_xml import SetupFile
 
 
@@ -192,7 +192,11 @@ def read_scale_setup(path) -> ScaleSetup:
                 weights[el.get("name")] = w[0]
             else:
                 v = _floats(setup, el, "value") or (0.0,)
-                tasks[el.get("name")] = CoordinateTask(w[0], setup.text(el, "value_type") or "default_value", v[0])
+                vt = setup.text(el, "value_type") or "default_value"
+                if vt not in VALUE_TYPES:
+                    raise setup.doc.error(el, f"<value_type> {vt!r} is not a value type of an IKCoordinateTask; give "
+                                              f"one of {', '.join(VALUE_TYPES)}")
+                tasks[el.get("name")] = CoordinateTask(w[0], vt, v[0])
         placer_file = setup.resolve(setup.text(placer, "marker_file"))
         placer_range = _time_range(setup, placer)
         if setup.text(placer, "coordinate_file") is not None:

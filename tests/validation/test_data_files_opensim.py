@@ -6,6 +6,8 @@
 * Every ``.trc`` under opensim-models/Pipelines (with ``OPENSIM_MODELS_DIR``): every value equal
   to OpenSim's after the unit conversion.
 * ``.mot``/``.sto`` whitespace variants: OpenSim's ``Storage`` gives the same labels and values.
+* ``inDegrees`` values: the ones mbjax reads give ``Storage::isInDegrees``; the rest are refused,
+  the message saying how OpenSim would read the file.
 """
 
 from __future__ import annotations
@@ -128,3 +130,21 @@ def test_opensim_refuses_legacy_prescribed_force_loads(tmp_path):
         real = os.path.join(OPENSIM_MODELS, "Pipelines", "Gait2392_Simbody", "foot_floor_loads.xml")
         with pytest.raises(Exception, match="PrescribedForce"):
             osim.ExternalLoads(real, True)
+
+
+@pytest.mark.parametrize("version", [1, 3])
+@pytest.mark.parametrize("value", ["yes", "Yes", "YES", " yes ", "no", "NO", "y", "true", "True", "false", "1", "on"])
+def test_indegrees_read_as_opensim_reads_it_or_refused(tmp_path, version, value):
+    """mbjax's ``in_degrees`` equals OpenSim's ``Storage::isInDegrees`` for every value it reads;
+    every other value (``true`` included, which OpenSim reads as radians) is refused by name."""
+    head = (f"t\nversion=1\nnRows=2\nnColumns=2\ninDegrees={value}\nendheader\n" if version == 1 else
+            f"inDegrees={value}\nDataType=double\nversion=3\nOpenSimVersion=4.6\nendheader\n")
+    p = tmp_path / "deg.mot"
+    p.write_text(head + "time\ta\n0\t1\n0.1\t2\n")
+    degrees = osim.Storage(str(p)).isInDegrees()
+    if value.strip().lower() in ("yes", "no"):
+        assert read_storage(p).in_degrees is degrees
+    else:
+        reads = "degrees" if degrees else "radians"
+        with pytest.raises(ValueError, match=rf"deg\.mot:\d: inDegrees=.*OpenSim 4\.6 would read this file as {reads}"):
+            read_storage(p)

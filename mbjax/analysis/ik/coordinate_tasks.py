@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from ...io.coordinate_task import CoordinateTask  # noqa: F401  (the record lives with the readers)
+from ...io.coordinate_task import VALUE_TYPES, CoordinateTask  # noqa: F401  (the record lives with the readers)
 from ...io.storage import coordinates_from_table
 from .checks import _weight
 
@@ -53,7 +53,8 @@ def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
                 raise ValueError(f"coordinate task {name!r}: value for coordinate not found in the coordinate file")
             ref = np.interp(times, coordinate_data.time, file_q[:, i])
         else:
-            raise ValueError(f"coordinate task {name!r}: unknown value_type {task.value_type!r}")
+            raise ValueError(f"coordinate task {name!r}: unknown value_type {task.value_type!r}; the value types "
+                             f"are {', '.join(VALUE_TYPES)}")
         if not (np.isfinite(task.weight) and task.weight >= 0):
             raise ValueError(f"coordinate task {name!r}: weight must be finite and >= 0, got {task.weight}")
         wc[i] = float(task.weight)

@@ -16,6 +16,7 @@ from ..._model import require_model
 from ...markers import Markers
 from ...analysis.ik.checks import _default_tolerance
 from ...analysis.ik.coordinate_tasks import CoordinateTask
+from ...io.coordinate_task import VALUE_TYPES
 from ...analysis.ik.solve import IKResult, inverse_kinematics
 
 __all__ = ["IKSetup", "inverse_kinematics_from_setup", "read_ik_setup", "write_ik_marker_errors", "write_ik_motion"]
@@ -38,6 +39,8 @@ class IKSetup(NamedTuple):
     errors_file: str | None = None
     #: the ``IKMarkerTask`` names switched off (``<apply> false``)
     marker_tasks_off: tuple = ()
+    #: ``{coordinate task name: "file:line: <IKCoordinateTask name=...>"}``, for the messages
+    coordinate_task_where: dict | None = None
 
 
 def read_ik_setup(path) -> IKSetup:
@@ -61,7 +64,7 @@ def read_ik_setup(path) -> IKSetup:
             raise doc.error(el, f"<{tag}> must be a number, got {setup.text(el, tag)!r}") from None  # names the task
 
     time_range = setup.time_range(tool)
-    marker_w, coord_t, off, unused, marker_el = {}, {}, [], [], {}
+    marker_w, coord_t, off, unused, marker_el, task_where = {}, {}, [], [], {}, {}
     tasks = tool.find("IKTaskSet")
     objs = tasks.find("objects") if tasks is not None else None
     if tasks is not None:
@@ -102,11 +105,15 @@ def read_ik_setup(path) -> IKSetup:
                 raise doc.error(el, "an <IKCoordinateTask> without a name: give it the name of the coordinate "
                                 "to track")
             vt = (el.findtext("value_type") or "default_value").strip()
+            if vt not in VALUE_TYPES:  # OpenSim's IKCoordinateTask knows these three
+                raise doc.error(el, f"<value_type> {vt!r} is not a value type of an IKCoordinateTask; give one of "
+                                f"{', '.join(VALUE_TYPES)}")
             if vt == "from_file" and setup.text(tool, "coordinate_file") is None:
                 raise doc.error(el, "<value_type> is from_file but the setup's <coordinate_file> is empty; give "
                                 "the coordinates file (.mot/.sto) in <coordinate_file>, or set <value_type> to "
                                 "default_value or manual_value")
             coord_t[name] = CoordinateTask(weight, vt, number(el, "value", 0.0))
+            task_where[name] = doc.where(el)
         else:
             raise ValueError(f"{path}: unknown IK task <{el.tag}>")
     constraint_weight = number(tool, "constraint_weight", float("inf"))
@@ -124,7 +131,33 @@ def read_ik_setup(path) -> IKSetup:
         warnings.warn(f"{path}: not used by mbjax's inverse kinematics: " + "; ".join(unused), stacklevel=2)
     return IKSetup(file_of("model_file"), file_of("marker_file"), file_of("coordinate_file"),
                    file_of("output_motion_file"), time_range, number(tool, "accuracy", 1e-5),
-                   constraint_weight, marker_w, coord_t, errors_file, tuple(off))
+                   constraint_weight, marker_w, coord_t, errors_file, tuple(off), task_where)
+
+
+def check_coordinate_tasks(setup: IKSetup, coordinates, model_file=None) -> None:
+    """Refuse an ``IKCoordinateTask`` naming no coordinate of the model (``coordinates``: every
+    coordinate's name, locked and coupled ones included), naming the setup file, the task's line and
+    the model's coordinates."""
+    for name in setup.coordinate_tasks:
+        if name not in coordinates:
+            where = (setup.coordinate_task_where or {}).get(name, f"<IKCoordinateTask name={name!r}>")
+            of = f" {model_file}" if model_file else ""
+            raise ValueError(f"{where}: no coordinate {name!r} in the model{of}; its coordinates are "
+                             f"{tuple(coordinates)}: give the task the name of one of them")
+
+
+def check_coordinate_tasks_of_file(setup: IKSetup, model_file) -> None:
+    """:func:`check_coordinate_tasks` against the coordinates an ``.osim`` file lists, read without
+    building the model (a file that cannot be read is left to the model's loader to report)."""
+    from ..model.osim_summary import summarize_osim
+
+    if not setup.coordinate_tasks or model_file is None or not os.path.isfile(model_file):
+        return
+    try:
+        names = [c.name for c in summarize_osim(model_file).coordinates]
+    except (OSError, ValueError):
+        return
+    check_coordinate_tasks(setup, names, model_file)
 
 
 def write_ik_marker_errors(path, result: IKResult) -> None:
@@ -211,7 +244,10 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
     if model is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
+        check_coordinate_tasks_of_file(setup, setup.model_file)  # before the model is built
         model = load_osim(setup.model_file)
+    info = model.osim
+    check_coordinate_tasks(setup, [n for n, _ in info.roles] if info is not None else model.coordinate_names)
     if markers is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file> to read markers from; pass markers=")

@@ -80,11 +80,32 @@ def read_id_setup(path) -> IDSetup:
         warnings.warn(f"{doc.where(tool.find('joints_to_report_body_forces'))}: body forces at joints are not "
                       "reported by mbjax (use mbjax.joint_reactions)", stacklevel=2)
     results = file_of("results_directory") or base
-    out = text("output_gen_force_file") or "inverse_dynamics.sto"
-    stem, ext = os.path.splitext(os.path.basename(out))
     return IDSetup(path, file_of("model_file"), file_of("coordinates_file"), file_of("external_loads_file"),
                    time_range, setup.cutoff(tool), excluded, results,
-                   os.path.join(results, stem + (ext or ".sto")))
+                   _output_file(doc, tool, text("output_gen_force_file"), results))
+
+
+def _output_file(doc, tool, out, results) -> str:
+    """Where OpenSim's ID writes ``<output_gen_force_file>``: its file name (a folder part dropped,
+    with a warning naming the element and the file written, as OpenSim warns) in ``results``, with
+    ``.sto`` added when it has no extension.  A name that is a folder (``.``, ``sub/``), which OpenSim
+    turns into a hidden ``.sto``, is refused."""
+    if out is None:
+        return os.path.join(results, "inverse_dynamics.sto")
+    cut = max(out.rfind("/"), out.rfind("\\")) + 1
+    folder, name = out[:cut], out[cut:]
+    el = tool.find("output_gen_force_file")
+    if name in ("", ".", ".."):
+        raise doc.error(el, f"{out!r} names a folder, not a file (OpenSim 4.6 would write a hidden file '.sto' "
+                            "into <results_directory>); give a file name, e.g. inverse_dynamics.sto, and the "
+                            "folder in <results_directory>")
+    stem, ext = os.path.splitext(name)
+    file = os.path.join(results, stem + (ext or ".sto"))
+    if folder:
+        warnings.warn(f"{doc.where(el)}: {out!r} names the folder {folder!r}, where only a file name is expected: "
+                      f"OpenSim ignores the folder, and so does mbjax: the setup's output file is {file} (in "
+                      "<results_directory>); name the folder in <results_directory>", stacklevel=3)
+    return file
 
 
 #: the inverse_dynamics_motion keywords an InverseDynamicsTool setup gives
