@@ -196,3 +196,9 @@ def test_element_checks_its_parameters(straight):
     with pytest.raises(ValueError, match=r"force_length_curve must be a PiecewisePolynomial stack of 2"):
         Ligament(paths=lig.paths, element_names=lig.names, resting_length=lig.resting_length,
                  pcsa_force=lig.pcsa_force, force_length_curve=PiecewisePolynomial("x", pp_simm_spline(CURVE_X, CURVE_Y)))
+
+
+def test_smooth_wrapping_reaches_the_path_forces(tmp_path):
+    m = _load(tmp_path, wrapping="smooth")
+    assert {e.paths.wraps.wrapping for e in m.forces.elements} == {"smooth"}
+    assert {e.paths.wraps.wrapping for e in _load(tmp_path).forces.elements} == {"opensim"}
