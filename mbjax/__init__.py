@@ -89,7 +89,7 @@ _export('_simulate_muscles', 'simulate_muscles', 'MuscleSimState', 'muscle_vecto
 _export('_excitations', 'ConstantExcitation', 'PiecewiseLinearExcitation')
 
 # force elements (OpenSim's CoordinateLimitForce, SpringGeneralizedForce, ExpressionBasedCoordinateForce,
-# PointToPointSpring, BushingForce) in model.forces; ligaments
+# PointToPointSpring, BushingForce, HuntCrossleyForce, PathSpring, Ligament) in model.forces; ligaments
 _submodules('forces', 'ligaments')
 
 # solvers (mbjax.analysis): muscle force sharing (static optimization, optax; mbjax.analysis.sharing),

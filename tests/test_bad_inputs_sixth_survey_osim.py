@@ -184,19 +184,19 @@ _PASSIVE = ('<Ligament name="lig">' + _PATH.format("/bodyset/B") + '<resting_len
             '</optimal_force></PathActuator>')
 
 
-def test_ligament_and_path_spring_are_left_out_with_a_warning(tmp_path):
+def test_ligament_and_path_spring_are_force_elements(tmp_path):
+    """Not muscles and not left out: force elements with paths of their own (model.forces), loaded
+    without a warning; ``ignore_forces`` still leaves them out, by name."""
     text = _model(forces=_PASSIVE)
     path = _write(tmp_path, text)
-    with pytest.warns(UserWarning, match=rf"2 path force\(s\) left out: mbjax does not compute the tension of a "
-                      rf"PathSpring or Ligament .*m.osim:{_line(text, '<Ligament')}: <Ligament name='lig'>; .*"
-                      rf"m.osim:{_line(text, '<PathSpring')}: <PathSpring name='ps'>\. Pass "
-                      r"ignore_forces=\('Ligament', 'PathSpring'\)"):
-        m = load_osim(path)
+    m = _quiet(load_osim, path)
     assert m.muscle_names == ("act",)
-    assert m.osim.ignored == (("Ligament", "lig"), ("PathSpring", "ps"))
-    with pytest.warns(UserWarning, match=r"2 element\(s\) not modelled, as asked by ignore_forces") as rec:
+    assert m.osim.ignored == ()
+    assert m.forces.names == ("lig", "ps")
+    assert [type(e).__name__ for e in m.forces.elements] == ["Ligament", "PathSpring"]
+    with pytest.warns(UserWarning, match=r"2 element\(s\) not modelled, as asked by ignore_forces"):
         m = load_osim(path, ignore_forces=("Ligament", "PathSpring"))
-    assert not any("left out: mbjax does not compute" in str(w.message) for w in rec)
+    assert m.forces is None
     assert m.muscle_names == ("act",) and len(m.osim.ignored) == 2
 
 

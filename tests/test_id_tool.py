@@ -512,8 +512,9 @@ def test_force_elements_and_excluded_forces(tmp_path):
     with pytest.raises(NotImplementedError, match="single force element 'spring'"):
         _force_elements_applied(model, ("spring",))
     stub = model.replace(muscles=SimpleNamespace(names=("vas", "acl", "act"),
-                                                  kinds=("Thelen2003Muscle", "Ligament", "PathActuator")))
-    with pytest.raises(NotImplementedError, match=r"\['acl'\] \(\['Ligament'\]\)"):
+                                                  kinds=("Thelen2003Muscle", "Delp1990Muscle_Deprecated (ignored)",
+                                                         "PathActuator")))
+    with pytest.raises(NotImplementedError, match=r"\['acl'\] \(\['Delp1990Muscle_Deprecated \(ignored\)'\]\)"):
         _force_elements_applied(stub, ("Muscles",))
     assert _force_elements_applied(stub, ("Muscles", "acl")) is True
     assert _force_elements_applied(stub, ("ALL",)) is False

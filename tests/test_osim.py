@@ -268,11 +268,13 @@ def test_mobl_couplers_become_maps():
     assert model.coordinate_names[:3] == ("elv_angle", "shoulder_elv", "shoulder_rot")
     roles = dict(model.osim.roles)
     assert roles["sternoclavicular_r2"] == "dependent"
-    # 50 muscles; the file's 4 Ligaments are not muscles (no tension computed), listed by name instead
+    # 50 muscles; the file's 4 Ligaments are not muscles: force elements with paths of their own
     text = open(MOBL).read()
     ligaments = re.findall(r"<Ligament name=\"([^\"]+)\"", text)
     assert len(ligaments) == 4 and len(model.muscle_names) == text.count("<Millard") + text.count("<Thelen") + text.count("<Schutte") == 50
-    assert sorted(n for kind, n in model.osim.ignored if kind == "Ligament") == sorted(ligaments)
+    (lig,) = [e for e in model.forces.elements if type(e).__name__ == "Ligament"]
+    assert lig.names == tuple(ligaments) and not set(ligaments) & set(model.muscle_names)
+    assert model.osim.ignored == ()
     # closed-form joint maps (couplers composed) vs autodiff
     q = model.osim.default + 0.1
     jv = eqx.filter_jit(mbjax.joint_values)(model, q)

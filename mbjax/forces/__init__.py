@@ -21,11 +21,15 @@ from .coordinate_limit import smooth_step as smooth_step
 from .expression import compile_expression as compile_expression
 from .expression_coordinate import ExpressionBasedCoordinateForce as ExpressionBasedCoordinateForce
 from .hunt_crossley import HuntCrossleyForce as HuntCrossleyForce
+from .path_force import PathForce as PathForce
+from .path_ligament import Ligament as Ligament
+from .path_spring import PathSpring as PathSpring
 from .point_to_point_spring import PointToPointSpring as PointToPointSpring
 from .spring_generalized import SpringGeneralizedForce as SpringGeneralizedForce
 
 __all__ = ["BushingForce", "CoordinateActuator", "CoordinateLimitForce", "CoordinateSpring",
            "CoordinateValues", "ExpressionBasedCoordinateForce", "ForceElement", "ForceSet",
-           "HuntCrossleyForce", "ModelForces", "PointActuator", "PointToPointSpring",
+           "HuntCrossleyForce", "Ligament", "ModelForces", "PathForce", "PathSpring", "PointActuator",
+           "PointToPointSpring",
            "SpringGeneralizedForce", "TorqueActuator", "actuator_matrix", "body_fixed_xyz",
            "compile_expression", "model_forces", "smooth_step", "with_force_elements"]

@@ -398,8 +398,9 @@ def _one_muscle_given_fiber_length(kind, p, lce, L, V, a):
 def _by_family(model, fn, *per_muscle):
     """Evaluate ``fn(kind, p, *args)`` vmapped over the muscles of each Hill class and reassemble.
 
-    Path elements that are not Hill muscles (``PathActuator``, ``PathSpring``, ``Ligament``) get 0 in
-    every field: their tension does not depend on activation and is not modelled here.
+    Path elements that are not Hill muscles (``PathActuator``) get 0 in every field: their tension does
+    not depend on activation and is not modelled here (``PathSpring`` and ``Ligament`` are force
+    elements, :mod:`mbjax.forces.path_force`).
     """
     paths = get_paths(model)
     nm = paths.n_muscles

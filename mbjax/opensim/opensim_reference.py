@@ -45,7 +45,7 @@ class OpenSimReference:
         ms = self.model.getMuscles()
         self.muscles = {ms.get(i).getName(): ms.get(i) for i in range(ms.getSize())}
         #: every force with a path (muscles, path actuators), as :func:`mbjax.io.load_osim` lists
-        #: them in ``model.muscle_names`` (it leaves PathSpring and Ligament out)
+        #: them in ``model.muscle_names`` (PathSpring and Ligament are force elements, not listed there)
         self.paths = {}
         fs = self.model.getForceSet()
         for i in range(fs.getSize()):

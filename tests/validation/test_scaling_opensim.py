@@ -38,6 +38,7 @@ from mbjax.io import load_marker_set, load_markers, load_osim, write_osim  # noq
 
 from _osim_models import MOBL, needs_mobl, strip_wrapping  # noqa: E402
 from mbjax.analysis.identify import segment_names as idf_segments  # noqa: E402
+from mbjax.forces import PathForce  # noqa: E402
 from mbjax.markers import Markers  # noqa: E402
 from test_scaling import PIPE, SUBJECT_MASS, setup_factors  # noqa: E402
 
@@ -137,6 +138,12 @@ def _compare(theirs, ours, markers, seed):
     for key, get in (("optimal_fiber_length", "getOptimalFiberLength"), ("tendon_slack_length", "getTendonSlackLength")):
         theirs_v = [getattr(osim.Muscle.safeDownCast(fs.get(paths.names[k])), get)() for k in muscles]
         err[key] = rel(np.asarray(paths.parameters[key])[muscles], theirs_v)
+    # path forces (Ligament, PathSpring): resting lengths rescaled with their paths (extendPostScale)
+    path_forces = [e for e in (ours.forces.elements if ours.forces is not None else ()) if isinstance(e, PathForce)]
+    for e in path_forces:
+        err[f"{type(e).__name__} resting_length"] = rel(
+            e.resting_length, [(osim.Ligament.safeDownCast(fs.get(n)) or osim.PathSpring.safeDownCast(fs.get(n)))
+                               .get_resting_length() for n in e.names])
     coords = {c.getName(): c for c in theirs.getCoordinateSet()}
     slot = [""] * state.getNQ()  # each coordinate's slot in the state's q
     for name, c in coords.items():
@@ -180,6 +187,9 @@ def _compare(theirs, ours, markers, seed):
         err["markers"] = max(err.get("markers", 0.0), rel(x, xr))
         lengths = [_path(fs.get(n)).getLength(state) for n in paths.names]
         err["path lengths"] = max(err.get("path lengths", 0.0), rel(mbjax.muscle_lengths(ours, jnp.asarray(q)), lengths))
+        for e in path_forces:
+            lengths = [_path(fs.get(n)).getLength(state) for n in e.names]
+            err["path lengths"] = max(err["path lengths"], rel(e.lengths(ours, jnp.asarray(q)), lengths))
         if couplers:
             continue  # M over the independent coordinates needs the coupler Jacobian: checked without couplers
         mm_ = osim.Matrix()

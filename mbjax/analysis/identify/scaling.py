@@ -16,7 +16,8 @@ factors (jax arrays, jit-able):
   factor; wrap-object translations and dimensions by their body's factor;
 * muscles (``Thelen2003``, ``Millard2012*``): ``optimal_fiber_length`` and ``tendon_slack_length``
   ``× L_scaled / L_generic`` with the path lengths at the default pose (``Muscle::extendPostScale``);
-  ``Ligament`` and ``PathSpring``: ``resting_length`` likewise; ``PathActuator``: nothing;
+  ``Ligament`` and ``PathSpring`` (force elements of ``model.forces``): their paths as the muscles',
+  ``resting_length`` likewise (``extendPostScale``); ``PathActuator``: nothing;
 * markers (:func:`scale_markers`): offsets by their body's factor (``Station::extendScale``).
 
 A ``MovingPathPoint`` component without a coordinate is folded into the point's fixed location by the
@@ -34,6 +35,8 @@ import numpy as np
 
 from ..._checks import all_of
 from ..._model import ELEMENT_FIELDS, require_model
+from ...forces.base import ForceSet
+from ...forces.path_force import PathForce
 from ...io.arguments import real_number
 
 #: SimTK::Eps: ``Body::scaleInertialProperties`` zeroes the inertia of a body of mass at most this
@@ -45,8 +48,6 @@ _POST_SCALED = {
     "Millard2012AccelerationMuscle": ("optimal_fiber_length", "tendon_slack_length"),
     # ActivationFiberLengthMuscle_Deprecated::extendPostScale
     "Schutte1993Muscle_Deprecated": ("optimal_fiber_length", "tendon_slack_length"),
-    "Ligament": ("resting_length",),
-    "PathSpring": ("resting_length",),
 }
 #: model elements that scaling handles (or that have no geometry to scale)
 _HANDLED_EXTRAS = ("muscles", "osim")
@@ -178,11 +179,12 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
     s = s.astype(model.offset.dtype)
     others = [k for k in ELEMENT_FIELDS if getattr(model, k) is not None and k not in _HANDLED_EXTRAS]
     forces = model.forces
-    if forces is not None and all(type(e).__name__ in _COORDINATE_FORCES for e in forces.elements):
-        others.remove("forces")  # forces of coordinates only: nothing to scale
+    if forces is not None and all(type(e).__name__ in _COORDINATE_FORCES or isinstance(e, PathForce)
+                                  for e in forces.elements):
+        others.remove("forces")  # forces of coordinates, and path forces (scaled as the muscles are)
     if others:
         raise NotImplementedError(f"scale_model: scaling of the model elements {others} (force elements with points or "
-                                  "frames, ligaments) is not implemented")
+                                  "frames: PointToPointSpring, BushingForce, HuntCrossleyForce) is not implemented")
     ext = jnp.concatenate([s, jnp.ones(1, s.dtype)])  # index -1 = ground
     s_chi = ext[np.asarray(sc.child, int)]
     offset, axis = _frames(model, sc, ext)
@@ -217,7 +219,25 @@ def scale_model(model, factors, *, mass=None, preserve_mass_distribution: bool =
             rows = np.array([key in _POST_SCALED.get(kind, ()) for kind in paths.kinds])
             params[key] = jnp.where(jnp.asarray(rows) & (ratio > 0), params[key] * ratio, params[key])
         out = eqx.tree_at(lambda m: m.muscles.parameters, out, params)
+    if forces is not None and any(isinstance(e, PathForce) for e in forces.elements):
+        out = out.replace(forces=_scale_path_forces(model, out, s, ext))
     return out
+
+
+def _scale_path_forces(model, out, s, ext):
+    """The force set of the scaled model ``out``: each path force's (``PathSpring``, ``Ligament``) paths
+    scaled as the muscles' are, and its ``resting_length`` × ``L_scaled / L_generic`` at the default
+    pose (``PathSpring::extendPostScale``, ``Ligament::extendPostScale``)."""
+    q0 = out.osim.default
+    elements = []
+    for e in model.forces.elements:
+        if isinstance(e, PathForce):
+            scaled = eqx.tree_at(lambda x: x.paths, e, _scale_paths(model, e.paths, s, ext))
+            ratio = scaled.lengths(out, q0) / e.lengths(model, q0)
+            e = eqx.tree_at(lambda x: x.resting_length, scaled,
+                            jnp.where(ratio > 0, e.resting_length * ratio, e.resting_length))
+        elements.append(e)
+    return ForceSet(tuple(elements))
 
 
 def _frames(model, sc, ext):

@@ -46,9 +46,10 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
   ``Schutte1993Muscle_Deprecated``, ``PathActuator``): their
   ``GeometryPath`` points (``PathPoint``, ``ConditionalPathPoint``, ``MovingPathPoint``) go into
-  ``model.muscles``; their scalar properties into ``MusclePaths.parameters``.  ``PathSpring`` and
-  ``Ligament``, whose tension mbjax does not compute, are left out (warned unless in
-  ``ignore_forces``) and listed in ``OsimInfo.ignored``.  A
+  ``model.muscles``; their scalar properties into ``MusclePaths.parameters``.  ``PathSpring``
+  (``T = k max(L - L₀, 0) (1 + c L̇)``) and ``Ligament`` (``T = F f(L/L₀)`` where ``L > L₀``, else 0)
+  are force elements with paths of their own (read as a muscle's), in ``model.forces``
+  (:mod:`mbjax.opensim.model.osim_path_forces`; generalized force ``Q = -(∂L/∂q)ᵀ T``).  A
   ``Schutte1993Muscle_Deprecated``'s three curve functions (``tendon_force_length_curve``,
   ``active_force_length_curve``, ``passive_force_length_curve``; 4.x ``<SimmSpline
   name="...">`` or 3.x ``<tendon_force_length_curve><SimmSpline>``; any 1-D function read here)
@@ -70,7 +71,7 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   refused as :mod:`mbjax.opensim.model.osim_path_functions` says), so lengths and moment arms are the
   function's and -∂L/∂q, as OpenSim computes them.
 * Force elements (``CoordinateLimitForce``, ``SpringGeneralizedForce``, ``ExpressionBasedCoordinateForce``,
-  ``PointToPointSpring``, ``BushingForce``) go into ``model.forces`` (:mod:`mbjax.forces`,
+  ``PointToPointSpring``, ``BushingForce``, ``HuntCrossleyForce``, ``PathSpring``, ``Ligament``) go into ``model.forces`` (:mod:`mbjax.forces`,
   read by :mod:`mbjax.opensim.model.osim_forces`); :func:`mbjax.forces.model_forces` gives their generalized force.
   ``CoordinateActuator`` (an idle actuator without controls) is recorded by name
   (:data:`RECORDED_FORCES`).
@@ -142,11 +143,12 @@ from ...muscles.schutte1993 import curve_parameters
 from .osim_actuators import default_records
 from .osim_bodies import _BodiesMixin
 from .osim_couplers import _Coords, _CouplersMixin
-from .osim_classes import MUSCLE_TYPES, OPTIONAL_PATH_FORCES, RECORDED_FORCES, UNMODELLED_PATH_FORCES
+from .osim_classes import MUSCLE_TYPES, OPTIONAL_PATH_FORCES, PATH_SPRING_FORCES, RECORDED_FORCES
 from .osim_force_set import _ForceSetMixin
 from .osim_forces import applies_force, read_force_elements
 from .osim_info import OsimInfo, OsimScaling
 from .osim_joints import _JointsMixin
+from .osim_path_forces import read_path_forces, with_path_force_wrapping
 from .osim_path_functions import warn_unused
 from .osim_paths import _PathsMixin
 from .osim_structure import _StructureMixin
@@ -164,7 +166,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
         self.couplings = dict(couplings or {})
         self.ignore_forces = _class_names("ignore_forces", ignore_forces,
                                           tuple(t for t in MUSCLE_TYPES
-                                                if t not in OPTIONAL_PATH_FORCES + UNMODELLED_PATH_FORCES)
+                                                if t not in OPTIONAL_PATH_FORCES + PATH_SPRING_FORCES)
                                           + RECORDED_FORCES)
         #: muscle name -> {curve property: PPData} of the Schutte1993Muscle_Deprecated muscles
         self._schutte_curves: dict[str, dict] = {}
@@ -172,8 +174,8 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
         self.ignore_constraints = _class_names("ignore_constraints", ignore_constraints,
                                                ("CoordinateCouplerConstraint",))
         self.ignored: list[tuple[str, str]] = []
-        #: (class, name) of the UNMODELLED_PATH_FORCES left out without being asked (warned)
-        self._unmodelled: list[tuple[str, str]] = []
+        #: (element, points, path wraps) of the PATH_SPRING_FORCES, built into force elements
+        self._path_springs: list = []
         #: enforced PointOnLineConstraint elements (eliminated by :mod:`.osim_point_on_line`)
         self.point_on_line: list = []
         #: (dependent coordinate, why) and (coordinate, assembled default) of that elimination
@@ -282,6 +284,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
                 model = with_path_functions(model, self._path_functions)
                 warn_unused(doc.path, self._unused_path_elements, stacklevel=4)
         stacks, dropped = read_force_elements(self, model, self._force_elements)
+        stacks += read_path_forces(self, model, self._path_springs)
         if dropped:
             warnings.warn(f"{doc.path}: {len(dropped)} force element(s) on locked coordinates left out (the lock "
                           "absorbs their force): " + ", ".join(f"{t} {n!r}" for t, n in dropped), stacklevel=3)
@@ -343,7 +346,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
             motion_types=tuple(info[c]["motion_type"] for c in indep),
             recorded_forces=tuple(recorded),
             wrapping_ignored=tuple(wrapped),
-            ignored=tuple(self.ignored + self._unmodelled),
+            ignored=tuple(self.ignored),
             eliminated=self.eliminated,
             assembled=self.assembled,
             scaling=self._scaling(body_names) if body_names else None,
@@ -415,10 +418,11 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
         if independent_coordinates is not None:
             raise ValueError(f"{loader.doc.path}: independent_coordinates is for PointOnLineConstraint "
                              "elimination, and the file has no enforced PointOnLineConstraint")
-        return with_wrapping(model, wrapping, loader.doc.path)
+        return with_path_force_wrapping(with_wrapping(model, wrapping, loader.doc.path), wrapping, loader.doc.path)
     from .osim_point_on_line import eliminate
 
-    return with_wrapping(eliminate(path, loader, model, kwargs, independent_coordinates), wrapping, loader.doc.path)
+    model = with_wrapping(eliminate(path, loader, model, kwargs, independent_coordinates), wrapping, loader.doc.path)
+    return with_path_force_wrapping(model, wrapping, loader.doc.path)
 
 
 def _class_names(arg: str, names, supported) -> tuple[str, ...]:

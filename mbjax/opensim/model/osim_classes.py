@@ -9,7 +9,8 @@ from __future__ import annotations
 #: the joint classes read (:mod:`mbjax.opensim.model.osim_joints`)
 JOINT_TYPES = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "UniversalJoint", "GimbalJoint", "BallJoint",
                "FreeJoint", "PlanarJoint", "EllipsoidJoint")
-#: the path forces read into paths and muscle properties (:mod:`mbjax.opensim.model.osim_force_set`)
+#: the path forces (:mod:`mbjax.opensim.model.osim_force_set`): muscles and path actuators read into
+#: paths and muscle properties, :data:`PATH_SPRING_FORCES` into force elements
 MUSCLE_TYPES = (
     "Thelen2003Muscle",
     "Millard2012EquilibriumMuscle",
@@ -22,9 +23,9 @@ MUSCLE_TYPES = (
 #: path forces that are read and modelled but may still be left out (path kept, zero tension) by
 #: ``ignore_forces``: the deprecated Schutte muscle, whose opt-out older scripts use
 OPTIONAL_PATH_FORCES = ("Schutte1993Muscle_Deprecated",)
-#: path forces whose tension mbjax does not compute: left out of the model (never zero-force
-#: muscles), warned, and listed in ``OsimInfo.ignored`` (``ignore_forces`` leaves them out quietly)
-UNMODELLED_PATH_FORCES = ("PathSpring", "Ligament")
+#: path forces with a tension law of their own, read into force elements of ``model.forces``
+#: (:mod:`mbjax.forces.path_spring`, :mod:`mbjax.forces.path_ligament`), not muscles
+PATH_SPRING_FORCES = ("PathSpring", "Ligament")
 #: the force elements modelled (:mod:`mbjax.opensim.model.osim_forces`)
 MODELLED_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce",
                    "PointToPointSpring", "BushingForce", "HuntCrossleyForce")

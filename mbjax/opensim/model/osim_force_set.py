@@ -1,4 +1,5 @@
-"""The ``ForceSet`` of an OpenSim file: path forces read into paths and muscle properties; force
+"""The ``ForceSet`` of an OpenSim file: path forces read into paths and muscle properties (``PathSpring``
+and ``Ligament`` into paths of their own, for :mod:`mbjax.opensim.model.osim_path_forces`); force
 elements and actuators passed on to their readers; forces mbjax does not model refused by name."""
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from ...muscles.parameters import THELEN
 from ...muscles.schutte1993 import SCHUTTE
 from .osim_actuators import read_actuators
 from .osim_classes import (CURVE_PROPERTIES, MODELLED_FORCES, MUSCLE_TYPES, PATH_FORCE_FUNCTIONS,
-                           PATH_FORCE_PROPERTIES, RECORDED_FORCES, UNMODELLED_PATH_FORCES)
+                           PATH_FORCE_PROPERTIES, PATH_SPRING_FORCES, RECORDED_FORCES)
+from .osim_forces import applies_force
 from .osim_path_functions import FUNCTION_BASED_PATH
 from .osim_older_documents import MIN_CONTROL_VERSION
 from .osim_paths import CONDITIONAL_RANGE_TOLERANCE
@@ -46,17 +48,27 @@ class _ForceSetMixin:
         if fset is None or fset.find("objects") is None:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
         self._locked_off = []
-        actuators, unmodelled = [], []
+        actuators = []
         for f in fset.find("objects"):
             if not (f.get("name") or "").strip():
                 raise doc.error(f, f"<{f.tag}> without a name attribute: mbjax names muscles, forces and their "
                                 "results by it (OpenSim would make one up from the class); add name=\"...\"")
-            if f.tag in UNMODELLED_PATH_FORCES:  # no tension computed: left out, never a zero-force muscle
+            if f.tag in PATH_SPRING_FORCES:  # force elements along a path of their own (never muscles)
                 if f.tag in self.ignore_forces:
                     self.ignored.append((f.tag, f.get("name")))
-                else:
-                    self._unmodelled.append((f.tag, f.get("name")))
-                    unmodelled.append(f"{doc.where(f)}")
+                    continue
+                self._unknown_properties(f)
+                if not applies_force(f, doc):  # OpenSim applies no force: nothing to model
+                    continue
+                if f.find(FUNCTION_BASED_PATH) is not None:
+                    raise doc.error(f, f"{f.tag} with a <FunctionBasedPath> is not modelled (only a <GeometryPath>); "
+                                    f"pass ignore_forces=({f.tag!r},) to load the model without it",
+                                    NotImplementedError)
+                gp = f.find("GeometryPath")
+                if gp is None:
+                    raise doc.error(f, "path force without <GeometryPath>")
+                pts, pw = self._geometry_path(f.get("name"), gp, never, locked_off, wrapped)
+                self._path_springs.append((f, pts, pw))
                 continue
             if f.tag in RECORDED_FORCES:
                 if f.tag in self.ignore_forces:
@@ -103,25 +115,9 @@ class _ForceSetMixin:
                 continue
             if gp is None:
                 raise doc.error(f, "path force without <GeometryPath> or <FunctionBasedPath>")
-            pset = gp.find("PathPointSet")
-            if pset is None or pset.find("objects") is None:
-                raise doc.error(gp, "GeometryPath without <PathPointSet><objects>")
-            points = [(p, self._point(p)) for p in pset.find("objects")]
-            never.extend(f"{name}/{p.get('name')}" for p, pt in points
-                         if pt is None and p.get("name") not in self._locked_off)
-            locked_off.extend(f"{name}/{p.get('name')}" for p, pt in points
-                              if pt is None and p.get("name") in self._locked_off)
-            self._locked_off = []
-            muscles[name] = [pt for _, pt in points if pt is not None]
-            wset = gp.find("PathWrapSet")
-            pws = [w for w in (wset.find("objects") if wset is not None and wset.find("objects") is not None else [])]
-            if pws:
-                wrapped.append(name)
-            if pws and not self.ignore_wrapping:
-                kept = [k for k, (_, pt) in enumerate(points) if pt is not None]
-                kept_wraps = [pw for pw in (self._path_wrap(w, kept, len(points)) for w in pws) if pw is not None]
-                if kept_wraps:
-                    path_wraps[name] = kept_wraps
+            muscles[name], kept_wraps = self._geometry_path(name, gp, never, locked_off, wrapped)
+            if kept_wraps:
+                path_wraps[name] = kept_wraps
             kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
             params[name] = _muscle_properties(doc, f)
             self._muscle_sources[name] = doc.where(f)
@@ -134,12 +130,6 @@ class _ForceSetMixin:
                           "OpenSim 4.6 refuses at initSystem (not implemented for the class); mbjax computes them "
                           f"with a rigid tendon: {'; '.join(rigid)}", stacklevel=4)
         _warn_long_muscles(doc, params, self._muscle_sources)
-        if unmodelled:
-            classes = tuple(sorted({t for t, _ in self._unmodelled}))
-            warnings.warn(f"{doc.path}: {len(unmodelled)} path force(s) left out: mbjax does not compute the tension "
-                          "of a PathSpring or Ligament (OpenSim does), so they are not muscles of this model (listed "
-                          f"in model.osim.ignored): {'; '.join(unmodelled)}. Pass ignore_forces={classes} to leave "
-                          "them out without this warning", stacklevel=4)
         if wrapped and self.ignore_wrapping:
             warnings.warn(
                 f"{doc.path}: wrapping ignored (straight lines), as asked by ignore_wrapping=True, for "
@@ -164,6 +154,29 @@ class _ForceSetMixin:
             self._actuators, _ = read_actuators(doc, actuators, version=self.version, defaults=defaults)
             self._check_actuator_targets(actuators)
         return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
+
+    def _geometry_path(self, name, gp, never, locked_off, wrapped):
+        """The points of the ``<GeometryPath>`` ``gp`` of path force ``name`` (conditional points that are
+        never active left out, and named in ``never`` / ``locked_off``) and its path wraps (None
+        without any, or with ``ignore_wrapping``); ``name`` is added to ``wrapped`` if it has wraps."""
+        pset = gp.find("PathPointSet")
+        if pset is None or pset.find("objects") is None:
+            raise self.doc.error(gp, "GeometryPath without <PathPointSet><objects>")
+        points = [(p, self._point(p)) for p in pset.find("objects")]
+        never.extend(f"{name}/{p.get('name')}" for p, pt in points
+                     if pt is None and p.get("name") not in self._locked_off)
+        locked_off.extend(f"{name}/{p.get('name')}" for p, pt in points
+                          if pt is None and p.get("name") in self._locked_off)
+        self._locked_off = []
+        wset = gp.find("PathWrapSet")
+        pws = [w for w in (wset.find("objects") if wset is not None and wset.find("objects") is not None else [])]
+        if pws:
+            wrapped.append(name)
+        kept_wraps = None
+        if pws and not self.ignore_wrapping:
+            kept = [k for k, (_, pt) in enumerate(points) if pt is not None]
+            kept_wraps = [pw for pw in (self._path_wrap(w, kept, len(points)) for w in pws) if pw is not None] or None
+        return [pt for _, pt in points if pt is not None], kept_wraps
 
     def _check_actuator_targets(self, elements):
         """Refuse an actuator on a coordinate or body the file lacks (OpenSim 4.6 fails at initSystem)."""

@@ -27,9 +27,11 @@ The dynamics runs in JAX: one compiled, ``vmap``-ed program for all frames
 Differences from OpenSim: mbjax's coordinates are the *independent* ones.  OpenSim reports a
 residual for every coordinate, ignoring constraints; for a locked coordinate (not in mbjax's ``q``)
 none is reported here, and a coupled coordinate's residual is folded into its independent one
-(virtual work through the coupler).  Muscles, ``PathSpring`` and ``Ligament`` forces are not
-computed: they must be excluded (``Muscles``, ``All``, or by name), as OpenSim's ID setups do.
-Individual force elements cannot be excluded by name (``All`` excludes them all).  ``All`` does not
+(virtual work through the coupler).  Muscle forces are not computed: muscles must be excluded
+(``Muscles``, ``All``, or by name), as OpenSim's ID setups do.  ``PathSpring`` and ``Ligament`` are
+force elements (``model.forces``, ``Q = R T``): subtracted with the others, as OpenSim subtracts
+every force it does not exclude.  Individual force elements cannot be excluded by name (``All``
+excludes them all).  ``All`` does not
 remove the external loads (measured in OpenSim 4.6, whatever the property's comment says).
 """
 
