@@ -110,3 +110,56 @@ FORCE_MODEL = f"""<?xml version="1.0" encoding="UTF-8" ?>
 #: OpenSim class of each modelled element of FORCE_MODEL
 KINDS = ("CoordinateLimitForce", "SpringGeneralizedForce", "ExpressionBasedCoordinateForce", "PointToPointSpring",
          "BushingForce")
+
+
+#: A coordinate a CustomJoint moves only through a LinearFunction of slope 0.5 is *coupled* in OpenSim 4.x
+#: (``CustomJoint::constructCoordinates``), so a CoordinateLimitForce on it takes its limits, stiffnesses and
+#: damping as written (no per-degree conversion; MoBL-ARMS' wrist ``deviation`` and ``flexion``, moved through
+#: splines, are such coordinates); "p" (a PinJoint) is rotational and converted.
+COUPLED_LIMIT_MODEL = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000">
+  <Model name="coupled_limits">
+    <gravity>0 -9.80665 0</gravity>
+    <Ground name="ground" />
+    <BodySet name="bodyset">
+      <objects>
+        <Body name="a"><mass>1</mass><mass_center>0 -0.1 0</mass_center><inertia>0.01 0.012 0.009 0 0 0</inertia></Body>
+        <Body name="b"><mass>0.5</mass><mass_center>0 -0.05 0.01</mass_center><inertia>0.003 0.003 0.002 0 0 0</inertia></Body>
+      </objects>
+    </BodySet>
+    <JointSet name="jointset">
+      <objects>
+        <PinJoint name="pinj">
+          <socket_parent_frame>/ground</socket_parent_frame>
+          <socket_child_frame>/bodyset/a</socket_child_frame>
+          <coordinates><Coordinate name="p"><default_value>0</default_value><range>-1 1</range></Coordinate></coordinates>
+        </PinJoint>
+        <CustomJoint name="cj">
+          <socket_parent_frame>/bodyset/a</socket_parent_frame>
+          <socket_child_frame>/bodyset/b</socket_child_frame>
+          <coordinates><Coordinate name="w"><default_value>0</default_value><range>-1 1</range></Coordinate></coordinates>
+          <SpatialTransform>
+            <TransformAxis name="rotation1"><coordinates>w</coordinates><axis>0 0 1</axis>
+              <LinearFunction name="function"><coefficients>0.5 0</coefficients></LinearFunction></TransformAxis>
+            <TransformAxis name="rotation2"><coordinates></coordinates><axis>0 1 0</axis></TransformAxis>
+            <TransformAxis name="rotation3"><coordinates></coordinates><axis>1 0 0</axis></TransformAxis>
+            <TransformAxis name="translation1"><coordinates></coordinates><axis>1 0 0</axis></TransformAxis>
+            <TransformAxis name="translation2"><coordinates></coordinates><axis>0 1 0</axis></TransformAxis>
+            <TransformAxis name="translation3"><coordinates></coordinates><axis>0 0 1</axis></TransformAxis>
+          </SpatialTransform>
+        </CustomJoint>
+      </objects>
+    </JointSet>
+    <ForceSet name="forceset">
+      <objects>
+        <CoordinateLimitForce name="lim_p"><coordinate>p</coordinate>
+          <upper_stiffness>2</upper_stiffness><upper_limit>20</upper_limit><lower_stiffness>3</lower_stiffness>
+          <lower_limit>-25</lower_limit><damping>0.05</damping><transition>5</transition></CoordinateLimitForce>
+        <CoordinateLimitForce name="lim_w"><coordinate>w</coordinate>
+          <upper_stiffness>40</upper_stiffness><upper_limit>0.2</upper_limit><lower_stiffness>60</lower_stiffness>
+          <lower_limit>-0.3</lower_limit><damping>0.5</damping><transition>0.1</transition></CoordinateLimitForce>
+      </objects>
+    </ForceSet>
+  </Model>
+</OpenSimDocument>
+"""

@@ -39,7 +39,7 @@ import mbjax
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from _contact_models import CONTACT_MODEL, contact_state  # noqa: E402
-from _force_models import COUPLER, FORCE_MODEL, KINDS  # noqa: E402
+from _force_models import COUPLED_LIMIT_MODEL, COUPLER, FORCE_MODEL, KINDS  # noqa: E402
 
 pytestmark = pytest.mark.validation
 osim = pytest.importorskip("opensim")
@@ -173,6 +173,17 @@ def test_synthetic_elements_match_opensim(tmp_path):
     print("synthetic model, max relative error per kind vs OpenSim:", err)
     for k, e in err.items():
         assert e < 1e-9, (k, e)
+
+
+def test_limit_force_on_a_coupled_coordinate_matches_opensim(tmp_path):
+    """A coordinate OpenSim types *coupled* (moved through a non-unit function) takes its limits as written."""
+    path = _write(tmp_path, COUPLED_LIMIT_MODEL, "coupled_limits.osim")
+    model = mbjax.io.load_osim(path)
+    assert model.coordinate_names == ("p", "w")
+    err = _compare(path, model, lambda rng: rng.uniform(-1, 1, 2) * np.array([0.6, 0.5]), None,
+                   ("CoordinateLimitForce",), n_states=10)
+    print("coupled coordinate limit force, max relative error vs OpenSim:", err)
+    assert err["CoordinateLimitForce"] < 1e-9
 
 
 def _library_file(rel):

@@ -148,6 +148,7 @@ from .osim_force_set import _ForceSetMixin
 from .osim_forces import applies_force, read_force_elements
 from .osim_info import OsimInfo, OsimScaling
 from .osim_joints import _JointsMixin
+from .osim_motion import motion_types
 from .osim_path_forces import read_path_forces, with_path_force_wrapping
 from .osim_path_functions import warn_unused
 from .osim_paths import _PathsMixin
@@ -335,6 +336,8 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
     def _info(self, indep, recorded, wrapped, body_names=()):
         info = self.coords.info
         others = [c for c in self.coords.order if self.coords.role(c) != "independent"]
+        opensim_types = motion_types(self.doc.path)  # OpenSim 4.x's, from the joints (a 3.x element is ignored)
+        kind = {c: opensim_types.get(c, info[c]["motion_type"]) for c in info}
         return OsimInfo(
             default=jnp.asarray([info[c]["default"] for c in indep], dtype=float),
             lower=jnp.asarray([info[c]["range"][0] for c in indep], dtype=float),
@@ -343,7 +346,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
             source=self.doc.path,
             version=self.version,
             roles=tuple((c, self.coords.role(c)) for c in self.coords.order),
-            motion_types=tuple(info[c]["motion_type"] for c in indep),
+            motion_types=tuple(kind[c] for c in indep),
             recorded_forces=tuple(recorded),
             wrapping_ignored=tuple(wrapped),
             ignored=tuple(self.ignored),
@@ -354,7 +357,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
             actuator_defaults=default_records(self.model.findall("defaults")
                                               + [d for fs in self.model.findall("ForceSet") for d in fs.findall("defaults")]),
             other_names=tuple(others),
-            other_motion_types=tuple(info[c]["motion_type"] for c in others),
+            other_motion_types=tuple(kind[c] for c in others),
             other_maps=tuple(self._coordinate_map(c) for c in others) or None,
             disabled_forces=tuple(el.get("name") for fs in self.model.iter("ForceSet")
                                   for objs in fs.findall("objects") for el in objs

@@ -9,10 +9,11 @@ An element with ``appliesForce`` false (3.x: ``isDisabled`` true) is skipped, as
 Coordinates: an element on an independent coordinate reads ``q``; on a coupled (eliminated) one it
 reads the coordinate's map and acts through it (``Q = f ∇g``, :mod:`mbjax.forces.base`); on a
 locked one it is dropped (the lock absorbs the whole generalized force; it changes no motion).
-A ``CoordinateLimitForce``'s per-degree units apply when the coordinate is rotational: OpenSim 4.x
-takes the motion type from the joint (a PinJoint's or a CustomJoint rotation axis' coordinate is
-rotational, a SliderJoint's or translation axis' translational); an explicit ``<motion_type>`` is
-used when the joint does not decide.
+A ``CoordinateLimitForce``'s per-degree units apply only when the coordinate is rotational
+(OpenSim's ``_w = Rotational ? SimTK_DEGREE_TO_RADIAN : 1``), with the motion type OpenSim 4.x gives
+it (:func:`mbjax.opensim.model.osim_motion.motion_types`): a coordinate a ``CustomJoint`` moves only
+through functions other than a unit-slope ``LinearFunction`` (MoBL's wrist ``deviation`` and
+``flexion``: splines) is *coupled*, and its limits, stiffnesses and damping are taken as written.
 """
 
 from __future__ import annotations
@@ -25,40 +26,17 @@ from ...forces.coordinate_limit import CoordinateLimitForce
 from ...forces.expression_coordinate import ExpressionBasedCoordinateForce
 from ...forces.point_to_point_spring import PointToPointSpring
 from .osim_contact import read_hunt_crossley
+from .osim_motion import motion_types
 from ...forces.spring_generalized import SpringGeneralizedForce
 from .osim_classes import MODELLED_FORCES
-from .osim_xml import _bool, _coordinate_elements, _floats, _text, _tf, _xyz_body_fixed
+from .osim_xml import _bool, _floats, _text, _tf, _xyz_body_fixed
 
 _COORDINATE_FORCES = MODELLED_FORCES[:3]
-#: (joint type, coordinate index) pairs whose coordinate translates
-_TRANSLATIONAL = {("SliderJoint", 0), ("FreeJoint", 3), ("FreeJoint", 4), ("FreeJoint", 5), ("PlanarJoint", 1),
-                  ("PlanarJoint", 2)}
 
 
 def applies_force(el, doc=None) -> bool:
     """OpenSim 4.x ``appliesForce`` (default true); 3.x ``isDisabled`` (default false)."""
     return _bool(el, "appliesForce", True, doc) and not _bool(el, "isDisabled", False, doc)
-
-
-def _motion_types(loader) -> dict[str, str]:
-    """Coordinate -> "rotational" / "translational" as OpenSim 4.x decides it from the joints."""
-    out = {}
-    for j, *_ in loader.joints:
-        coords = [c.get("name") for c in _coordinate_elements(j)]
-        if j.tag == "CustomJoint":
-            st = j.find("SpatialTransform")
-            kinds: dict[str, set] = {}
-            for ta in (st if st is not None else []):
-                for c in (_text(ta, "coordinates", "") or "").split():
-                    kinds.setdefault(c, set()).add("translational" if ta.get("name", "").startswith("translation")
-                                                   else "rotational")
-            for c, k in kinds.items():
-                if len(k) == 1:
-                    out[c] = k.pop()
-        else:
-            for i, c in enumerate(coords):
-                out[c] = "translational" if (j.tag, i) in _TRANSLATIONAL else "rotational"
-    return out
 
 
 def _coordinate_ref(loader, el, dropped):
@@ -139,8 +117,8 @@ def read_force_elements(loader, model, elements):
                 continue
             if el.tag == "CoordinateLimitForce":
                 if motion is None:
-                    motion = _motion_types(loader)
-                mt = motion.get(cname, (loader.coords.info[cname]["motion_type"] or "rotational").lower())
+                    motion = motion_types(doc.path)
+                mt = motion.get(cname, "undefined")
                 vals = [float(_floats(doc, el, t, 1, default=[d])[0]) for t, d in
                         (("upper_stiffness", 1.0), ("upper_limit", 0.0), ("lower_stiffness", 1.0),
                          ("lower_limit", 0.0), ("damping", 0.001), ("transition", 0.1))]
