@@ -76,11 +76,12 @@ _export('_simulate', 'simulate')
 _export('discrete_adjoint', 'DiscreteAdjoint')
 
 # joint reactions (Blajer & Czaplicki)
+_submodules('reactions')
 _export('reactions', 'JointReactions', 'ReactionSpec', 'joint_reactions', 'reaction_spec')
 
 # muscles: paths, moment arms, Hill-type forces; paths as functions of the coordinates (OpenSim's
 # FunctionBasedPath); muscle-driven forward simulation
-_submodules('muscles')
+_submodules('muscles', 'wrapping')
 _export('muscles', 'moment_arms', 'muscle_lengths', 'activation_derivative', 'muscle_forces', 'muscle_state',
         'equilibrium_fiber_length')
 _export('muscles.path_fitting', 'PathTolerance', 'fit_path_functions')
@@ -171,5 +172,5 @@ def __getattr__(name: str):
     return value
 
 
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+def __dir__():  # the public names and the private ones, not this module's own imports
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("_")})

@@ -85,7 +85,7 @@ class ModelBuilder:
         """Add body ``name`` attached to ``parent`` by a 1-dof ``joint`` (``"revolute"``/``"prismatic"``).
 
         ``map`` is the joint map f_i(q): a map instance, a coordinate name (identity map), or
-        ``None`` for a joint locked at zero.  The constant offset is ``offset`` (4x4) or built from
+        ``None`` for a joint locked at zero.  The constant offset is ``offset`` (4x4) or (not both) built from
         ``rotation`` (3x3) and ``translation``.  ``inertia`` is about the centre of mass, in the body
         frame; ``mass = 0`` with no inertia gives a zero-inertia body.
         """
@@ -227,6 +227,11 @@ def _offset(name: str, offset, rotation, translation) -> np.ndarray:
     rotation proper to the input dtype's rounding (:func:`_tolerance`).
     """
     if offset is not None:
+        given = [n for n, v in (("rotation", rotation), ("translation", translation))
+                 if v is not None and (n == "rotation" or np.any(np.asarray(v, dtype=object) != 0))]
+        if given:
+            raise ValueError(f"body {name!r}: give the offset either as offset (4x4) or as rotation and "
+                             f"translation, not both: got offset and {' and '.join(given)}")
         tol = _tolerance(offset)
         offset = np.asarray(offset, dtype=float)
         if offset.shape != (4, 4):

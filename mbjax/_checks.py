@@ -166,6 +166,15 @@ def derivative_order(order, where: str) -> int:
     raise ValueError(f"{where}: order must be 1 or 2 (first, or first and second derivatives), got {got}")
 
 
+def count(x, where: str, name: str, low: int = 0, extra: str = "") -> int:
+    """``x`` as a Python int ``>= low`` (a number of terms, a degree, a batch size); a bool, a float (even
+    2.0) or an array is refused naming ``where`` and ``name`` (``extra``: the other values allowed)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < low:
+        rule = {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
+        raise ValueError(f"{where}: {name} must be {rule}{extra}, got {x!r}")
+    return int(x)
+
+
 def require(x, bad, message: str):
     """``eqx.error_if(x, bad, message)`` when checks are on, else ``x`` unchanged."""
     if not _ENABLED[0]:
@@ -227,7 +236,22 @@ def all_of(x, conditions):
             bads.append(jnp.any(b)[None])
             messages.append(m)
     bads = jnp.concatenate(bads)
-    return eqx.branched_error_if(x, jnp.any(bads), jnp.argmax(bads), messages)
+    return eqx.branched_error_if(x, *_first_failure(bads), messages)
+
+
+def _first_failure(bads):
+    """``(any rule fails, index of the first failing rule)`` of the rules ``bads`` (one entry each), both
+    free of ``vmap``'s batch axis.  Equinox would reduce a batched index with a maximum, which has no
+    value on an empty batch (``vmap`` over 0 poses); the index here is the first rule that fails in any
+    pose, found with ``unvmap_any`` alone (one per bit of the index), whose value on an empty batch is
+    False."""
+    n = bads.shape[0]
+    first = jnp.where(jnp.any(bads), jnp.argmax(bads), n)  # per pose: its first failing rule, or n
+    index = jnp.zeros((), first.dtype)
+    for bit in reversed(range(max(n - 1, 0).bit_length())):  # the least ``first`` over the batch
+        step = index + (1 << bit)
+        index = jnp.where(eqx.internal.unvmap_any(first < step), index, step)
+    return eqx.internal.unvmap_any(first < n), jnp.minimum(index, n - 1)
 
 
 names = name_list  # the one rule for name lists (mbjax._name_lists)

@@ -12,8 +12,8 @@ one nested ``jit`` that XLA inlines, so the batch-last ``vmap`` rules behind the
 
 Array-like arguments (lists, tuples of numbers, NumPy arrays, Python floats) are turned into JAX
 arrays first, so a new value is a new input, not a new compilation; Python ints and strings stay
-static (options such as ``order=2``, body indices and names).  Shape errors
-still raise at the call (during the trace).
+static (options such as ``order=2``, body indices and names), and so do NumPy integer and bool
+scalars, taken as Python's.  Shape errors still raise at the call (during the trace).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from ._ranges import name_range_violation, warn_far_outside_ranges
 
 
 def _as_input(x):
+    if isinstance(x, (np.integer, np.bool_)):  # a NumPy int (np.argmax, np.where) or bool: an option, as Python's
+        return x.item()
     if isinstance(x, np.ndarray) or (isinstance(x, numbers.Number) and not isinstance(x, numbers.Integral)):
         return jnp.asarray(x)
     if isinstance(x, (list, tuple)) and x and all(isinstance(v, numbers.Number) for v in np.ravel(np.asarray(x, dtype=object))):
@@ -52,6 +54,13 @@ def _refuse_non_numeric(fn, args, kwargs) -> None:
                              f"{value.dtype}")
 
 
+def _bools(args, kwargs) -> tuple:
+    """Where the static options are bools: ``True == 1`` and they hash alike, so without this a program
+    compiled for ``order=1`` or body ``1`` would be reused for ``True`` without the trace that refuses it."""
+    return (tuple(i for i, a in enumerate(args) if isinstance(a, bool)),
+            tuple(sorted(k for k, v in kwargs.items() if isinstance(v, bool))))
+
+
 def compiled_when_eager(fn, bodies: bool = False, judge=None):
     """``fn(model, *arrays, **options)`` compiled once per structure when called eagerly (``eqx.filter_jit``).
 
@@ -63,8 +72,8 @@ def compiled_when_eager(fn, bodies: bool = False, judge=None):
     key: a program compiled with checks off is never reused once they are back on.
     """
 
-    def with_switch(checks_on, model, *args, **kwargs):
-        del checks_on  # static: only selects the cached program
+    def with_switch(checks_on, bools, model, *args, **kwargs):
+        del checks_on, bools  # static: only select the cached program
         return fn(model, *args, **kwargs)
 
     jitted = eqx.filter_jit(with_switch)
@@ -79,8 +88,9 @@ def compiled_when_eager(fn, bodies: bool = False, judge=None):
             warn_far_outside_ranges(model, args[0], fn.__name__)
         if checks_on and bodies:
             warn_implausible_bodies(model, fn.__name__)
+        kwargs = {k: _as_input(v) for k, v in kwargs.items()}
         try:
-            out = jitted(checks_on, model, *args, **{k: _as_input(v) for k, v in kwargs.items()})
+            out = jitted(checks_on, _bools(args, kwargs), model, *args, **kwargs)
         except _RUNTIME_ERRORS as e:
             name_range_violation(e, model, args)
             raise

@@ -45,11 +45,14 @@ class JointValues(NamedTuple):
 
 
 class PoseDerivatives(NamedTuple):
-    """World poses T_i ``(nb, 4, 4)``, ∂T_i/∂q ``(nb, 4, 4, nq)`` and ∂²T_i/∂q² ``(nb, 4, 4, nq, nq)``."""
+    """World poses T_i ``(nb, 4, 4)``, ∂T_i/∂q ``(nb, 4, 4, nq)`` and ∂²T_i/∂q² ``(nb, 4, 4, nq, nq)``
+    (None for ``order=1``) at the coordinates ``q`` ``(nq,)``, kept so that a function given these
+    derivatives can check they are of its own ``q`` (None: not checked)."""
 
     pose: jnp.ndarray
     d_pose: jnp.ndarray
     dd_pose: jnp.ndarray | None
+    q: jnp.ndarray | None = None
 
     def kron_layout(self):
         """The paper's B_i = T_iᵀ, D_i = ∂B_i/∂q ``(4nq, 4)`` and D'_i = ∂²B_i/∂q² ``(4nq², 4)``."""
@@ -458,7 +461,7 @@ def pose_derivatives(model: Model, q, order: int = 2) -> PoseDerivatives:
     jac = jnp.einsum("ij,jlab->ilab", anc, sf)  # constant mask: one large matmul under vmap
     d_pose = jnp.moveaxis(_mm(jac, poses[:, None]), 1, -1)
     if order < 2:
-        return PoseDerivatives(poses, d_pose, None)
+        return PoseDerivatives(poses, d_pose, None, jnp.asarray(q))
     parents = top.parent_array()
     jac_parent = jnp.where(
         (parents < 0)[:, None, None, None], 0.0, jac[np.maximum(parents, 0)]
@@ -474,7 +477,7 @@ def pose_derivatives(model: Model, q, order: int = 2) -> PoseDerivatives:
     )
     k_sum = jnp.einsum("ij,jlmab->ilmab", anc, kappa)
     dd_pose = jnp.moveaxis(_mm(k_sum, poses[:, None, None]), (1, 2), (-2, -1))
-    return PoseDerivatives(poses, d_pose, dd_pose)
+    return PoseDerivatives(poses, d_pose, dd_pose, jnp.asarray(q))
 
 
 def body_jacobians(model: Model, q) -> jnp.ndarray:

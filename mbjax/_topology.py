@@ -84,12 +84,15 @@ class Topology:
 
     def body_index(self, body) -> int:
         """Index of a body given by name or index."""
+        if isinstance(body, (bool, np.bool_)):
+            raise ValueError(f"body must be a name (str) or an int index 0..{self.n_bodies - 1}, got the bool "
+                             f"{bool(body)}; bodies are {self.body_names}")
         if isinstance(body, (int, np.integer)):
             if not 0 <= int(body) < self.n_bodies:
                 raise ValueError(f"body index {body} out of range 0..{self.n_bodies - 1}")
             return int(body)
         if not isinstance(body, str):
-            got = (f"an array of dtype {body.dtype} (a float or a traced value; give a Python int or a name)"
+            got = (f"an array of dtype {body.dtype} (an array or a traced value; give a Python int or a name)"
                    if hasattr(body, "dtype") else f"{type(body).__name__} {body!r}")
             raise ValueError(f"body must be a name (str) or an int index 0..{self.n_bodies - 1}, got {got}; "
                              f"bodies are {self.body_names}")
@@ -99,6 +102,9 @@ class Topology:
             raise ValueError(f"unknown body {body!r}; bodies are {self.body_names}") from None
 
     def coordinate_index(self, coordinate) -> int:
+        if isinstance(coordinate, (bool, np.bool_)):
+            raise ValueError(f"coordinate must be a name (str) or an int index, got the bool {bool(coordinate)}; "
+                             f"coordinates are {self.coordinate_names}")
         if isinstance(coordinate, (int, np.integer)):
             return int(coordinate)
         try:

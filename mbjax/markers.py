@@ -17,6 +17,8 @@ from ._model import require_model
 from . import _checks
 from ._kinematics import body_poses
 
+__all__ = ["Markers", "marker_positions", "marker_positions_and_jacobian"]
+
 
 class Markers(eqx.Module):
     """Markers on a model's bodies: ``offset (nm, 3)`` in the body frames, static ``names`` and

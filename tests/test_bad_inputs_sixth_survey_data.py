@@ -95,12 +95,13 @@ def test_write_storage_label_not_string(tmp_path):
         write_storage(str(tmp_path / "x.mot"), _table(labels=(1, 2)))
 
 
-def test_write_storage_shape_messages(tmp_path):
-    path = str(tmp_path / "x.sto")
-    with pytest.raises(ValueError, match=r"x\.sto: 1 labels for 2 data columns"):
-        write_storage(path, _table(labels=("a",)))
-    with pytest.raises(ValueError, match=r"x\.sto: time has 2 entries but data has 3 rows"):
-        write_storage(path, _table(time=np.array([0.0, 0.01])))
+def test_table_shape_messages():
+    """The shapes write_storage needs are checked when the Table is built (one label per column, one time
+    per row)."""
+    with pytest.raises(ValueError, match=r"Table: 1 labels for 2 data columns"):
+        _table(labels=("a",))
+    with pytest.raises(ValueError, match=r"Table: time has 2 entries but data has 3 rows"):
+        _table(time=np.array([0.0, 0.01]))
 
 
 def test_write_storage_complex_refused(tmp_path):

@@ -53,4 +53,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("_")})  # not this module's own imports

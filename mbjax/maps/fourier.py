@@ -161,9 +161,13 @@ class Fourier(AbstractJointMap):
             raise ValueError(f"Fourier.fit: need equal-length samples (>= 2), got {x.shape}, {y.shape}")
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
             raise ValueError("Fourier.fit: samples must be finite")
-        n_harmonics = int(n_harmonics)
-        if n_harmonics < 0:
-            raise ValueError(f"Fourier.fit: n_harmonics must be >= 0, got {n_harmonics}")
+        n_harmonics = _checks.count(n_harmonics, "Fourier.fit", "n_harmonics")
+        if omega is not None:
+            w = np.asarray(omega)
+            if w.dtype.kind not in "iuf" or w.size != 1 or not (np.isfinite(w).all() and float(w.ravel()[0]) > 0):
+                raise ValueError(f"Fourier.fit: omega (the base frequency) must be one finite number > 0, got "
+                                 f"{omega!r}")
+            omega = float(w.ravel()[0])
         if x.shape[0] < 2 * n_harmonics + 1 + (omega is None):
             raise ValueError(
                 f"Fourier.fit: {x.shape[0]} samples cannot determine {2 * n_harmonics + 1} coefficients"

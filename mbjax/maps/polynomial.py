@@ -232,7 +232,8 @@ class Polynomial(AbstractJointMap):
             )
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
             raise ValueError("Polynomial.fit: samples must be finite")
-        exps = np.asarray(total_degree_exponents(len(coords), int(degree)), dtype=np.int64)
+        degree = _checks.count(degree, "Polynomial.fit", "degree")
+        exps = np.asarray(total_degree_exponents(len(coords), degree), dtype=np.int64)
         if y.shape[0] < exps.shape[0]:
             raise ValueError(f"Polynomial.fit: {y.shape[0]} samples cannot determine {exps.shape[0]} terms")
         design = np.prod(x[:, None, :] ** exps[None], axis=-1)

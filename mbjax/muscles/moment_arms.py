@@ -293,15 +293,12 @@ def moment_arms_batched(model: Model, q_batch, batch_size: int | None = None) ->
     q_batch = jnp.asarray(q_batch)
     if q_batch.ndim != 2 or q_batch.shape[1] != model.n_coordinates:
         raise ValueError(f"q_batch must have shape (N, {model.n_coordinates}) (N, nq), got {q_batch.shape}")
+    if batch_size is not None:
+        batch_size = _checks.count(batch_size, "moment_arms_batched", "batch_size", 1, " or None")
     one = jax.vmap(moment_arms, in_axes=(None, 0))
     n = q_batch.shape[0]
-    if n == 0:  # no poses: no moment arms (the checks' reductions have no identity on an empty batch)
-        return jnp.zeros((0, model.n_coordinates, get_paths(model).n_muscles), jnp.result_type(q_batch, model.axis))
-    if batch_size is None or n <= int(batch_size):
+    if batch_size is None or n <= batch_size:
         return one(model, q_batch)
-    batch_size = int(batch_size)
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer or None, got {batch_size}")
     n_chunks = -(-n // batch_size)
     pad = n_chunks * batch_size - n
     if pad:

@@ -20,9 +20,11 @@ otherwise the shortest path is tangent line + arc + tangent line,
 (at ``γ = α + β`` both the value and ``dL/dγ = R`` match the straight chord's, hence C¹).  On a
 sphere that is the path (a great circle in the plane of the two points and the centre); on a
 cylinder the developed surface is a plane, so the path is straight there and
-``L = √(L₂² + Δz²)`` with ``L₂`` from the cross-section.  An end point inside the surface
-(``a ≤ R``) has no wrapping path: the straight segment is returned (OpenSim's ``INSIDE``), the one
-place the length is not smooth.
+``L = √(L₂² + Δz²)`` with ``L₂`` from the cross-section.  An end point on the surface (``a = R``)
+is its own tangent point (``α = 0``): the path is the limit of the paths from outside, e.g. ``π R``
+between antipodal points of a sphere.  An end point inside the surface (``a < R``) has no wrapping
+path: the straight segment is returned (OpenSim's ``INSIDE``), the one place the length is not
+smooth.
 
 Tangent points (:func:`sphere_geodesic`, :func:`cylinder_geodesic`), needed to chain wraps along
 a path (:mod:`mbjax.wrapping.smooth_path`).  Sphere: in the plane of p1, p2 and the centre, with
@@ -75,11 +77,17 @@ def _norm(v):
 
 
 def _circle_angles(a, b, gamma, radius):
-    """Tangency angles ``α = acos(R/a)``, ``β = acos(R/b)`` and whether the chord is obstructed."""
-    inside = (a <= radius) | (b <= radius)
-    ra = jnp.where(inside, 0.5, radius / jnp.where(inside, 1.0, a))
-    rb = jnp.where(inside, 0.5, radius / jnp.where(inside, 1.0, b))
-    alpha, beta = jnp.arccos(jnp.clip(ra, -1.0, 1.0)), jnp.arccos(jnp.clip(rb, -1.0, 1.0))
+    """Tangency angles ``α = acos(R/a)``, ``β = acos(R/b)`` and whether the chord is obstructed.  An end
+    point on the surface (``a = R``) is outside: ``α = 0``, with the derivative of the limit from
+    outside (0, where ``acos`` alone would give an infinite one)."""
+    inside = (a < radius) | (b < radius)
+
+    def acos_ratio(d):
+        r = jnp.where(inside, 0.5, radius / jnp.where(inside, 1.0, d))
+        below = r < 1.0
+        return jnp.where(below, jnp.arccos(jnp.where(below, r, 0.5)), 0.0)
+
+    alpha, beta = acos_ratio(a), acos_ratio(b)
     return alpha, beta, ~inside & (gamma > alpha + beta)
 
 

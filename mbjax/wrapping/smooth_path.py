@@ -48,7 +48,7 @@ Smoothness.  Each piece's replacement is C¹ across the start and end of contact
 from zero with the same slope as the chord it replaces) and C^∞ elsewhere, so L(q) is C¹ where the
 sequence of wraps acts on the same pieces, except:
 
-* an end point inside a surface (``|x| ≤ R``): the piece stays straight (OpenSim's ``INSIDE``), a
+* an end point inside a surface (``|x| < R``): the piece stays straight (OpenSim's ``INSIDE``), a
   jump in length;
 * an unconstrained cylinder whose chord passes through the axis (or a sphere with antipodal ends):
   the path switches sides, the length is continuous, its gradient is not; a quadrant-constrained
