@@ -81,3 +81,51 @@ def test_expression_functions_opensim_refuses_are_refused(tmp_path, expr):
 def test_expression_functions_opensim_reads_still_load(tmp_path, expr):
     quietly(load_osim, write_text(tmp_path, pendulum(_ebcf(expr), joint="PinJoint", coords=("q2",),
                                                      values=(0.1,))))
+
+
+# -- references OpenSim cannot connect ----------------------------------------------------------------------
+
+_NESTED = ('<PhysicalOffsetFrame name="a"><socket_parent>/bodyset/rod1</socket_parent>'
+           '<translation>0 -0.5 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame>\n')
+
+
+def test_joint_offset_frame_with_bare_sibling_parent_is_refused(tmp_path):
+    text = pendulum(joint="PinJoint", coords=("q2",), values=(0.1,), parent_socket="a", frames_extra=_NESTED)
+    path = write_text(tmp_path, text)
+    line = line_of(text, '<PhysicalOffsetFrame name="rod1_b"')
+    with pytest.raises(ValueError, match=rf"model.osim:{line}: "
+                                         r"<PhysicalOffsetFrame name='rod1_b'>.*bare frame name.*\.\./a"):
+        load_osim(path)
+    assert _opensim_refuses(path)
+    twin = write_text(tmp_path, pendulum(joint="PinJoint", coords=("q2",), values=(0.1,), parent_socket="../a",
+                                         frames_extra=_NESTED), "twin.osim")
+    quietly(load_osim, twin)
+
+
+def _moving_point_model(sockets):
+    mp = ('<MovingPathPoint name="mp"><socket_parent_frame>/bodyset/rod1</socket_parent_frame><x_location>'
+          '<SimmSpline><x>-1 0 1</x><y>0.05 0.08 0.02</y></SimmSpline></x_location>'
+          + "".join(f'<socket_{c}_coordinate>/jointset/j2/q2</socket_{c}_coordinate>' for c in sockets)
+          + '</MovingPathPoint>')
+    act = ('<PathActuator name="act"><GeometryPath name="path"><PathPointSet><objects>'
+           '<PathPoint name="p0"><socket_parent_frame>/ground</socket_parent_frame><location>0.05 1 0.02</location>'
+           f'</PathPoint>\n{mp}\n<PathPoint name="p2"><socket_parent_frame>/bodyset/rod2</socket_parent_frame>'
+           '<location>0 0.1 0</location></PathPoint></objects></PathPointSet></GeometryPath>'
+           '<optimal_force>10</optimal_force></PathActuator>')
+    return pendulum(act, joint="PinJoint", coords=("q2",), values=(0.1,))
+
+
+@pytest.mark.parametrize("sockets", ["x", "xy"])
+def test_moving_path_point_without_all_three_coordinate_sockets_is_refused(tmp_path, sockets):
+    text = _moving_point_model(sockets)
+    path = write_text(tmp_path, text)
+    with pytest.raises(ValueError, match=rf"model.osim:{line_of(text, '<MovingPathPoint')}: <MovingPathPoint "
+                                         r"name='mp'>.*no (<socket_y_coordinate>, )?<socket_z_coordinate>.*all three"):
+        load_osim(path)
+    assert _opensim_refuses(path)
+
+
+def test_moving_path_point_with_all_three_sockets_loads(tmp_path):
+    path = write_text(tmp_path, _moving_point_model("xyz"))
+    quietly(load_osim, path)
+    assert not _opensim_refuses(path)
