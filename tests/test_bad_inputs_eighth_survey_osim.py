@@ -129,3 +129,28 @@ def test_moving_path_point_with_all_three_sockets_loads(tmp_path):
     path = write_text(tmp_path, _moving_point_model("xyz"))
     quietly(load_osim, path)
     assert not _opensim_refuses(path)
+
+
+# -- property defaults OpenSim uses -------------------------------------------------------------------------
+
+def _custom_joint(function):
+    axes = (f'<TransformAxis name="rotation1"><coordinates>q2</coordinates><axis>0 0 1</axis>{function}'
+            '</TransformAxis>'
+            + "".join(f'<TransformAxis name="{n}"><coordinates></coordinates><axis>{a}</axis></TransformAxis>'
+                      for n, a in (("rotation2", "1 0 0"), ("rotation3", "0 1 0"), ("translation1", "1 0 0"),
+                                   ("translation2", "0 1 0"), ("translation3", "0 0 1"))))
+    text = pendulum(joint="CustomJoint", coords=("q2",), values=(0.2,))
+    return text.replace("</CustomJoint>", f"<SpatialTransform>{axes}</SpatialTransform></CustomJoint>")
+
+
+def test_linear_function_without_coefficients_is_the_identity(tmp_path):
+    """OpenSim's LinearFunction defaults its coefficients to ``1 0`` (checked live: the same body
+    transforms as an explicit ``1 0``)."""
+    import mbjax
+
+    bare = quietly(load_osim, write_text(tmp_path, _custom_joint('<LinearFunction name="function"></LinearFunction>')))
+    explicit = quietly(load_osim, write_text(tmp_path, _custom_joint(
+        '<LinearFunction name="function"><coefficients>1 0</coefficients></LinearFunction>'), "explicit.osim"))
+    q = np.array([0.3, -0.7])
+    np.testing.assert_array_equal(np.asarray(mbjax.body_poses(bare, q)), np.asarray(mbjax.body_poses(explicit, q)))
+    assert bare.osim.motion_types == explicit.osim.motion_types
