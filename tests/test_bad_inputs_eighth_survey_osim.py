@@ -154,3 +154,32 @@ def test_linear_function_without_coefficients_is_the_identity(tmp_path):
     q = np.array([0.3, -0.7])
     np.testing.assert_array_equal(np.asarray(mbjax.body_poses(bare, q)), np.asarray(mbjax.body_poses(explicit, q)))
     assert bare.osim.motion_types == explicit.osim.motion_types
+
+
+# -- a disabled muscle ----------------------------------------------------------------------------------------
+
+def _thelen(name, applies):
+    return (f'<Thelen2003Muscle name="{name}"><appliesForce>{applies}</appliesForce><GeometryPath name="path">'
+            '<PathPointSet><objects><PathPoint name="p0"><socket_parent_frame>/ground</socket_parent_frame>'
+            '<location>0.05 1 0.02</location></PathPoint><PathPoint name="p1"><socket_parent_frame>/bodyset/rod2'
+            '</socket_parent_frame><location>0 0.1 0</location></PathPoint></objects></PathPointSet></GeometryPath>'
+            '<max_isometric_force>1000</max_isometric_force><optimal_fiber_length>0.6</optimal_fiber_length>'
+            '<tendon_slack_length>0.5</tendon_slack_length></Thelen2003Muscle>')
+
+
+def test_muscle_that_applies_no_force_is_left_out_with_a_warning(tmp_path):
+    """OpenSim applies no force of a muscle with appliesForce false (its tools and forward dynamics
+    skip it), so mbjax leaves it out of ``model.muscles``: ``muscle_forces``, ``moment_arms``
+    and static optimization never see it."""
+    import mbjax
+
+    text = pendulum(_thelen("off", "false") + "\n" + _thelen("on", "true"), joint="PinJoint", coords=("q2",),
+                    values=(0.1,))
+    line = line_of(text, '<Thelen2003Muscle name="off"')
+    with pytest.warns(UserWarning, match=rf"model.osim:{line}: "
+                                         r"<Thelen2003Muscle name='off'>"):
+        model = load_osim(write_text(tmp_path, text))
+    assert model.muscle_names == ("on",)
+    assert model.osim.disabled_forces == ("off",)
+    forces = mbjax.muscle_forces(model, np.array([0.3, 0.1]), np.zeros(2), np.array([0.5]))
+    assert np.shape(forces)[-1] == 1

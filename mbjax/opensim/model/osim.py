@@ -46,7 +46,8 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
   ``Schutte1993Muscle_Deprecated``, ``PathActuator``): their
   ``GeometryPath`` points (``PathPoint``, ``ConditionalPathPoint``, ``MovingPathPoint``) go into
-  ``model.muscles``; their scalar properties into ``MusclePaths.parameters``.  ``PathSpring`` and
+  ``model.muscles``; their scalar properties into ``MusclePaths.parameters``.  One with ``appliesForce``
+  false (3.x ``isDisabled`` true) is left out, warned (OpenSim applies no force of it).  ``PathSpring`` and
   ``Ligament``, whose tension mbjax does not compute, are left out (warned unless in
   ``ignore_forces``) and listed in ``OsimInfo.ignored``.  A
   ``Schutte1993Muscle_Deprecated``'s three curve functions (``tendon_force_length_curve``,

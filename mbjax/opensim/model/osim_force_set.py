@@ -17,6 +17,7 @@ from ...muscles.schutte1993 import SCHUTTE
 from .osim_actuators import read_actuators
 from .osim_classes import (CURVE_PROPERTIES, MODELLED_FORCES, MUSCLE_TYPES, PATH_FORCE_FUNCTIONS,
                            PATH_FORCE_PROPERTIES, RECORDED_FORCES, UNMODELLED_PATH_FORCES)
+from .osim_forces import applies_force
 from .osim_path_functions import FUNCTION_BASED_PATH
 from .osim_older_documents import MIN_CONTROL_VERSION
 from .osim_paths import CONDITIONAL_RANGE_TOLERANCE
@@ -46,7 +47,7 @@ class _ForceSetMixin:
         if fset is None or fset.find("objects") is None:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
         self._locked_off = []
-        actuators, unmodelled = [], []
+        actuators, unmodelled, disabled = [], [], []
         for f in fset.find("objects"):
             if not (f.get("name") or "").strip():
                 raise doc.error(f, f"<{f.tag}> without a name attribute: mbjax names muscles, forces and their "
@@ -82,6 +83,9 @@ class _ForceSetMixin:
                                 f"{MODELLED_FORCES}, recorded {RECORDED_FORCES}. Pass ignore_forces=({f.tag!r},) to load the model without "
                                 "it" + (" (its path is kept)" if has_path else ""),
                                 NotImplementedError)
+            if not path_only and not applies_force(f, doc):  # OpenSim applies no force of it in any tool
+                disabled.append(doc.where(f))
+                continue
             if path_only:
                 self.ignored.append((f.tag, f.get("name")))
             else:
@@ -140,6 +144,10 @@ class _ForceSetMixin:
                           "of a PathSpring or Ligament (OpenSim does), so they are not muscles of this model (listed "
                           f"in model.osim.ignored): {'; '.join(unmodelled)}. Pass ignore_forces={classes} to leave "
                           "them out without this warning", stacklevel=4)
+        if disabled:
+            warnings.warn(f"{doc.path}: {len(disabled)} path force(s) with appliesForce false left out of the model's "
+                          "muscles (OpenSim applies no force of them; listed in model.osim.disabled_forces): "
+                          + "; ".join(disabled), stacklevel=4)
         if wrapped and self.ignore_wrapping:
             warnings.warn(
                 f"{doc.path}: wrapping ignored (straight lines), as asked by ignore_wrapping=True, for "
