@@ -183,3 +183,32 @@ def test_muscle_that_applies_no_force_is_left_out_with_a_warning(tmp_path):
     assert model.osim.disabled_forces == ("off",)
     forces = mbjax.muscle_forces(model, np.array([0.3, 0.1]), np.zeros(2), np.array([0.5]))
     assert np.shape(forces)[-1] == 1
+
+
+# -- coordinate forces on joints whose speeds are angular velocities --------------------------------------------
+
+_SGF = ('<SpringGeneralizedForce name="f"><coordinate>{c}</coordinate><stiffness>5</stiffness>'
+        '<rest_length>0.1</rest_length><viscosity>0.3</viscosity></SpringGeneralizedForce>')
+
+
+@pytest.mark.parametrize("joint, coords, force", [
+    ("BallJoint", ("q2", "q3", "q4"), _SGF.format(c="q3")),
+    ("FreeJoint", ("q2", "q3", "q4", "x", "y", "z"), _ebcf("-2*q-0.1*qdot", "q3")),
+    ("EllipsoidJoint", ("q2", "q3", "q4"), '<CoordinateLimitForce name="f"><coordinate>q2</coordinate>'
+                                           '</CoordinateLimitForce>')])
+def test_coordinate_force_on_an_angular_velocity_speed_is_refused(tmp_path, joint, coords, force):
+    """OpenSim applies these on the mobility u (an angular-velocity component), not on the angle's q̇:
+    refused by name, never a silent difference."""
+    text = pendulum(force, joint=joint, coords=coords, values=(0.1, -0.3, 0.5, 0, 0, 0)[:len(coords)])
+    if joint == "EllipsoidJoint":
+        text = text.replace("</EllipsoidJoint>", "<radii_x_y_z>0.1 0.2 0.3</radii_x_y_z></EllipsoidJoint>")
+    with pytest.raises(NotImplementedError, match=rf"model.osim:{line_of(text, force[:20])}: .*a rotation "
+                                                  rf"coordinate of the {joint} 'j2'.*mobility force"):
+        load_osim(write_text(tmp_path, text))
+
+
+def test_coordinate_force_on_a_free_joint_translation_loads(tmp_path):
+    """A FreeJoint's translation speeds are the coordinates' q̇: such a force is read."""
+    text = pendulum(_SGF.format(c="x"), joint="FreeJoint", coords=("q2", "q3", "q4", "x", "y", "z"),
+                    values=(0.1, -0.3, 0.5, 0, 0, 0))
+    quietly(load_osim, write_text(tmp_path, text))

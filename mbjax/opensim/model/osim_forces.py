@@ -9,6 +9,8 @@ An element with ``appliesForce`` false (3.x: ``isDisabled`` true) is skipped, as
 Coordinates: an element on an independent coordinate reads ``q``; on a coupled (eliminated) one it
 reads the coordinate's map and acts through it (``Q = f ∇g``, :mod:`mbjax.forces.base`); on a
 locked one it is dropped (the lock absorbs the whole generalized force; it changes no motion).
+One on a rotation coordinate of a ``BallJoint``, ``FreeJoint`` or ``EllipsoidJoint`` is refused by
+name: OpenSim applies it on the joint's angular-velocity speed ``u = N⁻¹ q̇``, not on ``q̇``.
 A ``CoordinateLimitForce``'s per-degree units apply when the coordinate is rotational: OpenSim 4.x
 takes the motion type from the joint (a PinJoint's or a CustomJoint rotation axis' coordinate is
 rotational, a SliderJoint's or translation axis' translational); an explicit ``<motion_type>`` is
@@ -33,6 +35,10 @@ _COORDINATE_FORCES = MODELLED_FORCES[:3]
 #: (joint type, coordinate index) pairs whose coordinate translates
 _TRANSLATIONAL = {("SliderJoint", 0), ("FreeJoint", 3), ("FreeJoint", 4), ("FreeJoint", 5), ("PlanarJoint", 1),
                   ("PlanarJoint", 2)}
+
+
+#: joints whose rotation coordinates' speeds are angular-velocity components (Simbody's Ball, Free, Ellipsoid)
+_ANGULAR_VELOCITY_SPEEDS = ("BallJoint", "FreeJoint", "EllipsoidJoint")
 
 
 def applies_force(el, doc=None) -> bool:
@@ -70,6 +76,12 @@ def _coordinate_ref(loader, el, dropped):
     c = c.split("/")[-1]
     if c not in coords.info:
         raise doc.error(el, f"unknown coordinate {c!r}")
+    for j, *_ in loader.joints:  # OpenSim applies it on the mobility u, which is not q̇ there
+        names = [e.get("name") for e in _coordinate_elements(j)]
+        if j.tag in _ANGULAR_VELOCITY_SPEEDS and c in names[:3]:
+            raise doc.error(el, f"{el.tag} on {c!r}, a rotation coordinate of the {j.tag} {j.get('name')!r}, is not "
+                            "supported: OpenSim applies it as a mobility force on that joint's angular-velocity speed "
+                            "(u = N⁻¹ q̇, not the angle's q̇), which mbjax does not model", NotImplementedError)
     role = coords.role(c)
     if role == "locked":
         dropped.append((el.tag, el.get("name")))
