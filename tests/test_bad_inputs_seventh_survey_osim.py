@@ -298,7 +298,8 @@ def _mpp(y_coordinate):
     return ('<MovingPathPoint name="mp"><socket_parent_frame>/bodyset/B</socket_parent_frame>'
             f'<x_location>{spline}</x_location><y_location>{spline}</y_location>'
             '<socket_x_coordinate>/jointset/j2/j2_c0</socket_x_coordinate>'
-            f'<socket_y_coordinate>{y_coordinate}</socket_y_coordinate></MovingPathPoint>')
+            f'<socket_y_coordinate>{y_coordinate}</socket_y_coordinate>'
+            '<socket_z_coordinate>/jointset/j2/j2_c0</socket_z_coordinate></MovingPathPoint>')
 
 
 def test_moving_path_point_of_two_coordinates_is_refused(tmp_path):

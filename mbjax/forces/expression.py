@@ -4,8 +4,10 @@ Lepton (``Lepton::Parser::parse``), as used by ``ExpressionBasedCoordinateForce`
 removed first; numbers (``1``, ``2.5``, ``1e-3``); variables; binary ``+ -`` (precedence 0),
 ``* /`` (1), ``^`` (3, right-associative); unary ``-`` (precedence 2, so ``-q^2 = -(q^2)``);
 parentheses; the functions below (Lepton's built-ins, same definitions: ``step(x) = x >= 0``,
-``delta(x) = x == 0``, ``select(x, a, b) = x != 0 ? a : b``, ``recip``, ``square``, ``cube``, ...).
-Anything else (an unknown function or variable, a stray character) is refused by name.
+``delta(x) = x == 0``, ``recip``, ``square``, ``cube``, ...).  ``floor``, ``ceil``, ``select`` and
+``atan2``, which later Lepton versions add, are refused by name: OpenSim 4.6's parser refuses them
+("unknown function").  Anything else (an unknown function or variable, a stray character) is
+refused by name.
 """
 
 from __future__ import annotations
@@ -20,15 +22,15 @@ FUNCTIONS = {
     "sin": (1, jnp.sin), "cos": (1, jnp.cos), "tan": (1, jnp.tan),
     "sec": (1, lambda x: 1.0 / jnp.cos(x)), "csc": (1, lambda x: 1.0 / jnp.sin(x)),
     "cot": (1, lambda x: 1.0 / jnp.tan(x)),
-    "asin": (1, jnp.arcsin), "acos": (1, jnp.arccos), "atan": (1, jnp.arctan), "atan2": (2, jnp.arctan2),
+    "asin": (1, jnp.arcsin), "acos": (1, jnp.arccos), "atan": (1, jnp.arctan),
     "sinh": (1, jnp.sinh), "cosh": (1, jnp.cosh), "tanh": (1, jnp.tanh),
     "erf": (1, jsp.erf), "erfc": (1, jsp.erfc),
     "step": (1, lambda x: jnp.where(x >= 0, 1.0, 0.0)), "delta": (1, lambda x: jnp.where(x == 0, 1.0, 0.0)),
     "square": (1, lambda x: x * x), "cube": (1, lambda x: x * x * x), "recip": (1, lambda x: 1.0 / x),
     "min": (2, jnp.minimum), "max": (2, jnp.maximum), "abs": (1, jnp.abs),
-    "floor": (1, jnp.floor), "ceil": (1, jnp.ceil),
-    "select": (3, lambda x, a, b: jnp.where(x != 0, a, b)),
 }
+#: functions of later Lepton versions that OpenSim 4.6's parser refuses ("unknown function")
+NOT_IN_OPENSIM = ("floor", "ceil", "select", "atan2")
 _TOKEN = re.compile(r"(\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|([A-Za-z_][A-Za-z0-9_]*)|([-+*/^(),])")
 _WHO = "compile_expression: expression"
 _BINARY = {"+": (0, True), "-": (0, True), "*": (1, True), "/": (1, True), "^": (3, False)}
@@ -87,6 +89,10 @@ class _Parser:
             return inner
         if kind == "name":
             if self.peek()[1] == "(":
+                if text in NOT_IN_OPENSIM:
+                    raise ValueError(f"{_WHO} {self.text!r}: function {text!r} is not in OpenSim 4.6's Lepton "
+                                     f"(OpenSim refuses the model: unknown function); its functions are "
+                                     f"{tuple(FUNCTIONS)}")
                 if text not in FUNCTIONS:
                     raise ValueError(f"{_WHO} {self.text!r}: unknown function {text!r}; Lepton's functions "
                                      f"are {tuple(FUNCTIONS)}")

@@ -46,7 +46,8 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
 * Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
   ``Schutte1993Muscle_Deprecated``, ``PathActuator``): their
   ``GeometryPath`` points (``PathPoint``, ``ConditionalPathPoint``, ``MovingPathPoint``) go into
-  ``model.muscles``; their scalar properties into ``MusclePaths.parameters``.  ``PathSpring``
+  ``model.muscles``; their scalar properties into ``MusclePaths.parameters``.  One with ``appliesForce``
+  false (3.x ``isDisabled`` true) is left out, warned (OpenSim applies no force of it).  ``PathSpring``
   (``T = k max(L - L₀, 0) (1 + c L̇)``) and ``Ligament`` (``T = F f(L/L₀)`` where ``L > L₀``, else 0)
   are force elements with paths of their own (read as a muscle's), in ``model.forces``
   (:mod:`mbjax.opensim.model.osim_path_forces`; generalized force ``Q = -(∂L/∂q)ᵀ T``).  A

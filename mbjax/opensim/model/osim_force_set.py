@@ -48,7 +48,7 @@ class _ForceSetMixin:
         if fset is None or fset.find("objects") is None:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
         self._locked_off = []
-        actuators = []
+        actuators, disabled = [], []
         for f in fset.find("objects"):
             if not (f.get("name") or "").strip():
                 raise doc.error(f, f"<{f.tag}> without a name attribute: mbjax names muscles, forces and their "
@@ -94,6 +94,9 @@ class _ForceSetMixin:
                                 f"{MODELLED_FORCES}, recorded {RECORDED_FORCES}. Pass ignore_forces=({f.tag!r},) to load the model without "
                                 "it" + (" (its path is kept)" if has_path else ""),
                                 NotImplementedError)
+            if not path_only and not applies_force(f, doc):  # OpenSim applies no force of it in any tool
+                disabled.append(doc.where(f))
+                continue
             if path_only:
                 self.ignored.append((f.tag, f.get("name")))
             else:
@@ -130,6 +133,10 @@ class _ForceSetMixin:
                           "OpenSim 4.6 refuses at initSystem (not implemented for the class); mbjax computes them "
                           f"with a rigid tendon: {'; '.join(rigid)}", stacklevel=4)
         _warn_long_muscles(doc, params, self._muscle_sources)
+        if disabled:
+            warnings.warn(f"{doc.path}: {len(disabled)} path force(s) with appliesForce false left out of the model's "
+                          "muscles (OpenSim applies no force of them; listed in model.osim.disabled_forces): "
+                          + "; ".join(disabled), stacklevel=4)
         if wrapped and self.ignore_wrapping:
             warnings.warn(
                 f"{doc.path}: wrapping ignored (straight lines), as asked by ignore_wrapping=True, for "

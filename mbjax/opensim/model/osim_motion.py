@@ -72,7 +72,7 @@ def _motion_types_cached(path, mtime_ns, size) -> dict[str, str]:
                 slope = None
                 if f is not None and f.tag == "LinearFunction":
                     coef = (_text(f, "coefficients", "") or "").split()
-                    slope = float(coef[0]) if coef else None
+                    slope = float(coef[0]) if coef else 1.0  # OpenSim's default coefficients: 1 0
                 if slope in (1.0, -1.0):
                     mt = "rotational" if k < 3 else "translational"
                 elif mt == "undefined":

@@ -101,6 +101,15 @@ class _PathsMixin:
                 fns.append(None)
             else:
                 fns.append(m)
+        if self.version >= SOCKET_PATHS_VERSION:  # MovingPathPoint's three coordinate sockets must all connect
+            missing = [c for c in "xyz" if (_text(p, f"socket_{c}_coordinate") or _text(p, f"{c}_coordinate")) is None]
+            if missing:
+                owner = next((f.get("name") for f in self._force_set_objects() if any(x is p for x in f.iter())), None)
+                raise doc.error(p, f"MovingPathPoint {name!r} of muscle {owner!r} has no "
+                                + ", ".join(f"<socket_{c}_coordinate>" for c in missing) + "; OpenSim refuses it "
+                                "(Failed to connect Socket: unspecified): it needs all three of <socket_x_coordinate>, "
+                                "<socket_y_coordinate>, <socket_z_coordinate> (the coordinate's path; the same one "
+                                "for a component whose location is constant)")
         if np.array_equal(x_bf, np.eye(4)):
             return MovingPathPoint(body, loc, name, functions=tuple(fns))
         # on an offset frame: body component a = Σ_c R[a, c] loc_c(q) + p[a]

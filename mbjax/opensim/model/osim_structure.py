@@ -181,6 +181,12 @@ class _StructureMixin:
         trans = _floats(doc, fr, "translation", 3, default=[0, 0, 0])
         orient = _floats(doc, fr, "orientation", 3, default=[0, 0, 0])
         x = _tf(_xyz_body_fixed(orient), trans)
+        if (owner.tag in JOINT_TYPES and self.version >= SOCKET_PATHS_VERSION and "/" not in parent.strip()
+                and ("joint", owner.get("name"), parent.strip()) in self.frames):
+            # OpenSim resolves the socket from this frame, whose siblings are at ../<name>
+            raise doc.error(fr, f"<socket_parent> {parent.strip()!r} is a bare frame name; OpenSim refuses it (could "
+                            f"not find {parent.strip()!r} from the frame {fr.get('name')!r}): write the sibling frame's "
+                            f"path ../{parent.strip()}")
         base = self._resolve(fr, parent, owner)
         body, x_base = base
         resolved = (body, x_base @ x)

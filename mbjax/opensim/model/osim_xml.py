@@ -227,7 +227,7 @@ def _is_identity_function(doc, holder) -> bool:
     """A ``LinearFunction`` with coefficients exactly ``1 0``: a translation dof that
     ``SpatialTransform::scale`` leaves unscaled."""
     fel = _function_element(doc, holder)
-    return fel.tag == "LinearFunction" and list(_floats(doc, fel, "coefficients", 2)) == [1.0, 0.0]
+    return fel.tag == "LinearFunction" and list(_floats(doc, fel, "coefficients", 2, default=[1.0, 0.0])) == [1.0, 0.0]
 
 
 #: the properties of each 1-D function element (OpenSim's, plus a MultiplierFunction's inner function)
@@ -258,7 +258,7 @@ def _pp(doc, el) -> PPData:
     if tag == "Constant":
         return pp_constant(_floats(doc, el, "value", 1)[0])
     if tag == "LinearFunction":
-        c = _floats(doc, el, "coefficients", 2)
+        c = _floats(doc, el, "coefficients", 2, default=[1.0, 0.0])  # OpenSim's default: the identity
         return pp_linear(c[0], c[1])
     if tag in ("SimmSpline", "NaturalCubicSpline", "PiecewiseLinearFunction"):
         x = _floats(doc, el, "x")
