@@ -197,8 +197,37 @@ JR_ARM = """<?xml version="1.0" encoding="UTF-8" ?>
 """
 
 
+#: a ligament across the elbow's back added to arm26 (3.x form, as the file): slack at small flexion,
+#: up to 100 N at large flexion, so the reactions carry its body loads and the SO its torque
+ELBOW_LIGAMENT = """
+				<Ligament name="elbow_lig">
+					<isDisabled>false</isDisabled>
+					<GeometryPath>
+						<PathPointSet>
+							<objects>
+								<PathPoint name="lig-P1"><location> -0.02 -0.22 -0.012</location><body>r_humerus</body></PathPoint>
+								<PathPoint name="lig-P2"><location> -0.02 0.02 0.0</location><body>r_ulna_radius_hand</body></PathPoint>
+							</objects>
+						</PathPointSet>
+					</GeometryPath>
+					<resting_length>0.06</resting_length>
+					<pcsa_force>50</pcsa_force>
+					<force_length_curve>
+						<SimmSpline name="f"><x> 0.9 1 1.05 1.1 1.2 1.5</x><y> 0 0 0.1 0.3 0.8 2</y></SimmSpline>
+					</force_length_curve>
+				</Ligament>"""
+
+
 def test_arm26_joint_reaction_with_wrapped_muscles(tmp_path):
-    model_file = mbjax.models.model_path("arm26")
+    """arm26 with a ligament added: the muscles' loads through OpenSim's wraps and the ligament's
+    (tension T(L) along its own path, :func:`mbjax.opensim.tools.jr.loads.path_force_loads`)."""
+    text = pathlib.Path(mbjax.models.model_path("arm26")).read_text()
+    end = "\t\t\t</objects>\n\t\t\t<groups />\n\t\t</ForceSet>"
+    assert text.count(end) == 1
+    model_file = tmp_path / "arm26_ligament.osim"
+    # after the muscles: OpenSim 4.6's JointReaction reads a forces file's first columns as the model's
+    # actuators in order, so a ligament column (SO records it) before them would shift them
+    model_file.write_text(text.replace(end, ELBOW_LIGAMENT + "\n" + end))
     so = _rewritten(ARM / "arm26_Setup_StaticOptimization.xml", (
         ("<model_file> arm26.osim </model_file>", f"<model_file>{model_file}</model_file>"),
         ("<coordinates_file> arm26_InverseKinematics.mot </coordinates_file>",
@@ -213,8 +242,14 @@ def test_arm26_joint_reaction_with_wrapped_muscles(tmp_path):
                                 coords=ARM / "arm26_InverseKinematics.mot",
                                 forces=tmp_path / "so" / "arm26_StaticOptimization_force.sto"))
     _opensim(jr, tmp_path)
-    res = joint_reactions_from_setup(jr, mbjax.models.load("arm26"), results_directory=tmp_path / "mbjax",
-                                     progress=False)
+    so_forces = read_storage(tmp_path / "so" / "arm26_StaticOptimization_force.sto")
+    window = (so_forces.time >= 0.05) & (so_forces.time <= 0.45)
+    assert so_forces.data[window, so_forces.labels.index("elbow_lig")].max() > 10.0  # OpenSim's record: it pulls
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # arm26's file-level notes (3.x document, ...)
+        model = mbjax.io.load_osim(model_file)
+    assert [type(e).__name__ for e in model.forces.elements] == ["Ligament"]
+    res = joint_reactions_from_setup(jr, model, results_directory=tmp_path / "mbjax", progress=False)
     assert [k.label for k in res.keys] == ["offset_on_base_in_ground", "r_shoulder_on_base_in_r_humerus",
                                            "r_elbow_on_r_ulna_radius_hand_in_r_humerus"]
     name = "arm26_ElbowAndShoulder_ReactionLoads.sto"

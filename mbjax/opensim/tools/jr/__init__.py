@@ -20,7 +20,9 @@ package does for each:
    another body, wrap tangent points included, and the generalized force of a
    ``MovingPathPoint``), a ``CoordinateActuator`` is a generalized force on its coordinate (through
    the coupler on a coupled one; a locked one's goes into the lock), ``PointActuator`` /
-   ``TorqueActuator`` apply their force / torque to their bodies.
+   ``TorqueActuator`` apply their force / torque to their bodies; the model's ``Ligament`` and
+   ``PathSpring`` elements apply their tension T(L, L̇), computed from the state, along their paths
+   as a muscle's (:func:`mbjax.opensim.tools.jr.loads.path_force_loads`).
 3. Accelerations: OpenSim realizes ``Stage::Acceleration`` with those forces, i.e. *forward
    dynamics*: M q̈ = R F + τ_reserves + Q_ext + Q_elements + G − N q̇ (R: OpenSim's unit-force
    moment arms, :func:`mbjax.muscles.opensim_moment_arms`), not the kinematics' q̈.  With static
@@ -39,9 +41,8 @@ package does for each:
 
 Refused by name: setups without ``forces_file`` (OpenSim then computes forces from the states),
 a forces file missing one of the model's actuators (OpenSim then silently ignores the whole file),
-states or speeds files, path springs and ligaments (passive path forces from the state),
-body-force elements (bushings, point-to-point springs, contact: their loads on each subtree are
-not computed here), models scaled after loading (the joint frames are read from the model's
+states or speeds files, body-force elements (bushings, point-to-point springs, contact: their
+loads on each subtree are not computed here), models scaled after loading (the joint frames are read from the model's
 ``.osim``), smooth wrapping.  Warned: forces-file columns that are no actuator (the external
 loads' recorded columns of a static optimization file are recognized and skipped), actuator
 columns beyond the file's first n_actuators columns (OpenSim 4.6 does not read them there),

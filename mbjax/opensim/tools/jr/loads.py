@@ -15,6 +15,7 @@ from ...._loads import ExternalLoads
 from ...._model import GROUND
 from ....forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator
 from ....forces.body_actuators import _loads as _actuator_loads
+from ....forces.path_force import PathForce
 from ..id import ACTUATOR_CLASSES, disabled_paths
 from ....io.storage import Table
 from ....muscles.geometry import path_geometry, wrap_frames, wrapped_paths
@@ -110,7 +111,13 @@ def actuator_forces(model, forces: Table, times, actuators=(), external_loads=No
         raise ValueError(f"{where}: no column for the actuators {missing}; OpenSim would then ignore the whole "
                          "forces file and compute every actuator's force from the states (which mbjax does not do)")
     records = _external_record_labels(external_loads)
-    extra = [c for c in labels if c not in names and c not in records]
+    springs = {n for e in (model.forces.elements if model.forces is not None else ()) if isinstance(e, PathForce)
+               for n in e.names}
+    recorded = [c for c in labels if c in springs and c not in names]
+    if recorded:  # a static optimization records them; their tension follows from the state
+        warnings.warn(f"{where}: columns {recorded} are the model's path forces (Ligament, PathSpring): their tension is "
+                      "computed from the states, as OpenSim does, and the columns are not read", stacklevel=3)
+    extra = [c for c in labels if c not in names and c not in records and c not in springs]
     if extra:
         warnings.warn(f"{where}: columns {extra} are not actuators of the model: not applied", stacklevel=3)
     late = [n for n in names if labels.index(n) >= len(names)]
@@ -224,13 +231,40 @@ def _path_loads(model, q, tension):
     return gen, force, moment - jnp.cross(origin, force)
 
 
+def path_force_loads(model, q, qd):
+    """What the model's path forces (``Ligament``, ``PathSpring``: :class:`mbjax.forces.PathForce`)
+    apply at frames ``q, qd (T, nq)``: their tensions T(L, L̇) carried by their paths as a muscle's
+    (:func:`muscle_loads`, ``GeometryPath::produceForces``), ``(generalized force (T, nq), body force,
+    body moment (T, nb, 3))``; ``None`` when the model has none."""
+    elements = [e for e in (model.forces.elements if model.forces is not None else ()) if isinstance(e, PathForce)]
+    if not elements:
+        return None
+    out = None
+    for e in elements:  # one entry per element *kind* (a stack of its elements)
+        tension = jax.vmap(lambda x, xd: e.tensions(model, x, xd))(q, qd)
+        loads = muscle_loads(e.path_model(model), q, tension)
+        out = loads if out is None else tuple(a + b for a, b in zip(out, loads))
+    return out
+
+
+def mobility_force(model, q, qd):
+    """The generalized force of the model's force elements other than path forces (those enter as
+    body loads, :func:`path_force_loads`) at one frame."""
+    out = jnp.zeros_like(q)
+    for e in model.forces.elements:
+        if not isinstance(e, PathForce):
+            out = out + e.generalized_force(model, q, qd)
+    return out
+
+
 def _check_force_elements(model, replace_force_set: bool, where: str) -> bool:
     """Whether the model's force elements apply (not with ``replace_force_set``); body-force elements
-    are refused by name (their loads on each subtree are not computed here)."""
+    other than path forces are refused by name (their loads on each subtree are not computed here)."""
     fs = model.forces
     if fs is None or not fs.elements or replace_force_set:
         return False
-    body = [(type(e).__name__, n) for e in fs.elements for n in e.names if type(e).__name__ not in MOBILITY_ELEMENTS]
+    body = [(type(e).__name__, n) for e in fs.elements for n in e.names
+            if type(e).__name__ not in MOBILITY_ELEMENTS and not isinstance(e, PathForce)]
     if body:
         raise NotImplementedError(f"{where}: the model's force elements {body} apply body forces, whose share in "
                                   "each joint's reaction mbjax does not compute; remove them (or load the model "

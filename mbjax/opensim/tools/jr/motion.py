@@ -24,7 +24,8 @@ from ....io.storage import Table
 from ....muscles.paths import get_paths
 from ..so import actuator_columns, model_actuators, states_trajectory
 from .keys import ReactionKey, reaction_keys
-from .loads import _check_actuators, _check_force_elements, _nonmuscle_loads, actuator_forces, muscle_loads
+from .loads import (_check_actuators, _check_force_elements, _nonmuscle_loads, actuator_forces, mobility_force,
+                    muscle_loads, path_force_loads)
 
 
 DESCRIPTION = ("This file contains the reaction forces and moments\napplied to the specified body of a joint pair "
@@ -72,13 +73,16 @@ def _dynamics_of_frames(model, q, qd, tension, coord_forces, other, elements_on,
         tau_m, f_mus, m_mus = muscle_loads(model, q, tension)
     else:
         tau_m, f_mus, m_mus = jnp.zeros_like(q), *(jnp.zeros((q.shape[0], model.n_bodies, 3), dtype),) * 2
+    springs = path_force_loads(model, q, qd) if elements_on is not None else None
+    if springs is not None:  # Ligament, PathSpring: body loads along their paths, as a muscle's
+        tau_m, f_mus, m_mus = tau_m + springs[0], f_mus + springs[1], m_mus + springs[2]
 
     def frame(qk, qdk, tmk, fck, fm, mm, ld):
         tau = tmk
         if coord_actuators:
             tau = tau + actuator_columns(model, coord_actuators, qk) @ fck
         if elements_on is not None:
-            tau = tau + elements_on * model.forces.generalized_force(model, qk, qdk)
+            tau = tau + elements_on * mobility_force(model, qk, qdk)
         if ld is not None:
             ld = ld.resolved(model, qk)
             tau = tau + ld.generalized_forces(model, qk)
