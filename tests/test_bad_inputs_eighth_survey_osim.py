@@ -1,8 +1,8 @@
 """Bad .osim inputs of the eighth outside survey: files OpenSim 4.6 refuses (or reads differently)
 that mbjax read silently.  Each is now refused naming the file, line and element, read as OpenSim
 reads it, or loaded with a warning naming the item; each fix's valid twin loads quietly.  Small
-generated 4.x models (a pin pendulum with a second joint of any kind); OpenSim cross-checks where
-it is installed (the live comparisons are in tests/validation/test_osim_eighth_survey_opensim.py)."""
+generated 4.x models (a pin pendulum with a second joint of any kind); whether OpenSim 4.6 refuses
+the same file is checked live where it is installed (``_opensim_refuses``)."""
 
 from __future__ import annotations
 
@@ -212,3 +212,18 @@ def test_coordinate_force_on_a_free_joint_translation_loads(tmp_path):
     text = pendulum(_SGF.format(c="x"), joint="FreeJoint", coords=("q2", "q3", "q4", "x", "y", "z"),
                     values=(0.1, -0.3, 0.5, 0, 0, 0))
     quietly(load_osim, write_text(tmp_path, text))
+
+
+_CLF = ('<CoordinateLimitForce name="lim"><coordinate>q1</coordinate><upper_stiffness>2</upper_stiffness>'
+        '<upper_limit>{up}</upper_limit><lower_stiffness>3</lower_stiffness><lower_limit>{low}</lower_limit>'
+        '<damping>0.01</damping><transition>5</transition></CoordinateLimitForce>')
+
+
+def test_limit_force_with_limits_the_wrong_way_round_is_refused_by_line(tmp_path):
+    """OpenSim loads it and applies both limits' springs inside the gap; mbjax refuses it by file and line."""
+    text = pendulum(_CLF.format(up=-20, low=30), joint="PinJoint", coords=("q2",), values=(0.1,))
+    with pytest.raises(ValueError, match=rf"model.osim:{line_of(text, '<CoordinateLimitForce')}: .*'lim': "
+                                         r"lower_limit 30 is above upper_limit -20.*swap the limits"):
+        load_osim(write_text(tmp_path, text))
+    quietly(load_osim, write_text(tmp_path, pendulum(_CLF.format(up=30, low=-20), joint="PinJoint", coords=("q2",),
+                                                     values=(0.1,))))

@@ -134,6 +134,10 @@ def read_force_elements(loader, model, elements):
                 vals = [float(_floats(doc, el, t, 1, default=[d])[0]) for t, d in
                         (("upper_stiffness", 1.0), ("upper_limit", 0.0), ("lower_stiffness", 1.0),
                          ("lower_limit", 0.0), ("damping", 0.001), ("transition", 0.1))]
+                if vals[3] > vals[1]:  # OpenSim computes a limit force that pushes both ways inside the gap
+                    raise doc.error(el, f"CoordinateLimitForce {name!r}: lower_limit {vals[3]:g} is above upper_limit "
+                                    f"{vals[1]:g}; mbjax refuses it (OpenSim loads it and applies both limits' "
+                                    "springs between them); swap the limits")
                 by_kind[el.tag].append((name, ref, mt == "rotational", *vals))
             elif el.tag == "SpringGeneralizedForce":
                 vals = [float(_floats(doc, el, t, 1, default=[d])[0]) for t, d in
