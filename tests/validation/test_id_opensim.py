@@ -152,3 +152,62 @@ def test_readme_example(results, monkeypatch, tmp_path):
     np.testing.assert_allclose(ns["tau"], results[1].tau, atol=1e-12)
     np.testing.assert_allclose(ns["result"].tau, results[1].tau, atol=1e-12)
     assert (tmp_path / "walk_id.sto").exists()
+
+
+@pytest.mark.parametrize("joint, coords", [("BallJoint", ("q2", "q3", "q4")),
+                                           ("FreeJoint", ("q2", "q3", "q4", "x", "y", "z"))])
+def test_mobility_forces_of_angular_velocity_joints_are_opensims(tmp_path, joint, coords):
+    """A Ball/Free joint's rotation speeds are ω_F: the ID tool's forces there are OpenSim's mobility
+    forces (``InverseDynamicsSolver`` at the same state), not the generalized forces of the angles' q̇."""
+    import sys
+    import warnings
+
+    import jax
+    import jax.numpy as jnp
+
+    from mbjax.opensim.tools.id.mobility import mobility_forces, rotation_speed_matrix
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    from test_bad_inputs_eighth_survey_osim import pendulum
+
+    path = tmp_path / "model.osim"
+    path.write_text(pendulum("", joint=joint, coords=coords, values=(0.1, -0.3, 0.5, 0.0, 0.0, 0.0)[:len(coords)]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.io.load_osim(str(path))
+    assert model.coordinate_names == ("q1",) + coords
+    om = osim.Model(str(path))
+    s = om.initSystem()
+    cs = om.getCoordinateSet()
+    solver = osim.InverseDynamicsSolver(om)
+    rng = np.random.default_rng(3)
+    rot = [1, 2, 3]  # the rotation coordinates in mbjax's q
+    uindex = {}
+    for n in model.coordinate_names:  # which entry of U (and of the solver's output) each coordinate is
+        u0 = np.array([s.getU().get(i) for i in range(s.getNU())])
+        cs.get(n).setSpeedValue(s, 0.25)
+        uindex[n] = int(np.argmax(np.abs(np.array([s.getU().get(i) for i in range(s.getNU())]) - u0)))
+        cs.get(n).setSpeedValue(s, 0.0)
+    worst, moved = 0.0, 0.0
+    for _ in range(5):
+        q, qd, qdd = (rng.uniform(-1, 1, len(model.coordinate_names)) for _ in range(3))
+        e = rotation_speed_matrix(q[1], q[2])
+        h = 1e-6  # Ė q̇ by central differences of E along q̇
+        e_dot = (rotation_speed_matrix(q[1] + h * qd[1], q[2] + h * qd[2])
+                 - rotation_speed_matrix(q[1] - h * qd[1], q[2] - h * qd[2])) / (2 * h)
+        u, udot = qd.copy(), qdd.copy()
+        u[rot], udot[rot] = e @ qd[rot], e @ qdd[rot] + e_dot @ qd[rot]
+        for n, v in zip(model.coordinate_names, q):
+            cs.get(n).setValue(s, float(v), False)
+        uu, ud = np.zeros(s.getNU()), np.zeros(s.getNU())
+        for k, n in enumerate(model.coordinate_names):
+            uu[uindex[n]], ud[uindex[n]] = u[k], udot[k]
+        s.setU(osim.Vector(uu.tolist()))
+        tau_os = np.array([solver.solve(s, osim.Vector(ud.tolist())).get(uindex[n]) for n in model.coordinate_names])
+        tau = np.asarray(jax.jit(mbjax.inverse_dynamics)(model, jnp.asarray(q), jnp.asarray(qd), jnp.asarray(qdd)))
+        ours = mobility_forces(model, q[None], tau[None], "test")[0]
+        worst = max(worst, float(np.max(np.abs(ours - tau_os))) / float(np.max(np.abs(tau_os))))
+        moved = max(moved, float(np.max(np.abs(tau - tau_os))) / float(np.max(np.abs(tau_os))))
+    print(f"\n{joint}: max relative |mobility forces - OpenSim| {worst:.1e}; q̇-space forces differ by {moved:.1e}")
+    assert moved > 1e-3  # the two spaces differ at these poses
+    assert worst < 1e-8

@@ -120,3 +120,26 @@ def coordinate_joints(path) -> dict[str, str]:
 def _coordinate_joints_cached(path, mtime_ns, size) -> tuple[tuple[str, str], ...]:
     doc = _Doc(path)
     return tuple((c.get("name"), j.get("name")) for j in _joints(doc.root) for c in _coordinate_elements(j))
+
+
+#: joints whose Simbody mobilizer (OpenSim's ``useEulerAngles``) takes the angular velocity of the child
+#: frame in the parent frame, ω_F, as the speeds of its first three coordinates (X-Y-Z body-fixed angles)
+ANGULAR_VELOCITY_JOINTS = ("BallJoint", "FreeJoint", "EllipsoidJoint")
+
+
+def angular_velocity_joints(path) -> tuple[tuple[str, str, tuple[str, str, str]], ...]:
+    """``(joint class, joint name, (c0, c1, c2))`` of every joint of :data:`ANGULAR_VELOCITY_JOINTS`:
+    its rotation coordinates, whose generalized speeds are u = ω_F = E(c0, c1) ċ, not ċ."""
+    st = os.stat(path)
+    return _angular_velocity_joints_cached(os.path.abspath(os.fspath(path)), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _angular_velocity_joints_cached(path, mtime_ns, size):
+    doc = _Doc(path)
+    out = []
+    for j in _joints(doc.root):
+        names = [c.get("name") for c in _coordinate_elements(j)]
+        if j.tag in ANGULAR_VELOCITY_JOINTS and len(names) >= 3:
+            out.append((j.tag, j.get("name"), tuple(names[:3])))
+    return tuple(out)

@@ -20,6 +20,7 @@ from ...._loads import ExternalLoads
 from ...._model import require_model
 from ....io.arguments import name_list, positive_int, real_number, time_range as time_pair
 from ...external_loads import ExternalLoadsFile, read_external_loads
+from .mobility import mobility_forces
 from ....io.signal import NaturalSpline, lowpass_storage
 from ....io.motion_ranges import warn_outside_ranges, warn_radians_as_degrees
 from ....io.storage import Table, _rotational
@@ -34,7 +35,8 @@ ACTUATOR_CLASSES = MUSCLE_CLASSES + ("PathActuator",)
 
 class IDResult(NamedTuple):
     """Inverse dynamics per frame: ``time (T,)``, generalized forces ``tau (T, nq)`` (N·m / N, model
-    coordinate order), the ``coordinate_names``, OpenSim's column ``labels`` (``<coordinate>_moment``
+    coordinate order; as OpenSim reports them: the mobility forces of Simbody's speeds, which for a
+    ``BallJoint``'s, ``FreeJoint``'s or ``EllipsoidJoint``'s rotations are ω_F, :mod:`.mobility`), the ``coordinate_names``, OpenSim's column ``labels`` (``<coordinate>_moment``
     or ``_force``), the ``q``, ``qd``, ``qdd`` used and the applied ``loads`` (``(T, n, 3)`` arrays,
     or None)."""
 
@@ -396,4 +398,5 @@ def inverse_dynamics_motion(model, coordinates: Table, external_loads=None, *, l
     with_forces = _force_elements_applied(model, forces_to_exclude)
     loads = None if external_loads is None else external_loads.at(t, model)
     tau = inverse_dynamics_frames(model, q, qd, qdd, loads, forces=with_forces, chunk=chunk)
+    tau = mobility_forces(model, q, np.asarray(tau), where)  # OpenSim's speeds: ω_F for Ball/Free rotations
     return IDResult(t, tau, tuple(model.coordinate_names), _labels(model), q, qd, qdd, loads)
