@@ -23,6 +23,7 @@ import abc
 import equinox as eqx
 import jax.numpy as jnp
 
+from .. import _checks
 from .._model import Model
 from ..muscles.geometry import muscle_lengths
 from ..muscles.opensim_moment_arms import opensim_moment_arms_and_lengths
@@ -59,7 +60,11 @@ class PathForce(ForceElement):
 
     def kinematics(self, model: Model, q, qd):
         """``(L, L̇, R)``: lengths and lengthening speeds ``(n,)``, OpenSim's moment arms ``R (nq, n)``."""
-        r, length = opensim_moment_arms_and_lengths(self.path_model(model), jnp.asarray(q)[None])
+        where = f"{type(self).__name__} {tuple(self.element_names)}"
+        ctx = f" ({where}){_checks.coordinates_context(model)}"
+        q = _checks.as_array(q, "q", (model.n_coordinates,), ("nq",), ctx)
+        qd = _checks.as_array(qd, "qd", (model.n_coordinates,), ("nq",), ctx)
+        r, length = opensim_moment_arms_and_lengths(self.path_model(model), q[None])
         return length[0], -(jnp.asarray(qd, r.dtype) @ r[0]), r[0]
 
     @abc.abstractmethod
