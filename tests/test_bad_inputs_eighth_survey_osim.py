@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mbjax.io import load_osim
-from _osim_text import line_of, quietly, write_text  # noqa: E402
+from _osim_text import line_of, opensim_refuses, quietly, write_text  # noqa: E402
 
 _BODY = ('<Body name="{n}"><mass>{m}</mass><mass_center>0.02 -0.2 0.01</mass_center>'
          '<inertia>0.02 0.015 0.03 0.001 -0.002 0.0015</inertia></Body>')
@@ -46,14 +46,7 @@ def pendulum(forces="", joint="BallJoint", coords=("q2", "q3", "q4"), values=(0.
 
 def _opensim_refuses(path):
     """Whether OpenSim 4.6 refuses the file (skipped where it is not installed)."""
-    opensim = pytest.importorskip("opensim")
-    opensim.Logger.setLevelString("off")
-    try:
-        model = opensim.Model(path)
-        model.realizeDynamics(model.initSystem())
-    except Exception:
-        return True
-    return False
+    return opensim_refuses(path, realize=True)
 
 
 # -- expressions: functions OpenSim 4.6's Lepton refuses ------------------------------------------------------

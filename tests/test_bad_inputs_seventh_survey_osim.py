@@ -10,7 +10,7 @@ import pytest
 
 import mbjax
 from mbjax.io import load_osim
-from _osim_text import line_of, quietly, write_text  # noqa: E402
+from _osim_text import line_of, opensim_refuses, quietly, write_text  # noqa: E402
 
 ARM26 = open(mbjax.models.model_path("arm26")).read()
 GAIT10 = open(mbjax.models.model_path("gait10dof18musc")).read()
@@ -58,13 +58,7 @@ _line, _quiet = line_of, quietly
 
 def _opensim_refuses(path):
     """Whether OpenSim 4.6 refuses the file (skipped where it is not installed)."""
-    opensim = pytest.importorskip("opensim")
-    opensim.Logger.setLevelString("off")
-    try:
-        opensim.Model(path).initSystem()
-    except Exception:
-        return True
-    return False
+    return opensim_refuses(path, realize=False)
 
 
 def _point(name, frame, extra="", tag="PathPoint"):

@@ -89,6 +89,8 @@ def _run_opensim(setup, tmp_path):
     violation and objective ("Performance") it reports."""
     sink = osim.StringLogSink()
     osim.Logger.addSink(sink)
+    level = osim.Logger.getLevelString()
+    osim.Logger.setLevelString("Info")  # the per-frame report is read from the log (another test may have silenced it)
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -96,6 +98,7 @@ def _run_opensim(setup, tmp_path):
     finally:
         os.chdir(cwd)
         osim.Logger.removeSink(sink)
+        osim.Logger.setLevelString(level)
     log = sink.getString()
     violation = np.array([float(v) for v in re.findall(r"Constraint violation = ([0-9.eE+-]+)", log)])
     performance = np.array([float(v) for v in re.findall(r"Performance = ([0-9.eE+-]+)", log)])
