@@ -13,7 +13,6 @@ import warnings
 import numpy as np
 import pytest
 
-import mbjax.cli as cli
 from mbjax.cli import Failure, UsageError, run_setups
 from mbjax.io import read_external_loads, read_storage
 from mbjax.io.output_paths import OutputPathError
@@ -24,6 +23,7 @@ from mbjax.opensim.scale_setup import read_scale_setup
 from mbjax.opensim.tools.ik import read_ik_setup
 
 from _osim_text import line_of, quietly, replace_once, write_text
+from _cli_run import run_cli
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
 IK_SETUP = os.path.join(DATA, "arm26_ik", "arm26_Setup_InverseKinematics.xml")
@@ -32,12 +32,7 @@ ARM_MOT = os.path.join(DATA, "arm26_so", "arm26_InverseKinematics.mot")
 
 
 def _main(capsys, *args):
-    try:
-        rc = cli.main(list(args))
-    except SystemExit as e:
-        rc = e.code
-    _, err = capsys.readouterr()
-    assert "Traceback" not in err, err
+    rc, _, err = run_cli(capsys, *args)
     return rc, err
 
 

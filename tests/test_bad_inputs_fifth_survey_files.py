@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import mbjax
-import mbjax.cli as cli
 from mbjax.cli import Failure, UsageError, run_setups
 from mbjax.opensim.tools.id import inverse_dynamics_from_setup, inverse_dynamics_motion
 from mbjax.opensim.tools.ik import read_ik_setup
@@ -19,6 +18,7 @@ from mbjax.io import (MarkerData, Table, load_markers, load_osim, read_storage, 
 from mbjax.models import arm26_path, model_path
 from mbjax.opensim import inverse_kinematics_from_setup
 from mbjax.opensim.tools.so import static_optimization_from_setup, static_optimization_motion
+from _cli_run import run_cli
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
 IK_SETUP = os.path.join(DATA, "arm26_ik", "arm26_Setup_InverseKinematics.xml")
@@ -52,12 +52,7 @@ def _ik_setup(tmp_path, old=None, new=None):
 
 
 def _main(capsys, *args):
-    try:
-        rc = cli.main(list(args))
-    except SystemExit as e:
-        rc = e.code
-    _, err = capsys.readouterr()
-    assert "Traceback" not in err, err
+    rc, _, err = run_cli(capsys, *args)
     return rc, err
 
 

@@ -16,6 +16,7 @@ from mbjax.io import read_external_loads, read_storage, write_storage
 from mbjax.opensim.tools.jr import actuator_forces
 from mbjax.models import arm26_path
 from mbjax.opensim.tools.so import read_so_setup, static_optimization_from_setup, static_optimization_motion
+from _cli_run import run_cli
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
 ARM_SO = os.path.join(DATA, "arm26_so")
@@ -252,14 +253,7 @@ def test_float32_is_warned_once_naming_the_tool(tmp_path, monkeypatch):
 
 
 def _cli(capsys, *args):
-    from mbjax import cli
-
-    try:
-        rc = cli.main(list(args))
-    except SystemExit as e:
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+    return run_cli(capsys, *args, traceback_ok=True)
 
 
 def test_cli_bad_accuracy_and_output_under_a_file_are_usage_errors(tmp_path, capsys):

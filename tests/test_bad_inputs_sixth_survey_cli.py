@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax import cli
 from mbjax.io import Table, read_storage, write_storage
+from _cli_run import run_cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "opensim_models")
@@ -24,16 +24,7 @@ IK_SETUP = "arm26_Setup_InverseKinematics.xml"
 
 
 def _main(capsys, *args):
-    args = list(args)
-    if args and args[0] in ("ik", "id", "so", "jr"):
-        args.append("--no-compile-cache")
-    try:
-        rc = cli.main(args)
-    except SystemExit as e:
-        rc = e.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return rc, out, err
+    return run_cli(capsys, *args, no_compile_cache=True)
 
 
 def _arm26_ik(tmp_path):

@@ -21,6 +21,7 @@ from mbjax.opensim.tools.jr import read_jr_setup
 from mbjax.models import arm26_path, model_path, pipeline_path
 from mbjax.opensim import inverse_kinematics_from_setup
 from mbjax.opensim.tools.so import read_so_setup
+from _cli_run import run_cli
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "opensim_models")
 IK_SETUP = os.path.join(DATA, "arm26_ik", "arm26_Setup_InverseKinematics.xml")
@@ -225,13 +226,7 @@ def test_setup_readers_refuse_a_bad_lowpass_cutoff(tmp_path, tool, fc, msg):
 
 
 def _main(capsys, *args):
-    try:
-        rc = cli.main(list(args))
-    except SystemExit as e:
-        rc = e.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return rc, out, err
+    return run_cli(capsys, *args)
 
 
 def test_run_checks_every_setup_before_the_first_runs(tmp_path, capsys):

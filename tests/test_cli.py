@@ -20,6 +20,7 @@ import pytest
 
 from mbjax import cli
 from mbjax.models import arm26_path
+from _cli_run import run_cli
 
 ARM26 = arm26_path()  # shipped in the wheel: these tests never skip
 
@@ -39,16 +40,7 @@ def _main(capsys, *args):
     """``mbjax ARGS`` in-process: (exit status, stdout, stderr); argparse's own exits included.
     The OpenSim tools run without the persistent compilation cache here (it would switch JAX's
     global cache on for the rest of the test process); ``test_tool_compile_cache`` runs it."""
-    args = list(args)
-    if args and args[0] in ("ik", "id", "so", "jr"):
-        args.append("--no-compile-cache")
-    try:
-        rc = cli.main(args)
-    except SystemExit as e:
-        rc = e.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return rc, out, err
+    return run_cli(capsys, *args, no_compile_cache=True)
 
 
 def _arm26_model():
