@@ -30,6 +30,7 @@ print("RESULT " + json.dumps(out))
 def _run(flags=None, before=""):
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env["JAX_PLATFORMS"] = "cpu"
+    env["MBJAX_XLA_DEFAULTS"] = "1"  # only this module's flag (the emitters' flag: tests/test_fast_compiles.py)
     if flags is not None:
         env["XLA_FLAGS"] = flags
     proc = subprocess.run([sys.executable, "-c", before + SCRIPT], capture_output=True, text=True, env=env, timeout=300)
