@@ -644,3 +644,13 @@ def test_single_threaded_matmuls_after_jax_started_changes_nothing(monkeypatch):
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_multi_thread_eigen=true"
     with pytest.raises(TypeError):
         mbjax.config.single_threaded_matmuls(True)  # it takes no argument
+
+
+def test_faster_compiles_after_jax_started_changes_nothing(monkeypatch):
+    jnp.zeros(1).block_until_ready()  # JAX runs in this process: XLA read its flags already
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=1")
+    monkeypatch.delenv("MBJAX_XLA_DEFAULTS", raising=False)
+    assert mbjax.config.faster_compiles() is False
+    assert os.environ["XLA_FLAGS"] == "--xla_backend_optimization_level=1"
+    with pytest.raises(TypeError):
+        mbjax.config.faster_compiles(True)  # it takes no argument
