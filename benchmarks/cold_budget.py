@@ -3,7 +3,9 @@
 One trial per command, as a biomechanist runs it: each case is a copy of an OpenSim pipeline's
 folder, and ``mbjax run SETUP...`` runs its setups in a new Python process, first with an empty
 persistent compilation cache, then again (a fresh copy at the same place) with the caches the first
-run filled: compiled programs and the tools' traced programs (:mod:`mbjax.program_store`).  Phases per tool,
+run filled: compiled programs and the tools' traced programs (:mod:`mbjax.program_store`), and once
+more with an empty cache and XLA:CPU's default emitters (``MBJAX_XLA_DEFAULTS=1``: what
+:mod:`mbjax.fast_compiles` saves).  Phases per tool,
 from inside that process: *parse* (reading the model file), *trace* (Python tracing to jaxprs),
 *lower* (jaxpr to StableHLO), *compile* (XLA, or reading the program back from the cache) from
 JAX's own monitoring events (``jax.monitoring``), and *rest* (solving, filtering, writing files:
@@ -151,13 +153,16 @@ def _cases(tmp: pathlib.Path) -> dict:
 def run_case(name, make, tmp: pathlib.Path) -> None:
     cache = tmp / f"{name}_cache"
     results = []
-    for label in ("empty cache", "filled cache"):
+    # the last row: an empty cache again, with XLA:CPU's default emitters (mbjax/fast_compiles.py)
+    for label, folder_cache, extra in (("empty cache", cache, {}), ("filled cache", cache, {}),
+                                       ("XLA emitters", tmp / f"{name}_cache_xla", {"MBJAX_XLA_DEFAULTS": "1"})):
         folder = tmp / f"{name}_mbjax"  # the same trial run again: a fresh copy at the same place
         shutil.rmtree(folder, ignore_errors=True)
         setups = make(folder)
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, __file__, "--child", str(folder), *setups], capture_output=True,
-                              text=True, timeout=3000, env={**os.environ, "MBJAX_CACHE_DIR": str(cache)})
+                              text=True, timeout=3000,
+                              env={**os.environ, "MBJAX_CACHE_DIR": str(folder_cache), **extra})
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             raise RuntimeError(f"{name}: mbjax run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")

@@ -96,13 +96,16 @@ def test_adaptive_steps_vs_recursive_checkpoint_and_finite_differences():
 
 
 def test_forward_outputs_identical_to_diffrax():
-    """Outputs of the plain call and of the differentiated forward equal diffrax's, bit for bit."""
+    """Outputs of the plain call equal diffrax's bit for bit; those of the differentiated forward (the
+    same steps in another program: JAX linearizes it, XLA fuses and rounds its operations otherwise)
+    to rounding."""
     tree = _case()
     ref = _ys(tree, diffrax.RecursiveCheckpointAdjoint(), **KW)
     plain = _ys(tree, mbjax.DiscreteAdjoint(), **KW)
     diffed, _ = jax.vjp(lambda t: _ys(t, mbjax.DiscreteAdjoint(), **KW), tree)
     for a, b, c in zip(plain, diffed, ref):
-        assert bool(jnp.all(a == c)) and bool(jnp.all(b == c))
+        assert bool(jnp.all(a == c))
+        np.testing.assert_allclose(b, c, rtol=0, atol=8 * np.finfo(float).eps * float(jnp.max(jnp.abs(c))))
 
 
 def _count_traces(monkeypatch):
