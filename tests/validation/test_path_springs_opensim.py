@@ -121,6 +121,8 @@ def test_small_model_elements_match_opensim(tmp_path):
 
 
 @needs_mobl
+@pytest.mark.extended  # ~100 s of MoBL compilation; in CI the same elements agree with OpenSim on a small wrapped
+# model (test_small_model_elements_match_opensim) and through OpenSim's JointReaction (test_jr_opensim.py)
 def test_mobl_inverse_dynamics_with_ligaments_matches_opensim():
     ours = _load(MOBL)
     ligaments = [e for e in ours.forces.elements if type(e).__name__ == "Ligament"]
