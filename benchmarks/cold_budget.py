@@ -150,6 +150,17 @@ def _cases(tmp: pathlib.Path) -> dict:
     return cases
 
 
+def _child_env(cache: pathlib.Path, extra: dict) -> dict:
+    """This process's environment for a child run; with ``MBJAX_XLA_DEFAULTS`` also without the
+    emitters' flag that ``import mbjax`` put into this process's ``XLA_FLAGS``."""
+    from mbjax.fast_compiles import FLAG
+
+    env = {**os.environ, "MBJAX_CACHE_DIR": str(cache), **extra}
+    if extra.get("MBJAX_XLA_DEFAULTS") == "1":
+        env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if f != FLAG)
+    return env
+
+
 def run_case(name, make, tmp: pathlib.Path) -> None:
     cache = tmp / f"{name}_cache"
     results = []
@@ -162,7 +173,7 @@ def run_case(name, make, tmp: pathlib.Path) -> None:
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, __file__, "--child", str(folder), *setups], capture_output=True,
                               text=True, timeout=3000,
-                              env={**os.environ, "MBJAX_CACHE_DIR": str(folder_cache), **extra})
+                              env=_child_env(folder_cache, extra))
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             raise RuntimeError(f"{name}: mbjax run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
