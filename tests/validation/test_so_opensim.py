@@ -100,6 +100,30 @@ def test_tutorial_static_optimization_equals_opensim(tmp_path):
     assert ds.max() < 0.1  # a different OpenSim and model copy: same motion, same muscles, close
 
 
+@pytest.mark.extended  # another arm26 static optimization program (~25 s); the rule that leaves such muscles
+# out is the model loader's, checked in CI by tests/test_bad_inputs_eighth_survey_osim.py
+def test_muscle_that_applies_no_force_is_left_out_as_opensim_leaves_it_out(tmp_path):
+    """arm26 with BRA's ``appliesForce`` false (written by OpenSim 4.6): OpenSim's static optimization
+    has no BRA column and the other five muscles share the load; mbjax's the same (and it warns)."""
+    model = osim.Model(str(mbjax.models.model_path("arm26")))
+    model.getMuscles().get("BRA").set_appliesForce(False)
+    path = tmp_path / "arm26_no_bra.osim"
+    model.printToXML(str(path))
+    setup = _opensim_setup(tmp_path)
+    setup.write_text(setup.read_text().replace(str(mbjax.models.model_path("arm26")), str(path)))
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        osim.AnalyzeTool(str(setup)).run()
+    finally:
+        os.chdir(cwd)
+    act = read_storage(tmp_path / "opensim" / "arm26_StaticOptimization_activation.sto")
+    with pytest.warns(UserWarning, match="appliesForce false left out"):
+        res = static_optimization_from_setup(setup, results_directory=tmp_path / "mbjax", progress=False)
+    assert act.labels == res.labels == ("TRIlong", "TRIlat", "TRImed", "BIClong", "BICshort")
+    assert np.abs(res.activations - act.data).max() < 1e-6
+
+
 def _gait_setup(tmp_path):
     """The gait setup with absolute paths, 17 digits and OpenSim's tightest practical IPOPT settings."""
     ids = GAIT.parent / "gait2354_id"
