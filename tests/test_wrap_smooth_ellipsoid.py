@@ -186,6 +186,7 @@ print(json.dumps([np.asarray(g.length, float).tolist(), np.asarray(g.wraps).toli
 """
 
 
+@pytest.mark.extended  # a child process compiling the geodesic again; float32 smooth wrapping runs in CI (test_wrap_smooth.py)
 def test_float32_runs_and_agrees(triaxial):
     """float32 (JAX's default, x64 off, in a child process): the tolerances follow the dtype, so the
     solve converges (the float64 tolerance is below float32 rounding) and agrees with float64 to

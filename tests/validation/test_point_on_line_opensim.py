@@ -30,7 +30,9 @@ PATH = os.path.join(os.path.dirname(__file__), "..", "data", "opensim_models", "
                     "bouncing_block.osim")
 
 
-@pytest.fixture(scope="module", params=["as written", "variant"])
+# the library's file (line along an axis, points at the bodies' origins) in the extended group; its variant,
+# which generalises both, in CI
+@pytest.fixture(scope="module", params=[pytest.param("as written", marks=pytest.mark.extended), "variant"])
 def both(request, tmp_path_factory):
     """mbjax's and OpenSim's model of bouncing_block.osim, or of its variant with a tilted line and
     points off the bodies' origins (tests/test_osim_point_on_line.py)."""
