@@ -16,7 +16,7 @@ import importlib
 
 from .fast_compiles import faster_compiles as _faster_compiles
 
-# XLA:CPU's elemental emitters (about half the compile time), set before JAX's backends start
+# XLA:CPU's elemental emitters (faster compiles), set before JAX's backends start
 # (mbjax/fast_compiles.py; MBJAX_XLA_DEFAULTS=1 keeps XLA's defaults)
 _faster_compiles()
 

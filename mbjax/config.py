@@ -7,7 +7,7 @@
 * :func:`enable_compilation_cache`: XLA's compiled programs kept on disk between processes.
 * :func:`single_threaded_matmuls`: small matrix products on one thread (faster for batched
   kernels on few cores).
-* :func:`faster_compiles`: XLA:CPU's elemental emitters, about half the compile time (``import mbjax``
+* :func:`faster_compiles`: XLA:CPU's elemental emitters, faster compiles (``import mbjax``
   sets them unless ``MBJAX_XLA_DEFAULTS=1``).
 """
 

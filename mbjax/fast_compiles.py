@@ -1,12 +1,12 @@
-"""XLA:CPU's elemental emitters for mbjax's programs: about half the compile time.
+"""XLA:CPU's elemental emitters for mbjax's programs: faster compiles.
 
 mbjax's programs are thousands of small elementwise operations (a wrap pass, a model's joint maps,
 the per-frame solvers), and on the CPU most of a first call is XLA compiling them.  XLA:CPU emits
 each fused loop nest with its newer MLIR "fusion emitters" by default; with
 ``--xla_cpu_use_fusion_emitters=false`` it uses its older elemental IR emitters, which compile
-mbjax's programs about twice as fast, and the code they make runs as fast or faster
-(``benchmarks/RESULTS.md``).  The HLO (what is computed, in which order) is the same and XLA:CPU
-uses no fast-math either way: results agree to rounding.
+mbjax's programs faster, and the code they make runs as fast or faster (``benchmarks/RESULTS.md``).
+The HLO (what is computed, in which order) is the same and XLA:CPU uses no fast-math either way:
+results agree to rounding.
 
 XLA reads its flags once, when the CPU backend starts, and aborts the process on a flag it does not
 know.  So :func:`faster_compiles` adds the flag only when the installed jaxlib knows it and JAX's

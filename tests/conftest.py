@@ -12,8 +12,8 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 if os.environ.get("MBJAX_TEST_XLA_OPT") != "1" and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 
-# XLA:CPU's elemental emitters, as ``import mbjax`` sets them for users (mbjax/fast_compiles.py): about
-# half the compile time; set here so that notebook kernels and subprocesses inherit them too
+# XLA:CPU's elemental emitters, as ``import mbjax`` sets them for users (mbjax/fast_compiles.py): less
+# compile time; set here so that notebook kernels and subprocesses inherit them too
 from mbjax.fast_compiles import faster_compiles  # noqa: E402
 
 faster_compiles()
