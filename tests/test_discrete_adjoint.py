@@ -88,7 +88,8 @@ def test_adaptive_steps_vs_recursive_checkpoint_and_finite_differences():
     tree = _case()
     v, g = _grads(tree, mbjax.DiscreteAdjoint(), **KW)
     v_ref, g_ref = _grads(tree, diffrax.RecursiveCheckpointAdjoint(), **KW)
-    assert v == v_ref
+    # the losses of two differentiated programs: equal to rounding (XLA fuses each its own way)
+    assert abs(float(v) - float(v_ref)) <= 8 * np.finfo(float).eps * abs(float(v_ref))
     assert _rel(g, g_ref) < 1e-10
     # the loss outside jit: its solve is the compiled forward that test_forward_outputs_identical_to_diffrax
     # runs too (one program for both)

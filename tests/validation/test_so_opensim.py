@@ -59,6 +59,16 @@ def _rewritten_setup(source, substitutions, tmp_path):
     return path
 
 
+def _run_analyze_tool(setup, folder):
+    """OpenSim's AnalyzeTool on ``setup``, run in ``folder`` (its opensim.log lands there)."""
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        osim.AnalyzeTool(str(setup)).run()
+    finally:
+        os.chdir(cwd)
+
+
 def _opensim_setup(tmp_path):
     return _rewritten_setup(DATA / "arm26_Setup_StaticOptimization.xml", (
         ("<model_file> arm26.osim </model_file>", f"<model_file>{mbjax.models.model_path('arm26')}</model_file>"),
@@ -75,12 +85,7 @@ def _opensim_setup(tmp_path):
 
 def test_tutorial_static_optimization_equals_opensim(tmp_path):
     setup = _opensim_setup(tmp_path)
-    cwd = os.getcwd()
-    os.chdir(tmp_path)  # opensim.log lands here
-    try:
-        osim.AnalyzeTool(str(setup)).run()
-    finally:
-        os.chdir(cwd)
+    _run_analyze_tool(setup, tmp_path)
     res = static_optimization_from_setup(setup, mbjax.models.load("arm26"), results_directory=tmp_path / "mbjax",
                                          progress=False)
     act = read_storage(tmp_path / "opensim" / "arm26_StaticOptimization_activation.sto")
@@ -111,12 +116,7 @@ def test_muscle_that_applies_no_force_is_left_out_as_opensim_leaves_it_out(tmp_p
     model.printToXML(str(path))
     setup = _opensim_setup(tmp_path)
     setup.write_text(setup.read_text().replace(str(mbjax.models.model_path("arm26")), str(path)))
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        osim.AnalyzeTool(str(setup)).run()
-    finally:
-        os.chdir(cwd)
+    _run_analyze_tool(setup, tmp_path)
     act = read_storage(tmp_path / "opensim" / "arm26_StaticOptimization_activation.sto")
     with pytest.warns(UserWarning, match="appliesForce false left out"):
         res = static_optimization_from_setup(setup, results_directory=tmp_path / "mbjax", progress=False)
@@ -151,12 +151,9 @@ def test_gait_static_optimization_with_residuals_equals_opensim(tmp_path):
     osim.Logger.addSink(sink)
     level = osim.Logger.getLevelString()
     osim.Logger.setLevelString("Info")  # the per-frame report is read from the log (another test may have silenced it)
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
     try:
-        osim.AnalyzeTool(str(setup)).run()
+        _run_analyze_tool(setup, tmp_path)
     finally:
-        os.chdir(cwd)
         osim.Logger.removeSink(sink)
         osim.Logger.setLevelString(level)
     log = sink.getString()
