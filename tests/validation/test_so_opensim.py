@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -43,6 +44,9 @@ from mbjax.muscles import opensim_moment_arms  # noqa: E402
 from mbjax.analysis.sharing import muscle_force_coefficients  # noqa: E402
 from mbjax.opensim.tools.so import Reserve, static_optimization_from_setup  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from _opensim_tools import run_analyze_tool  # noqa: E402
+
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "opensim_models" / "arm26_so"
 GAIT = DATA.parent / "gait2354_so"
 
@@ -57,16 +61,6 @@ def _rewritten_setup(source, substitutions, tmp_path):
     path = tmp_path / "setup.xml"
     path.write_text(text)
     return path
-
-
-def _run_analyze_tool(setup, folder):
-    """OpenSim's AnalyzeTool on ``setup``, run in ``folder`` (its opensim.log lands there)."""
-    cwd = os.getcwd()
-    os.chdir(folder)
-    try:
-        osim.AnalyzeTool(str(setup)).run()
-    finally:
-        os.chdir(cwd)
 
 
 def _opensim_setup(tmp_path):
@@ -85,7 +79,7 @@ def _opensim_setup(tmp_path):
 
 def test_tutorial_static_optimization_equals_opensim(tmp_path):
     setup = _opensim_setup(tmp_path)
-    _run_analyze_tool(setup, tmp_path)
+    run_analyze_tool(setup, tmp_path)
     res = static_optimization_from_setup(setup, mbjax.models.load("arm26"), results_directory=tmp_path / "mbjax",
                                          progress=False)
     act = read_storage(tmp_path / "opensim" / "arm26_StaticOptimization_activation.sto")
@@ -116,7 +110,7 @@ def test_muscle_that_applies_no_force_is_left_out_as_opensim_leaves_it_out(tmp_p
     model.printToXML(str(path))
     setup = _opensim_setup(tmp_path)
     setup.write_text(setup.read_text().replace(str(mbjax.models.model_path("arm26")), str(path)))
-    _run_analyze_tool(setup, tmp_path)
+    run_analyze_tool(setup, tmp_path)
     act = read_storage(tmp_path / "opensim" / "arm26_StaticOptimization_activation.sto")
     with pytest.warns(UserWarning, match="appliesForce false left out"):
         res = static_optimization_from_setup(setup, results_directory=tmp_path / "mbjax", progress=False)
@@ -152,7 +146,7 @@ def test_gait_static_optimization_with_residuals_equals_opensim(tmp_path):
     level = osim.Logger.getLevelString()
     osim.Logger.setLevelString("Info")  # the per-frame report is read from the log (another test may have silenced it)
     try:
-        _run_analyze_tool(setup, tmp_path)
+        run_analyze_tool(setup, tmp_path)
     finally:
         osim.Logger.removeSink(sink)
         osim.Logger.setLevelString(level)

@@ -38,6 +38,7 @@ from mbjax.io import read_storage  # noqa: E402
 from mbjax.opensim.tools.so import static_optimization_from_setup  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from _opensim_tools import run_analyze_tool  # noqa: E402
 from _osim_models import OPENSIM_MODELS  # noqa: E402
 
 PIPELINES = os.path.join(OPENSIM_MODELS, "Pipelines") if OPENSIM_MODELS else ""
@@ -91,12 +92,9 @@ def _run_opensim(setup, tmp_path):
     osim.Logger.addSink(sink)
     level = osim.Logger.getLevelString()
     osim.Logger.setLevelString("Info")  # the per-frame report is read from the log (another test may have silenced it)
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
     try:
-        osim.AnalyzeTool(str(setup)).run()
+        run_analyze_tool(setup, tmp_path)
     finally:
-        os.chdir(cwd)
         osim.Logger.removeSink(sink)
         osim.Logger.setLevelString(level)
     log = sink.getString()
