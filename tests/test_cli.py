@@ -363,6 +363,33 @@ def test_info_opensim4_units_from_the_joints(tmp_path, capsys):
     assert "[0, 0.05] m" in out and "ball  WrapSphere on a" in out and "muscles (0):" in out
 
 
+def test_info_motion_types_are_opensim4s(tmp_path, capsys):
+    """``mbjax info`` reports OpenSim 4's motion types (the loader's and the tools' rule): a coordinate moved
+    through a spline is coupled (its unit still rad: a rotation axis moves it), a unit-slope LinearFunction
+    makes it rotational, and a 3.x ``<motion_type>`` element is ignored as OpenSim 4 ignores it."""
+    import json
+
+    from mbjax.opensim.model.osim_motion import motion_types
+
+    text = OSIM4.replace(
+        '<TransformAxis name="rotation1"><coordinates>flex</coordinates></TransformAxis>',
+        '<TransformAxis name="rotation1"><coordinates>flex</coordinates><function><SimmSpline><x>-1 0 1</x>'
+        '<y>-0.5 0 0.7</y></SimmSpline></function></TransformAxis>'
+        '<TransformAxis name="rotation2"><coordinates>twist</coordinates><function><LinearFunction>'
+        '<coefficients>1 0</coefficients></LinearFunction></function></TransformAxis>').replace(
+        '<Coordinate name="slide">', '<Coordinate name="twist"><motion_type>translational</motion_type>'
+        '<range>-1 1</range></Coordinate><Coordinate name="slide">')
+    path = tmp_path / "m.osim"
+    path.write_text(text)
+    rc, out, _ = _main(capsys, "info", str(path), "--json")
+    assert rc == 0
+    coords = {c["name"]: (c["type"], c["unit"]) for c in json.loads(out)["coordinates"]}
+    expected = motion_types(path)  # the loader's rule, checked live against OpenSim in tests/validation
+    assert {n: t for n, (t, _) in coords.items() if n in expected} == expected
+    assert coords["flex"] == ("coupled", "rad") and coords["twist"] == ("rotational", "rad")
+    assert coords["s2"] == ("translational", "m") and coords["pin"] == ("rotational", "rad")
+
+
 def test_plot_styles_are_distinct():
     styles = cli.curve_styles(20)
     assert len({(c, ls) for c, ls, _ in styles}) == 20  # colour x line style: no two of 20 curves alike

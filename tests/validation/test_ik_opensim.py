@@ -206,6 +206,7 @@ def test_motion_types_match_opensim(tmp_path):
     from _osim_models import write_coupled_model
 
     from mbjax.opensim.model.osim_motion import motion_types
+    from mbjax.opensim.model.osim_summary import summarize_osim
 
     names = {0: "undefined", 1: "rotational", 2: "translational", 3: "coupled"}
     for path in (arm26_path(), write_coupled_model(tmp_path)):
@@ -214,6 +215,8 @@ def test_motion_types_match_opensim(tmp_path):
         ours = motion_types(path)
         theirs = {cs.get(i).getName(): names[int(cs.get(i).getMotionType())] for i in range(cs.getSize())}
         assert ours == theirs, path
+        summary = {c.name: c.motion_type for c in summarize_osim(path).coordinates}  # `mbjax info`'s
+        assert summary == theirs, path
 
 
 GAIT = os.path.join(os.path.dirname(DATA), "gait2354_ik")

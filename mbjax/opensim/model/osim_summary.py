@@ -5,14 +5,14 @@ locked, coupled), the bodies (mass), the muscles (class, wrap objects on their p
 objects (class, body) without building a :class:`~mbjax.Model`, so it also describes files (or
 parts of files) that :func:`mbjax.io.load_osim` refuses or simplifies.
 
-Motion type (OpenSim 4.x writes no ``<motion_type>``; OpenSim derives it, ``Coordinate::getMotionType``):
-the ``<motion_type>`` element when present (3.x); otherwise from the owning joint: a
-``CustomJoint`` coordinate is rotational when a ``rotation1..3`` ``TransformAxis`` uses it and
-translational when only ``translation1..3`` axes do; ``PinJoint``, ``UniversalJoint``,
-``BallJoint``, ``GimbalJoint``, ``EllipsoidJoint`` coordinates are rotational, ``SliderJoint``
-translational, ``PlanarJoint`` (rz, tx, ty) and ``FreeJoint`` (3 rotations, 3 translations) by
-position.  Units: rad for rotational, m for translational coordinates (OpenSim's internal units).
-A missing ``<range>`` is OpenSim's default ``[-10, 10]``.
+Motion type: OpenSim 4's (``Coordinate::getMotionType``, derived from the joints; a 3.x ``<motion_type>``
+element is ignored, as OpenSim 4 ignores it), the one rule the loader and the tools use
+(:func:`mbjax.opensim.model.osim_motion.motion_types`): ``"rotational"``, ``"translational"``,
+``"coupled"`` (moved through a function other than a unit-slope ``LinearFunction``: OpenSim converts
+its values from degrees neither in data files nor in setups) or ``"undefined"``.  Unit: rad where a
+``rotation1..3`` axis (or a rotational joint) moves the coordinate, m where only translations do
+(OpenSim's internal units), whatever the motion type.  For a file that rule cannot read, the
+3.x element when present, else the axes.  A missing ``<range>`` is OpenSim's default ``[-10, 10]``.
 
 :func:`summarize_osim` also makes the cheap checks of :func:`mbjax.io.load_osim` (document version,
 duplicate names, a second set of a name, masses, coordinate ranges and flags, joint and force
@@ -29,6 +29,7 @@ import xml.etree.ElementTree as ET
 from pyexpat import ExpatError, ParserCreate
 
 from .osim_classes import JOINT_TYPES, LOADER_FORCES
+from .osim_motion import motion_types
 from .osim_older_documents import IS_DISABLED_VERSION, JOINTSET_VERSION, rename_sockets
 
 __all__ = ["CoordinateSummary", "BodySummary", "MuscleSummary", "WrapObjectSummary", "ConstraintSummary",
@@ -48,16 +49,18 @@ _NAMED_SETS = ("BodySet", "JointSet", "ForceSet", "MarkerSet", "ConstraintSet", 
 class CoordinateSummary:
     name: str
     joint: str
-    motion_type: str  # "rotational", "translational" or "unknown"
+    motion_type: str  # OpenSim 4's: "rotational", "translational", "coupled", "undefined" (or "unknown")
     range: tuple[float, float]
     default: float
     clamped: bool
     locked: bool
     coupled_to: tuple[str, ...] | None  # independent coordinates of its CoordinateCouplerConstraint
+    #: what moves it: "rotational" (a rotation axis or rotational joint), "translational" or "unknown"
+    moves: str = "unknown"
 
     @property
     def unit(self) -> str:
-        return UNITS.get(self.motion_type, "?")
+        return UNITS.get(self.moves if self.moves in UNITS else self.motion_type, "?")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,10 +133,8 @@ def _bool(el, tag):
     return _text(el, tag, "false").lower() in ("true", "1")
 
 
-def _motion_type(coord, joint) -> str:
-    mt = _text(coord, "motion_type")
-    if mt:
-        return mt.lower()
+def _axes_kind(coord, joint) -> str:
+    """Rotational where a rotation axis or a rotational joint moves the coordinate, else translational."""
     if joint is None:
         return "unknown"
     name = coord.get("name")
@@ -337,17 +338,23 @@ def summarize_osim(path) -> OsimSummary:
             el = parent.get(el)
         return el
 
+    try:
+        opensim_types = motion_types(path)
+    except Exception:  # a file the loader's reader refuses: the 3.x element, else the axes
+        opensim_types = {}
     couplers = {}
     for con in model.iter("CoordinateCouplerConstraint"):
         couplers[_text(con, "dependent_coordinate_name")] = tuple(_text(con, "independent_coordinate_names").split())
     coords = []
     for c in model.iter("Coordinate"):
         joint = owner(c, lambda e: e.tag.endswith("Joint") and e.tag != "Joint")
+        moves = _axes_kind(c, joint)
         rng = _floats(c, "range", [-10.0, 10.0])
         coords.append(CoordinateSummary(
             name=c.get("name"),
             joint=joint.get("name") if joint is not None else "?",
-            motion_type=_motion_type(c, joint),
+            motion_type=opensim_types.get(c.get("name")) or _text(c, "motion_type").lower() or moves,
+            moves=moves,
             range=(float(rng[0]), float(rng[-1])),
             default=float(_floats(c, "default_value", [0.0])[0]),
             clamped=_bool(c, "clamped"),
