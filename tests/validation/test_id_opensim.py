@@ -211,3 +211,62 @@ def test_mobility_forces_of_angular_velocity_joints_are_opensims(tmp_path, joint
     print(f"\n{joint}: max relative |mobility forces - OpenSim| {worst:.1e}; q̇-space forces differ by {moved:.1e}")
     assert moved > 1e-3  # the two spaces differ at these poses
     assert worst < 1e-8
+
+
+_ID_SETUP = """<?xml version="1.0" encoding="UTF-8" ?><OpenSimDocument Version="40000"><InverseDynamicsTool name="t">
+<results_directory>{results}</results_directory><model_file>{model}</model_file><time_range>0.1 0.9</time_range>
+<forces_to_exclude>Muscles</forces_to_exclude><external_loads_file></external_loads_file>
+<coordinates_file>{motion}</coordinates_file>
+<lowpass_cutoff_frequency_for_coordinates>{cutoff}</lowpass_cutoff_frequency_for_coordinates>
+<output_gen_force_file>id.sto</output_gen_force_file></InverseDynamicsTool></OpenSimDocument>"""
+
+
+@pytest.mark.parametrize("joint, coords, cutoff", [("BallJoint", ("q2", "q3", "q4"), -1),
+                                                   ("FreeJoint", ("q2", "q3", "q4", "x", "y", "z"), 6)])
+def test_id_tool_takes_the_angle_rates_as_angular_velocity_as_opensims(tmp_path, joint, coords, cutoff):
+    """OpenSim's ID tool puts the time derivatives of a Ball/Free joint's angle columns into Simbody's
+    speeds there (the angular velocity ω_F) as they are: mbjax's tool does the same (and says so), and
+    its file equals OpenSim's; the dynamics of the angles themselves (rates as q̇) differ markedly."""
+    import sys
+    import warnings
+
+    import jax
+
+    from mbjax.io import Table, write_storage
+    from mbjax.opensim.tools.id.mobility import mobility_forces
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    from test_bad_inputs_eighth_survey_osim import pendulum
+
+    model_path = tmp_path / "model.osim"
+    model_path.write_text(pendulum("", joint=joint, coords=coords, values=(0.1, -0.3, 0.5, 0.0, 0.0, 0.0)[:len(coords)]))
+    t = np.linspace(0.0, 1.0, 51)
+    angles = [0.3 + 0.4 * np.sin(2.0 * t), 0.1 + 0.5 * np.sin(3.0 * t + 0.2), -0.3 + 0.6 * t ** 2, 0.5 * np.cos(2.5 * t),
+              0.1 * t, 0.05 * np.sin(t), -0.02 * t ** 2]
+    names = ("q1",) + coords
+    motion = tmp_path / "motion.mot"
+    write_storage(motion, Table(t, names, np.stack(angles[:len(names)], 1), in_degrees=False), name="motion")
+    for who in ("opensim", "mbjax"):
+        (tmp_path / who).mkdir()
+        (tmp_path / f"{who}.xml").write_text(_ID_SETUP.format(results=tmp_path / who, model=model_path, motion=motion,
+                                                              cutoff=cutoff))
+    osim.InverseDynamicsTool(str(tmp_path / "opensim.xml")).run()
+    with pytest.warns(UserWarning, match=rf"takes the time derivatives of the angles of {joint} 'j2'"):
+        mbjax.opensim.inverse_dynamics_from_setup(str(tmp_path / "mbjax.xml"))
+    theirs, ours = read_storage(tmp_path / "opensim" / "id.sto"), read_storage(tmp_path / "mbjax" / "id.sto")
+    assert theirs.labels == ours.labels
+    scale = np.abs(theirs.data).max()
+    diff = np.abs(ours.data - theirs.data).max() / scale
+    print(f"\n{joint}: mbjax's ID tool vs OpenSim's, max relative difference {diff:.1e}")
+    assert diff < 1e-8
+    if cutoff < 0:  # the same frames with the file's rates taken as the angles' q̇: not OpenSim's
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = mbjax.io.load_osim(str(model_path))
+        spline = NaturalSpline(t, np.stack(angles[:len(names)], 1), 5)
+        tq = ours.time
+        q, qd, qdd = spline(tq), spline(tq, 1), spline(tq, 2)
+        tau = jax.jit(jax.vmap(mbjax.inverse_dynamics, in_axes=(None, 0, 0, 0)))(model, q, qd, qdd)
+        moved = np.abs(mobility_forces(model, q, np.asarray(tau), "test") - theirs.data).max() / scale
+        print(f"{joint}: the angles' own dynamics differ from OpenSim's tool by {moved:.1e}")
+        assert moved > 1e-2

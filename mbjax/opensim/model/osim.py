@@ -149,7 +149,7 @@ from .osim_force_set import _ForceSetMixin
 from .osim_forces import applies_force, read_force_elements
 from .osim_info import OsimInfo, OsimScaling
 from .osim_joints import _JointsMixin
-from .osim_motion import motion_types
+from .osim_motion import angular_velocity_joints, motion_types
 from .osim_path_forces import read_path_forces, with_path_force_wrapping
 from .osim_path_functions import warn_unused
 from .osim_paths import _PathsMixin
@@ -363,6 +363,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
             disabled_forces=tuple(el.get("name") for fs in self.model.iter("ForceSet")
                                   for objs in fs.findall("objects") for el in objs
                                   if not applies_force(el, self.doc)),
+            speed_joints=angular_velocity_joints(self.doc.path),
         )
 
     def _coordinate_map(self, name):

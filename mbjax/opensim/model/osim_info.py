@@ -55,6 +55,9 @@ class OsimInfo(eqx.Module):
     #: the ForceSet objects the file disables (``appliesForce`` false, 3.x ``isDisabled`` true), in
     #: file order: OpenSim's tools apply no force of them
     disabled_forces: tuple[str, ...] = eqx.field(static=True, default=())
+    #: ``(joint class, joint name, (c0, c1, c2))`` of the Ball, Free and Ellipsoid joints, whose rotation
+    #: coordinates' speeds are the angular velocity ω_F = E(c0, c1) ċ (:mod:`mbjax.opensim.model.osim_speeds`)
+    speed_joints: tuple = eqx.field(static=True, default=())
 
 
 class OsimScaling(eqx.Module):

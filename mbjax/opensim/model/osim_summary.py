@@ -29,7 +29,6 @@ import xml.etree.ElementTree as ET
 from pyexpat import ExpatError, ParserCreate
 
 from .osim_classes import JOINT_TYPES, LOADER_FORCES
-from .osim_motion import motion_types
 from .osim_older_documents import IS_DISABLED_VERSION, JOINTSET_VERSION, rename_sockets
 
 __all__ = ["CoordinateSummary", "BodySummary", "MuscleSummary", "WrapObjectSummary", "ConstraintSummary",
@@ -337,6 +336,8 @@ def summarize_osim(path) -> OsimSummary:
         while el is not None and not pred(el):
             el = parent.get(el)
         return el
+
+    from .osim_motion import motion_types  # here: its XML reader imports JAX, which `mbjax info` must not
 
     try:
         opensim_types = motion_types(path)

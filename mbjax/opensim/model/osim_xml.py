@@ -6,14 +6,14 @@ from __future__ import annotations
 import warnings
 import xml.etree.ElementTree as ET
 from pyexpat import ParserCreate
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...maps.gcv_spline import pp_gcv_spline
-from ...maps.piecewise import PPData, pp_constant, pp_linear, pp_piecewise_linear, pp_polynomial
-from ...maps.simm_spline import pp_simm_spline
 from ..xml_booleans import BOOL_TEXT
+
+if TYPE_CHECKING:
+    from ...maps.piecewise import PPData
 
 FUNCTION_TYPES = (
     "Constant",
@@ -252,6 +252,11 @@ def _note_unknown_children(doc, el):
 
 def _pp(doc, el) -> PPData:
     """A 1-D OpenSim function as piecewise-polynomial data."""
+    # here, not at the top: the maps import JAX, which reading a file's elements (`mbjax info`) must not
+    from ...maps.gcv_spline import pp_gcv_spline
+    from ...maps.piecewise import pp_constant, pp_linear, pp_piecewise_linear, pp_polynomial
+    from ...maps.simm_spline import pp_simm_spline
+
     tag = el.tag
     if hasattr(doc, "unused"):
         _note_unknown_children(doc, el)

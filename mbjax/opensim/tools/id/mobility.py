@@ -13,42 +13,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...model.osim_motion import angular_velocity_joints
-
-
-def rotation_speed_matrix(a, b) -> np.ndarray:
-    """E(a, b) ``(..., 3, 3)``: ω_F = E q̇ for X-Y-Z body-fixed angles (a, b, c)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    one, zero = np.ones_like(a), np.zeros_like(a)
-    rows = [[one, zero, np.sin(b)], [zero, np.cos(a), -np.sin(a) * np.cos(b)], [zero, np.sin(a), np.cos(a) * np.cos(b)]]
-    return np.stack([np.stack(r, -1) for r in rows], -2)
+from ...model.osim_speeds import rotation_speed_matrix, speed_joints
 
 
 def mobility_forces(model, q, tau, where: str) -> np.ndarray:
     """OpenSim's mobility forces ``(T, nq)`` from mbjax's generalized forces ``tau (T, nq)`` at ``q (T, nq)``
     (the module docstring); ``tau`` itself when the model has no such joint.  A joint whose rotation
     coordinates are not all independent coordinates of the model (locked or coupled) is refused by name."""
-    info = getattr(model, "osim", None)
-    source = getattr(info, "source", None)
-    if not source:
-        return tau
-    try:
-        joints = angular_velocity_joints(source)
-    except OSError:  # the file is gone: nothing to read the joints from
-        return tau
+    joints = speed_joints(model, where)
     if not joints:
         return tau
-    names = list(model.coordinate_names)
     out = np.array(tau, dtype=float, copy=True)
     q = np.asarray(q, float)
-    for kind, joint, coords in joints:
-        missing = [c for c in coords if c not in names]
-        if missing:
-            raise NotImplementedError(f"{where}: the {kind} {joint!r} has rotation coordinates {missing} that are not "
-                                      "independent coordinates of the model (locked or coupled); OpenSim reports its "
-                                      "mobility forces in the angular-velocity speeds, which mbjax computes only when "
-                                      "all three are independent")
-        idx = [names.index(c) for c in coords]
+    for _, _, idx in joints:
+        idx = list(idx)
         e = rotation_speed_matrix(q[:, idx[0]], q[:, idx[1]])
         out[:, idx] = np.linalg.solve(np.swapaxes(e, -1, -2), out[:, idx][..., None])[..., 0]
     return out

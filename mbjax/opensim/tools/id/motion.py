@@ -20,6 +20,7 @@ from ...._loads import ExternalLoads
 from ...._model import require_model
 from ....io.arguments import name_list, positive_int, real_number, time_range as time_pair
 from ...external_loads import ExternalLoadsFile, read_external_loads
+from ...model.osim_speeds import rates_from_speeds, speed_joints
 from .mobility import mobility_forces
 from ....io.signal import NaturalSpline, lowpass_storage
 from ....io.motion_ranges import warn_outside_ranges, warn_radians_as_degrees
@@ -219,7 +220,20 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
         qdd[:, idx] = spline(t, 2)
     else:  # the speeds at every row of the (padded) table, splined again
         qdd[:, idx] = NaturalSpline(time, spline(time, 1), 5)(t, 1)
+    if speed_joints(model, tool):  # OpenSim puts these rates into Simbody's speeds u as they are
+        _warn_rates_as_angular_velocity(model, tool)
+        qd, qdd = rates_from_speeds(model, q, qd, qdd, tool)
     return t, q, qd, qdd
+
+
+def _warn_rates_as_angular_velocity(model, tool):
+    names = model.coordinate_names
+    joints = [f"{kind} {joint!r} ({', '.join(names[i] for i in idx)})" for kind, joint, idx in speed_joints(model, tool)]
+    warnings.warn(f"OpenSim's {tool} takes the time derivatives of the angles of {', '.join(joints)} as that joint's "
+                  "speeds, the angular velocity ω_F (and its derivative), not as the angles' rates; mbjax does as "
+                  "OpenSim does (q̇ = E⁻¹ u, q̈ = E⁻¹(u̇ − Ė q̇)), which is not the motion of the file's angles. For the "
+                  "dynamics of the angles themselves call mbjax.inverse_dynamics with their rates",
+                  stacklevel=4)
 
 
 # --------------------------------------------------------------------------------------------

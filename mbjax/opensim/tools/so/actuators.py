@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ....forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator, actuator_matrix
-from ...model.osim_coordinates import coordinate_jacobian, coordinate_names
+from ...model.osim_coordinates import coordinate_names
+from ...model.osim_speeds import speed_jacobian, speed_joints
 
 
 #: OpenSim's ``CoordinateActuator`` (the reserve actuator of static optimization):
@@ -63,9 +64,10 @@ def check_actuators(model, actuators) -> tuple:
 def actuator_columns(model, actuators, q):
     """``B (nq, na)``: column k is the generalized force of ``actuators[k]`` at control 1 and pose
     ``q`` (traced, one pose; ``jax.vmap`` over frames).  A ``CoordinateActuator`` on coordinate c
-    gives F_opt ∂c/∂q (:func:`mbjax.opensim.model.osim_coordinates.coordinate_jacobian`: a unit column on a
-    coordinate of ``q``, the coupler's gradient on a coupled one, zero on a locked one); body
-    actuators give :func:`mbjax.forces.body_actuators.actuator_matrix`."""
+    gives F_opt ∂u_c/∂q̇ (:func:`mbjax.opensim.model.osim_speeds.speed_jacobian`: a unit column on a
+    coordinate of ``q``, the coupler's gradient on a coupled one, zero on a locked one, and Eᵀ e_k on a
+    Ball, Free or Ellipsoid joint's rotation k, where OpenSim's actuator drives the angular velocity);
+    body actuators give :func:`mbjax.forces.body_actuators.actuator_matrix`."""
     q = jnp.asarray(q)
     dtype = jnp.result_type(q, float)
     q_names = list(model.coordinate_names)
@@ -77,13 +79,15 @@ def actuator_columns(model, actuators, q):
     if coord:
         targets = [actuators[k].coordinate for k in coord]
         force = jnp.asarray([actuators[k].optimal_force for k in coord], dtype)
-        if all(c in q_names for c in targets):
+        on_speeds = speed_joints(model, "CoordinateActuator", targets)
+        if all(c in q_names for c in targets) and not on_speeds:
             J = np.zeros((len(q_names), len(coord)))
             J[[q_names.index(c) for c in targets], np.arange(len(coord))] = 1.0
             J = jnp.asarray(J, dtype)
         else:
             names = coordinate_names(model)[0]
-            J = coordinate_jacobian(model, q.astype(dtype))[np.asarray([names.index(c) for c in targets])].T
+            J = speed_jacobian(model, q.astype(dtype), "CoordinateActuator", targets)[
+                np.asarray([names.index(c) for c in targets])].T
         B = B.at[:, np.asarray(coord)].set(J * force[None, :])
     return B
 

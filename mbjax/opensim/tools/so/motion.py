@@ -220,7 +220,9 @@ def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent
     if off is not None:  # disabled muscles and path actuators: no force
         lo, hi = jnp.where(off, 0.0, lo), jnp.where(off, 0.0, hi)
     R = L = None
-    if moment_arm_rule == "opensim":  # one lane-folded wrap pass for all frames, not a vmap of it
+    if paths.n_muscles == 0:  # reserves (and residuals) alone
+        R, L = jnp.zeros(q.shape + (0,), q.dtype), jnp.zeros(q.shape[:1] + (0,), q.dtype)
+    elif moment_arm_rule == "opensim":  # one lane-folded wrap pass for all frames, not a vmap of it
         R, L = opensim_moment_arms_and_lengths(model, q)
     B = None
     if actuators:
