@@ -73,3 +73,14 @@ def homogeneous(points):
     """Append a 1 to 3-vectors: ``(..., 3) -> (..., 4)``."""
     points = jnp.asarray(points)
     return jnp.concatenate([points, jnp.ones(points.shape[:-1] + (1,), points.dtype)], -1)
+
+
+def xyz_angle_rate_matrix(a, b, xp=jnp):
+    """E(a, b) ``(..., 3, 3)`` of X-Y-Z body-fixed angles (a, b, c): the angular velocity of the rotated
+    frame in the fixed one is ω = E q̇ (Simbody's Ball/Free/Ellipsoid speeds), E = [x̂, R_x(a) ŷ,
+    R_x(a) R_y(b) ẑ].  ``xp``: ``jax.numpy`` or ``numpy``."""
+    a, b = xp.asarray(a), xp.asarray(b)
+    one, zero = xp.ones_like(a), xp.zeros_like(a)
+    rows = [[one, zero, xp.sin(b)], [zero, xp.cos(a), -xp.sin(a) * xp.cos(b)],
+            [zero, xp.sin(a), xp.cos(a) * xp.cos(b)]]
+    return xp.stack([xp.stack(r, -1) for r in rows], -2)

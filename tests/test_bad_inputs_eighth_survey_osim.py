@@ -184,19 +184,41 @@ _SGF = ('<SpringGeneralizedForce name="f"><coordinate>{c}</coordinate><stiffness
         '<rest_length>0.1</rest_length><viscosity>0.3</viscosity></SpringGeneralizedForce>')
 
 
-@pytest.mark.parametrize("joint, coords, force", [
+ANGULAR_VELOCITY_FORCES = [
     ("BallJoint", ("q2", "q3", "q4"), _SGF.format(c="q3")),
     ("FreeJoint", ("q2", "q3", "q4", "x", "y", "z"), _ebcf("-2*q-0.1*qdot", "q3")),
-    ("EllipsoidJoint", ("q2", "q3", "q4"), '<CoordinateLimitForce name="f"><coordinate>q2</coordinate>'
-                                           '</CoordinateLimitForce>')])
-def test_coordinate_force_on_an_angular_velocity_speed_is_refused(tmp_path, joint, coords, force):
-    """OpenSim applies these on the mobility u (an angular-velocity component), not on the angle's q̇:
-    refused by name, never a silent difference."""
+    ("EllipsoidJoint", ("q2", "q3", "q4"), '<CoordinateLimitForce name="f"><coordinate>q2</coordinate><upper_stiffness>3'
+                                           '</upper_stiffness><upper_limit>5</upper_limit><lower_stiffness>4'
+                                           '</lower_stiffness><lower_limit>-5</lower_limit><damping>0.2</damping>'
+                                           '<transition>2</transition></CoordinateLimitForce>')]
+
+
+def angular_velocity_force_model(joint, coords, force):
+    """The pendulum with ``force`` on an angle of its ``joint`` (OpenSim applies it on the angular velocity)."""
     text = pendulum(force, joint=joint, coords=coords, values=(0.1, -0.3, 0.5, 0, 0, 0)[:len(coords)])
     if joint == "EllipsoidJoint":
         text = text.replace("</EllipsoidJoint>", "<radii_x_y_z>0.1 0.2 0.3</radii_x_y_z></EllipsoidJoint>")
-    with pytest.raises(NotImplementedError, match=rf"model.osim:{line_of(text, force[:20])}: .*a rotation "
-                                                  rf"coordinate of the {joint} 'j2'.*mobility force"):
+    return text
+
+
+@pytest.mark.parametrize("joint, coords, force", ANGULAR_VELOCITY_FORCES)
+def test_coordinate_force_on_an_angular_velocity_speed_loads(tmp_path, joint, coords, force):
+    """OpenSim applies these on the mobility u (an angular-velocity component): read, and acting on that
+    speed (equal to OpenSim's mobility forces in tests/validation/test_forces_opensim.py; the power check
+    in tests/test_opensim_speeds.py)."""
+    model = quietly(load_osim, write_text(tmp_path, angular_velocity_force_model(joint, coords, force)))
+    assert model.forces is not None and model.forces.elements[0].coordinates.speed_rows
+
+
+def test_coordinate_force_on_a_ball_angle_beside_a_locked_one_is_refused(tmp_path):
+    """With another angle of the joint locked, OpenSim's angular-velocity speed has no map to q here:
+    refused naming the joint and the locked angle, never a silent difference."""
+    text = pendulum(_SGF.format(c="q3"))
+    text = text.replace('<Coordinate name="q4"><default_value>0.5</default_value>',
+                        '<Coordinate name="q4"><default_value>0.5</default_value><locked>true</locked>')
+    assert "<locked>true</locked>" in text
+    with pytest.raises(NotImplementedError, match=r"force on 'q3', a rotation coordinate of the BallJoint 'j2', whose "
+                                                  r"angles \['q4'\] are not in q"):
         load_osim(write_text(tmp_path, text))
 
 

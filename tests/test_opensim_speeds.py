@@ -78,3 +78,27 @@ def test_tool_rates_taken_as_speeds_give_back_the_angles_rates(ball):
     rates, accelerations = rates_from_speeds(ball, q, u, udot, "test")
     np.testing.assert_allclose(rates, qd, rtol=0, atol=1e-13)
     np.testing.assert_allclose(accelerations, qdd, rtol=0, atol=1e-12)
+
+
+def test_spring_on_a_ball_angle_acts_on_the_angular_velocity(tmp_path):
+    """A SpringGeneralizedForce on the Ball joint's second angle: its speed is ω_F's second component
+    (from the body rotations), and its power Q·q̇ is f·ω_F[1] with f = -k (q3 - rest) - c ω_F[1]."""
+    from test_bad_inputs_eighth_survey_osim import _SGF
+
+    path = tmp_path / "ball_spring.osim"
+    path.write_text(pendulum(_SGF.format(c="q3")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.io.load_osim(str(path))
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        q = jnp.asarray(rng.uniform(-1, 1, 4))
+        qd = jnp.asarray(np.r_[0.0, rng.uniform(-1, 1, 3)])
+        rot, rot_dot = jax.jvp(lambda x: mbjax.body_poses(model, x)[-1, :3, :3], (q,), (qd,))
+        w = rot.T @ rot_dot
+        speed = (_xyz(q[1], q[2], q[3]) @ jnp.array([w[2, 1], w[0, 2], w[1, 0]]))[1]
+        f = -5.0 * (q[2] - 0.1) - 0.3 * speed  # _SGF: stiffness 5, rest_length 0.1, viscosity 0.3
+        power = model.forces.generalized_force(model, q, qd) @ qd
+        np.testing.assert_allclose(power, f * speed, rtol=1e-12, atol=1e-14)
+        angle_rate_power = (-5.0 * (q[2] - 0.1) - 0.3 * qd[2]) * qd[2]  # the spring on the angle's q̇: not OpenSim's
+        assert abs(float(power - angle_rate_power)) > 1e-4

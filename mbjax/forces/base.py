@@ -10,6 +10,11 @@ the virtual-work (chain-rule) projection ``Q = (∂b/∂q)ᵀ f(b, ḃ)`` with `
 importer eliminated (a coupled coordinate ``c = g(q)``) acts through its map:
 ``Q = f(g(q), ∇g·q̇) ∇g``, which is what OpenSim's coupler constraint transmits.
 
+On an OpenSim model, a coordinate whose Simbody speed is not its rate, a rotation angle of a ``BallJoint``,
+``FreeJoint`` or ``EllipsoidJoint`` (speeds u = ω_F = E(q) q̇), is OpenSim's element coordinate by its value
+and *speed*: ``ḃ_k = (E q̇)_j`` and the force acts on that speed, ``Q = Eᵀ e_j f_k`` on the joint's three
+angles (:attr:`CoordinateValues.speed_rows`), as OpenSim applies a mobility force.
+
 Each element class holds a *stack* of ``n`` elements of one kind (vectorised, no per-element
 Python loop).  :class:`ForceSet` is the tuple of stacks; :func:`model_forces` sums them.
 """
@@ -25,6 +30,7 @@ import numpy as np
 
 from .._kinematics import body_poses
 from .._model import Model, require_model
+from .._spatial import xyz_angle_rate_matrix
 from .. import _checks
 
 
@@ -58,8 +64,11 @@ class CoordinateSpring(ForceElement):
         """Generalized force on the element coordinates, ``(m,)``."""
 
     def element_state(self, model: Model, q, qd):
-        """``(b, ḃ)``."""
-        return jax.jvp(lambda x: self.element_coordinates(model, x), (q,), (qd,))
+        """``(b, ḃ)``: ḃ the OpenSim speed on a Ball/Free/Ellipsoid angle (module notes)."""
+        b, bdot = jax.jvp(lambda x: self.element_coordinates(model, x), (q,), (qd,))
+        for k, idx, j in self._speed_rows():
+            bdot = bdot.at[k].set(xyz_angle_rate_matrix(q[idx[0]], q[idx[1]])[j] @ qd[np.asarray(idx)])
+        return b, bdot
 
     def generalized_force(self, model: Model, q, qd):
         b, bdot = self.element_state(model, q, qd)
@@ -68,7 +77,16 @@ class CoordinateSpring(ForceElement):
         if jnp.shape(f) != b.shape:
             raise ValueError(f"{type(self).__name__}.law must return one force per element coordinate, shape "
                              f"{b.shape} (like element_coordinates), got {jnp.shape(f)}")
-        return pullback(jnp.asarray(f).astype(b.dtype))[0]
+        f = jnp.asarray(f).astype(b.dtype)
+        tau = pullback(f)[0]
+        for k, idx, j in self._speed_rows():  # a mobility force on ω_F's component j: Eᵀ e_j f, not e_angle f
+            row = xyz_angle_rate_matrix(q[idx[0]], q[idx[1]])[j]
+            tau = tau.at[idx[j]].add(-f[k]).at[np.asarray(idx)].add(f[k] * row)
+        return tau
+
+    def _speed_rows(self):
+        coords = getattr(self, "coordinates", None)
+        return getattr(coords, "speed_rows", ()) if isinstance(coords, CoordinateValues) else ()
 
 
 class CoordinateValues(eqx.Module):
@@ -79,7 +97,9 @@ class CoordinateValues(eqx.Module):
     are not represented (an element on one is dropped by the importer: the lock absorbs its force).
     ``maps`` is ``None`` when no coordinate is coupled (an empty tuple breaks diffrax's
     ``BacksolveAdjoint``; see :class:`mbjax.muscles.paths.MusclePaths`).  ``built_for``: the
-    coordinate names of the model the indices refer to (``None``: unknown).
+    coordinate names of the model the indices refer to (``None``: unknown).  ``speed_rows``:
+    ``(element k, (i0, i1, i2), j)`` for an element on angle j of a Ball/Free/Ellipsoid joint whose
+    angles are ``q[i0], q[i1], q[i2]`` (module notes), from the model's ``osim.speed_joints``.
     """
 
     index: tuple[int, ...] = eqx.field(static=True)
@@ -87,6 +107,7 @@ class CoordinateValues(eqx.Module):
     inputs: tuple[tuple[int, ...], ...] = eqx.field(static=True)
     maps: tuple | None = None
     built_for: tuple[str, ...] | None = eqx.field(static=True, default=None)
+    speed_rows: tuple[tuple[int, tuple[int, int, int], int], ...] = eqx.field(static=True, default=())
 
     def __call__(self, q):
         need = 1 + max(self.index + tuple(i for inp in self.inputs for i in inp), default=-1)
@@ -123,7 +144,28 @@ class CoordinateValues(eqx.Module):
             dependent.append(k)
             inputs.append(tuple(model.coordinate_index(n) for n in c.coordinates[0]))
             maps.append(c)
-        return cls(tuple(index), tuple(dependent), tuple(inputs), tuple(maps) or None, tuple(model.coordinate_names))
+        return cls(tuple(index), tuple(dependent), tuple(inputs), tuple(maps) or None, tuple(model.coordinate_names),
+                   _speed_rows(model, coordinates))
+
+
+def _speed_rows(model: Model, coordinates) -> tuple:
+    """:attr:`CoordinateValues.speed_rows` of ``coordinates`` on an OpenSim model; an element on an angle
+    of a joint whose other angles are not all in ``q`` (locked or coupled) is refused naming both."""
+    joints = getattr(getattr(model, "osim", None), "speed_joints", None) or ()
+    names = list(model.coordinate_names)
+    rows = []
+    for kind, joint, angles in joints:
+        for k, c in enumerate(coordinates):
+            if not isinstance(c, str) or c not in angles:
+                continue
+            missing = [a for a in angles if a not in names]
+            if missing:
+                raise NotImplementedError(f"a force on {c!r}, a rotation coordinate of the {kind} {joint!r}, whose "
+                                          f"angles {missing} are not in q (locked or coupled): OpenSim applies it on "
+                                          "the joint's angular velocity, which mbjax maps only when all three are "
+                                          "independent")
+            rows.append((k, tuple(names.index(a) for a in angles), angles.index(c)))
+    return tuple(rows)
 
 
 def frame_poses(model: Model, q, bodies, x_body_frame):

@@ -287,3 +287,58 @@ def test_library_contact_matches_opensim(tmp_path, rel, vertical):
     err = _compare(path, model, draw, _no_dependent, ("HuntCrossleyForce",), n_states=6)
     print(rel, "max relative error vs OpenSim:", err)
     assert err["HuntCrossleyForce"] < 1e-9, err
+
+
+@pytest.mark.parametrize("case", [0, 1, 2], ids=["ball-spring", "free-expression", "ellipsoid-limit"])
+def test_coordinate_forces_on_angular_velocity_speeds_are_opensims(tmp_path, case):
+    """A SpringGeneralizedForce / ExpressionBasedCoordinateForce / CoordinateLimitForce on an angle of a
+    Ball / Free / Ellipsoid joint: OpenSim applies it on the joint's speed there (ω_F), reads that speed
+    as its q̇; mbjax's generalized force, mapped to those speeds (E⁻ᵀ Q), equals OpenSim's mobility forces
+    (ID with the element on minus off) at random states."""
+    from test_bad_inputs_eighth_survey_osim import ANGULAR_VELOCITY_FORCES, angular_velocity_force_model
+
+    from mbjax.opensim.model.osim_speeds import rotation_speed_matrix
+    from mbjax.opensim.tools.id.mobility import mobility_forces
+
+    osim = pytest.importorskip("opensim")
+    joint, coords, force = ANGULAR_VELOCITY_FORCES[case]
+    path = tmp_path / "model.osim"
+    path.write_text(angular_velocity_force_model(joint, coords, force))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.io.load_osim(str(path))
+    om = osim.Model(str(path))
+    s = om.initSystem()
+    cs = om.getCoordinateSet()
+    uindex = {}
+    for n in model.coordinate_names:  # which entry of U each coordinate's speed is
+        u0 = np.array([s.getU().get(i) for i in range(s.getNU())])
+        cs.get(n).setSpeedValue(s, 0.25)
+        uindex[n] = int(np.argmax(np.abs(np.array([s.getU().get(i) for i in range(s.getNU())]) - u0)))
+        cs.get(n).setSpeedValue(s, 0.0)
+    solver, element = osim.InverseDynamicsSolver(om), om.getForceSet().get("f")
+    generalized = jax.jit(lambda q, qd: model.forces.generalized_force(model, q, qd))
+    rng = np.random.default_rng(1)
+    worst = 0.0
+    for _ in range(4):
+        q, u = rng.uniform(-1, 1, len(model.coordinate_names)), rng.uniform(-1, 1, len(model.coordinate_names))
+        for n, v in zip(model.coordinate_names, q):
+            cs.get(n).setValue(s, float(v), False)
+        uu = np.zeros(s.getNU())
+        for k, n in enumerate(model.coordinate_names):
+            uu[uindex[n]] = u[k]
+        s.setU(osim.Vector(uu.tolist()))
+        tau = []
+        for on in (True, False):
+            element.setAppliesForce(s, on)
+            om.realizeVelocity(s)
+            solved = solver.solve(s, osim.Vector(s.getNU(), 0.0))
+            tau.append(np.array([solved.get(uindex[n]) for n in model.coordinate_names]))
+        element.setAppliesForce(s, True)
+        theirs = tau[1] - tau[0]
+        qd = u.copy()
+        qd[1:4] = np.linalg.solve(rotation_speed_matrix(q[1], q[2]), u[1:4])  # u = E q̇ on the angles
+        ours = mobility_forces(model, q[None], np.asarray(generalized(jnp.asarray(q), jnp.asarray(qd)))[None], "test")[0]
+        worst = max(worst, float(np.abs(ours - theirs).max()) / float(np.abs(theirs).max()))
+    print(f"\n{joint}: {force[1:30]}...: max relative difference {worst:.1e}")
+    assert worst < 1e-12

@@ -285,7 +285,8 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
             if self._path_functions:
                 model = with_path_functions(model, self._path_functions)
                 warn_unused(doc.path, self._unused_path_elements, stacklevel=4)
-        stacks, dropped = read_force_elements(self, model, self._force_elements)
+        # the model with its OpenSim information: a force on a Ball/Free angle acts on the joint's speed
+        stacks, dropped = read_force_elements(self, model.replace(osim=info), self._force_elements)
         stacks += read_path_forces(self, model, self._path_springs)
         if dropped:
             warnings.warn(f"{doc.path}: {len(dropped)} force element(s) on locked coordinates left out (the lock "

@@ -9,8 +9,9 @@ An element with ``appliesForce`` false (3.x: ``isDisabled`` true) is skipped, as
 Coordinates: an element on an independent coordinate reads ``q``; on a coupled (eliminated) one it
 reads the coordinate's map and acts through it (``Q = f ∇g``, :mod:`mbjax.forces.base`); on a
 locked one it is dropped (the lock absorbs the whole generalized force; it changes no motion).
-One on a rotation coordinate of a ``BallJoint``, ``FreeJoint`` or ``EllipsoidJoint`` is refused by
-name: OpenSim applies it on the joint's angular-velocity speed ``u = N⁻¹ q̇``, not on ``q̇``.
+One on a rotation coordinate of a ``BallJoint``, ``FreeJoint`` or ``EllipsoidJoint`` acts as OpenSim applies
+it, on the joint's angular-velocity speed u = E(q) q̇ (its speed ``(E q̇)_j``, its force ``Eᵀ e_j f``,
+:mod:`mbjax.forces.base`); refused by name when another angle of that joint is locked or coupled.
 A ``CoordinateLimitForce``'s per-degree units apply only when the coordinate is rotational
 (OpenSim's ``_w = Rotational ? SimTK_DEGREE_TO_RADIAN : 1``), with the motion type OpenSim 4.x gives
 it (:func:`mbjax.opensim.model.osim_motion.motion_types`): a coordinate a ``CustomJoint`` moves only
@@ -31,13 +32,9 @@ from .osim_contact import read_hunt_crossley
 from .osim_motion import motion_types
 from ...forces.spring_generalized import SpringGeneralizedForce
 from .osim_classes import MODELLED_FORCES
-from .osim_xml import _bool, _coordinate_elements, _floats, _text, _tf, _xyz_body_fixed
+from .osim_xml import _bool, _floats, _text, _tf, _xyz_body_fixed
 
 _COORDINATE_FORCES = MODELLED_FORCES[:3]
-
-
-#: joints whose rotation coordinates' speeds are angular-velocity components (Simbody's Ball, Free, Ellipsoid)
-_ANGULAR_VELOCITY_SPEEDS = ("BallJoint", "FreeJoint", "EllipsoidJoint")
 
 
 def applies_force(el, doc=None) -> bool:
@@ -54,12 +51,6 @@ def _coordinate_ref(loader, el, dropped):
     c = c.split("/")[-1]
     if c not in coords.info:
         raise doc.error(el, f"unknown coordinate {c!r}")
-    for j, *_ in loader.joints:  # OpenSim applies it on the mobility u, which is not q̇ there
-        names = [e.get("name") for e in _coordinate_elements(j)]
-        if j.tag in _ANGULAR_VELOCITY_SPEEDS and c in names[:3]:
-            raise doc.error(el, f"{el.tag} on {c!r}, a rotation coordinate of the {j.tag} {j.get('name')!r}, is not "
-                            "supported: OpenSim applies it as a mobility force on that joint's angular-velocity speed "
-                            "(u = N⁻¹ q̇, not the angle's q̇), which mbjax does not model", NotImplementedError)
     role = coords.role(c)
     if role == "locked":
         dropped.append((el.tag, el.get("name")))

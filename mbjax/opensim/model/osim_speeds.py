@@ -17,6 +17,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from ..._spatial import xyz_angle_rate_matrix
 from .osim_coordinates import coordinate_jacobian, coordinate_names
 from .osim_motion import angular_velocity_joints
 
@@ -24,11 +25,7 @@ from .osim_motion import angular_velocity_joints
 def rotation_speed_matrix(a, b, xp=np):
     """E(a, b) ``(..., 3, 3)``: ω_F = E q̇ for X-Y-Z body-fixed angles (a, b, c) (module docstring);
     ``xp`` = ``numpy`` or ``jax.numpy``."""
-    a, b = xp.asarray(a), xp.asarray(b)
-    one, zero = xp.ones_like(a), xp.zeros_like(a)
-    rows = [[one, zero, xp.sin(b)], [zero, xp.cos(a), -xp.sin(a) * xp.cos(b)],
-            [zero, xp.sin(a), xp.cos(a) * xp.cos(b)]]
-    return xp.stack([xp.stack(r, -1) for r in rows], -2)
+    return xyz_angle_rate_matrix(a, b, xp)
 
 
 def speed_joints(model, where: str, needed=None) -> tuple[tuple[str, str, tuple[int, int, int]], ...]:
