@@ -255,3 +255,27 @@ def test_arm26_joint_reaction_with_wrapped_muscles(tmp_path):
     name = "arm26_ElbowAndShoulder_ReactionLoads.sto"
     worst = _compare(tmp_path / "mbjax" / name, tmp_path / "opensim" / name, "arm26 (wrapped paths)")
     assert worst["f"][0] < 1e-8 and worst["m"][0] < 1e-8
+
+
+def test_reactions_of_a_ball_joint_driven_by_reserves_are_opensims(tmp_path):
+    """The Ball pendulum's reserves from OpenSim's own static optimization, then its JointReaction: the
+    angles' rates are the joint's angular velocity for OpenSim's AnalyzeTool, so mbjax's reactions equal
+    OpenSim's only with its speeds (and the reserves' columns) taken so."""
+    from _ball_pipeline import JOINT_REACTION, STATIC_OPTIMIZATION, analyze_setup, write_ball_pipeline
+    from _opensim_tools import run_analyze_tool
+
+    model, motion = write_ball_pipeline(tmp_path)
+    analyze_setup(tmp_path / "so.xml", model, motion, tmp_path / "so", STATIC_OPTIMIZATION)
+    run_analyze_tool(tmp_path / "so.xml", tmp_path)
+    forces = tmp_path / "so" / "ball_StaticOptimization_force.sto"
+    for who in ("opensim", "mbjax"):
+        analyze_setup(tmp_path / f"{who}.xml", model, motion, tmp_path / who, JOINT_REACTION.format(forces=forces))
+    run_analyze_tool(tmp_path / "opensim.xml", tmp_path)
+    with pytest.warns(UserWarning, match="takes the time derivatives of the angles of BallJoint 'j2'"):
+        joint_reactions_from_setup(tmp_path / "mbjax.xml", progress=False)
+    name = "ball_JointReaction_ReactionLoads.sto"
+    theirs, ours = read_storage(tmp_path / "opensim" / name), read_storage(tmp_path / "mbjax" / name)
+    assert theirs.labels == ours.labels
+    diff = np.abs(ours.data - theirs.data).max()
+    print(f"\nBall pendulum reactions: max difference {diff:.1e} of {np.abs(theirs.data).max():.1f}")
+    assert diff < 1e-9 * np.abs(theirs.data).max()

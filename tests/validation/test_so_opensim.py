@@ -249,54 +249,24 @@ def test_gait_static_optimization_with_residuals_equals_opensim(tmp_path):
     assert np.all(gap[feasible] <= np.maximum(performance - objective, 0.0)[feasible] + 1e-6)
 
 
-_SO_SETUP = """<?xml version="1.0" encoding="UTF-8"?>
-<OpenSimDocument Version="40000"><AnalyzeTool name="ball">
- <model_file>{model}</model_file><replace_force_set>false</replace_force_set><force_set_files></force_set_files>
- <results_directory>{results}</results_directory><output_precision>16</output_precision>
- <initial_time>0.1</initial_time><final_time>0.9</final_time>
- <AnalysisSet name="Analyses"><objects><StaticOptimization name="StaticOptimization">
-  <on>true</on><start_time>0.1</start_time><end_time>0.9</end_time><step_interval>1</step_interval>
-  <in_degrees>false</in_degrees><use_model_force_set>true</use_model_force_set>
-  <activation_exponent>2</activation_exponent><use_muscle_physiology>true</use_muscle_physiology>
-  <optimizer_convergence_criterion>1e-10</optimizer_convergence_criterion>
-  <optimizer_max_iterations>1000</optimizer_max_iterations>
- </StaticOptimization></objects></AnalysisSet>
- <external_loads_file></external_loads_file><coordinates_file>{motion}</coordinates_file>
- <lowpass_cutoff_frequency_for_coordinates>-1</lowpass_cutoff_frequency_for_coordinates>
-</AnalyzeTool></OpenSimDocument>
-"""
-
 
 def test_reserve_actuators_on_a_ball_joint_drive_its_angular_velocity_as_opensims(tmp_path):
     """``CoordinateActuator`` s on a ``BallJoint`` 's angles drive Simbody's speeds there, the angular
     velocity ω_F = E q̇ (not the angles' q̇): static optimization with one reserve per coordinate (so one
     solution, B x = τ) gives OpenSim 4.6's controls, which the q̇-space columns miss by ~E."""
-    import sys
-
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    from test_bad_inputs_eighth_survey_osim import pendulum
+    from _ball_pipeline import STATIC_OPTIMIZATION, analyze_setup, write_ball_pipeline
 
-    from mbjax.io import Table, write_storage
-
-    coords = ("q1", "q2", "q3", "q4")
-    reserves = "".join(f'<CoordinateActuator name="r_{c}"><coordinate>{c}</coordinate><optimal_force>{f}'
-                       '</optimal_force><min_control>-1000</min_control><max_control>1000</max_control>'
-                       '</CoordinateActuator>' for c, f in zip(coords, (10.0, 5.0, 7.0, 3.0)))
-    model_path = tmp_path / "ball.osim"
-    model_path.write_text(pendulum(reserves))
-    t = np.linspace(0.0, 1.0, 51)
-    q = np.stack([0.3 + 0.4 * np.sin(2.0 * t), 0.1 + 0.5 * np.sin(3.0 * t + 0.2), -0.3 + 0.6 * t ** 2,
-                  0.5 * np.cos(2.5 * t)], 1)
-    motion = tmp_path / "motion.mot"
-    write_storage(motion, Table(t, coords, q, in_degrees=False), name="motion")
+    model, motion = write_ball_pipeline(tmp_path)
     setup = tmp_path / "setup.xml"
-    setup.write_text(_SO_SETUP.format(model=model_path, results=tmp_path / "opensim", motion=motion))
+    analyze_setup(setup, model, motion, tmp_path / "opensim", STATIC_OPTIMIZATION)
     run_analyze_tool(setup, tmp_path)
     theirs = read_storage(tmp_path / "opensim" / "ball_StaticOptimization_activation.sto")
-    res = static_optimization_from_setup(setup, results_directory=tmp_path / "mbjax", progress=False)
+    with pytest.warns(UserWarning, match="takes the time derivatives of the angles of BallJoint 'j2'"):
+        res = static_optimization_from_setup(setup, results_directory=tmp_path / "mbjax", progress=False)
     cols = [list(theirs.labels).index(n) for n in res.labels]
     np.testing.assert_allclose(res.time, theirs.time, rtol=0, atol=1e-12)
     diff = np.abs(res.activations - theirs.data[:, cols])
     scale = np.abs(theirs.data[:, cols]).max()
-    print(f"\nBall-joint reserves, {t.size} frames: max |Δx| {diff.max():.1e} of {scale:.2f}")
+    print(f"\nBall-joint reserves, {res.time.size} frames: max |Δx| {diff.max():.1e} of {scale:.2f}")
     assert diff.max() < 1e-6 * scale
