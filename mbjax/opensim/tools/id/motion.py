@@ -136,7 +136,9 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     at the rows (OpenSim's StaticOptimization) instead of the coordinate spline's second derivative.
     ``tool`` names the OpenSim tool in the warning about missing columns.  ``step_interval`` k: the
     rows an OpenSim analysis records (``Analysis::proceed``: the first and last rows of the range,
-    and between them the rows whose index in the (padded) table is a multiple of k)."""
+    and between them the rows whose index in the (padded) table is a multiple of k).  On a Ball, Free or
+    Ellipsoid joint's angles the splines' rates are OpenSim's speeds there (ω_F and its derivative), so
+    the returned q̇, q̈ are the angles' rates of that motion (:func:`mbjax.opensim.model.osim_speeds.rates_from_speeds`)."""
     if accelerations not in ("coordinates", "speeds"):
         raise ValueError(f"accelerations must be 'coordinates' or 'speeds', got {accelerations!r}")
     names = model.coordinate_names
