@@ -17,7 +17,7 @@ import pytest
 from scipy.optimize import linprog, minimize
 
 import mbjax
-from mbjax.analysis.sharing import qp, sharing_problem, solve_problem, solve_trajectory
+from mbjax.analysis.sharing import qp, sharing_problem, solve_problem
 
 T = 50  # frames of the README example
 
@@ -160,6 +160,38 @@ def test_float32_runs(arm):
     assert np.all((a >= 0) & (a <= 1))
     np.testing.assert_allclose(a, np.asarray(res.activations), atol=1e-3)
     assert np.abs(np.asarray(r32.residual)).max() < 1e-3  # N·m, on torques of a few N·m
+
+
+def test_float32_model_forces_and_torque_balance(arm):
+    """SO built from a float32 model: each muscle's force per unit activation equals float64's and
+    rigid-tendon ``muscle_forces`` in float32 (a rounded tendon length once read as slack dropped
+    f_V), and the float32 activations balance τ with float64's R and forces per activation."""
+    model, (qs, qds, qdds), problems, res, _ = arm
+    f32 = lambda m: jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, m)  # noqa: E731
+    m32 = f32(model)
+    q32, qd32, qdd32 = (jnp.asarray(x, jnp.float32) for x in (qs, qds, qdds))
+    p32, r32 = _per_frame(m32, q32, qd32, qdd32)
+    assert p32.f_opt.dtype == r32.activations.dtype == jnp.float32
+    f64 = np.asarray(problems.f_opt)
+    np.testing.assert_allclose(np.asarray(p32.f_opt), f64, rtol=2e-5, atol=1e-3)
+    # rigid tendons: muscle_forces at a = 1 is F_o f_L f_V cos α plus the passive force along the tendon
+    nm = f64.shape[1]
+    rigid = eqx.tree_at(lambda m: m.muscles.parameters, m32,
+                        {**m32.muscles.parameters, "ignore_tendon_compliance": jnp.ones(nm, jnp.float32)})
+    full = jax.jit(jax.vmap(lambda q, qd: (mbjax.muscle_forces(rigid, q, qd, jnp.ones(nm, jnp.float32)),
+                                           mbjax.analysis.sharing.muscle_force_coefficients(
+                                               rigid, q, qd, passive_forces=True))))
+    tendon, (f_opt, f_pas) = full(q32, qd32)
+    assert tendon.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(f_opt), np.asarray(p32.f_opt), rtol=1e-6, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(tendon), np.asarray(f_opt + f_pas), rtol=2e-5, atol=1e-3)
+    # R F = τ checked with float64's moment arms, forces per activation and torques
+    assert bool(np.all(r32.converged))
+    R, tau = np.asarray(problems.moment_arms), np.asarray(problems.tau)
+    a = np.asarray(r32.activations, np.float64)
+    miss = np.einsum("tqm,tm->tq", R, a * f64) - tau
+    assert np.abs(miss).max() < 1e-4 * np.abs(tau).max()
+    np.testing.assert_allclose(np.asarray(r32.residual, np.float64), miss, atol=1e-4 * np.abs(tau).max())
 
 
 # ------------------------------------------------------------------------------------------------

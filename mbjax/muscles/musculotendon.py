@@ -61,7 +61,7 @@ from .muscle_state import MuscleState
 from .parameter_rules import parameter_rules
 from .paths import get_paths
 from .pose_warning import pose_warning
-from .pennation import SIGNIFICANT_REAL, height, minimum_fiber_length, pennation_angle, rigid_fiber_length
+from .pennation import SIGNIFICANT_REAL, height, minimum_fiber_length, pennation_angle, rigid_fiber_length, significant_real
 
 SQRT_EPS = float(np.sqrt(np.finfo(np.float64).eps))
 
@@ -315,12 +315,13 @@ def _rigid_state(fam: _Family, L, V, a):
     p = fam.p
     fiso, ofl, tsl = p["max_isometric_force"], p["optimal_fiber_length"], p["tendon_slack_length"]
     vmax = p["max_contraction_velocity"]
-    lce = jnp.maximum(rigid_fiber_length(L, tsl, ofl, p["pennation_angle_at_optimal"], p["maximum_pennation_angle"]),
-                      fam.lmin)
+    lce_path = rigid_fiber_length(L, tsl, ofl, p["pennation_angle_at_optimal"], p["maximum_pennation_angle"])
+    lce = jnp.maximum(lce_path, fam.lmin)
     phi, cos, sin, tl, _ = fam.geometry(lce, L)
     fal, _ = fam.fal(lce / ofl)
     fpe, _ = fam.fpe(lce / ofl)
-    slack = tl < tsl - SIGNIFICANT_REAL
+    # OpenSim's ℓ_T < ℓ_s - SignificantReal; ℓ_T = ℓ_s unless ℓ was raised (in float32 L - ℓ cos α rounds below)
+    slack = (lce_path <= fam.lmin) & (tl < tsl - significant_real(tl.dtype))
     vn = jnp.where(slack, 0.0, V * cos / (ofl * vmax))
     clamped = ((lce <= fam.lmin) & (vn <= 0)) | (lce < fam.lmin)
     vn = jnp.where(clamped, 0.0, vn)

@@ -15,6 +15,11 @@ EPS = float(np.finfo(np.float64).eps)
 SIGNIFICANT_REAL = EPS ** 0.875
 
 
+def significant_real(dtype) -> float:
+    """SimTK's ``SignificantReal`` (ε^(7/8)) of ``dtype``'s precision (``SIGNIFICANT_REAL`` in float64)."""
+    return float(np.finfo(dtype).eps ** 0.875)
+
+
 def height(optimal_fiber_length, pennation_angle_at_optimal):
     return optimal_fiber_length * jnp.sin(pennation_angle_at_optimal)
 
