@@ -11,6 +11,7 @@ tests/validation/test_ik_opensim.py.
 import os
 import re
 import sys
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -156,8 +157,8 @@ def test_locked_coordinate_task_and_missing_markers(arm):
     ref = _scipy(arm, x, np.ones(3), [0.25, 0.0], wc=np.array([0.0, 2e-4]), qref=np.array([0.0, 1.0]),
                  free=(False, True), q_fix=[0.25, 0.0])
     np.testing.assert_allclose(r.q, ref, atol=1e-8)
-    ok = ~np.isnan(x).any(axis=2)
-    rms = np.sqrt(np.nansum(r.marker_errors ** 2, axis=1) / ok.sum(axis=1))
+    # OpenSim's IK tool divides by the markers in use (3), the missing wrist adding nothing
+    rms = np.sqrt(np.nansum(r.marker_errors ** 2, axis=1) / 3)
     np.testing.assert_allclose(r.rms, rms, rtol=1e-12)
     np.testing.assert_allclose(r.max, np.nanmax(r.marker_errors, axis=1), rtol=1e-12)
     # the task pulls the elbow towards 1.0 rad: without it the solution differs
@@ -217,21 +218,80 @@ def test_marker_units_that_do_not_match_the_values_are_refused(arm, tmp_path, wr
     assert ok.converged.all()
 
 
+def _elbow_reference(t):
+    return 1.2 - 3.0 * t + 40.0 * t ** 2  # radians
+
+
 def test_coordinate_task_from_file(arm):
-    """``from_file`` tasks track a coordinate table (degrees in the file), interpolated at marker times."""
+    """``from_file`` tasks track a coordinate table (degrees in the file) sampled at half the marker
+    rate.  OpenSim's reference is the natural quintic spline through the rows, which is the
+    quadratic itself when the rows lie on one (its 3rd and 4th derivatives are 0), so the reference at
+    the frames between the rows is known exactly; straight lines between the rows miss it by 2.8e-3 rad."""
     model, markers, pos = arm[:3]
     q = _motion()
     x = np.asarray(pos(q)) + 0.003
     t = np.arange(T) / 120.0
     d = MarkerData(t, markers.names, x)
-    ref_t = np.arange(0, T + 1, 2) / 120.0  # every other frame: the odd frames are interpolated
-    ref = np.stack([0.5 + 0.0 * ref_t, 1.2 - 3.0 * ref_t], axis=1)
+    ref_t = np.arange(0, T + 1, 2) / 120.0  # every other frame: the odd frames lie between the rows
+    ref = np.stack([0.5 + 0.0 * ref_t, _elbow_reference(ref_t)], axis=1)
     table = mbjax.io.Table(ref_t, ("r_shoulder_elev", "r_elbow_flex"), np.rad2deg(ref), True)
     r = inverse_kinematics(model, markers, d, coordinate_tasks={"r_elbow_flex": CoordinateTask(1e-3, "from_file")},
                            coordinate_data=table)
-    qref = np.stack([np.interp(t, ref_t, ref[:, k]) for k in range(2)], axis=1)
-    np.testing.assert_allclose(r.q, _scipy(arm, x, np.ones(3), q[0], wc=np.array([0.0, 1e-3]), qref=qref),
-                               atol=1e-8)
+    qref = np.stack([0.5 + 0.0 * t, _elbow_reference(t)], axis=1)
+    expected = _scipy(arm, x, np.ones(3), q[0], wc=np.array([0.0, 1e-3]), qref=qref)
+    np.testing.assert_allclose(r.q, expected, atol=1e-8)
+    lines = _scipy(arm, x[1:2], np.ones(3), q[1], wc=np.array([0.0, 1e-3]),
+                   qref=np.interp(t[1:2], ref_t, ref[:, 1]) * np.array([0.0, 1.0]))
+    assert np.abs(lines[0, 1] - expected[1, 1]) > 1e-6  # the test tells the two apart
+
+
+def test_from_file_reference_needs_six_rows_and_finite_values(arm):
+    """OpenSim's GCVSplineSet of degree 5 needs 6 rows (its IK tool fails with fewer); a NaN in
+    the tracked column would spread over the spline: both refused naming the file and coordinate."""
+    model, markers, pos = arm[:3]
+    d = MarkerData(np.arange(T) / 120.0, markers.names, np.asarray(pos(_motion())))
+    task = {"r_elbow_flex": CoordinateTask(1.0, "from_file")}
+    ref_t = np.arange(5) / 20.0
+    table = mbjax.io.Table(ref_t, ("r_elbow_flex",), np.rad2deg(_elbow_reference(ref_t))[:, None], True,
+                           {"source_file": "ref.mot"})
+    with pytest.raises(ValueError, match=r"coordinate task 'r_elbow_flex': the coordinates file ref\.mot has 5 "
+                                         r"row\(s\); OpenSim .* quintic spline .* needs 6 rows or more"):
+        inverse_kinematics(model, markers, d, coordinate_tasks=task, coordinate_data=table)
+    ref_t = np.arange(8) / 40.0
+    y = np.rad2deg(_elbow_reference(ref_t))
+    y[3] = np.nan
+    table = mbjax.io.Table(ref_t, ("r_elbow_flex",), y[:, None], True, {"source_file": "ref.mot"})
+    with pytest.warns(UserWarning, match="read as NaN"), \
+            pytest.raises(ValueError, match=r"ref\.mot: column 'r_elbow_flex' holds NaN or inf at row 4 \(time 0\.075 s\)"):
+        inverse_kinematics(model, markers, d, coordinate_tasks=task, coordinate_data=table)
+
+
+def test_setup_reads_the_coordinate_file_in_degrees_whatever_its_header(arm, tmp_path, monkeypatch):
+    """OpenSim's InverseKinematicsTool converts the coordinate file's rotational columns from degrees
+    without looking at ``inDegrees`` (``SimbodyEngine::convertDegreesToRadians``): a file marked
+    ``inDegrees=no`` reaches the solver as degrees, with a warning naming it; one marked yes, silently."""
+    model, markers = arm[:2]
+    seen = []
+    monkeypatch.setattr(mbjax.opensim.tools.ik, "inverse_kinematics",
+                        lambda *a, coordinate_data=None, **k: seen.append(coordinate_data))
+    task = ('<IKCoordinateTask name="r_elbow_flex"><apply>true</apply><weight>1</weight>'
+            '<value_type>from_file</value_type></IKCoordinateTask>')
+    rows = "".join(f"{v / 100:.2f}\t{20 + v:.1f}\n" for v in range(8))
+    for flag in ("yes", "no"):
+        (tmp_path / f"ref_{flag}.mot").write_text(f"ref\nversion=1\nnRows=8\nnColumns=2\ninDegrees={flag}\n"
+                                                   f"endheader\ntime\tr_elbow_flex\n{rows}")
+        text = _setup_with_output(tmp_path, "ik.mot").read_text()
+        text = text.replace("</objects>", task + "</objects>").replace(
+            "<coordinate_file> Unassigned </coordinate_file>", f"<coordinate_file>ref_{flag}.mot</coordinate_file>")
+        (tmp_path / f"setup_{flag}.xml").write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mbjax.opensim.inverse_kinematics_from_setup(tmp_path / "setup_yes.xml", model, markers)
+    with pytest.warns(UserWarning, match=r"setup_no\.xml: <coordinate_file> .*ref_no\.mot is not marked inDegrees=yes, "
+                                         r"but OpenSim's InverseKinematicsTool converts"):
+        mbjax.opensim.inverse_kinematics_from_setup(tmp_path / "setup_no.xml", model, markers)
+    assert seen[0].in_degrees and seen[1].in_degrees
+    np.testing.assert_array_equal(seen[0].data, seen[1].data)
 
 
 @pytest.mark.extended

@@ -9,6 +9,8 @@ generic model with known group factors at a known pose (noise free) must give ba
 
 from __future__ import annotations
 
+import os
+import re
 import warnings
 import xml.etree.ElementTree as ET
 
@@ -52,6 +54,58 @@ def test_read_scale_setup_matches_the_xml():
     assert st.coordinate_tasks["lumbar_extension"].value_type == "manual_value"
     assert st.scaler_time_range == (1.0, 2.0) and st.placer_time_range == (1.0, 1.01)
     assert st.placer_marker_file.endswith("subject01_static.trc") and st.preserve_mass_distribution
+    # the elements that change no number: carried as given (paths made absolute)
+    placer, scaler = root.find(".//MarkerPlacer"), root.find(".//ModelScaler")
+    assert st.max_marker_movement == float(placer.findtext("max_marker_movement")) == -1.0
+    assert re.fullmatch(r".*subject01_Setup_Scale\.xml:\d+: <max_marker_movement>", st.max_marker_movement_where)
+    assert (st.height, st.age) == (float(root.findtext(".//ScaleTool/height")), float(root.findtext(".//ScaleTool/age")))
+    assert st.notes == root.findtext(".//ScaleTool/notes").strip()
+    for field, el, tag in (("scaler_output_model_file", scaler, "output_model_file"),
+                           ("scaler_output_scale_file", scaler, "output_scale_file"),
+                           ("placer_output_model_file", placer, "output_model_file"),
+                           ("placer_output_motion_file", placer, "output_motion_file")):
+        assert getattr(st, field) == os.path.join(PIPE, el.findtext(tag).strip()), field
+    assert placer.findtext("output_marker_file").strip() == "Unassigned" and st.placer_output_marker_file is None
+
+
+def test_max_marker_movement_is_warned_as_opensims_marker_placer_warns():
+    """``average_frames`` with the MarkerPlacer's ``max_marker_movement`` (in the file's units, mm
+    here): a marker whose X, Y or Z samples span more than it over the averaged frames (a frame where
+    it is missing left out), or that is missing in all of them, is named with its span; frames
+    outside the range, and a limit <= 0 (OpenSim's -1), change nothing; the average is the same."""
+    from mbjax.analysis.identify import average_frames
+
+    t = np.arange(6) / 10.0  # frames 0.1..0.4 s are averaged for (0.1, 0.4)
+    x = np.zeros((6, 4, 3))
+    x[:, 0, 1] = [9.0, 0.0, 0.2, 0.5, 0.1, 9.0]  # 'still': spans 0.5 mm in the frames averaged
+    x[:, 1, 2] = [0.0, 0.0, 1.5, np.nan, -0.7, 0.0]  # 'slides': 2.2 mm, its missing frame left out
+    x[:, 2, 0] = [0.0, 0.3, 0.3, 1.0, 0.0, 0.0]  # 'edge': 1.0 mm, not more than the limit
+    x[1:5, 3] = np.nan  # 'gone' in every averaged frame
+    data = MarkerData(t, ("still", "slides", "edge", "gone"), x * 1e-3, "mm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's mean of 'gone's empty frames
+        with pytest.warns(UserWarning) as said:
+            avg = average_frames(data, (0.1, 0.4), 1.0, "setup.xml:9: <max_marker_movement>")
+        [message] = [str(w.message) for w in said if w.category is UserWarning]
+        assert re.match(r"setup\.xml:9: <max_marker_movement>: 1 marker\(s\) move more than <max_marker_movement> 1 mm "
+                        r"over the 4 frame\(s\) averaged \(time 0\.1 to 0\.4 s\): 'slides' 2\.2 mm; marker\(s\) 'gone' "
+                        r"missing in every one of those frames", message), message
+        assert "OpenSim's MarkerPlacer warns so and averages the frames all the same" in message
+        for limit in (-1.0, 0.0, None):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", UserWarning)
+                np.testing.assert_array_equal(average_frames(data, (0.1, 0.4), limit), avg)
+    np.testing.assert_allclose(avg[:3], [[0, 0.2e-3, 0], [0, 0, 0.8e-3 / 3], [0.4e-3, 0, 0]], atol=1e-15)
+
+
+def test_max_marker_movement_must_be_finite(tmp_path):
+    text = open(f"{PIPE}/subject01_Setup_Scale.xml").read()
+    old = "<max_marker_movement>      -1.00000000 </max_marker_movement>"
+    line = text[:text.index(old)].count("\n") + 1
+    (tmp_path / "s.xml").write_text(text.replace(old, "<max_marker_movement> nan </max_marker_movement>"))
+    with pytest.raises(ValueError, match=rf"s\.xml:{line}: <max_marker_movement>: <max_marker_movement> must be a "
+                                         r"finite distance in the marker file's units, or -1 for no limit; got 'nan'"):
+        read_scale_setup(tmp_path / "s.xml")
 
 
 def test_scale_kinematics_poses_equal_scale_model(generic):

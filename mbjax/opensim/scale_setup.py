@@ -1,11 +1,14 @@
 """OpenSim ``ScaleTool`` setup files (``read_scale_setup``): subject mass, the generic model and
 scale marker set, the ``ModelScaler`` (scaling order, marker-pair measurements with the bodies
 they scale, manual scales, time range, mass distribution) and the ``MarkerPlacer`` (IK tasks, time
-range).  Paths are made absolute (relative to the setup file); only uniform ``X Y Z`` body scales are
-supported (``NotImplementedError`` naming the line otherwise).  A flag other than true/false, a
-``time_range`` that is not two times in order, an unknown ``scaling_order`` step, a negative weight
-or manual ``scales`` that are not finite and positive (a negative factor mirrors the body) is refused naming the element and line; elements OpenSim's ScaleTool does not know (and a
-``MarkerPlacer`` ``coordinate_file``, not read) are named in a warning."""
+range, ``max_marker_movement``), the files the tool writes (mbjax writes none of them) and the
+subject's ``height``, ``age`` and ``notes`` (OpenSim keeps them for information).  Paths are made
+absolute (relative to the setup file); only uniform ``X Y Z`` body scales are supported
+(``NotImplementedError`` naming the line otherwise).  A flag other than true/false, a ``time_range``
+that is not two times in order, an unknown ``scaling_order`` step, a negative weight or manual
+``scales`` that are not finite and positive (a negative factor mirrors the body) is refused naming the
+element and line; elements OpenSim's ScaleTool does not know (and a ``MarkerPlacer``
+``coordinate_file``, not read) are named in a warning."""
 
 from __future__ import annotations
 
@@ -37,6 +40,22 @@ class ScaleSetup(NamedTuple):
     placer_time_range: tuple
     marker_weights: dict  # applied IKMarkerTask name -> weight
     coordinate_tasks: dict  # applied IKCoordinateTask name -> CoordinateTask
+    #: the MarkerPlacer's limit on a marker's movement over the averaged static frames, in the units of
+    #: its marker file (OpenSim's default -1: none); pass it to
+    #: :func:`mbjax.analysis.identify.average_frames`, which warns as OpenSim does
+    max_marker_movement: float = -1.0
+    #: ``"file:line: <max_marker_movement>"`` when the element is given, for that warning
+    max_marker_movement_where: str | None = None
+    #: the files OpenSim's ModelScaler and MarkerPlacer write (None: not asked for); mbjax writes none
+    scaler_output_model_file: str | None = None
+    scaler_output_scale_file: str | None = None
+    placer_output_model_file: str | None = None
+    placer_output_motion_file: str | None = None
+    placer_output_marker_file: str | None = None
+    #: the subject's height and age and the setup's notes, as given (OpenSim uses none of them)
+    height: float | None = None
+    age: float | None = None
+    notes: str | None = None
 
 
 def _floats(setup, el, tag):
@@ -182,7 +201,11 @@ def read_scale_setup(path) -> ScaleSetup:
         scaler_file = setup.resolve(setup.text(scaler, "marker_file"))
         scaler_range = _time_range(setup, scaler)
         preserve = _bool(setup, scaler, "preserve_mass_distribution")
+        outputs = {f"scaler_{tag}": setup.file(scaler, tag) for tag in ("output_model_file", "output_scale_file")}
+    else:
+        outputs = {}
     weights, tasks, placer_file, placer_range, unused = {}, {}, None, (), []
+    movement, movement_where = -1.0, None
     if placer is not None and _applied(setup, placer):
         for el in placer.iter():
             if el.tag not in ("IKMarkerTask", "IKCoordinateTask") or not _applied(setup, el):
@@ -199,6 +222,15 @@ def read_scale_setup(path) -> ScaleSetup:
                 tasks[el.get("name")] = CoordinateTask(w[0], vt, v[0])
         placer_file = setup.resolve(setup.text(placer, "marker_file"))
         placer_range = _time_range(setup, placer)
+        movement = setup.number(placer, "max_marker_movement", -1.0)
+        if not math.isfinite(movement):
+            raise setup.doc.error(placer.find("max_marker_movement"), "<max_marker_movement> must be a finite "
+                                  "distance in the marker file's units, or -1 for no limit; got "
+                                  f"{setup.text(placer, 'max_marker_movement')!r}")
+        if setup.text(placer, "max_marker_movement") is not None:
+            movement_where = setup.doc.where(placer.find("max_marker_movement"))
+        outputs.update({f"placer_{tag}": setup.file(placer, tag)
+                        for tag in ("output_model_file", "output_motion_file", "output_marker_file")})
         if setup.text(placer, "coordinate_file") is not None:
             line = setup.doc.lines.get(placer.find("coordinate_file"), "?")
             unused.append(f"<coordinate_file> in <MarkerPlacer> (line {line}): mbjax's coordinate tasks take "
@@ -212,4 +244,6 @@ def read_scale_setup(path) -> ScaleSetup:
         marker_set_file=setup.resolve(setup.text(gmm, "marker_set_file")) if gmm is not None else None,
         scaling_order=order, measurements=tuple(measurements), manual=manual, scaler_marker_file=scaler_file,
         scaler_time_range=scaler_range, preserve_mass_distribution=preserve, placer_marker_file=placer_file,
-        placer_time_range=placer_range, marker_weights=weights, coordinate_tasks=tasks)
+        placer_time_range=placer_range, marker_weights=weights, coordinate_tasks=tasks, max_marker_movement=movement,
+        max_marker_movement_where=movement_where, **outputs, height=setup.number(tool, "height", None),
+        age=setup.number(tool, "age", None), notes=setup.text(tool, "notes"))

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import jax
 import jax.numpy as jnp
@@ -353,3 +354,116 @@ def test_leg39_ik_file_gives_opensim_the_full_pose(tmp_path):
     assert ours.labels == theirs.labels and ours.in_degrees == theirs.in_degrees
     assert qerr.max() < 1e-12
     assert _check_poses(model, r.q, poses) < 1e-12
+
+
+# --------------------------------------------------------------------------------------------
+# the Gait2354 IK setup edited, run by OpenSim's tool and by mbjax (each in its own folder)
+# --------------------------------------------------------------------------------------------
+
+
+def _both_tools(tmp_path, edits, files=()):
+    """The Gait2354 IK setup (0.4-0.5 s, accuracy 1e-10) with the text ``edits`` (pairs), beside
+    ``files`` (name, text), run by OpenSim's InverseKinematicsTool and by
+    ``inverse_kinematics_from_setup``: (mbjax's result, its errors file, OpenSim's motion, its errors
+    file, mbjax's warnings)."""
+    import shutil
+    import warnings
+
+    text = _read(os.path.join(GAIT, "subject01_Setup_IK.xml"))
+    edits = (("<accuracy>1e-005</accuracy>", f"<accuracy>{ACCURACY:g}</accuracy>"),
+             ("subject01_simbody.osim", "subject01_simbody_ik.osim"),
+             ("subject01_walk1.trc", "subject01_walk1_0.4-0.5s.trc"),
+             ("<time_range> 0.4 1.6</time_range>", "<time_range> 0.4 0.5</time_range>")) + tuple(edits)
+    for a, b in edits:
+        assert text.count(a) == 1, a
+        text = text.replace(a, b)
+    for who in ("osim", "mbjax"):
+        folder = tmp_path / who
+        folder.mkdir(parents=True)
+        for f in ("subject01_simbody_ik.osim", "subject01_walk1_0.4-0.5s.trc"):
+            shutil.copy(os.path.join(GAIT, f), folder)
+        for name, body in files:
+            (folder / name).write_text(body)
+        (folder / "setup.xml").write_text(text)
+    tool = osim.InverseKinematicsTool(str(tmp_path / "osim" / "setup.xml"))
+    om = osim.Model(os.path.join(GAIT, "subject01_simbody_ik.osim"))  # kept alive while the tool runs
+    tool.setModel(om)
+    assert tool.run()
+    with warnings.catch_warnings(record=True) as said:  # <constraint_weight> 20, among others
+        warnings.simplefilter("always")
+        r = mbjax.opensim.inverse_kinematics_from_setup(tmp_path / "mbjax" / "setup.xml", write=True, progress=False)
+    errors = "subject01_ik_marker_errors.sto"
+    return (r, read_storage(tmp_path / "mbjax" / errors), read_storage(tmp_path / "osim" / "subject01_walk1_ik.mot"),
+            read_storage(tmp_path / "osim" / errors), [str(w.message) for w in said])
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def _reference_mot(t, y, in_degrees=True):
+    rows = "".join(f"{a:.8f}\t{b:.10f}\n" for a, b in zip(t, y))
+    return (f"reference\nversion=1\nnRows={len(t)}\nnColumns=2\ninDegrees={'yes' if in_degrees else 'no'}\n"
+            f"endheader\ntime\tknee_angle_r\n{rows}")
+
+
+def test_ik_from_file_reference_is_opensims_quintic_spline(tmp_path):
+    """An ``IKCoordinateTask`` ``from_file`` on knee_angle_r (weight 1000) with a 30 Hz reference for
+    60 Hz markers: OpenSim's tool fits the file with ``GCVSplineSet(5, ...)``; between the
+    reference's rows mbjax's knee angle equals OpenSim's, where straight lines between the rows are
+    0.4 degrees off.  A file marked ``inDegrees=no`` is read as degrees all the same, as OpenSim
+    reads it (warned)."""
+    t = np.arange(0.3, 0.62, 1 / 30)
+    knee = -40.0 + 25.0 * np.sin(9.0 * t) + 4.0 * np.cos(23.0 * t)  # degrees
+    task = ('<IKCoordinateTask name="knee_angle_r"><apply>true</apply><weight>1000</weight>'
+            '<value_type>from_file</value_type><value>0</value></IKCoordinateTask>\n')
+    edits = (('<IKCoordinateTask name="subtalar_angle_r">', task + '<IKCoordinateTask name="subtalar_angle_r">'),
+             ("<coordinate_file></coordinate_file>", "<coordinate_file>reference.mot</coordinate_file>"))
+    r, _, mot, _, said = _both_tools(tmp_path / "deg", edits, [("reference.mot", _reference_mot(t, knee))])
+    assert not [w for w in said if "inDegrees" in w]
+    k = r.coordinate_names.index("knee_angle_r")
+    ours, theirs = np.rad2deg(r.q[:, k]), mot.column("knee_angle_r")
+    lines = np.interp(r.time, t, knee)
+    print(f"\nfrom_file knee_angle_r: max |mbjax - OpenSim| = {np.abs(ours - theirs).max():.2e} deg; straight "
+          f"lines between the rows would be {np.abs(lines - theirs).max():.2f} deg off")
+    assert np.abs(ours - theirs).max() < 1e-6  # the .mot's 8 decimals and the accuracy 1e-10
+    assert np.abs(lines - theirs).max() > 0.1
+    model = mbjax.io.load_osim(os.path.join(GAIT, "subject01_simbody_ik.osim"))
+    dq = np.abs(r.q - coordinates_from_table(model, mot)).max()  # every coordinate, radians or metres
+    print(f"every coordinate: max |dq| = {dq:.2e}")
+    assert dq < 2e-7
+    # the same file marked inDegrees=no: OpenSim's IK tool still converts it from degrees
+    r2, _, mot2, _, said = _both_tools(tmp_path / "rad", edits, [("reference.mot", _reference_mot(t, knee, False))])
+    assert [w for w in said if re.search(r"<coordinate_file> .*reference\.mot is not marked inDegrees=yes", w)]
+    assert np.abs(r2.q - r.q).max() == 0.0
+    assert np.abs(np.rad2deg(r2.q[:, k]) - mot2.column("knee_angle_r")).max() < 1e-6
+
+
+def test_ik_marker_rms_counts_missing_markers_as_opensim(tmp_path):
+    """R.ASIS missing in two frames and Sternum tracked with weight 0: OpenSim's
+    ``marker_error_RMS`` divides the squared errors of the markers present by all 31 markers in use
+    (``getNumMarkersInUse``: the missing and the weight-0 ones included); so do mbjax's ``rms``
+    and the errors file it writes."""
+    lines = _read(os.path.join(GAIT, "subject01_walk1_0.4-0.5s.trc")).splitlines()
+    for row in (7, 8):  # the frames at 0.417 and 0.433 s
+        cells = lines[row].split("\t")
+        cells[2:5] = ["", "", ""]
+        lines[row] = "\t".join(cells)
+    text = _read(os.path.join(GAIT, "subject01_Setup_IK.xml"))
+    i = text.index('<IKMarkerTask name="Sternum">')
+    sternum = text[i:text.index("</IKMarkerTask>", i)]
+    edits = ((sternum, sternum.replace("<weight>1</weight>", "<weight>0</weight>")),)
+    r, ours, _, theirs, _ = _both_tools(tmp_path, edits, [("subject01_walk1_0.4-0.5s.trc", "\n".join(lines) + "\n")])
+    assert "R.ASIS" in r.marker_names and "Sternum" in r.marker_names and len(r.marker_names) == 31
+    missing = np.isnan(r.marker_errors).any(axis=1)
+    assert missing.tolist() == [False, True, True, False, False, False, False]
+    rms_os = theirs.column("marker_error_RMS")
+    nm = theirs.column("total_squared_error") / rms_os ** 2
+    present_only = np.sqrt(np.nansum(r.marker_errors ** 2, axis=1) / (~np.isnan(r.marker_errors)).sum(axis=1))
+    print(f"\nmarker_error_RMS with R.ASIS missing: max |mbjax - OpenSim| = {np.abs(r.rms - rms_os).max():.2e} m; "
+          f"over the markers present it would be {np.abs(present_only - rms_os).max():.2e} m off")
+    np.testing.assert_allclose(nm, 31, rtol=1e-4)  # OpenSim's divisor in every frame
+    assert np.abs(r.rms - rms_os).max() < 1e-7
+    assert np.abs(ours.column("marker_error_RMS") - rms_os).max() < 1e-7
+    assert np.abs(present_only - rms_os)[missing].min() > 1e-4

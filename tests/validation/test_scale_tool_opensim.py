@@ -37,7 +37,7 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 import mbjax  # noqa: E402
 import mbjax.models as mm  # noqa: E402
 from mbjax.analysis.identify import measurement_factor, place_markers, scale_markers, scale_model  # noqa: E402
-from mbjax.analysis.identify.static_scaling import average_frames  # noqa: E402
+from mbjax.analysis.identify import average_frames  # noqa: E402
 from mbjax.analysis.ik import inverse_kinematics  # noqa: E402
 from mbjax.io import load_marker_set, load_markers, load_osim, read_scale_setup, read_storage, read_trc  # noqa: E402
 from mbjax.io.storage import MarkerData  # noqa: E402
@@ -102,7 +102,7 @@ def test_mbjax_scaling_equals_opensims_scale_tool(tool_run):
     q46 = np.array([table.column(next(lb for lb in table.labels if lb.endswith(f"/{c}/value")))[0]
                     for c in ours.coordinate_names])
     static = read_trc(setup.placer_marker_file)
-    x = average_frames(static, setup.placer_time_range)
+    x = average_frames(static, setup.placer_time_range, setup.max_marker_movement)  # -1: no check
     names = [n for n in static.names if n in ours_markers.names]
     measured = x[[static.names.index(n) for n in names]]
     placed = place_markers(ours, ours_markers, q46, measured, names)
@@ -122,3 +122,43 @@ def test_mbjax_scaling_equals_opensims_scale_tool(tool_run):
 
     assert all(t.value == 0.0 for t in setup.coordinate_tasks.values())
     assert objective(ik.q[0]) <= objective(q46) < objective(ik.q[0]) * (1 + 1e-3)
+
+
+def test_max_marker_movement_warned_as_opensims_marker_placer(tmp_path):
+    """The MarkerPlacer's ``<max_marker_movement>`` 0.3 (the static trial's mm) over 1.0-1.2 s:
+    OpenSim 4.6's ScaleTool logs each marker moving more (the largest of its X, Y and Z spans) and
+    runs on; mbjax's ``average_frames`` given the setup's value names the same markers with the same
+    movements, prefixed by the setup file and line."""
+    import re
+
+    for f in ("subject01_Setup_Scale.xml", "gait2354_Scale_MarkerSet.xml", "subject01_static.trc"):
+        shutil.copy(os.path.join(PIPE, f), tmp_path)
+    shutil.copy(mm.model_path("gait2354"), tmp_path)
+    setup = tmp_path / "subject01_Setup_Scale.xml"
+    text = setup.read_text()
+    for old, new in (("<max_marker_movement>      -1.00000000 </max_marker_movement>",
+                      "<max_marker_movement> 0.3 </max_marker_movement>"),
+                     ("<time_range>       1.00000000       1.01000000 </time_range>", "<time_range> 1 1.2 </time_range>")):
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    setup.write_text(text)
+    log = osim.StringLogSink()
+    osim.Logger.addSink(log)
+    try:
+        assert osim.ScaleTool(str(setup)).run()  # a warning, not an error
+    finally:
+        osim.Logger.removeSink(log)
+    theirs = {m: float(v) for m, v in re.findall(r"Movement of marker (\S+) in \S+ is (\S+) \(threshold = 0.3\)",
+                                                 log.getString())}
+    s = read_scale_setup(setup)
+    with pytest.warns(UserWarning) as said:
+        average_frames(read_trc(s.placer_marker_file), s.placer_time_range, s.max_marker_movement,
+                       s.max_marker_movement_where)
+    [message] = [str(w.message) for w in said if w.category is UserWarning]
+    assert message.startswith(f"{setup}:{text[:text.index('<max_marker_movement>')].count(chr(10)) + 1}: "
+                              "<max_marker_movement>: ")
+    ours = {m: float(v) for m, v in re.findall(r"'([^']+)' (\S+) mm", message)}
+    print(f"\nmax_marker_movement 0.3 mm: OpenSim names {len(theirs)} markers, mbjax {len(ours)}; largest relative "
+          f"difference {max(abs(ours[m] / theirs[m] - 1) for m in theirs):.1e}")
+    assert 5 < len(theirs) < 45 and set(ours) == set(theirs)
+    assert all(abs(ours[m] / theirs[m] - 1) < 1e-5 for m in theirs)  # mbjax prints 6 digits

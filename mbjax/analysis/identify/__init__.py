@@ -42,12 +42,13 @@ from .scaling import scale_markers as scale_markers
 from .scaling import segment_factors as segment_factors
 from .scaling import segment_names as segment_names
 from .scaling import measurement_factor as measurement_factor
+from .static_scaling import average_frames as average_frames
 from .static_scaling import fit_static_scale as fit_static_scale
 from .static_scaling import place_markers as place_markers
 from .scaling import scale_kinematics as scale_kinematics
 
 __all__ = ["FitReport", "Identifiability", "Identity", "MarkerSet", "Parametrization", "PhysicalInertia",
-           "Positive", "Selection", "StandardInertial", "Symmetric", "ViscousDamping", "fit",
+           "Positive", "Selection", "StandardInertial", "Symmetric", "ViscousDamping", "average_frames", "fit",
            "fit_static_scale", "huber_residual", "identifiability", "isometric_torque_residuals",
            "isometric_torques", "marker_residuals", "marker_set", "measurement_factor",
            "moment_arm_residuals", "multiple_shooting", "muscle_length_residuals", "place_markers",

@@ -18,7 +18,6 @@ import warnings
 from typing import NamedTuple
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -26,7 +25,7 @@ from ..._model import require_model
 from ...io.arguments import name_list, positive_int
 from ...markers import Markers, marker_positions
 from .fit import fit
-from .scaling import _scaling_info, frame_range, scale_kinematics, scale_markers, scale_model, segment_names
+from .scaling import _scaling_info, frame_range, scale_kinematics, scale_markers, scale_model
 
 
 class StaticScaleResult(NamedTuple):
@@ -95,12 +94,48 @@ class StaticObjective(eqx.Module):
         return jnp.concatenate([r_m, jnp.sqrt(self.wc) * (self.q(t.u) - self.qref)])
 
 
-def average_frames(data, time_range) -> np.ndarray:
+def average_frames(data, time_range, max_movement=None, source=None) -> np.ndarray:
     """The marker positions averaged over the frames of ``time_range`` (:func:`frame_range`), as the
-    ``MarkerPlacer`` averages its static frames (missing samples left out)."""
+    ``MarkerPlacer`` averages its static frames (missing samples left out).
+
+    ``max_movement``: the ``MarkerPlacer``'s ``<max_marker_movement>``, in the units of the marker
+    file (``data.units``, usually mm).  Where it is > 0, as OpenSim's ``MarkerData::averageFrames``
+    checks it, each marker whose samples span more than it along X, Y or Z over those frames, and
+    each marker missing in all of them, is named in a warning (prefixed by ``source``, e.g. the
+    setup element); the frames are averaged all the same, as OpenSim averages them."""
     i0, i1 = frame_range(data.time, *time_range)
+    x = np.asarray(data.positions, float)[i0:i1 + 1]
+    if max_movement is not None and float(max_movement) > 0:
+        _warn_marker_movement(data, x, (i0, i1), float(max_movement), source)
     with np.errstate(invalid="ignore"):
-        return np.nanmean(np.asarray(data.positions, float)[i0:i1 + 1], axis=0)
+        return np.nanmean(x, axis=0)
+
+
+def _warn_marker_movement(data, x, rows, limit, source):
+    """OpenSim's ``averageFrames`` threshold check: per marker the largest of its X, Y and Z spans
+    over the frames where it is present, in the file's units."""
+    from ...io.trc import TRC_UNIT_NAMES, TRC_UNITS
+
+    units = TRC_UNIT_NAMES.get(data.units, data.units)
+    per_unit = TRC_UNITS.get(units, 1.0)  # metres per file unit
+    ok = np.all(np.isfinite(x), axis=-1)  # (k, nm): OpenSim skips a frame where the marker has a NaN
+    lo = np.where(ok[..., None], x, np.inf).min(axis=0)
+    hi = np.where(ok[..., None], x, -np.inf).max(axis=0)
+    gone = ~ok.any(axis=0)
+    span = np.where(gone, 0.0, (hi - lo).max(axis=-1)) / per_unit
+    t = np.asarray(data.time, float)
+    frames = f"the {rows[1] - rows[0] + 1} frame(s) averaged (time {t[rows[0]]:g} to {t[rows[1]]:g} s)"
+    said = []
+    moved = [k for k in range(len(data.names)) if span[k] > limit]
+    if moved:
+        said.append(f"{len(moved)} marker(s) move more than <max_marker_movement> {limit:g} {units} over {frames}: "
+                    + ", ".join(f"{data.names[k]!r} {span[k]:.6g} {units}" for k in moved))
+    if gone.any():
+        said.append(f"marker(s) {', '.join(repr(n) for n, g in zip(data.names, gone) if g)} missing in every one "
+                    "of those frames (their average is NaN)")
+    if said:
+        warnings.warn(f"{source or 'average_frames'}: " + "; ".join(said) + ". OpenSim's MarkerPlacer warns so and "
+                      "averages the frames all the same; so does mbjax", stacklevel=3)
 
 
 def fit_static_scale(model, markers: Markers, data, groups, *, weights=None, coordinate_tasks=None,

@@ -50,13 +50,14 @@ prints one line per chunk.
   applied ``IKMarkerTask``.  ``coordinate_tasks`` maps coordinate name to a weight (track the default
   value) or a :class:`CoordinateTask` (``default_value``, ``manual_value`` in internal units
   (radians / metres) as OpenSim passes ``IKCoordinateTask::getValue`` unconverted, or
-  ``from_file``: the ``coordinate_data`` table, linearly interpolated at the marker times; OpenSim
-  fits an interpolating quintic ``GCVSpline``, equal at the file's sample times).
+  ``from_file``: the ``coordinate_data`` table's natural quintic interpolating spline at the marker
+  times, OpenSim's ``GCVSplineSet(5, ...)`` with error variance 0 (6 rows or more)).
   :func:`mbjax.opensim.read_ik_setup` reads both from an OpenSim IK setup XML
   (:mod:`mbjax.opensim.tools.ik`: the setup file, the files the tool writes).
 
-Errors reported per frame are OpenSim's: marker distance ``|⁰r_m - x_m|``, their RMS over the
-markers present and the maximum.
+Errors reported per frame are OpenSim's: marker distance ``|⁰r_m - x_m|``, their RMS and the
+maximum.  The RMS divides by every tracked marker (OpenSim's ``getNumMarkersInUse``, weight 0
+included), a marker missing in the frame adding 0 to the sum, as OpenSim's IK tool computes it.
 """
 
 from .coordinate_tasks import CoordinateTask

@@ -51,7 +51,7 @@ def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
                         for lab in coordinate_data.labels}
             if name not in cols:
                 raise ValueError(f"coordinate task {name!r}: value for coordinate not found in the coordinate file")
-            ref = np.interp(times, coordinate_data.time, file_q[:, i])
+            ref = _file_reference(coordinate_data, file_q[:, i], name, times)
         else:
             raise ValueError(f"coordinate task {name!r}: unknown value_type {task.value_type!r}; the value types "
                              f"are {', '.join(VALUE_TYPES)}")
@@ -60,3 +60,30 @@ def _coordinate_refs(model, tasks, free_names, coordinate_data, times):
         wc[i] = float(task.weight)
         qref[:, i] = ref
     return wc, qref
+
+
+def _file_reference(table, y, name, times):
+    """A ``from_file`` reference at the marker times: OpenSim's ``InverseKinematicsTool`` fits every
+    column of its ``<coordinate_file>`` with a ``GCVSplineSet`` of degree 5 (error variance 0: the
+    natural quintic interpolating spline, :class:`mbjax.io.signal.NaturalSpline`), so between rows the
+    reference is that spline, not a straight line; it needs 6 rows or more, as OpenSim's does."""
+    from ...io.signal import NaturalSpline
+
+    meta = table.metadata or {}
+    file = meta.get("source_file") or meta.get("file")
+    where = f"coordinate task {name!r}: the coordinates " + (f"file {file}" if file else "table")
+    t = np.asarray(table.time, float).reshape(-1)
+    if t.size < 6:
+        raise ValueError(f"{where} has {t.size} row(s); OpenSim fits its from_file reference with a quintic "
+                         "spline (GCVSplineSet of degree 5), which needs 6 rows or more: give a longer file")
+    back = np.flatnonzero(~(np.diff(t) > 0))
+    if back.size:
+        k = int(back[0]) + 1
+        raise ValueError(f"{where}: time {float(t[k])!r} at row {k + 1} does not increase from row {k}'s "
+                         f"{float(t[k - 1])!r}; the reference spline needs strictly increasing times")
+    bad = np.flatnonzero(~np.isfinite(y))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"{where}: column {name!r} holds NaN or inf at row {k + 1} (time {float(t[k]):.6g} s); "
+                         "the reference spline needs finite values: fill the gap or use another value_type")
+    return NaturalSpline(t, np.asarray(y, float), 5)(np.asarray(times, float))

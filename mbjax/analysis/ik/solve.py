@@ -28,7 +28,9 @@ from .solution_checks import _check_marker_scale, _check_zero_frames, _flag_unfi
 class IKResult(NamedTuple):
     """IK solution: ``time (T,)``, coordinates ``q (T, nq)`` (radians / metres, model order), the
     tracked ``marker_names``, ``marker_errors (T, nm)`` (metres, NaN where missing), per-frame
-    ``rms`` and ``max`` marker error, ``converged (T,)`` and solver ``steps (T,)``."""
+    ``rms`` and ``max`` marker error (OpenSim's: ``rms`` divides by all ``nm`` tracked markers, those
+    missing in the frame included; NaN where none is present), ``converged (T,)`` and solver
+    ``steps (T,)``."""
 
     time: np.ndarray
     q: np.ndarray
@@ -203,7 +205,8 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     err = np.where(present, np.linalg.norm(xm_out - x, axis=-1), np.nan)
     count = present.sum(axis=1)
     sq = np.where(present, err, 0.0) ** 2
-    rms = np.where(count > 0, np.sqrt(sq.sum(axis=1) / np.maximum(count, 1)), np.nan)
+    # OpenSim's IK tool: √(Σ e² / markers in use), a marker missing in the frame counting in the mean
+    rms = np.where(count > 0, np.sqrt(sq.sum(axis=1) / len(used)), np.nan)
     mx = np.where(count > 0, np.max(np.where(present, err, -np.inf), axis=1), np.nan)
     _flag_unfit_frames(times, xm_out, present, rms, ok_out)
     return IKResult(times, q_out, tuple(names), tuple(used), err, rms, mx, ok_out, steps_out)

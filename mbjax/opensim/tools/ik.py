@@ -163,7 +163,8 @@ def check_coordinate_tasks_of_file(setup: IKSetup, model_file) -> None:
 def write_ik_marker_errors(path, result: IKResult) -> None:
     """OpenSim's ``<name>_ik_marker_errors.sto`` (``InverseKinematicsTool::run`` with
     ``report_errors``): per frame ``total_squared_error`` (Σ |e|² over the markers present, m²),
-    ``marker_error_RMS`` and ``marker_error_max`` (m)."""
+    ``marker_error_RMS`` (√(total / tracked markers), those missing in the frame counted, as
+    OpenSim divides by ``getNumMarkersInUse``) and ``marker_error_max`` (m)."""
     err = np.asarray(result.marker_errors, float)
     total = np.nansum(err ** 2, axis=1)
     table = Table(np.asarray(result.time, float), ("total_squared_error", "marker_error_RMS", "marker_error_max"),
@@ -268,6 +269,14 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
         data = data._replace(time=data.time[a:b], positions=data.positions[a:b],
                              frame=None if data.frame is None else data.frame[a:b])
     coords = read_storage(setup.coordinate_file) if setup.coordinate_file else None
+    if coords is not None and not coords.in_degrees and any(
+            getattr(t, "value_type", None) == "from_file" for t in setup.coordinate_tasks.values()):
+        # OpenSim's IK tool converts the file's rotational columns from degrees whatever its header says
+        warnings.warn(f"{path}: <coordinate_file> {setup.coordinate_file} is not marked inDegrees=yes, but "
+                      "OpenSim's InverseKinematicsTool converts its rotational columns from degrees whatever the "
+                      "header says (SimbodyEngine::convertDegreesToRadians), and so does mbjax: write the "
+                      "reference angles in degrees", stacklevel=2)
+        coords = coords._replace(in_degrees=True)
     result = inverse_kinematics(model, markers, data, setup.marker_weights, setup.coordinate_tasks,
                                 coordinate_data=coords, **kwargs)
     if out is not None:
