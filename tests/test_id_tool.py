@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -486,6 +487,36 @@ def test_missing_coordinate_column_uses_default(walker):
         _, q, qd, _ = coordinate_trajectory(walker, table)
     np.testing.assert_array_equal(q[:, 2], 0.9)
     np.testing.assert_array_equal(qd[:, 2], 0.0)
+
+
+@pytest.mark.parametrize("kin, cut, named", [
+    ("walk.mot", "6", ("external_loads_model_kinematics_file> 'walk.mot'", "lowpass_cutoff_frequency_for_load_kinematics> 6 Hz")),
+    ("walk.mot", "-1", ("external_loads_model_kinematics_file> 'walk.mot'", "lowpass_cutoff_frequency_for_load_kinematics> -1 Hz")),
+    ("", "6", ("lowpass_cutoff_frequency_for_load_kinematics> 6 Hz",)),
+    ("walk.mot", None, ("external_loads_model_kinematics_file> 'walk.mot'",)),
+    ("Unassigned", "-1", ()),
+])
+def test_load_kinematics_elements_named_as_ignored(tmp_path, kin, cut, named):
+    """OpenSim 3's load-kinematics file and its cut-off, which OpenSim 4's ExternalLoads has no property
+    for: each given is named (file, line, element, value) in one warning; the loads are the same."""
+    _write_case(tmp_path)
+    plain = read_external_loads(tmp_path / "loads.xml")
+    extra = (f"<external_loads_model_kinematics_file> {kin} </external_loads_model_kinematics_file>"
+             + ("" if cut is None else f"<lowpass_cutoff_frequency_for_load_kinematics> {cut} "
+                                       "</lowpass_cutoff_frequency_for_load_kinematics>"))
+    (tmp_path / "loads.xml").write_text(LOADS_XML.replace("<datafile>", extra + "<datafile>"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lf = read_external_loads(tmp_path / "loads.xml")
+    said = [str(w.message) for w in caught if "OpenSim 4 ignores" in str(w.message)]
+    if not named:
+        assert not said
+        return
+    assert len(said) == 1 and said[0].startswith(f"{tmp_path / 'loads.xml'}:")
+    for part in named:
+        assert part in said[0]
+    assert ("lowpass" in said[0]) == any("lowpass" in p for p in named)
+    assert lf.forces == plain.forces
 
 
 def _loads_xml(body="foot", fid="g_v", pid="g_p", tid="g_t", fexp="ground", datafile="loads.mot", version="20302"):

@@ -8,6 +8,8 @@
 * The building blocks at full precision: ``GCVSpline`` (degrees 3 and 5, inside and outside the
   data), ``Storage::pad`` + ``Storage::lowpassIIR`` (padded, resampled grid and filtered data), and
   ``ExternalForce::getForceAtTime`` / ``getPointAtTime`` / ``getTorqueAtTime``.
+* OpenSim 3's load-kinematics elements of an ExternalLoads file change nothing in OpenSim 4.6's
+  tool's output (mbjax ignores them too, naming them).
 * The coordinate orders of every model file (tests, arm26, OpenSim's library) and of random
   topologies: CoordinateSet order and multibody tree order read from the XML alone, as OpenSim 4.6
   orders them.
@@ -71,6 +73,46 @@ def test_id_tool_matches_opensim(results):
     assert written.labels == theirs.labels and written.metadata["name"] == theirs.metadata["name"]
     assert written.labels != ours.labels  # IDResult keeps the model's order
     np.testing.assert_array_equal(written.data, ours.tau[:, [ours.labels.index(lab) for lab in written.labels]])
+
+
+def test_load_kinematics_elements_are_ignored_as_opensim_ignores_them(results, tmp_path):
+    """OpenSim 3's ``<external_loads_model_kinematics_file>`` and ``<lowpass_cutoff_frequency_for_load_kinematics>``
+    in the ground-reaction file: OpenSim 4.6's tool gives the same forces as without them (it ignores
+    both; ExternalLoads has no such property), and mbjax names both in its warning."""
+    import shutil
+
+    theirs, _, _ = results
+    for name in os.listdir(DATA):
+        shutil.copy(os.path.join(DATA, name), tmp_path / name)
+    grf = tmp_path / "subject01_walk1_grf.xml"
+    text = grf.read_text()
+    assert text.count("<datafile>") == 1
+    grf.write_text(text.replace("<datafile>", "<external_loads_model_kinematics_file> subject01_walk1_ik.mot "
+                                "</external_loads_model_kinematics_file><lowpass_cutoff_frequency_for_load_kinematics> 2 "
+                                "</lowpass_cutoff_frequency_for_load_kinematics><datafile>"))
+    setup = tmp_path / "setup.xml"
+    setup.write_text((tmp_path / "subject01_Setup_InverseDynamics.xml").read_text().replace(
+        "../gait2354_ik/subject01_simbody_ik.osim", MODEL))
+    loads = osim.ExternalLoads(str(grf), True)
+    assert [loads.getPropertyByIndex(i).getName() for i in range(loads.getNumProperties())] == [
+        "components", "objects", "groups", "datafile"]  # no load-kinematics property
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    osim.IO.SetPrecision(17)
+    osim.IO.SetScientific(True)
+    try:
+        assert osim.InverseDynamicsTool(str(setup)).run()
+    finally:
+        os.chdir(cwd)
+        osim.IO.SetPrecision(8)
+        osim.IO.SetScientific(False)
+    again = read_storage(tmp_path / "ResultsInverseDynamics" / "inverse_dynamics.sto")
+    assert again.labels == theirs.labels
+    np.testing.assert_array_equal(again.data, theirs.data)
+    with pytest.warns(UserWarning, match=r"<external_loads_model_kinematics_file> 'subject01_walk1_ik\.mot'; .*"
+                                         r"<lowpass_cutoff_frequency_for_load_kinematics> 2 Hz: ignored, as OpenSim 4 "
+                                         r"ignores them"):
+        read_external_loads(grf)
 
 
 def _opensim_orders(path):
