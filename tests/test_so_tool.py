@@ -79,6 +79,31 @@ def test_tutorial_setup_runs_writes_and_satisfies_kkt(tmp_path):
     assert act.labels == res.labels and force.labels == res.labels
     np.testing.assert_allclose(act.data, res.activations, rtol=1e-12, atol=0)
     np.testing.assert_allclose(force.time, res.time, rtol=0, atol=1e-15)
+    _check_controls(tmp_path / "arm26_StaticOptimization_controls.xml", res)
+
+
+def _check_controls(path, res):
+    """OpenSim's ControlSet of the activations (``ControlSet::ExtractControl``): a ControlLinear per
+    actuator in the activation file's order, a node (t, value) at every frame with the activations to
+    the last bit, the class defaults of ``Control`` and ``ControlLinear``."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    assert root.tag == "OpenSimDocument" and root.get("Version") == "40600"
+    objects = root.find("ControlSet/objects")
+    assert root.find("ControlSet").get("name") == "Control Set"
+    assert [c.tag for c in objects] == ["ControlLinear"] * len(res.labels)
+    assert tuple(c.get("name") for c in objects) == res.labels
+    for k, c in enumerate(objects):
+        assert [e.tag for e in c] == ["is_model_control", "extrapolate", "default_min", "default_max", "filter_on",
+                                      "use_steps", "x_nodes", "min_nodes", "max_nodes", "kp", "kv"]
+        assert [c.findtext(t) for t in ("is_model_control", "extrapolate", "default_min", "default_max", "filter_on",
+                                        "use_steps", "kp", "kv")] == ["true", "true", "0.02", "1", "false", "false",
+                                                                      "100", "20"]
+        assert len(c.find("min_nodes")) == 0 and len(c.find("max_nodes")) == 0
+        nodes = c.find("x_nodes")
+        np.testing.assert_array_equal([float(n.findtext("t")) for n in nodes], res.time)
+        np.testing.assert_array_equal([float(n.findtext("value")) for n in nodes], res.activations[:, k])
 
 
 def test_reserves_are_read_and_other_actuators_refused(tmp_path):
@@ -129,6 +154,10 @@ def test_reserve_carries_what_muscles_cannot(tmp_path):
     tau[:, 1] += res.forces[:, 6]
     np.testing.assert_allclose(tau, res.tau, rtol=0, atol=1e-8)
     np.testing.assert_allclose(res.forces[:, 6], res.activations[:, 6] * 1.0, rtol=0, atol=0)
+    from mbjax.opensim.tools.so import write_controls
+
+    write_controls(tmp_path / "controls.xml", res.tables()[0])  # the reserve's control too, after the muscles'
+    _check_controls(tmp_path / "controls.xml", res)
 
 
 def test_second_motion_of_the_same_length_does_not_trace_again(monkeypatch):
