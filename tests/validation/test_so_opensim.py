@@ -133,6 +133,41 @@ def _controls(path):
     return out
 
 
+def test_columns_in_opensims_force_set_order(tmp_path):
+    """A model whose own CoordinateActuator comes before its muscles in the ForceSet, and a force-set
+    file whose reserves are listed elbow first (not in coordinate order): OpenSim writes the columns
+    in ForceSet order (the model's, then the file's), not the multibody tree's; mbjax's three files
+    the same, with OpenSim's values (arm26 with straight paths)."""
+    from _osim_models import strip_wrapping
+
+    text = pathlib.Path(strip_wrapping(mbjax.models.model_path("arm26"), str(tmp_path / "straight.osim"))).read_text()
+    at = text.index("<objects>", text.index("<ForceSet")) + len("<objects>")
+    model_file = tmp_path / "arm.osim"
+    model_file.write_text(text[:at] + '<CoordinateActuator name="model_elbow"><coordinate>r_elbow_flex</coordinate>'
+                          "<optimal_force>5</optimal_force></CoordinateActuator>" + text[at:])
+    reserves = tmp_path / "reserves.xml"
+    reserves.write_text('<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>'
+                        + "".join(f'<CoordinateActuator name="{n}"><coordinate>{c}</coordinate><optimal_force>3'
+                                  "</optimal_force></CoordinateActuator>"
+                                  for n, c in (("elbow_res", "r_elbow_flex"), ("shoulder_res", "r_shoulder_elev")))
+                        + "</objects></ForceSet></OpenSimDocument>")
+    setup = _opensim_setup(tmp_path)
+    setup.write_text(setup.read_text().replace(str(mbjax.models.model_path("arm26")), str(model_file)).replace(
+        "<force_set_files> </force_set_files>", f"<force_set_files>{reserves}</force_set_files>").replace(
+        "<final_time>       1.00000000 </final_time>", "<final_time> 0.3 </final_time>"))
+    run_analyze_tool(setup, tmp_path)
+    res = static_optimization_from_setup(setup, results_directory=tmp_path / "mbjax", progress=False)
+    assert res.labels[6:] == ("model_elbow", "elbow_res", "shoulder_res")  # the result: muscles first
+    order = ("model_elbow", "TRIlong", "TRIlat", "TRImed", "BIClong", "BICshort", "BRA", "elbow_res", "shoulder_res")
+    for kind in ("activation", "force"):
+        ours = read_storage(tmp_path / "mbjax" / f"arm26_StaticOptimization_{kind}.sto")
+        theirs = read_storage(tmp_path / "opensim" / f"arm26_StaticOptimization_{kind}.sto")
+        assert ours.labels[:9] == theirs.labels[:9] == order
+        assert np.abs(ours.data[:, :9] - theirs.data[:, :9]).max() < (1e-6 if kind == "activation" else 1e-4)
+    ours, theirs = (_controls(tmp_path / who / "arm26_StaticOptimization_controls.xml") for who in ("mbjax", "opensim"))
+    assert list(ours) == list(theirs) == list(order)
+
+
 def test_controls_file_is_opensims_text(tmp_path):
     """mbjax's writer given the nodes of OpenSim's own ``_StaticOptimization_controls.xml`` (the arm26
     tutorial, 121 frames) writes that file byte for byte."""

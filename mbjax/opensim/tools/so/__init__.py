@@ -27,8 +27,10 @@ and what this package does for each:
    (``solver_options`` ``first_outer=0``; the augmented-Lagrangian passes run only for a frame the
    polish does not solve; the same solutions to 4e-10 on Gait2354, about a third less time).
 6. Written as OpenSim writes them: ``<name>_StaticOptimization_activation.sto`` and
-   ``<name>_StaticOptimization_force.sto`` in ``results_directory`` (columns: muscles then
-   reserves, in the model's order; the force file then repeats each external load as OpenSim's
+   ``<name>_StaticOptimization_force.sto`` in ``results_directory`` (columns in OpenSim's order, the
+   model's ForceSet order of its muscles and own actuators, then the force-set files' actuators as
+   listed: not the multibody tree order of the ID tool; :class:`SOResult` keeps the muscles first and
+   :meth:`SOResult.tables` is the files' order; the force file then repeats each external load as OpenSim's
    ``ExternalForce::getRecordValues`` does: ``<applied_to_body>_<name>_Fx Fy Fz`` (ground axes),
    ``_px py pz`` (in the applied body's frame, when the force has a point), ``_Tx Ty Tz`` (ground
    axes, when it has a torque)); and ``<name>_StaticOptimization_controls.xml``, the activations as
