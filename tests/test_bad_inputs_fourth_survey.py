@@ -1,5 +1,6 @@
 """A fourth outside survey's findings: an excitation above 1, a string for IK's markers, an
-activation file given where joint reactions read forces."""
+activation file given where joint reactions read forces; and joint-reaction frames that lie on a
+forces file's first or last time up to the rounding of its printed times."""
 
 import warnings
 
@@ -57,3 +58,28 @@ def test_an_eager_check_error_leads_with_its_message():
     first = str(info.value).splitlines()[0]
     assert first.startswith("activation must be in [0, 1]") and "'TRIlong'" in first
     assert "EQX_ON_ERROR=breakpoint" in str(info.value)  # equinox's debugging hint is kept, after it
+
+
+def test_joint_reaction_times_at_print_rounding_of_the_forces_file_are_not_outside_it():
+    """OpenSim prints times with 8 decimals: its static optimization's first frame 0.49999971999999304 s
+    is 0.49999972 in its _force.sto.  That frame is the file's first row (quiet, the row's forces); a
+    frame outside by more than half the last printed digit is warned, naming the file and the gap."""
+    from mbjax.opensim.tools.jr.loads import printed_half_digit
+
+    names = tuple(ARM.muscle_names)
+    ft = np.array([0.49999972, 0.50999972, 0.51999972])  # as read from the file's 8 decimals
+    assert printed_half_digit(ft) == 0.5e-8 and printed_half_digit([0.5, 0.25]) == 0.5e-2
+    assert printed_half_digit([0.1 + 0.2]) <= 0.5e-16  # written with every digit: no slack
+    forces = mbjax.io.Table(ft, names, 100.0 + np.arange(3)[:, None] * np.ones(len(names)), False,
+                            {"file": "walk_force.sto"})
+    recorded = np.array([0.49999971999999304, 0.51, 0.51999972000000002])
+    assert recorded[0] != ft[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, values = actuator_forces(ARM, forces, recorded, where="JointReaction")
+    np.testing.assert_allclose(values[0], 100.0, atol=1e-12)
+    with pytest.warns(UserWarning, match=r"JointReaction: 1 recorded times lie outside the forces file walk_force\.sto's "
+                                         r"times 0\.49999972-0\.51999972 s \(first 0\.4999997 s, 2(\.\d+)?e-08 s outside\)"):
+        actuator_forces(ARM, forces, np.array([0.4999997, 0.51]), where="JointReaction")
+    with pytest.warns(UserWarning, match=r"first 0\.52 s"):
+        actuator_forces(ARM, forces, np.array([0.51, 0.52]), where="JointReaction")

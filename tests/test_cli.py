@@ -468,6 +468,10 @@ def test_so_setup_writes_opensims_files(tmp_path, capsys):
         ref = static_optimization_from_setup(setup, load_osim(model_file), write=False, progress=False)
     assert act.labels == ref.labels
     np.testing.assert_allclose(act.data, ref.activations, rtol=0, atol=1e-14)
+    import xml.etree.ElementTree as ET  # and OpenSim's ControlSet of the activations (tests/test_so_tool.py)
+
+    controls = ET.parse(tmp_path / "so" / "arm26_StaticOptimization_controls.xml").getroot()
+    assert tuple(c.get("name") for c in controls.find("ControlSet/objects")) == ref.labels
     assert os.path.getsize(tmp_path / "so.png") > 10_000
 
 
@@ -723,6 +727,7 @@ def test_run_chains_setups_in_one_process(tmp_path, capsys, monkeypatch):
     assert len(loads) == 1, loads
     ik = read_storage(tmp_path / "arm26_InverseKinematics.mot")
     act = read_storage(tmp_path / "PhysiologicalResults" / "arm26_StaticOptimization_activation.sto")
+    assert (tmp_path / "PhysiologicalResults" / "arm26_StaticOptimization_controls.xml").is_file()
     # the same two tools one by one, into another folder
     one = tmp_path / "one_by_one"
     one.mkdir()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -412,6 +413,63 @@ def test_setup_pipeline_against_exact_motion_and_virtual_work(tmp_path, walker):
     np.testing.assert_array_equal(out.data, r.tau)
 
 
+def _joints_swapped(text: str) -> str:
+    """The walker with its two joints listed child first (the ankle before the trunk's joint)."""
+    a, b = text.index("<PlanarJoint"), text.index("</PlanarJoint>") + len("</PlanarJoint>")
+    c, d = text.index("<PinJoint"), text.index("</PinJoint>") + len("</PinJoint>")
+    return text[:a] + text[c:d] + text[b:c] + text[a:b] + text[d:]
+
+
+def test_tree_order_of_a_topology_worked_by_hand(tmp_path):
+    """Simbody's graph maker (what OpenSim 4.6 orders its speeds by) on a small tree, by hand: joints
+    listed c, a, b, d, e; a, d on ground (level 1, in list order), then b (level 2), c (level 3);
+    ``e`` hangs on d, but massless ``m`` on a pulls its heaviest child ``h`` in right after it."""
+    from _osim_topologies import osim_text
+
+    from mbjax.opensim.model.osim_motion import coordinate_order, tree_order
+
+    path = tmp_path / "tree.osim"
+    path.write_text(osim_text([("a", 1), ("b", 1), ("c", 1), ("d", 1), ("e", 1)],
+                              [("PinJoint", "jc", "b", "c"), ("PinJoint", "ja", "ground", "a"),
+                               ("CustomJoint", "jb", "a", "b"), ("SliderJoint", "jd", "ground", "d"),
+                               ("PinJoint", "je", "d", "e")]))
+    assert coordinate_order(path) == ("jc_c0", "ja_c0", "jb_c1", "jb_c0", "jd_c0", "je_c0")
+    assert tree_order(path) == ("ja_c0", "jd_c0", "jb_c1", "jb_c0", "je_c0", "jc_c0")
+    path.write_text(osim_text([("a", 1), ("m", 0), ("l", 1), ("h", 3), ("d", 1)],
+                              [("PinJoint", "jd", "ground", "d"), ("PinJoint", "jl", "m", "l"),
+                               ("PinJoint", "jh", "m", "h"), ("PinJoint", "ja", "ground", "a"),
+                               ("PinJoint", "jm", "ground", "m")]))
+    assert tree_order(path) == ("jd_c0", "ja_c0", "jm_c0", "jh_c0", "jl_c0")
+
+
+def test_written_columns_in_opensims_tree_order(tmp_path):
+    """A model whose joints are listed child first: its coordinates (and IDResult's arrays) are in
+    the file's order, the written .sto in OpenSim 4.6's multibody tree order (ground's joint first),
+    each column holding its coordinate's force."""
+    setup = _write_case(tmp_path)
+    (tmp_path / "walker.osim").write_text(_joints_swapped(MODEL))
+    r = inverse_dynamics_from_setup(setup)
+    assert r.labels == ("ankle_moment", "rz_moment", "tx_force", "ty_force")
+    out = read_storage(tmp_path / "results" / "walk_id.sto")
+    assert out.labels == ("rz_moment", "tx_force", "ty_force", "ankle_moment")
+    np.testing.assert_array_equal(out.data, r.tau[:, [1, 2, 3, 0]])
+    assert r.table().labels == out.labels
+
+
+def test_tree_order_of_a_model_whose_file_is_gone(tmp_path):
+    """The columns' order is read from the model's file: when it is gone, the model's order, warned."""
+    from mbjax.opensim.tools.id import tree_columns
+
+    (tmp_path / "walker.osim").write_text(_joints_swapped(MODEL))
+    model = load_osim(tmp_path / "walker.osim")
+    assert tree_columns(model, "ID") == (1, 2, 3, 0)
+    (tmp_path / "walker.osim").unlink()
+    with pytest.warns(UserWarning, match=r"ID: the model's file .*walker\.osim: cannot read it again .* written in the "
+                                         r"model's coordinate order, not in OpenSim 4\.6's multibody tree order"):
+        assert tree_columns(model, "ID") is None
+    assert tree_columns(model.replace(osim=None), "ID") is None  # no file (a model built in code): its own order
+
+
 def test_filtered_coordinates_use_opensims_grid(tmp_path, walker):
     _write_case(tmp_path, fc=6)
     table = read_storage(tmp_path / "walk.mot")
@@ -429,6 +487,36 @@ def test_missing_coordinate_column_uses_default(walker):
         _, q, qd, _ = coordinate_trajectory(walker, table)
     np.testing.assert_array_equal(q[:, 2], 0.9)
     np.testing.assert_array_equal(qd[:, 2], 0.0)
+
+
+@pytest.mark.parametrize("kin, cut, named", [
+    ("walk.mot", "6", ("external_loads_model_kinematics_file> 'walk.mot'", "lowpass_cutoff_frequency_for_load_kinematics> 6 Hz")),
+    ("walk.mot", "-1", ("external_loads_model_kinematics_file> 'walk.mot'", "lowpass_cutoff_frequency_for_load_kinematics> -1 Hz")),
+    ("", "6", ("lowpass_cutoff_frequency_for_load_kinematics> 6 Hz",)),
+    ("walk.mot", None, ("external_loads_model_kinematics_file> 'walk.mot'",)),
+    ("Unassigned", "-1", ()),
+])
+def test_load_kinematics_elements_named_as_ignored(tmp_path, kin, cut, named):
+    """OpenSim 3's load-kinematics file and its cut-off, which OpenSim 4's ExternalLoads has no property
+    for: each given is named (file, line, element, value) in one warning; the loads are the same."""
+    _write_case(tmp_path)
+    plain = read_external_loads(tmp_path / "loads.xml")
+    extra = (f"<external_loads_model_kinematics_file> {kin} </external_loads_model_kinematics_file>"
+             + ("" if cut is None else f"<lowpass_cutoff_frequency_for_load_kinematics> {cut} "
+                                       "</lowpass_cutoff_frequency_for_load_kinematics>"))
+    (tmp_path / "loads.xml").write_text(LOADS_XML.replace("<datafile>", extra + "<datafile>"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lf = read_external_loads(tmp_path / "loads.xml")
+    said = [str(w.message) for w in caught if "OpenSim 4 ignores" in str(w.message)]
+    if not named:
+        assert not said
+        return
+    assert len(said) == 1 and said[0].startswith(f"{tmp_path / 'loads.xml'}:")
+    for part in named:
+        assert part in said[0]
+    assert ("lowpass" in said[0]) == any("lowpass" in p for p in named)
+    assert lf.forces == plain.forces
 
 
 def _loads_xml(body="foot", fid="g_v", pid="g_p", tid="g_t", fexp="ground", datafile="loads.mot", version="20302"):

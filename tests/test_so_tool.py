@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import warnings
 
 import jax
 import numpy as np
@@ -79,6 +80,31 @@ def test_tutorial_setup_runs_writes_and_satisfies_kkt(tmp_path):
     assert act.labels == res.labels and force.labels == res.labels
     np.testing.assert_allclose(act.data, res.activations, rtol=1e-12, atol=0)
     np.testing.assert_allclose(force.time, res.time, rtol=0, atol=1e-15)
+    _check_controls(tmp_path / "arm26_StaticOptimization_controls.xml", res)
+
+
+def _check_controls(path, res):
+    """OpenSim's ControlSet of the activations (``ControlSet::ExtractControl``): a ControlLinear per
+    actuator in the activation file's order, a node (t, value) at every frame with the activations to
+    the last bit, the class defaults of ``Control`` and ``ControlLinear``."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    assert root.tag == "OpenSimDocument" and root.get("Version") == "40600"
+    objects = root.find("ControlSet/objects")
+    assert root.find("ControlSet").get("name") == "Control Set"
+    assert [c.tag for c in objects] == ["ControlLinear"] * len(res.labels)
+    assert tuple(c.get("name") for c in objects) == res.labels
+    for k, c in enumerate(objects):
+        assert [e.tag for e in c] == ["is_model_control", "extrapolate", "default_min", "default_max", "filter_on",
+                                      "use_steps", "x_nodes", "min_nodes", "max_nodes", "kp", "kv"]
+        assert [c.findtext(t) for t in ("is_model_control", "extrapolate", "default_min", "default_max", "filter_on",
+                                        "use_steps", "kp", "kv")] == ["true", "true", "0.02", "1", "false", "false",
+                                                                      "100", "20"]
+        assert len(c.find("min_nodes")) == 0 and len(c.find("max_nodes")) == 0
+        nodes = c.find("x_nodes")
+        np.testing.assert_array_equal([float(n.findtext("t")) for n in nodes], res.time)
+        np.testing.assert_array_equal([float(n.findtext("value")) for n in nodes], res.activations[:, k])
 
 
 def test_reserves_are_read_and_other_actuators_refused(tmp_path):
@@ -129,6 +155,43 @@ def test_reserve_carries_what_muscles_cannot(tmp_path):
     tau[:, 1] += res.forces[:, 6]
     np.testing.assert_allclose(tau, res.tau, rtol=0, atol=1e-8)
     np.testing.assert_allclose(res.forces[:, 6], res.activations[:, 6] * 1.0, rtol=0, atol=0)
+    from mbjax.opensim.tools.so import write_controls
+
+    write_controls(tmp_path / "controls.xml", res.tables()[0])  # the reserve's control too, after the muscles'
+    _check_controls(tmp_path / "controls.xml", res)
+
+
+def test_written_columns_in_the_model_force_set_order(tmp_path):
+    """A model whose own CoordinateActuator is listed before its muscles: OpenSim's columns follow the
+    ForceSet (that actuator first; the force-set files' reserves after, as listed), so the written tables
+    do; the result's arrays keep muscles first (its OpenSim run: tests/validation/test_so_opensim.py)."""
+    from mbjax.opensim.tools.so import SOResult
+    from mbjax.opensim.tools.so.motion import force_set_columns
+
+    text = open(mbjax.models.model_path("arm26")).read()
+    at = text.index("<objects>", text.index("<ForceSet")) + len("<objects>")
+    path = tmp_path / "arm.osim"
+    path.write_text(text[:at] + '<CoordinateActuator name="model_elbow"><coordinate>r_elbow_flex</coordinate>'
+                    "</CoordinateActuator>" + text[at:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = mbjax.io.load_osim(path, ignore_wrapping=True)
+    muscles = tuple(model.muscle_names)
+    labels = muscles + ("model_elbow", "z_res", "a_res")
+    assert force_set_columns(model, labels[:7], 7) == (6, 0, 1, 2, 3, 4, 5)
+    t = np.array([0.0, 0.1])
+    act = np.arange(18.0).reshape(2, 9)
+    res = SOResult(t, act, 10 * act, labels, muscles, (), None, None, None, None, None,
+                   (("calcn_Fx",), np.ones((2, 1))), force_set_columns(model, labels, 7))
+    a, f = res.tables()
+    assert a.labels == ("model_elbow",) + muscles + ("z_res", "a_res")
+    assert f.labels == a.labels + ("calcn_Fx",)
+    np.testing.assert_array_equal(a.data, act[:, [6, 0, 1, 2, 3, 4, 5, 7, 8]])
+    np.testing.assert_array_equal(f.data[:, :9], 10 * a.data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = mbjax.io.load_osim(mbjax.models.model_path("arm26"), ignore_wrapping=True)
+    assert force_set_columns(plain, muscles + ("r",), 6) is None  # muscles first in the file: as they are
 
 
 def test_second_motion_of_the_same_length_does_not_trace_again(monkeypatch):

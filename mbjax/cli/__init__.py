@@ -9,7 +9,8 @@
 tool setup file (the files the OpenSim GUI runs): ``ik`` an ``InverseKinematicsTool`` (writes its
 ``output_motion_file``, coordinates in degrees), ``id`` an ``InverseDynamicsTool`` (writes
 ``results_directory/output_gen_force_file``), ``so`` an ``AnalyzeTool`` with a ``StaticOptimization``
-(writes ``<name>_StaticOptimization_activation.sto`` and ``_force.sto`` in ``results_directory``),
+(writes ``<name>_StaticOptimization_activation.sto``, ``_force.sto`` and ``_controls.xml``, OpenSim's
+``ControlSet`` of the activations, in ``results_directory``),
 ``jr`` an ``AnalyzeTool`` with a ``JointReaction`` and its ``forces_file`` (writes
 ``<name>_<analysis>_ReactionLoads.sto`` in ``results_directory``).
 ``--model`` replaces the setup's ``<model_file>`` (a path or a shipped name), ``--out`` the output

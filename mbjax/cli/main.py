@@ -94,7 +94,8 @@ def build_parser():
             ("id", id_command, "inverse dynamics from an OpenSim InverseDynamicsTool setup file",
              "generalized-force .sto to write (default: results_directory/output_gen_force_file)"),
             ("so", so_command, "static optimization from an OpenSim AnalyzeTool (StaticOptimization) setup file",
-             "folder for the activation and force .sto files (default: the setup's results_directory)"),
+             "folder for the activation and force .sto files and the controls .xml (default: the setup's "
+             "results_directory)"),
             ("jr", jr_command, "joint reaction loads from an OpenSim AnalyzeTool (JointReaction) setup file with a "
              "forces_file", "folder for the ReactionLoads .sto file (default: the setup's results_directory)")):
         tool = sub.add_parser(name, help=what, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -134,7 +134,7 @@ def _setup_files(path, tool):
 
         s = read_so_setup(path)
         stem = os.path.join(s.results_directory, f"{s.name}_StaticOptimization_")
-        outputs = [stem + "activation.sto", stem + "force.sto"]
+        outputs = [stem + "activation.sto", stem + "force.sto", stem + "controls.xml"]
     else:
         from ..opensim.tools.jr import read_jr_setup
 
@@ -158,7 +158,8 @@ def _own_inputs(path, tool, inputs, model=None):
 #: what each tool's outputs (:func:`_setup_files`) are, for the messages
 _OUTPUT_NAMES = {"ik": ("<output_motion_file>", "marker errors file (<report_errors>)"),
                  "id": ("<results_directory>/<output_gen_force_file>",),
-                 "so": ("activation file in <results_directory>", "force file in <results_directory>"),
+                 "so": ("activation file in <results_directory>", "force file in <results_directory>",
+                        "controls file in <results_directory>"),
                  "jr": ("ReactionLoads file in <results_directory>",)}
 
 

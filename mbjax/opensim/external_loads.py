@@ -15,7 +15,8 @@ what :func:`read_external_loads` and :meth:`ExternalLoadsFile.at` do:
 * ``force_expressed_in_body`` (default ground): the frame of the force *and* the torque;
   ``point_expressed_in_body`` (default ground): the frame of the point.  A point in ground is
   converted to the applied body with the pose of each frame (``implProduceForces``); the old
-  ``external_loads_model_kinematics_file`` transformation is not used by OpenSim 4 (warned).
+  ``external_loads_model_kinematics_file`` transformation and its
+  ``lowpass_cutoff_frequency_for_load_kinematics`` filter are not used by OpenSim 4 (warned, naming both).
 * Each data column is a function of time: ``GCVSpline`` of degree 3 with error variance 0 (the
   natural cubic interpolating spline, :class:`~mbjax.io.signal.NaturalSpline`) for 4 or more rows,
   ``PiecewiseLinearFunction`` for 2-3 rows, ``Constant`` for 1; evaluated at the requested times.
@@ -250,6 +251,32 @@ _FORCE_PROPERTIES = ("appliesForce", "isDisabled", "applied_to_body", "force_exp
                      "data_source_name")
 
 
+def _warn_load_kinematics(doc, node) -> None:
+    """Name OpenSim 3's load-kinematics elements, which OpenSim 4 ignores (``ExternalLoads`` has no such
+    property; ``ExternalLoads::updateFromXMLNode`` reads the cut-off of old documents and drops it):
+    ``<external_loads_model_kinematics_file>`` when it names a file, with the
+    ``<lowpass_cutoff_frequency_for_load_kinematics>`` beside it, and that cut-off alone when it asks
+    for a filter (>= 0; OpenSim 3's -1 is none)."""
+    kin_el = node.find("external_loads_model_kinematics_file")
+    cut_el = node.find("lowpass_cutoff_frequency_for_load_kinematics")
+    kin = (kin_el.text or "").strip() if kin_el is not None else ""
+    cut = (cut_el.text or "").strip() if cut_el is not None else ""
+    try:
+        filtered = float(cut) >= 0
+    except ValueError:
+        filtered = bool(cut)
+    named = []
+    if kin and kin != "Unassigned":
+        named.append(f"{doc.where(kin_el)} {kin!r}")
+    if cut and (named or filtered):
+        named.append(f"{doc.where(cut_el)} {cut} Hz")
+    if named:
+        warnings.warn(f"{'; '.join(named)}: ignored, as OpenSim 4 ignores {'them' if len(named) > 1 else 'it'}: the "
+                      "loads' points in ground are converted to their bodies with each frame's pose, from the tool's "
+                      "own coordinates (filtered by the tool's own cut-off), not from a load-kinematics file",
+                      stacklevel=3)
+
+
 def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
     """Read an OpenSim ``ExternalLoads`` XML and its ``datafile`` (see the module docstring).
 
@@ -269,10 +296,7 @@ def read_external_loads(path, base_dirs=()) -> ExternalLoadsFile:
         node = root if root.tag == "ExternalLoads" else None
     if node is None:
         raise doc.error(root, "no <ExternalLoads> element")
-    kin = (node.findtext("external_loads_model_kinematics_file") or "").strip()
-    if kin and kin != "Unassigned":
-        warnings.warn(f"{doc.where(node)}: <external_loads_model_kinematics_file> {kin!r} is ignored, as OpenSim 4 "
-                      "ignores it (points in ground are converted with each frame's pose)", stacklevel=2)
+    _warn_load_kinematics(doc, node)
     objs = node.find("objects")
     version = (root.get("Version") or "").strip() if root.tag == "OpenSimDocument" else ""
     converts = not (version.isdigit() and int(version) >= IS_DISABLED_VERSION)  # <isDisabled> read by OpenSim

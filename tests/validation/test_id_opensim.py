@@ -4,16 +4,22 @@
   tests/data/opensim_models/gait2354_id (6 Hz coordinate filter, both ground reactions, Muscles
   excluded, 0.55-0.85 s: 19 frames) and compared with :func:`mbjax.opensim.inverse_dynamics_from_setup` on
   the same file (OpenSim's output written with 17 digits): the same times and all 23 generalized
-  forces to 1e-9.
+  forces to 1e-9, in the same column order (OpenSim 4.6's multibody tree order).
 * The building blocks at full precision: ``GCVSpline`` (degrees 3 and 5, inside and outside the
   data), ``Storage::pad`` + ``Storage::lowpassIIR`` (padded, resampled grid and filtered data), and
   ``ExternalForce::getForceAtTime`` / ``getPointAtTime`` / ``getTorqueAtTime``.
+* OpenSim 3's load-kinematics elements of an ExternalLoads file change nothing in OpenSim 4.6's
+  tool's output (mbjax ignores them too, naming them).
+* The coordinate orders of every model file (tests, arm26, OpenSim's library) and of random
+  topologies: CoordinateSet order and multibody tree order read from the XML alone, as OpenSim 4.6
+  orders them.
 * The stored result of an older OpenSim (``OutputReference/.../inverse_dynamics.sto``) is compared
   for the report only (it differs by up to ~20 N / N·m; printed, loosely bounded).
 """
 
 from __future__ import annotations
 
+import glob
 import os
 
 import numpy as np
@@ -25,6 +31,7 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 import mbjax  # noqa: E402
 from mbjax.io import read_external_loads, read_storage  # noqa: E402
 from mbjax.io.signal import NaturalSpline, lowpass_storage  # noqa: E402
+from mbjax.models import arm26_path  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "opensim_models", "gait2354_id")
 SETUP = os.path.join(DATA, "subject01_Setup_InverseDynamics.xml")
@@ -61,9 +68,112 @@ def test_id_tool_matches_opensim(results):
     print(f"\nID vs OpenSim 4.6 InverseDynamicsTool: max |Δτ| = {diff.max():.2e} (largest |τ| {scale:.0f}), "
           f"worst column {theirs.labels[int(np.argmax(diff))]}")
     assert diff.max() <= 1e-9
-    # the file mbjax wrote holds the same numbers, labels and header as OpenSim's
-    assert written.labels == ours.labels and written.metadata["name"] == theirs.metadata["name"]
-    np.testing.assert_array_equal(written.data, ours.tau)
+    # the file mbjax wrote holds the same numbers, labels in the same order (OpenSim 4.6's multibody tree
+    # order, not the model's: both hips, then the lumbar joint, then the knees) and header as OpenSim's
+    assert written.labels == theirs.labels and written.metadata["name"] == theirs.metadata["name"]
+    assert written.labels != ours.labels  # IDResult keeps the model's order
+    np.testing.assert_array_equal(written.data, ours.tau[:, [ours.labels.index(lab) for lab in written.labels]])
+
+
+def test_load_kinematics_elements_are_ignored_as_opensim_ignores_them(results, tmp_path):
+    """OpenSim 3's ``<external_loads_model_kinematics_file>`` and ``<lowpass_cutoff_frequency_for_load_kinematics>``
+    in the ground-reaction file: OpenSim 4.6's tool gives the same forces as without them (it ignores
+    both; ExternalLoads has no such property), and mbjax names both in its warning."""
+    import shutil
+
+    theirs, _, _ = results
+    for name in os.listdir(DATA):
+        shutil.copy(os.path.join(DATA, name), tmp_path / name)
+    grf = tmp_path / "subject01_walk1_grf.xml"
+    text = grf.read_text()
+    assert text.count("<datafile>") == 1
+    grf.write_text(text.replace("<datafile>", "<external_loads_model_kinematics_file> subject01_walk1_ik.mot "
+                                "</external_loads_model_kinematics_file><lowpass_cutoff_frequency_for_load_kinematics> 2 "
+                                "</lowpass_cutoff_frequency_for_load_kinematics><datafile>"))
+    setup = tmp_path / "setup.xml"
+    setup.write_text((tmp_path / "subject01_Setup_InverseDynamics.xml").read_text().replace(
+        "../gait2354_ik/subject01_simbody_ik.osim", MODEL))
+    loads = osim.ExternalLoads(str(grf), True)
+    assert [loads.getPropertyByIndex(i).getName() for i in range(loads.getNumProperties())] == [
+        "components", "objects", "groups", "datafile"]  # no load-kinematics property
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    osim.IO.SetPrecision(17)
+    osim.IO.SetScientific(True)
+    try:
+        assert osim.InverseDynamicsTool(str(setup)).run()
+    finally:
+        os.chdir(cwd)
+        osim.IO.SetPrecision(8)
+        osim.IO.SetScientific(False)
+    again = read_storage(tmp_path / "ResultsInverseDynamics" / "inverse_dynamics.sto")
+    assert again.labels == theirs.labels
+    np.testing.assert_array_equal(again.data, theirs.data)
+    with pytest.warns(UserWarning, match=r"<external_loads_model_kinematics_file> 'subject01_walk1_ik\.mot'; .*"
+                                         r"<lowpass_cutoff_frequency_for_load_kinematics> 2 Hz: ignored, as OpenSim 4 "
+                                         r"ignores them"):
+        read_external_loads(grf)
+
+
+def _opensim_orders(path):
+    """OpenSim 4.6's CoordinateSet order and multibody tree order of the model file ``path``."""
+    model = osim.Model(str(path))
+    model.initSystem()
+    cs = model.getCoordinateSet()
+    tree = model.getCoordinateNamesInMultibodyTreeOrder()
+    return [cs.get(i).getName() for i in range(cs.getSize())], [tree.getElt(i) for i in range(tree.size())]
+
+
+def _model_files():
+    here = os.path.dirname(os.path.dirname(__file__))
+    files = sorted(glob.glob(os.path.join(here, "data", "**", "*.osim"), recursive=True)) + [arm26_path()]
+    root = os.environ.get("OPENSIM_MODELS_DIR", "")
+    if root:
+        files += sorted(glob.glob(os.path.join(root, "Models", "**", "*.osim"), recursive=True))
+    return files
+
+
+@pytest.mark.parametrize("path", _model_files(), ids=os.path.basename)
+def test_coordinate_orders_are_opensims(path):
+    """The two orders OpenSim's tools write coordinates in, read from the XML alone
+    (:mod:`mbjax.opensim.model.osim_motion`): ``CoordinateSet`` (the IK ``.mot``) and the multibody
+    tree order (the ID ``.sto``), vs OpenSim 4.6 on every model of the tests' data, arm26 and, with
+    ``OPENSIM_MODELS_DIR``, every model of OpenSim's library (21 of its 34 have a tree order that
+    is not the CoordinateSet's)."""
+    from mbjax.opensim.model.osim_motion import coordinate_order, tree_order
+
+    theirs_set, theirs_tree = _opensim_orders(path)
+    assert list(coordinate_order(path)) == theirs_set
+    assert list(tree_order(path)) == theirs_tree
+
+
+def test_tree_order_is_opensims_on_unusual_topologies(tmp_path):
+    """Random trees (joints and bodies listed in shuffled order, massless inner bodies, Custom, Weld,
+    Ball, Free, Planar joints ...), some with a reversed joint or a loop-closing joint: mbjax's
+    tree order equals OpenSim's wherever OpenSim builds the model."""
+    from _osim_topologies import random_topology
+
+    from mbjax.opensim.model.osim_motion import coordinate_order, tree_order
+
+    level = osim.Logger.getLevelString()
+    osim.Logger.setLevelString("Off")
+    compared, differs = 0, 0
+    try:
+        for seed in range(60):
+            path = tmp_path / f"m{seed}.osim"
+            path.write_text(random_topology(seed))
+            try:
+                theirs_set, theirs_tree = _opensim_orders(path)
+            except Exception:  # a massless body at a branch's end: OpenSim refuses the model
+                continue
+            assert list(coordinate_order(path)) == theirs_set, seed
+            assert list(tree_order(path)) == theirs_tree, seed
+            compared += 1
+            differs += theirs_tree != theirs_set
+    finally:
+        osim.Logger.setLevelString(level)
+    print(f"\ntree order: {compared} random models compared with OpenSim, {differs} of them not in CoordinateSet order")
+    assert compared >= 50 and differs >= 40
 
 
 def test_stored_reference_for_the_record(results):

@@ -17,7 +17,9 @@ setup reports every joint on its parent body, expressed in an offset frame given
 
 arm26 (shipped): the SO tutorial's setup (6 Hz, wrap cylinders and ellipsoid) run by OpenSim,
 then a JointReaction setup in OpenSim's conventions (every joint, child/parent, ground / body /
-``parent`` frames, ``step_interval`` 3 on the padded rows) run by both.
+``parent`` frames, ``step_interval`` 3 on the padded rows) run by both.  And OpenSim's SO forces
+file at its default 8 decimals read at OpenSim's (padded) frame times: no warning of a time outside
+the file for a frame that differs from the file's first time only by the print's rounding.
 
 Every column of OpenSim's ``_ReactionLoads.sto`` must agree to 1e-6 of its range over the frames
 (a column that is constant to rounding, e.g. the moment of a 3-dof hip without reserves or the
@@ -216,6 +218,37 @@ ELBOW_LIGAMENT = """
 						<SimmSpline name="f"><x> 0.9 1 1.05 1.1 1.2 1.5</x><y> 0 0 0.1 0.3 0.8 2</y></SimmSpline>
 					</force_length_curve>
 				</Ligament>"""
+
+
+def test_forces_of_opensims_own_static_optimization_are_read_quietly(tmp_path):
+    """OpenSim's static optimization prints its times with 8 decimals: arm26's first frame, on the
+    padded grid at -2.00000005e-07 s, is -2e-07 in its _force.sto.  Read at the recorded times
+    (OpenSim's grid), that frame is the file's first row, with no warning of a time outside the file."""
+    from mbjax.opensim.tools.id import read_coordinates
+    from mbjax.opensim.tools.jr import actuator_forces
+    from mbjax.opensim.tools.so import states_trajectory
+
+    so = _rewritten(ARM / "arm26_Setup_StaticOptimization.xml", (
+        ("<model_file> arm26.osim </model_file>", f"<model_file>{mbjax.models.model_path('arm26')}</model_file>"),
+        ("<coordinates_file> arm26_InverseKinematics.mot </coordinates_file>",
+         f"<coordinates_file>{ARM / 'arm26_InverseKinematics.mot'}</coordinates_file>"),
+        ("<results_directory> PhysiologicalResults </results_directory>",
+         f"<results_directory>{tmp_path / 'so'}</results_directory>"),
+        ("<final_time>       1.00000000 </final_time>", "<final_time> 0.5 </final_time>")), tmp_path / "so.xml")
+    _opensim(so, tmp_path)
+    file = tmp_path / "so" / "arm26_StaticOptimization_force.sto"
+    forces = read_coordinates(so, str(file), "forces_file")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # arm26's file-level notes (3.x document, ...)
+        model = mbjax.io.load_osim(mbjax.models.model_path("arm26"))
+        times = states_trajectory(model, read_storage(ARM / "arm26_InverseKinematics.mot"), 6.0, (0.0, 0.5))[0]
+    assert times.size == forces.time.size and 0 < abs(times[0] - forces.time[0]) < 1e-12  # the print's rounding
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        names, values = actuator_forces(model, forces, times, where="JointReaction")
+    np.testing.assert_allclose(values, forces.data[:, [forces.labels.index(n) for n in names]], rtol=0, atol=1e-9)
+    with pytest.warns(UserWarning, match=rf"1 recorded times lie outside the forces file {file}'s times"):
+        actuator_forces(model, forces, times - 1e-8, where="JointReaction")
 
 
 def test_arm26_joint_reaction_with_wrapped_muscles(tmp_path):

@@ -6,6 +6,11 @@ OpenSim's optimizer settings are changed in OpenSim's copy: ``optimizer_converge
 1e-10 (default 1e-4) and ``output_precision`` 16 (default 8), so the comparison measures the
 formulation, not IPOPT's stopping rule or the file's digits.
 
+The ``_StaticOptimization_controls.xml`` (a ``ControlSet``) each writes is read back by OpenSim's
+``ControlSet``: mbjax's nodes are its activations to the bit, the same times, class defaults and
+values (to the activations' agreement) as OpenSim's own file; and mbjax's writer reproduces
+OpenSim's file byte for byte from its nodes.
+
 The stored ``PhysiologicalResults`` of the tutorial came from an older OpenSim and the tutorial's
 own copy of arm26: mbjax is reported against them too (printed, with a loose bound).
 
@@ -97,6 +102,89 @@ def test_tutorial_static_optimization_equals_opensim(tmp_path):
     assert da.max() < 1e-6
     assert df.max() < 1e-3
     assert ds.max() < 0.1  # a different OpenSim and model copy: same motion, same muscles, close
+    name = "arm26_StaticOptimization_controls.xml"
+    ours, theirs = _controls(tmp_path / "mbjax" / name), _controls(tmp_path / "opensim" / name)
+    assert list(ours) == list(theirs) == list(res.labels)
+    dc = 0.0
+    for k, m in enumerate(res.labels):
+        (t_ours, x_ours, bounds_ours), (t_theirs, x_theirs, bounds_theirs) = ours[m], theirs[m]
+        np.testing.assert_array_equal(t_ours, res.time)  # OpenSim reads mbjax's nodes back to the bit
+        np.testing.assert_array_equal(x_ours, res.activations[:, k])
+        np.testing.assert_allclose(t_ours, t_theirs, rtol=0, atol=1e-12)
+        assert bounds_ours == bounds_theirs
+        dc = max(dc, float(np.abs(x_ours - x_theirs).max()))
+    print(f"controls .xml read back by OpenSim's ControlSet: max |Δ| at the nodes vs OpenSim's own file {dc:.1e}")
+    assert dc < 1e-6
+
+
+def _controls(path):
+    """OpenSim's ControlSet(path): per control its node times, node values and (is_model_control,
+    extrapolate, default min and max, filter_on, use_steps, kp, kv, min and max node counts)."""
+    cs = osim.ControlSet(str(path))
+    out = {}
+    for i in range(cs.getSize()):
+        c = osim.ControlLinear.safeDownCast(cs.get(i))
+        n = c.getNumParameters()
+        out[c.getName()] = (np.array([c.getParameterTime(k) for k in range(n)]),
+                            np.array([c.getParameterValue(k) for k in range(n)]),
+                            (c.getIsModelControl(), c.getExtrapolate(), c.getDefaultParameterMin(),
+                             c.getDefaultParameterMax(), c.getFilterOn(), c.getUseSteps(), c.getKp(), c.getKv(),
+                             c.getControlMinValues().getSize(), c.getControlMaxValues().getSize()))
+    return out
+
+
+def test_columns_in_opensims_force_set_order(tmp_path):
+    """A model whose own CoordinateActuator comes before its muscles in the ForceSet, and a force-set
+    file whose reserves are listed elbow first (not in coordinate order): OpenSim writes the columns
+    in ForceSet order (the model's, then the file's), not the multibody tree's; mbjax's three files
+    the same, with OpenSim's values (arm26 with straight paths)."""
+    from _osim_models import strip_wrapping
+
+    text = pathlib.Path(strip_wrapping(mbjax.models.model_path("arm26"), str(tmp_path / "straight.osim"))).read_text()
+    at = text.index("<objects>", text.index("<ForceSet")) + len("<objects>")
+    model_file = tmp_path / "arm.osim"
+    model_file.write_text(text[:at] + '<CoordinateActuator name="model_elbow"><coordinate>r_elbow_flex</coordinate>'
+                          "<optimal_force>5</optimal_force></CoordinateActuator>" + text[at:])
+    reserves = tmp_path / "reserves.xml"
+    reserves.write_text('<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>'
+                        + "".join(f'<CoordinateActuator name="{n}"><coordinate>{c}</coordinate><optimal_force>3'
+                                  "</optimal_force></CoordinateActuator>"
+                                  for n, c in (("elbow_res", "r_elbow_flex"), ("shoulder_res", "r_shoulder_elev")))
+                        + "</objects></ForceSet></OpenSimDocument>")
+    setup = _opensim_setup(tmp_path)
+    setup.write_text(setup.read_text().replace(str(mbjax.models.model_path("arm26")), str(model_file)).replace(
+        "<force_set_files> </force_set_files>", f"<force_set_files>{reserves}</force_set_files>").replace(
+        "<final_time>       1.00000000 </final_time>", "<final_time> 0.3 </final_time>"))
+    run_analyze_tool(setup, tmp_path)
+    res = static_optimization_from_setup(setup, results_directory=tmp_path / "mbjax", progress=False)
+    assert res.labels[6:] == ("model_elbow", "elbow_res", "shoulder_res")  # the result: muscles first
+    order = ("model_elbow", "TRIlong", "TRIlat", "TRImed", "BIClong", "BICshort", "BRA", "elbow_res", "shoulder_res")
+    for kind in ("activation", "force"):
+        ours = read_storage(tmp_path / "mbjax" / f"arm26_StaticOptimization_{kind}.sto")
+        theirs = read_storage(tmp_path / "opensim" / f"arm26_StaticOptimization_{kind}.sto")
+        assert ours.labels[:9] == theirs.labels[:9] == order
+        assert np.abs(ours.data[:, :9] - theirs.data[:, :9]).max() < (1e-6 if kind == "activation" else 1e-4)
+    ours, theirs = (_controls(tmp_path / who / "arm26_StaticOptimization_controls.xml") for who in ("mbjax", "opensim"))
+    assert list(ours) == list(theirs) == list(order)
+
+
+def test_controls_file_is_opensims_text(tmp_path):
+    """mbjax's writer given the nodes of OpenSim's own ``_StaticOptimization_controls.xml`` (the arm26
+    tutorial, 121 frames) writes that file byte for byte."""
+    import xml.etree.ElementTree as ET
+
+    from mbjax.io import Table
+    from mbjax.opensim.tools.so import controls_text
+
+    setup = _opensim_setup(tmp_path)
+    run_analyze_tool(setup, tmp_path)
+    path = tmp_path / "opensim" / "arm26_StaticOptimization_controls.xml"
+    objects = ET.parse(path).getroot().find("ControlSet/objects")
+    time = np.array([float(n.findtext("t")) for n in objects[0].find("x_nodes")])
+    values = np.array([[float(n.findtext("value")) for n in c.find("x_nodes")] for c in objects]).T
+    assert values.shape == (121, 6)
+    text = controls_text(Table(time, tuple(c.get("name") for c in objects), values, False))
+    assert text == path.read_text()
 
 
 @pytest.mark.extended  # another arm26 static optimization program (~25 s); the rule that leaves such muscles

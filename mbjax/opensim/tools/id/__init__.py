@@ -20,6 +20,12 @@ OpenSim's tool, step by step (``InverseDynamicsTool::run``), and what this packa
 4. External loads (:mod:`mbjax.opensim.external_loads`) are evaluated at those times; forces excluded
    by ``forces_to_exclude`` are left out; the generalized forces are the residual
    ``τ = M q̈ + N q̇ - G - Q_ext - Q_forces`` (``calcResidualForceIgnoringConstraints``).
+5. The ``.sto`` is written with its columns in OpenSim 4.6's multibody tree order
+   (``Model::getCoordinatesInMultibodyTreeOrder``, the order of Simbody's speeds:
+   :func:`mbjax.opensim.model.osim_motion.tree_order`), not in the ``CoordinateSet`` order of the
+   file and of its IK ``.mot`` (Gait2354: both hips, then the lumbar joint, then the knees).
+   :class:`IDResult`'s arrays stay in the model's coordinate order; :meth:`IDResult.table`, what is
+   written, follows OpenSim's (``IDResult.columns``).
 
 The dynamics runs in JAX: one compiled, ``vmap``-ed program for all frames
 (:func:`inverse_dynamics_frames`, chunks of ``chunk`` frames padded to one shape).
@@ -37,10 +43,11 @@ remove the external loads (measured in OpenSim 4.6, whatever the property's comm
 
 from ...._batching import padded_length
 from .motion import (ACTUATOR_CLASSES, MUSCLE_CLASSES, IDResult, check_frames, coordinate_trajectory, disabled_paths,
-                     dynamics_model, inverse_dynamics_frames, inverse_dynamics_motion, torques_of_frames, warn_float32)
+                     dynamics_model, inverse_dynamics_frames, inverse_dynamics_motion, torques_of_frames, tree_columns,
+                     warn_float32)
 from .setup import IDSetup, check_input_file, inverse_dynamics_from_setup, read_coordinates, read_id_setup
 
 __all__ = ["ACTUATOR_CLASSES", "MUSCLE_CLASSES", "IDResult", "IDSetup", "check_frames", "check_input_file",
            "coordinate_trajectory", "disabled_paths", "dynamics_model", "inverse_dynamics_frames",
            "inverse_dynamics_from_setup", "inverse_dynamics_motion", "padded_length", "read_coordinates",
-           "read_id_setup", "torques_of_frames", "warn_float32"]
+           "read_id_setup", "torques_of_frames", "tree_columns", "warn_float32"]

@@ -39,7 +39,9 @@ class IDResult(NamedTuple):
     coordinate order; as OpenSim reports them: the mobility forces of Simbody's speeds, which for a
     ``BallJoint``'s, ``FreeJoint``'s or ``EllipsoidJoint``'s rotations are ω_F, :mod:`.mobility`), the ``coordinate_names``, OpenSim's column ``labels`` (``<coordinate>_moment``
     or ``_force``), the ``q``, ``qd``, ``qdd`` used and the applied ``loads`` (``(T, n, 3)`` arrays,
-    or None)."""
+    or None).  ``columns``: the indices into ``labels`` in the order OpenSim 4.6's tool writes its
+    columns (the multibody tree order, :func:`mbjax.opensim.model.osim_motion.tree_order`), which
+    :meth:`table` follows; None: the model's order."""
 
     time: np.ndarray
     tau: np.ndarray
@@ -49,10 +51,14 @@ class IDResult(NamedTuple):
     qd: np.ndarray
     qdd: np.ndarray
     loads: ExternalLoads | None = None
+    columns: tuple[int, ...] | None = None
 
     def table(self) -> Table:
-        """The result as OpenSim writes it (``Inverse Dynamics Generalized Forces``)."""
-        return Table(self.time, self.labels, self.tau, False, {"name": "Inverse Dynamics Generalized Forces"})
+        """The result as OpenSim writes it (``Inverse Dynamics Generalized Forces``), its columns in
+        OpenSim's order (``columns``); the arrays of this result stay in the model's order."""
+        k = list(self.columns) if self.columns is not None else list(range(len(self.labels)))
+        return Table(self.time, tuple(self.labels[i] for i in k), np.asarray(self.tau)[:, k], False,
+                     {"name": "Inverse Dynamics Generalized Forces"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -382,6 +388,31 @@ def _labels(model) -> tuple[str, ...]:
     return tuple(n + ("_moment" if r else "_force") for n, r in zip(names, rot))
 
 
+def tree_columns(model, where: str) -> tuple[int, ...] | None:
+    """Indices of the model's coordinates in OpenSim 4.6's multibody tree order
+    (:func:`mbjax.opensim.model.osim_motion.tree_order` of the model's file): the order of the
+    columns OpenSim's ``InverseDynamicsTool`` writes.  None for a model not read from a file; when
+    the file cannot be read again (moved, changed), None with a warning naming it."""
+    from ...model.osim_motion import tree_order
+
+    info = getattr(model, "osim", None)
+    if info is None or not getattr(info, "source", None):
+        return None
+    names = tuple(model.coordinate_names)
+    try:
+        order = {n: k for k, n in enumerate(tree_order(info.source))}
+    except (OSError, ValueError) as e:
+        order, why = None, f"cannot read it again ({e})"
+    else:
+        missing = [n for n in names if n not in order]
+        why = f"it has no coordinate {missing} (changed since the model was read)" if missing else None
+    if why is not None:
+        warnings.warn(f"{where}: the model's file {info.source}: {why}: the generalized-force columns are written in "
+                      "the model's coordinate order, not in OpenSim 4.6's multibody tree order", stacklevel=3)
+        return None
+    return tuple(sorted(range(len(names)), key=lambda i: order[names[i]]))
+
+
 def external_loads_file(external_loads, where: str):
     """``external_loads`` as an :class:`ExternalLoadsFile` or None: a path to an ExternalLoads .xml is
     read (:func:`mbjax.io.read_external_loads`); another type is refused saying what is accepted."""
@@ -415,4 +446,5 @@ def inverse_dynamics_motion(model, coordinates: Table, external_loads=None, *, l
     loads = None if external_loads is None else external_loads.at(t, model)
     tau = inverse_dynamics_frames(model, q, qd, qdd, loads, forces=with_forces, chunk=chunk)
     tau = mobility_forces(model, q, np.asarray(tau), where)  # OpenSim's speeds: ω_F for Ball/Free rotations
-    return IDResult(t, tau, tuple(model.coordinate_names), _labels(model), q, qd, qdd, loads)
+    return IDResult(t, tau, tuple(model.coordinate_names), _labels(model), q, qd, qdd, loads,
+                    tree_columns(model, where))

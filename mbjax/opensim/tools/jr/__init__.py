@@ -14,7 +14,8 @@ package does for each:
    actuators of ``force_set_files``; with ``replace_force_set`` only the latter) must have a column
    in ``forces_file`` (a static optimization's ``_force.sto``); the forces at the state's time are
    the file's rows linearly interpolated (``Storage::getDataAtTime``: the last row at or before t
-   and the next, extrapolating past the ends).  Each actuation is overridden by that value
+   and the next, extrapolating past the ends; a time past the ends by more than the rounding of the
+   file's printed times, :func:`mbjax.opensim.tools.jr.loads.printed_half_digit`, is warned).  Each actuation is overridden by that value
    (``ScalarActuator::overrideActuation``): a muscle's tension acts along its path
    (``GeometryPath::produceForces``: a point force at every path point whose neighbour lies on
    another body, wrap tangent points included, and the generalized force of a

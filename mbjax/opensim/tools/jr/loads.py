@@ -71,6 +71,20 @@ def _warn_if_activations(forces: Table, muscle_columns, where: str) -> None:
                       f"in N (its _force.sto); they are applied as forces", stacklevel=4)
 
 
+def printed_half_digit(times) -> float:
+    """Half a unit of the last decimal ``times`` were printed with: the fewest decimals (up to 17)
+    that write every time as read.  A recorded time nearer a file's first or last time than this is
+    that time rounded in print (OpenSim writes 8 decimals: its static optimization's first time
+    0.49999971999999304 s is 0.49999972 in its file), not a time outside the file."""
+    t = np.asarray(times, float)
+    t = t[np.isfinite(t)]
+    for k in range(18):
+        scale = 10.0 ** k
+        if np.all(np.round(t * scale) / scale == t):  # k decimals parse to exactly these doubles
+            return 0.5 / scale
+    return 0.0
+
+
 def actuator_forces(model, forces: Table, times, actuators=(), external_loads=None, *,
                     replace_force_set: bool = False, where: str = "forces_file"):
     """The model's actuator forces at ``times`` from a forces table (package docstring, step 2).
@@ -129,10 +143,14 @@ def actuator_forces(model, forces: Table, times, actuators=(), external_loads=No
     ft = np.asarray(forces.time, float)
     if ft.size == 0:
         raise ValueError(f"{where}: the forces file has no rows")
-    out = times[(times < ft[0]) | (times > ft[-1])]
+    tol = printed_half_digit(ft)
+    out = times[(times < ft[0] - tol) | (times > ft[-1] + tol)]
     if out.size:
-        warnings.warn(f"{where}: {out.size} recorded times lie outside the file's {ft[0]:.6g}-{ft[-1]:.6g} s "
-                      f"(first {out[0]:.6g} s): forces extrapolated linearly, as OpenSim's Storage does", stacklevel=3)
+        file = (forces.metadata or {}).get("file")
+        first, last, t = float(ft[0]), float(ft[-1]), float(out[0])
+        warnings.warn(f"{where}: {out.size} recorded times lie outside the forces file{f' {file}' if file else ''}'s "
+                      f"times {first!r}-{last!r} s (first {t!r} s, {max(first - t, t - last):.3g} s outside): forces "
+                      "extrapolated linearly, as OpenSim's Storage does", stacklevel=3)
     cols = [labels.index(n) for n in names]
     _warn_if_activations(forces, [labels.index(n) for n in muscles], where)
     values = storage_rows_at(ft, np.asarray(forces.data, float)[:, cols], times)

@@ -27,11 +27,15 @@ and what this package does for each:
    (``solver_options`` ``first_outer=0``; the augmented-Lagrangian passes run only for a frame the
    polish does not solve; the same solutions to 4e-10 on Gait2354, about a third less time).
 6. Written as OpenSim writes them: ``<name>_StaticOptimization_activation.sto`` and
-   ``<name>_StaticOptimization_force.sto`` in ``results_directory`` (columns: muscles then
-   reserves, in the model's order; the force file then repeats each external load as OpenSim's
+   ``<name>_StaticOptimization_force.sto`` in ``results_directory`` (columns in OpenSim's order, the
+   model's ForceSet order of its muscles and own actuators, then the force-set files' actuators as
+   listed: not the multibody tree order of the ID tool; :class:`SOResult` keeps the muscles first and
+   :meth:`SOResult.tables` is the files' order; the force file then repeats each external load as OpenSim's
    ``ExternalForce::getRecordValues`` does: ``<applied_to_body>_<name>_Fx Fy Fz`` (ground axes),
    ``_px py pz`` (in the applied body's frame, when the force has a point), ``_Tx Ty Tz`` (ground
-   axes, when it has a torque)).
+   axes, when it has a torque)); and ``<name>_StaticOptimization_controls.xml``, the activations as
+   OpenSim's ``ControlSet`` (the controls file of its Forward and CMC tools;
+   :mod:`mbjax.opensim.tools.so.controls`).
 
 Differences: OpenSim solves each frame with IPOPT to ``optimizer_convergence_criterion``
 (default 1e-4 on its scaled problem); mbjax solves to rounding, so the two agree to OpenSim's
@@ -44,10 +48,11 @@ refused by name.  The model's disabled muscles and path actuators (``appliesForc
 """
 
 from .actuators import Reserve, actuator_columns, check_actuators, model_actuators
+from .controls import controls_text, write_controls
 from .motion import SOResult, states_trajectory, static_optimization_motion
 from .setup import (SOSetup, read_reserves, read_so_setup, setup_force_sets, static_optimization_from_setup,
                     unused_setup_elements)
 
-__all__ = ["Reserve", "SOResult", "SOSetup", "actuator_columns", "check_actuators", "model_actuators",
+__all__ = ["Reserve", "SOResult", "SOSetup", "actuator_columns", "check_actuators", "controls_text", "model_actuators",
            "read_reserves", "read_so_setup", "setup_force_sets", "states_trajectory", "static_optimization_from_setup",
-           "static_optimization_motion", "unused_setup_elements"]
+           "static_optimization_motion", "unused_setup_elements", "write_controls"]

@@ -34,7 +34,10 @@ class SOResult(NamedTuple):
     (muscles, then reserves: controls x and torques F_r x), their ``labels``, the muscle and reserve
     names, the solver's per-frame ``result`` (:class:`mbjax.analysis.sharing.StaticOptimizationResult`), and
     the ``q, qd, qdd, tau`` used; ``external``: the external loads' recorded columns
-    ``(labels, values (T, k))`` (step 6 of the package docstring) or None."""
+    ``(labels, values (T, k))`` (step 6 of the package docstring) or None.  ``columns``: the indices
+    into ``labels`` in the order OpenSim writes them (the model's ForceSet order, where the model's
+    own actuators may come before or between its muscles; then the force-set files'), which
+    :meth:`tables` follows; None: the order of ``labels``."""
 
     time: np.ndarray
     activations: np.ndarray
@@ -48,14 +51,17 @@ class SOResult(NamedTuple):
     qdd: np.ndarray
     tau: np.ndarray
     external: tuple | None = None
+    columns: tuple[int, ...] | None = None
 
     def tables(self) -> tuple[Table, Table]:
-        """(activation, force) tables as OpenSim writes them (the force table with the external
-        loads' columns)."""
-        labels, forces = self.labels, self.forces
+        """(activation, force) tables as OpenSim writes them: the actuators in OpenSim's order
+        (``columns``), the force table then with the external loads' columns."""
+        k = list(self.columns) if self.columns is not None else list(range(len(self.labels)))
+        labels, act, forces = tuple(self.labels[i] for i in k), self.activations[:, k], self.forces[:, k]
+        act_labels = labels
         if self.external is not None:
             labels, forces = labels + tuple(self.external[0]), np.concatenate([forces, self.external[1]], axis=1)
-        return (Table(self.time, self.labels, self.activations, False, {"name": "Static Optimization"}),
+        return (Table(self.time, act_labels, act, False, {"name": "Static Optimization"}),
                 Table(self.time, labels, forces, False, {"name": "Static Optimization"}))
 
 
@@ -178,7 +184,33 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
         print(f"static optimization: done, max |R F + B x - τ| = {np.max(np.abs(np.asarray(res.residual))):.2e}",
               flush=True)
     external = None if loads is None else _external_records(external_loads, resolved, q)
-    return SOResult(t, act, force, labels, muscles, actuators, res, q, qd, qdd, tau, external)
+    own = len(model_actuators(model)) if use_model_actuators else 0
+    return SOResult(t, act, force, labels, muscles, actuators, res, q, qd, qdd, tau, external,
+                    force_set_columns(model, labels, len(muscles) + own))
+
+
+def force_set_columns(model, labels, n: int) -> tuple[int, ...] | None:
+    """Indices putting the model's own actuators, the first ``n`` of ``labels`` (its muscles, then
+    its scalar actuators, as :class:`SOResult` holds them), in the order of its file's ``<ForceSet>``
+    (the order of OpenSim's columns), the other labels after them as they are; None when that is
+    their order or the model has no file to read."""
+    from ...model.osim_xml import _Doc
+
+    info = getattr(model, "osim", None)
+    names = tuple(labels[:n])
+    if info is None or not getattr(info, "source", None) or not getattr(info, "actuators", ()):
+        return None
+    try:
+        objects = _Doc(info.source).root.find("Model/ForceSet/objects")
+    except (OSError, ValueError):
+        return None
+    order = {}
+    for el in (objects if objects is not None else []):
+        order.setdefault(el.get("name"), len(order))
+    if any(m not in order for m in names):
+        return None
+    first = sorted(range(n), key=lambda i: order[names[i]])
+    return None if first == list(range(n)) else tuple(first) + tuple(range(n, len(labels)))
 
 
 def _report_failures(model, t, res):

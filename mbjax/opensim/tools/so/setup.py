@@ -14,6 +14,7 @@ from ...._model import require_model
 from ..id import check_input_file, read_coordinates
 from ....io.arguments import refuse_setup_keywords
 from ....io.storage import prepare_output, write_storage
+from .controls import write_controls
 from .motion import SOResult, static_optimization_motion
 
 
@@ -235,7 +236,9 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
                                    progress: bool = True, **kwargs) -> SOResult:
     """Run an OpenSim static-optimization setup (``AnalyzeTool`` + ``StaticOptimization``): its model
     (unless ``model`` is given), coordinates, cut-off, time range, exponent, reserve actuators and
-    external loads; results written as OpenSim writes them unless ``write=False``.  ``kwargs`` go to
+    external loads; results written as OpenSim writes them unless ``write=False``: the activation and
+    force ``.sto`` files and the ControlSet of the activations, ``<name>_StaticOptimization_controls.xml``
+    (:mod:`mbjax.opensim.tools.so.controls`).  ``kwargs`` go to
     :func:`static_optimization_motion` (``solver_options``)."""
     from ...external_loads import read_external_loads
     from ...model.osim import load_osim
@@ -257,9 +260,9 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
     out = None
     if write:  # the results folder is made (as OpenSim makes it) and checked before the solve
         out = os.fspath(results_directory) if results_directory is not None else setup.results_directory
-        for kind in ("activation", "force"):
-            prepare_output(os.path.join(out, f"{setup.name}_StaticOptimization_{kind}.sto"), path,
-                           f"static optimization {kind} file",
+        for kind in ("activation.sto", "force.sto", "controls.xml"):
+            prepare_output(os.path.join(out, f"{setup.name}_StaticOptimization_{kind}"), path,
+                           f"static optimization {kind.split('.')[0]} file",
                            [("model_file", setup.model_file), ("coordinates_file", setup.coordinates_file),
                             ("external_loads_file", setup.external_loads_file)]
                            + [("force_set_files", f) for f in setup.force_set_files])
@@ -276,4 +279,5 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
         stem = os.path.join(out, f"{setup.name}_StaticOptimization_")
         write_storage(stem + "activation.sto", act, format="storage")
         write_storage(stem + "force.sto", force, format="storage")
+        write_controls(stem + "controls.xml", act)  # OpenSim's ControlSet of the activations
     return result
