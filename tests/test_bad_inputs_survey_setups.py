@@ -3,6 +3,7 @@
 table documents it."""
 
 import os
+import pathlib
 import re
 import shutil
 import warnings
@@ -307,3 +308,29 @@ def test_setup_of_another_tool_names_the_tool_it_holds_and_its_command(tmp_path)
     (tmp_path / "empty.xml").write_text('<?xml version="1.0"?><OpenSimDocument Version="40000"/>')
     with pytest.raises(ValueError, match=r"empty\.xml: no <InverseKinematicsTool>: it holds no tool$"):
         read_ik_setup(tmp_path / "empty.xml")
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(os.environ.get("OPENSIM_MODELS_DIR", ""), "Pipelines")),
+                    reason="set OPENSIM_MODELS_DIR to a checkout of opensim-org/opensim-models")
+def test_full_body_trc_in_millimetres_under_units_m_says_millimetres(tmp_path):
+    """Gait10dof18musc's walking markers (millimetres) under ``Units m``: IK refuses them and advises
+    millimetres (×0.001), the unit of the file's numbers; the spread at the best pose alone (~30x: the
+    model contorted towards the data) suggested centimetres, which leaves the data 10x too large."""
+    folder = pathlib.Path(os.environ["OPENSIM_MODELS_DIR"]) / "Pipelines" / "Gait10dof18musc" / "OutputReference"
+    lines = (folder / "ExperimentalData" / "subject01_walk.trc").read_text().splitlines(keepends=True)
+    header = lines[2].split("\t")
+    assert header[4] == "mm"
+    lines[2] = "\t".join(header[:4] + ["m"] + header[5:])
+    trc = tmp_path / "walk_units_m.trc"
+    trc.write_text("".join(lines))
+    setup = (folder / "IK" / "walk_Setup_IK.xml").read_text()
+    for old, new in (("../subject01.osim", str(folder / "subject01.osim")),
+                     ("../ExperimentalData/subject01_walk.trc", str(trc)),
+                     ("<time_range> 0 2.5</time_range>", "<time_range> 0.5 0.7 </time_range>")):
+        assert old in setup, old
+        setup = setup.replace(old, new)
+    (tmp_path / "setup.xml").write_text(setup)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the loader's notes and the reader's own units warning
+        with pytest.raises(ValueError, match=r"they look like 'mm'\): fix its Units header"):
+            inverse_kinematics_from_setup(str(tmp_path / "setup.xml"))

@@ -15,11 +15,14 @@ from ...io.storage import TRC_UNIT_NAMES, TRC_UNITS
 _SCALE_LIMIT = 4.0
 
 
-def _check_marker_scale(data, x, xm, present):
+def _check_marker_scale(data, x, xm, present, default_markers=None):
     """Refuse marker data whose size does not match the model's: the median over frames (with three
     or more markers present) of the data's spread (RMS distance of the markers from their centroid)
     over the model's markers' at the IK solution.  Millimetre data under ``Units m`` gives ~1000
-    (the pose cannot stretch the model, so IK returns a pose and a huge error, not an error)."""
+    (the pose cannot stretch the model, so IK returns a pose and a huge error, not an error).  The
+    unit the message suggests compares the data with the model's markers at its default pose
+    (``default_markers()``, ``(nm, 3)``): at the solution the model is contorted towards the data, so
+    that ratio understates a unit's factor."""
     use = present.sum(axis=1) >= 3
     if not use.any():
         return
@@ -38,14 +41,20 @@ def _check_marker_scale(data, x, xm, present):
         return
     if 1.0 / _SCALE_LIMIT <= ratio <= _SCALE_LIMIT:
         return
-    factor = TRC_UNITS.get(TRC_UNIT_NAMES.get(data.units, data.units), 1.0) / ratio  # metres per file unit
+    size = ratio
+    if default_markers is not None:
+        reference = spread(np.broadcast_to(default_markers(), xm.shape))
+        if np.all(reference > 0):
+            size = float(np.median(spread(x) / reference))
+    factor = TRC_UNITS.get(TRC_UNIT_NAMES.get(data.units, data.units), 1.0) / size  # metres per file unit
     guess = min(TRC_UNITS, key=lambda u: abs(np.log(TRC_UNITS[u] / factor)))
-    array = min(TRC_UNITS, key=lambda u: abs(np.log(TRC_UNITS[u] * ratio)))  # the unit of metres-labelled values
+    array = min(TRC_UNITS, key=lambda u: abs(np.log(TRC_UNITS[u] * size)))  # the unit of metres-labelled values
     raise ValueError(f"IK: the marker positions spread {ratio:.3g} times as far as the model's markers at the best "
-                     f"pose: they are not in metres. An array you built: MarkerData.positions must be in metres "
-                     f"(they look like {array!r}: multiply them by {TRC_UNITS[array] if array != 'm' else 1 / ratio:g}); "
-                     f"a .trc file read with read_trc: its Units header (Units={data.units!r}) does not match its "
-                     f"values (they look like {guess!r}): fix its Units header")
+                     f"pose ({size:.3g} times as far as at its default pose): they are not in metres. An array you "
+                     f"built: MarkerData.positions must be in metres (they look like {array!r}: multiply them by "
+                     f"{TRC_UNITS[array] if array != 'm' else 1 / size:g}); a .trc file read with read_trc: its Units "
+                     f"header (Units={data.units!r}) does not match its values (they look like {guess!r}): fix its "
+                     "Units header")
 
 
 def _report_undetermined(names, times, loose, ok):

@@ -18,7 +18,7 @@ from ...io.motion_ranges import warn_outside_ranges
 from ..._model import require_model
 from ...io.arguments import name_list
 from ...io.storage import MarkerData, Table
-from ...markers import Markers
+from ...markers import Markers, marker_positions
 from .checks import _checked_marker_data, _checked_q0, _default_tolerance, _tolerance, _weight
 from .coordinate_tasks import _coordinate_refs
 from .frame_solver import _Fixed, _Spec, _to_u, solve_frames
@@ -196,7 +196,7 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
                 print(f"IK: {b}/{T} frames ({_time.perf_counter() - t0:.1f} s), max marker error in chunk "
                       f"{worst:.3g} m, {int(np.sum(~ok_out[a:b]))} not converged", flush=True)
     _report_undetermined(names, times, loose_out, ok_out)
-    _check_marker_scale(data, x, xm_out, present)
+    _check_marker_scale(data, x, xm_out, present, lambda: _default_marker_positions(kin_model, mk, default))
     if info is not None:  # a free coordinate the solver took far beyond its range: named, not silent
         loose = [i for i in range(nq) if free[i] and not bounded[i]]
         warn_outside_ranges(model, [names[i] for i in loose], q_out[:, loose], "IK", None, stacklevel=3,
@@ -210,3 +210,9 @@ def inverse_kinematics(model, markers: Markers, data: MarkerData, weights=None, 
     mx = np.where(count > 0, np.max(np.where(present, err, -np.inf), axis=1), np.nan)
     _flag_unfit_frames(times, xm_out, present, rms, ok_out)
     return IKResult(times, q_out, tuple(names), tuple(used), err, rms, mx, ok_out, steps_out)
+
+
+def _default_marker_positions(model, markers, q):
+    """The markers at the default pose ``(nm, 3)`` (the size reference of a units error's advice)."""
+    with _checks.checks(False):
+        return np.asarray(marker_positions(model, markers, jnp.asarray(q)))
