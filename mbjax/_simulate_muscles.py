@@ -178,6 +178,19 @@ def _equilibrate(excitations, t0, model, q0, qd0, a0, moment_arms="geometric"):
     return initial_fiber_lengths(model, q0, qd0, a0, jnp.asarray(excitations(t0), a0.dtype), moment_arms)
 
 
+def _check_activation0(model, a0):
+    """``activation0`` outside [0, 1] (concrete values) refused naming the argument and the muscle."""
+    try:
+        a = np.asarray(a0, float)
+    except Exception:  # noqa: BLE001  (a tracer: checked in the traced program)
+        return
+    bad = np.flatnonzero(~((a >= 0) & (a <= 1)))
+    if bad.size:
+        names = _muscle_names(model)
+        raise ValueError(f"simulate_muscles: activation0 must be in [0, 1]; muscle {names[bad[0]]!r} has {float(a[bad[0]])!r}"
+                         + (f" ({bad.size} muscles outside)" if bad.size > 1 else ""))
+
+
 def _integrate_muscles(field, solver, t0, t1, dt0, y0, model, saveat, stepsize_controller, adjoint,
                        max_steps, throw):
     """Traced body of :func:`simulate_muscles` (one trace per static configuration)."""
@@ -269,6 +282,7 @@ def simulate_muscles(
         raise ValueError(f"activation0 and fiber_length0 must have shape ({nm},) (nm,), got {a0.shape} and {l0.shape}")
     if not equilibrate:
         _check_fiber_lengths(model, l0)
+    _check_activation0(model, a0)  # before the equilibrium below reads it
     excitations = _as_excitations(excitations, nm, model, dtype, "simulate_muscles")
     if forces is not None and not callable(forces):
         raise TypeError(f"simulate_muscles: forces must be a callable (t, q, qd) -> (nq,), got {type(forces).__name__}")

@@ -149,7 +149,10 @@ def compile_expression(text: str, variables=("q", "qdot")):
         if unknown or missing:
             raise TypeError(f"{_WHO} {src!r}: " + (f"unknown variable(s) {unknown}; " if unknown else "")
                             + (f"missing value(s) for {missing}; " if missing else "") + f"its variables are {allowed}")
-        return tree(env)
+        # as arrays: Python numbers would divide by zero with an exception where arrays give inf, as OpenSim's
+        # Lepton does (IEEE arithmetic)
+        return tree({k: jnp.asarray(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                     for k, v in env.items()})
 
     fn.source = src
     return fn

@@ -157,6 +157,27 @@ def _inside(polygon: np.ndarray, pts: np.ndarray) -> np.ndarray:
     return Path(polygon).contains_points(pts)
 
 
+def _crossing_edges(poly):
+    """``(i, j)`` of the first two edges of the closed polygon that are not neighbours and meet (a
+    self-intersecting polygon), else None."""
+    n = len(poly)
+    a, b = poly, np.roll(poly, -1, 0)
+
+    def side(p, q, r):  # sign of the turn p -> q -> r
+        return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1]) - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))
+
+    for i in range(n):
+        j = np.arange(i + 2, n if i > 0 else n - 1)  # not i's neighbours (the last edge neighbours the first)
+        if j.size == 0:
+            continue
+        d1, d2 = side(a[i], b[i], a[j]), side(a[i], b[i], b[j])
+        d3, d4 = side(a[j], b[j], a[i][None]), side(a[j], b[j], b[i][None])
+        hit = (d1 * d2 <= 0) & (d3 * d4 <= 0) & ~((d1 == 0) & (d2 == 0))
+        if hit.any():
+            return i, int(j[np.argmax(hit)])
+    return None
+
+
 def triangulate(polygon, n_triangles: int, seed: int = 0) -> Mesh:
     """Delaunay mesh (Eq. 9) of the polygon ``(nc, 2)`` with about ``n_triangles`` triangles.
 
@@ -164,7 +185,7 @@ def triangulate(polygon, n_triangles: int, seed: int = 0) -> Mesh:
     ``h = sqrt(4A / (√3 n))``; interior: farthest-point samples of a fine grid, then three Lloyd-like
     smoothing sweeps.  Euler's formula ``n_t = 2 n_int + n_b - 2`` fixes the interior count, so the
     result has ``n_triangles`` or ``n_triangles ± 1`` triangles.  The meshed region is exactly the
-    polygon for every refinement.  Triangles whose centroid lies outside a non-convex polygon and
+    polygon for every refinement; a polygon that crosses itself is refused naming the edges.  Triangles whose centroid lies outside a non-convex polygon and
     degenerate Delaunay slivers (zero area) are dropped (documented policy), then ``check_mesh``.
     """
     n_triangles = _whole(n_triangles, "triangulate: n_triangles", 1)
@@ -173,11 +194,17 @@ def triangulate(polygon, n_triangles: int, seed: int = 0) -> Mesh:
         raise ValueError(f"triangulate: polygon must be (nc >= 3, 2), got {poly.shape}")
     if n_triangles < poly.shape[0] - 2:
         raise ValueError(f"triangulate: n_triangles must be >= nc - 2 = {poly.shape[0] - 2}")
+    if not np.all(np.isfinite(poly)):
+        raise ValueError("triangulate: polygon vertices must be finite")
+    crossing = _crossing_edges(poly)
+    if crossing is not None:
+        i, j = crossing
+        raise ValueError(f"triangulate: the polygon crosses itself (edge {i}-{(i + 1) % len(poly)} meets edge "
+                         f"{j}-{(j + 1) % len(poly)}); give a simple polygon, its vertices in order around the "
+                         "boundary")
     area = polygon_area(poly)
     if area <= 0:
         raise ValueError("triangulate: polygon has zero area")
-    if not np.all(np.isfinite(poly)):
-        raise ValueError("triangulate: polygon vertices must be finite")
     h = math.sqrt(4 * area / (math.sqrt(3) * n_triangles))
     bnd = []
     for a, b in zip(poly, np.roll(poly, -1, 0)):

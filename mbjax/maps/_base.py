@@ -238,11 +238,19 @@ def evaluate_global(family: AbstractJointMap, index: np.ndarray, q):
     return f, grad, hess
 
 
+def range_label(coordinates) -> str:
+    """The coordinates a stack of maps reads, for an out-of-range message: `` of 'a', 'b'`` (at most 8)."""
+    names = list(dict.fromkeys(c for cs in coordinates for c in cs))
+    return (" of " + ", ".join(repr(n) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            if names else "")
+
+
 def range_guard(x, lower, upper, policy: str, family: str):
     """Apply an out-of-range policy to local inputs.
 
     Returns ``(x_eval, inside)``: the inputs at which to evaluate and a boolean mask of the inputs
     that lay inside ``[lower, upper]`` (a relative slack of 1e-12 of the span forgives rounding).
+    ``family`` names the maps in the error (e.g. ``"NaturalCubicSpline" + range_label(coordinates)``).
     """
     span = jnp.abs(upper - lower)
     # a half-infinite range has an infinite span: its slack must stay finite
@@ -253,8 +261,9 @@ def range_guard(x, lower, upper, policy: str, family: str):
             x,
             ~inside,
             f"{family}: coordinate outside the fitted range (policy 'error'; use 'clamp', "
-            "'extrapolate' or 'nan' to allow it). mbjax.range_violations(model, q) names the "
-            "joint, coordinate, value and range",
+            "'extrapolate' or 'nan' to allow it). mbjax.range_violations(model, q) at that pose names the "
+            "joint, coordinate, value and range (a simulation: run it with throw=False or to an earlier t1 "
+            "for the states it reached)",
         )
         return x, inside
     if policy == "clamp":

@@ -26,7 +26,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates, check_policy
+from ._base import AbstractJointMap, as_coordinates, check_policy, range_label
 from .spline import (
     _is_concrete,
     _new,
@@ -92,8 +92,8 @@ class BicubicSpline(AbstractJointMap):
     def local(self, x):
         s1 = tuple(s[0] for s in self.sizes)
         s2 = tuple(s[1] for s in self.sizes)
-        i, (a1, b1, da1, db1, dda1, ddb1), _ = cubic_basis(self.knots1, s1, x[:, 0], self.policy, "BicubicSpline (x1)")
-        j, (a2, b2, da2, db2, dda2, ddb2), _ = cubic_basis(self.knots2, s2, x[:, 1], self.policy, "BicubicSpline (x2)")
+        i, (a1, b1, da1, db1, dda1, ddb1), _ = cubic_basis(self.knots1, s1, x[:, 0], self.policy, "BicubicSpline (x1)" + range_label(self.coordinates))
+        j, (a2, b2, da2, db2, dda2, ddb2), _ = cubic_basis(self.knots2, s2, x[:, 1], self.policy, "BicubicSpline (x2)" + range_label(self.coordinates))
         m1, m2, m12 = self.node_derivatives()
         rows = np.arange(x.shape[0])[:, None, None]
         ii = (i[:, None] + np.arange(2)[None])[:, :, None]  # (n, 2, 1)

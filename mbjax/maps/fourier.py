@@ -21,7 +21,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates, check_bounds, check_policy, range_guard, real_param, samples_1d
+from ._base import AbstractJointMap, as_coordinates, check_bounds, check_policy, range_guard, range_label, real_param, samples_1d
 from .. import _checks
 from .spline import _is_concrete, _new
 
@@ -78,7 +78,7 @@ class Fourier(AbstractJointMap):
 
     def local(self, x):
         x = x[:, 0]
-        x, inside = range_guard(x, self.lower, self.upper, self.policy, "Fourier")
+        x, inside = range_guard(x, self.lower, self.upper, self.policy, "Fourier" + range_label(self.coordinates))
         k = jnp.arange(1, self.a.shape[1] + 1, dtype=self.a.dtype)
         kw = k[None, :] * self.omega[:, None]  # (n, K)
         arg = kw * x[:, None]

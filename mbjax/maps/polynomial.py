@@ -24,7 +24,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates, check_bounds, check_policy, range_guard, real_param
+from ._base import AbstractJointMap, as_coordinates, check_bounds, check_policy, range_guard, range_label, real_param
 from .. import _checks
 from .spline import _new
 
@@ -115,7 +115,7 @@ class Polynomial(AbstractJointMap):
     def local(self, x):
         n, k = x.shape
         lower, upper = self._box(k, x.dtype)
-        x, inside = range_guard(x, lower, upper, self.policy, "Polynomial")
+        x, inside = range_guard(x, lower, upper, self.policy, "Polynomial" + range_label(self.coordinates))
         if self.policy == "clamp":
             pass  # range_guard already clipped x
         e = self._exponent_array(k)  # (n, T, k) static

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._base import AbstractJointMap, as_coordinates, check_policy, range_guard, samples_1d
+from ._base import AbstractJointMap, as_coordinates, check_policy, range_guard, range_label, samples_1d
 
 # ------------------------------------------------------------------------------------------------
 # shared helpers (also used by the tensor-product bicubic spline)
@@ -216,7 +216,7 @@ class NaturalCubicSpline(AbstractJointMap):
         x = x[:, 0]
         m = self.second_derivatives()
         idx, (a, b, da, db, dda, ddb), _ = cubic_basis(
-            self.knots, self.sizes, x, self.policy, "NaturalCubicSpline"
+            self.knots, self.sizes, x, self.policy, "NaturalCubicSpline" + range_label(self.coordinates)
         )
         y2 = pick(self.values, idx)
         m2 = pick(m, idx)

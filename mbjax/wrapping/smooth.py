@@ -273,7 +273,9 @@ def geodesic_inputs(where: str, p1, p2, radius, radius_name: str = "radius", rad
 def sphere_geodesic_length(p1, p2, radius):
     """Shortest length from ``p1`` to ``p2`` (``(..., 3)``) outside a sphere of ``radius`` at the origin.
 
-    Returns ``(length, wraps)``; ``wraps`` is True where the path touches the sphere.
+    Returns ``(length, wraps)``; ``wraps`` is True where the path touches the sphere.  An end point
+    inside the sphere: the straight segment, ``wraps`` False (no path outside exists; OpenSim's wrap
+    methods also leave such a segment unwrapped).
     """
     return _sphere_geodesic_length(*geodesic_inputs("sphere_geodesic_length", p1, p2, radius))
 
@@ -283,7 +285,8 @@ def cylinder_geodesic_length(p1, p2, radius, side: int = 0):
 
     ``side``: ``+1`` the path goes counter-clockwise about +z from p1 to p2, ``-1`` clockwise,
     ``0`` the shorter way (where both ways are equally long, e.g. p1 and p2 diametrically opposite,
-    the length is continuous but its gradient is not).  Returns ``(length, wraps)``.
+    the length is continuous but its gradient is not).  Returns ``(length, wraps)``.  An end point
+    inside the cylinder: the straight segment, ``wraps`` False (as OpenSim leaves it unwrapped).
     """
     if isinstance(side, (bool, np.bool_)) or side not in (-1, 0, 1):
         raise ValueError(f"cylinder_geodesic_length: side must be -1, 0 or +1, got {side!r}")
@@ -301,7 +304,8 @@ def cylinder_geodesic(p1, p2, radius, allowed=None) -> Geodesic:
     its tangent points (module docstring).
 
     ``allowed`` ``(..., 2)``: the side the path must pass (OpenSim's quadrant as a unit vector in
-    the cross-section; a zero vector or ``None``: unconstrained, the shorter way).
+    the cross-section; a zero vector or ``None``: unconstrained, the shorter way).  An end point inside
+    the cylinder: the straight segment, not wrapped (as OpenSim leaves it).
     """
     extra = []
     if allowed is not None:
