@@ -240,7 +240,8 @@ def simulate_muscles(
     """Integrate a muscle-driven model from (q0, q̇0, a0, ℓ0) at ``t0`` to ``t1 >= t0``.
 
     ``excitations``: u(t) ``(nm,)``, a callable or an ``eqx.Module`` (:class:`~mbjax.ConstantExcitation`,
-    :class:`~mbjax.PiecewiseLinearExcitation`); an array is taken as constant excitations.
+    :class:`~mbjax.PiecewiseLinearExcitation`); an array is taken as constant excitations.  A
+    ``PathActuator``'s excitation is its control (tension u · optimal_force, no states).
     ``activation0`` ``(nm,)`` defaults to the file's ``default_activation`` (else OpenSim's 0.05);
     ``fiber_length0`` ``(nm,)`` defaults to the equilibrium (OpenSim's ``equilibrateMuscles``).
     ``moment_arms``: ``"geometric"`` (default: R = -∂L/∂q, the muscles as a Lagrangian system) or

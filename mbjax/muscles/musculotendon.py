@@ -4,6 +4,7 @@ Schutte1993Muscle_Deprecated; ``muscle_forces``.
 ``Schutte1993Muscle_Deprecated`` (:mod:`mbjax.muscles.schutte1993`) has its own relations: its
 state given the fibre length is ``computeActuation``'s, its equilibrium is ``computeIsometricForce``'s
 static one (polished to machine precision), and it has no rigid-tendon mode (refused by name).
+``PathActuator`` tension is control · optimal_force (:mod:`mbjax.muscles.by_class`).
 The rest of this docstring is about the two current classes.
 
 For each muscle (path length L, lengthening speed V = -Rᵀq̇, activation a) the fibre state is
@@ -55,7 +56,8 @@ from . import thelen2003 as th
 from .._checks import all_of, as_array, coordinates_context, in_unit_interval, names_context, not_finite, vector
 from .geometry import muscle_lengths
 from .moment_arms import moment_arms
-from .parameters import MILLARD, SCHUTTE, THELEN, hill_parameters, kind_mask
+from .by_class import by_class
+from .parameters import MILLARD, SCHUTTE, THELEN
 from .length_warning import warn_implausible
 from .muscle_state import MuscleState
 from .parameter_rules import parameter_rules
@@ -369,63 +371,12 @@ def _one_muscle(kind, p, L, V, a, tendons="both"):
     return jax.tree_util.tree_map(lambda r, e: jnp.where(use_rigid, r, e), rigid, elastic)
 
 
-def _tendon_kinds(flags) -> str:
-    """'rigid', 'elastic' or 'both': which tendon models a group of muscles needs.
-
-    Decided from the ``ignore_tendon_compliance`` values when they are concrete (a model closed
-    over by ``jit``), so an all-rigid model never traces the equilibrium solver; 'both' (each
-    muscle picks with ``jnp.where``) when they are traced.  The results are the same either way.
-    """
-    try:
-        f = np.asarray(flags)
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        return "both"
-    if np.all(f > 0.5):
-        return "rigid"
-    if np.all(f <= 0.5):
-        return "elastic"
-    return "both"
-
-
 def _one_muscle_given_fiber_length(kind, p, lce, L, V, a):
     if kind == SCHUTTE:
         return _schutte_rigid_refused(p, sch.muscle_state(p, lce, L, V, a), "elastic")
     fam = _Family(kind, p)
     a = jnp.clip(a, p["minimum_activation"], 1.0)
     return _state_from_fiber_length(fam, lce, L, V, a)
-
-
-def _by_family(model, fn, *per_muscle):
-    """Evaluate ``fn(kind, p, *args)`` vmapped over the muscles of each Hill class and reassemble.
-
-    Path elements that are not Hill muscles (``PathActuator``) get 0 in every field: their tension does
-    not depend on activation and is not modelled here (``PathSpring`` and ``Ligament`` are force
-    elements, :mod:`mbjax.forces.path_force`).
-    """
-    paths = get_paths(model)
-    nm = paths.n_muscles
-    dtype = per_muscle[0].dtype
-    if nm == 0:  # a model without muscles: every field empty, as muscle_lengths gives (0,)
-        return MuscleState(*(jnp.zeros((0,), dtype) for _ in MuscleState._fields))
-    params = hill_parameters(paths)
-    out = None
-    for kind in (THELEN, MILLARD, SCHUTTE):
-        idx = np.nonzero(kind_mask(paths, kind))[0]
-        if idx.size == 0:
-            continue
-        p = {k: v[idx] for k, v in params.items()}
-        if fn is _one_muscle:
-            mode = _tendon_kinds(p["ignore_tendon_compliance"])
-            part = jax.vmap(lambda pp, *args: fn(kind, pp, *args, tendons=mode))(p, *(x[idx] for x in per_muscle))
-        else:
-            part = jax.vmap(lambda pp, *args: fn(kind, pp, *args))(p, *(x[idx] for x in per_muscle))
-        if out is None:
-            out = jax.tree_util.tree_map(lambda x: jnp.zeros((nm,), dtype), part)
-        out = jax.tree_util.tree_map(lambda o, x: o.at[idx].set(x.astype(dtype)), out, part)
-    if out is None:
-        raise NotImplementedError(f"no Hill-type muscle among the paths (kinds {sorted(set(paths.kinds))}); "
-                                  f"supported: {THELEN}, {MILLARD}")
-    return out
 
 
 def _muscle_inputs(model, **arrays):
@@ -473,7 +424,8 @@ def _state(model, length, speed, activation, where, stacklevel):
     """:func:`musculotendon_state`, warning as ``where`` about values in the wrong units (eager calls)."""
     length, speed, activation = _muscle_inputs(model, length=length, speed=speed, activation=activation)
     warn_implausible(get_paths(model), where, length, speed, stacklevel)
-    return _nan_where_undefined(_by_family(model, _one_muscle, length, speed, activation), length, speed, activation)
+    state = by_class(model, _one_muscle, length, speed, activation, control=activation, per_tendon_mode=True)
+    return _nan_where_undefined(state, length, speed, activation)
 
 
 def state_from_fiber_length(model, fiber_length, length, speed, activation) -> MuscleState:
@@ -481,12 +433,12 @@ def state_from_fiber_length(model, fiber_length, length, speed, activation) -> M
     ``Muscle::getTendonForce``, ``getFiberVelocity`` ... report for that state."""
     require_model(model, "state_from_fiber_length")
     args = _muscle_inputs(model, fiber_length=fiber_length, length=length, speed=speed, activation=activation)
-    return _nan_where_undefined(_by_family(model, _one_muscle_given_fiber_length, *args), *args)
+    return _nan_where_undefined(by_class(model, _one_muscle_given_fiber_length, *args, control=args[-1]), *args)
 
 
 def equilibrium_fiber_length(model, length, speed, activation):
     """Equilibrium fibre length ``(nm,)`` (m) of OpenSim's ``computeInitialFiberEquilibrium``
-    (the rigid-tendon fibre length where ``ignore_tendon_compliance``)."""
+    (the rigid-tendon fibre length where ``ignore_tendon_compliance``; 0 for a ``PathActuator``)."""
     require_model(model, "equilibrium_fiber_length")
     return _state(model, length, speed, activation, "equilibrium_fiber_length", 4).fiber_length
 
@@ -513,7 +465,12 @@ def muscle_forces(model, q, qd, activation):
 
     As OpenSim, a Thelen or Millard muscle's active force uses its activation clamped to
     [``minimum_activation``, 1]: below ``minimum_activation`` (a = 0 included) the force does not
-    depend on the activation, and its derivative with respect to the activation is 0 there."""
+    depend on the activation, and its derivative with respect to the activation is 0 there.  A
+    ``PathActuator``'s entry of ``activation`` is its control: tension control · optimal_force, as
+    OpenSim's ``PathActuator::computeActuation``.  A muscle loaded with ``ignore_forces`` has
+    zero tension; a model with no muscle of a modelled class is refused, naming its paths
+    (:mod:`mbjax.muscles.by_class`)."""
     require_model(model, "muscle_forces")
     with pose_warning(model, q, "muscle_forces"):
         return _muscle_state(model, q, qd, activation, "muscle_forces").tendon_force
+
