@@ -3,8 +3,9 @@ Schutte1993Muscle_Deprecated; ``muscle_forces``.
 
 ``Schutte1993Muscle_Deprecated`` (:mod:`mbjax.muscles.schutte1993`) has its own relations: its
 state given the fibre length is ``computeActuation``'s, its equilibrium is ``computeIsometricForce``'s
-static one (polished to machine precision), and it has no rigid-tendon mode (refused by name).
-``PathActuator`` tension is control · optimal_force (:mod:`mbjax.muscles.by_class`).
+static one (by default where OpenSim's iteration stops, as ``equilibrateMuscles`` leaves it;
+``equilibrium="exact"`` polishes it to machine precision), and it has no rigid-tendon mode (refused
+by name).  ``PathActuator`` tension is control · optimal_force (:mod:`mbjax.muscles.by_class`).
 The rest of this docstring is about the two current classes.
 
 For each muscle (path length L, lengthening speed V = -Rᵀq̇, activation a) the fibre state is
@@ -32,7 +33,8 @@ For each muscle (path length L, lengthening speed V = -Rᵀq̇, activation a) th
 
   It is solved with OpenSim's own iteration (Newton on ℓ with the fibre velocity of the previous
   iterate, step halving until the force error drops, ℓ ≥ ℓ_min), run to machine precision instead
-  of OpenSim's 1e-8 F_o, then one Newton step of the coupled (ℓ, ℓ̇) system written with the
+  of OpenSim's 1e-8 F_o (whatever ``equilibrium`` says: the two differ within OpenSim's
+  tolerance), then one Newton step of the coupled (ℓ, ℓ̇) system written with the
   converged point held constant, so forward and reverse derivatives are the implicit-function
   ones.  Then, as OpenSim does from the state, the reported quantities follow from ℓ alone: f_T
   from the tendon length, and the fibre velocity from the force balance (Thelen ``calcdlceN`` of
@@ -352,9 +354,9 @@ def _schutte_rigid_refused(p, state, tendons):
     return jax.tree_util.tree_map(lambda x: jnp.where(rigid, jnp.nan, x), state)
 
 
-def _one_muscle(kind, p, L, V, a, tendons="both"):
+def _one_muscle(kind, p, L, V, a, tendons="both", equilibrium="opensim"):
     if kind == SCHUTTE:  # computeIsometricForce's equilibrium, then computeActuation's state there
-        lce = sch.isometric_fiber_length(p, L, a)
+        lce = sch.isometric_fiber_length(p, L, a, equilibrium)
         return _schutte_rigid_refused(p, sch.muscle_state(p, lce, L, V, a), tendons)
     fam = _Family(kind, p)
     a = jnp.clip(a, p["minimum_activation"], 1.0)
@@ -413,18 +415,30 @@ def _nan_where_undefined(state, *inputs):
     return jax.tree_util.tree_map(lambda x: jnp.where(bad, jnp.nan, x), state)
 
 
-def musculotendon_state(model, length, speed, activation) -> MuscleState:
+def _check_equilibrium(equilibrium, where):
+    if not isinstance(equilibrium, str) or equilibrium not in sch.EQUILIBRIA:
+        raise ValueError(f"{where}: equilibrium must be one of {sch.EQUILIBRIA}, got {equilibrium!r}")
+
+
+def musculotendon_state(model, length, speed, activation, equilibrium: str = "opensim") -> MuscleState:
     """Fibre and tendon state of every muscle from path lengths, lengthening speeds and activations
-    ``(nm,)`` each (rigid tendons directly, compliant ones at OpenSim's equilibrium)."""
+    ``(nm,)`` each (rigid tendons directly, compliant ones at OpenSim's equilibrium).
+
+    ``equilibrium``: ``"opensim"`` (default) or ``"exact"``, as :func:`muscle_forces` says."""
     require_model(model, "musculotendon_state")
-    return _state(model, length, speed, activation, "musculotendon_state", 4)
+    return _state(model, length, speed, activation, "musculotendon_state", 4, equilibrium)
 
 
-def _state(model, length, speed, activation, where, stacklevel):
+def _state(model, length, speed, activation, where, stacklevel, equilibrium="opensim"):
     """:func:`musculotendon_state`, warning as ``where`` about values in the wrong units (eager calls)."""
+    _check_equilibrium(equilibrium, where)
     length, speed, activation = _muscle_inputs(model, length=length, speed=speed, activation=activation)
     warn_implausible(get_paths(model), where, length, speed, stacklevel)
-    state = by_class(model, _one_muscle, length, speed, activation, control=activation, per_tendon_mode=True)
+
+    def one(kind, p, L, V, a, tendons="both"):
+        return _one_muscle(kind, p, L, V, a, tendons, equilibrium)
+
+    state = by_class(model, one, length, speed, activation, control=activation, per_tendon_mode=True)
     return _nan_where_undefined(state, length, speed, activation)
 
 
@@ -436,30 +450,35 @@ def state_from_fiber_length(model, fiber_length, length, speed, activation) -> M
     return _nan_where_undefined(by_class(model, _one_muscle_given_fiber_length, *args, control=args[-1]), *args)
 
 
-def equilibrium_fiber_length(model, length, speed, activation):
+def equilibrium_fiber_length(model, length, speed, activation, equilibrium: str = "opensim"):
     """Equilibrium fibre length ``(nm,)`` (m) of OpenSim's ``computeInitialFiberEquilibrium``
-    (the rigid-tendon fibre length where ``ignore_tendon_compliance``; 0 for a ``PathActuator``)."""
+    (the rigid-tendon fibre length where ``ignore_tendon_compliance``; 0 for a ``PathActuator``).
+
+    ``equilibrium``: ``"opensim"`` (default) or ``"exact"``, as :func:`muscle_forces` says."""
     require_model(model, "equilibrium_fiber_length")
-    return _state(model, length, speed, activation, "equilibrium_fiber_length", 4).fiber_length
+    return _state(model, length, speed, activation, "equilibrium_fiber_length", 4, equilibrium).fiber_length
 
 
-def muscle_state(model, q, qd, activation) -> MuscleState:
+def muscle_state(model, q, qd, activation, equilibrium: str = "opensim") -> MuscleState:
     """Fibre and tendon state at pose ``q``, velocity ``qd`` and activation ``(nm,)``:
     L from :func:`mbjax.muscle_lengths`, V = -Rᵀ q̇ with R from :func:`mbjax.moment_arms`.
-    Called eagerly, a pose far outside the coordinate ranges is warned about (it looks like degrees)."""
+    Called eagerly, a pose far outside the coordinate ranges is warned about (it looks like degrees).
+
+    ``equilibrium``: ``"opensim"`` (default) or ``"exact"``, as :func:`muscle_forces` says."""
     require_model(model, "muscle_state")
+    _check_equilibrium(equilibrium, "muscle_state")
     with pose_warning(model, q, "muscle_state"):
-        return _muscle_state(model, q, qd, activation, "muscle_state")
+        return _muscle_state(model, q, qd, activation, "muscle_state", equilibrium)
 
 
-def _muscle_state(model, q, qd, activation, where) -> MuscleState:
+def _muscle_state(model, q, qd, activation, where, equilibrium="opensim") -> MuscleState:
     length = muscle_lengths(model, q)
     qd = vector(qd, "qd", model.n_coordinates, "nq", coordinates_context(model))
     speed = -(moment_arms(model, q).T @ qd.astype(length.dtype))
-    return _state(model, length, speed, activation, where, 5)
+    return _state(model, length, speed, activation, where, 5, equilibrium)
 
 
-def muscle_forces(model, q, qd, activation):
+def muscle_forces(model, q, qd, activation, equilibrium: str = "opensim"):
     """Tendon forces ``(nm,)`` (N): rigid tendons directly, compliant tendons at their equilibrium
     fibre state.  Generalized muscle forces are ``moment_arms(model, q) @ muscle_forces(...)``.
 
@@ -469,8 +488,15 @@ def muscle_forces(model, q, qd, activation):
     ``PathActuator``'s entry of ``activation`` is its control: tension control · optimal_force, as
     OpenSim's ``PathActuator::computeActuation``.  A muscle loaded with ``ignore_forces`` has
     zero tension; a model with no muscle of a modelled class is refused, naming its paths
-    (:mod:`mbjax.muscles.by_class`)."""
+    (:mod:`mbjax.muscles.by_class`).
+
+    ``equilibrium``: ``"opensim"`` (default), the equilibrium OpenSim's ``equilibrateMuscles`` leaves
+    in the state, or ``"exact"``, solved to machine precision.  They differ for
+    ``Schutte1993Muscle_Deprecated`` muscles, whose OpenSim iteration stops at a force error of
+    0.01 N (:mod:`mbjax.muscles.schutte1993`); Thelen and Millard equilibria are solved to rounding
+    either way (OpenSim stops at 1e-8 F_o).  Derivatives are the implicit-function ones in both."""
     require_model(model, "muscle_forces")
+    _check_equilibrium(equilibrium, "muscle_forces")
     with pose_warning(model, q, "muscle_forces"):
-        return _muscle_state(model, q, qd, activation, "muscle_forces").tendon_force
+        return _muscle_state(model, q, qd, activation, "muscle_forces", equilibrium).tendon_force
 
