@@ -1,8 +1,10 @@
-"""A small generated 4.x model for the tests of muscle and actuator classes: ground -(q1)-> upper
--(q2)-> lower, two pin joints about z, and path forces between the links, one element a line.
+"""A small generated 4.x model for the tests of muscle and actuator classes and of joints: ground
+-(q1)-> upper -(q2)-> lower, two pin joints about z (or an elbow ``CustomJoint`` of any spatial
+transform), and path forces between the links, one element a line.
 
 :func:`two_link` takes the ``ForceSet`` elements as text; :func:`muscle` and :func:`path_actuator`
-write one element of a class with the properties the tests use."""
+write one element of a class with the properties the tests use; :func:`transform_axis` one
+``TransformAxis`` of an elbow ``CustomJoint``."""
 
 from __future__ import annotations
 
@@ -41,12 +43,24 @@ def path_actuator(name, optimal_force=None, a="-0.02 -0.1 0.01", b="-0.01 -0.05 
     return f'<PathActuator name="{name}">{_path(a, b)}{force}</PathActuator>'
 
 
-def two_link(*forces):
-    """The model's text with ``forces`` (elements as text), each on a line of its own."""
-    joints = (_pin("shoulder", "q1", ("ground_offset", "/ground", "0 1 0"), ("upper_offset", "/bodyset/upper", "0 0.05 0"),
-                   0.2)
-              + "\n" + _pin("elbow", "q2", ("upper_end", "/bodyset/upper", "0 -0.3 0"),
-                            ("lower_offset", "/bodyset/lower", "0 0.02 0"), 0.5))
+def transform_axis(name, axis, function=None):
+    """A ``TransformAxis`` of the elbow: of ``q2`` through ``function`` (its XML), or of no coordinate."""
+    if function is None:
+        return f'<TransformAxis name="{name}"><coordinates></coordinates><axis>{axis}</axis></TransformAxis>'
+    return f'<TransformAxis name="{name}"><coordinates>q2</coordinates><axis>{axis}</axis>{function}</TransformAxis>'
+
+
+def two_link(*forces, elbow=None):
+    """The model's text with ``forces`` (elements as text), each on a line of its own; ``elbow``: the
+    six :func:`transform_axis` of a ``CustomJoint`` elbow (rotation1-3, translation1-3) instead of a pin."""
+    joints = _pin("shoulder", "q1", ("ground_offset", "/ground", "0 1 0"), ("upper_offset", "/bodyset/upper", "0 0.05 0"),
+                  0.2)
+    second = _pin("elbow", "q2", ("upper_end", "/bodyset/upper", "0 -0.3 0"), ("lower_offset", "/bodyset/lower", "0 0.02 0"),
+                  0.5)
+    if elbow is not None:
+        second = (second.replace("<PinJoint", "<CustomJoint").replace("</PinJoint>", "")
+                  + "<SpatialTransform>" + "".join(elbow) + "</SpatialTransform></CustomJoint>")
+    joints += "\n" + second
     return "\n".join([
         '<?xml version="1.0" encoding="UTF-8" ?>', '<OpenSimDocument Version="40000"><Model name="twolink">',
         '<Ground name="ground"></Ground><gravity>0 -9.80665 0</gravity>',
