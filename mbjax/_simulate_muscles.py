@@ -12,8 +12,10 @@ The state is :class:`MuscleSimState` ``(q, q̇, a, ℓ)``, a the activations and
   F the tendon forces, plus the optional ``forces(t, q, q̇)`` (external Q).
 
 Initial fibre lengths default to OpenSim's ``equilibrateMuscles``: the compliant-tendon
-equilibrium of :func:`mbjax.equilibrium_fiber_length` at (q0, q̇0, a0) (solved to rounding;
-OpenSim stops at a force error of 1e-8 F_o, so its initial ℓ differs by that over the stiffness).
+equilibrium of :func:`mbjax.equilibrium_fiber_length` at (q0, q̇0, a0) (:func:`initial_fiber_lengths`:
+a ``Schutte1993Muscle_Deprecated``'s is OpenSim's own stopped iteration; Thelen and Millard ones are
+solved to rounding, where OpenSim stops at a force error of 1e-8 F_o, so its initial ℓ differs by
+that over the stiffness).
 
 Compile once, as :func:`mbjax.simulate`: the solve is one ``eqx.filter_jit`` whose arrays are
 dynamic (states, times, tolerances, the model's parameters, an ``eqx.Module`` excitation such as
@@ -54,6 +56,7 @@ from .muscles.parameter_rules import parameter_rules
 from .muscles.parameters import hill_parameters
 from .muscles.path_set import get_paths
 from .muscles.paths import path_point_rules, wrap_dimension_rules
+from .muscles.schutte1993 import EQUILIBRIA
 from .muscles.pose_warning import warns_for_pose
 
 #: OpenSim's ``ActivationFiberLengthMuscle::default_activation``
@@ -142,11 +145,21 @@ def _real_state(x, name: str, nm: int, dtype):
 
 
 @warns_for_pose
-def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, moment_arms: str = "geometric"):
+def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, moment_arms: str = "geometric",
+                          equilibrium: str = "opensim"):
     """OpenSim's ``equilibrateMuscles``: equilibrium fibre lengths ``(nm,)`` at (q, q̇, a) (the
     excitation stands for the activation where ``ignore_activation_dynamics``); ``moment_arms``
-    picks the path speed as in :func:`simulate_muscles`."""
+    picks the path speed as in :func:`simulate_muscles`.
+
+    ``equilibrium``: ``"opensim"`` (default) gives the fibre lengths OpenSim's ``equilibrateMuscles``
+    leaves in the state: for a ``Schutte1993Muscle_Deprecated``, where OpenSim's
+    ``computeIsometricForce`` iteration stops (a force error of up to 0.01 N), not the exact root;
+    ``"exact"`` solves that equilibrium to machine precision.  Thelen and Millard equilibria are
+    solved to rounding either way (OpenSim stops at 1e-8 F_o; the two differ within that
+    tolerance over the stiffness).  See :func:`mbjax.muscle_forces`."""
     require_model(model, "initial_fiber_lengths")
+    if not isinstance(equilibrium, str) or equilibrium not in EQUILIBRIA:
+        raise ValueError(f"initial_fiber_lengths: equilibrium must be one of {EQUILIBRIA}, got {equilibrium!r}")
     rule = lengths_speeds_rule(moment_arms)
     ctx = _checks.coordinates_context(model)
     names = model.muscles.names if model.muscles is not None else ()
@@ -169,7 +182,7 @@ def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, mome
     with checks(False):
         L, V, _ = rule(model, q, qd)
         a = activation if excitation is None else effective_activation(model, activation, excitation)
-        return equilibrium_fiber_length(model, L, V, a).astype(jnp.asarray(q).dtype)
+        return equilibrium_fiber_length(model, L, V, a, equilibrium).astype(jnp.asarray(q).dtype)
 
 
 @eqx.filter_jit
@@ -253,7 +266,8 @@ def simulate_muscles(
     """Integrate a muscle-driven model from (q0, q̇0, a0, ℓ0) at ``t0`` to ``t1 >= t0``.
 
     ``excitations``: u(t) ``(nm,)``, a callable or an ``eqx.Module`` (:class:`~mbjax.ConstantExcitation`,
-    :class:`~mbjax.PiecewiseLinearExcitation`); an array is taken as constant excitations.
+    :class:`~mbjax.PiecewiseLinearExcitation`); an array is taken as constant excitations.  A
+    ``PathActuator``'s excitation is its control (tension u · optimal_force, no states).
     ``activation0`` ``(nm,)`` defaults to the file's ``default_activation`` (else OpenSim's 0.05);
     ``fiber_length0`` ``(nm,)`` defaults to the equilibrium (OpenSim's ``equilibrateMuscles``).
     ``moment_arms``: ``"geometric"`` (default: R = -∂L/∂q, the muscles as a Lagrangian system) or

@@ -17,6 +17,9 @@ For a muscle-driven forward simulation every Hill muscle carries the states of O
   (fixed array shapes) with ℓ̇ = 0 and their force is the rigid-tendon force of (L, V, a), the
   slot's value unused.
 
+A ``PathActuator`` has no states: its control is the excitation u, its tension u · optimal_force
+(OpenSim's ``PathActuator::computeActuation``), ȧ = ℓ̇ = 0 in its (unused) slots.
+
 The tendon force F then enters the equations of motion as R F with R = -∂L/∂q
 (:func:`mbjax.moment_arms`) and the lengthening speed is V = -Rᵀ q̇.
 """
@@ -31,8 +34,8 @@ import jax.numpy as jnp
 from .activation import activation_rate_of_muscles, clamp_activation
 from .geometry import muscle_lengths
 from . import schutte1993 as sch
-from .musculotendon import (MuscleState, _by_family, _Family, _rigid_state, _schutte_rigid_refused,
-                            _state_from_fiber_length, _tendon_kinds)
+from .by_class import PATH_ACTUATOR, by_class, tendon_kinds as _tendon_kinds
+from .musculotendon import MuscleState, _Family, _rigid_state, _schutte_rigid_refused, _state_from_fiber_length
 from .parameters import HILL_KINDS, SCHUTTE, hill_parameters, kind_mask
 
 
@@ -73,16 +76,19 @@ def tendon_kinds(model) -> str:
 
 def effective_activation(model, activation, excitation):
     """Activation the muscles see: the state, or the excitation where ``ignore_activation_dynamics``
-    (unclamped here; every consumer clamps to [a_min, 1] as OpenSim does)."""
+    (unclamped here; every consumer clamps to [a_min, 1] as OpenSim does) and for a
+    ``PathActuator`` (its control)."""
     p = hill_parameters(model)
-    return jnp.where(p["ignore_activation_dynamics"] > 0.5, excitation, activation)
+    direct = (p["ignore_activation_dynamics"] > 0.5) | jnp.asarray(kind_mask(model, PATH_ACTUATOR))
+    return jnp.where(direct, excitation, activation)
 
 
 def state_from_states(model, fiber_length, length, speed, activation, tendons: str = "both") -> MuscleState:
     """OpenSim's muscle state from path lengths and speeds and the muscle states ``(nm,)`` each:
     elastic tendons from the fibre-length state, rigid tendons from (L, V, a)."""
     args = jnp.broadcast_arrays(*(jnp.asarray(x) for x in (fiber_length, length, speed, activation)))
-    return _by_family(model, lambda kind, p, *a: _one_muscle_from_states(kind, p, *a, tendons=tendons), *args)
+    return by_class(model, lambda kind, p, *a: _one_muscle_from_states(kind, p, *a, tendons=tendons), *args,
+                    control=args[-1])
 
 
 def lengths_speeds_moment_arms(model, q, qd):

@@ -3,7 +3,9 @@ Schutte1993Muscle_Deprecated; ``muscle_forces``.
 
 ``Schutte1993Muscle_Deprecated`` (:mod:`mbjax.muscles.schutte1993`) has its own relations: its
 state given the fibre length is ``computeActuation``'s, its equilibrium is ``computeIsometricForce``'s
-static one (polished to machine precision), and it has no rigid-tendon mode (refused by name).
+static one (by default where OpenSim's iteration stops, as ``equilibrateMuscles`` leaves it;
+``equilibrium="exact"`` polishes it to machine precision), and it has no rigid-tendon mode (refused
+by name).  ``PathActuator`` tension is control · optimal_force (:mod:`mbjax.muscles.by_class`).
 The rest of this docstring is about the two current classes.
 
 For each muscle (path length L, lengthening speed V = -Rᵀq̇, activation a) the fibre state is
@@ -31,7 +33,8 @@ For each muscle (path length L, lengthening speed V = -Rᵀq̇, activation a) th
 
   It is solved with OpenSim's own iteration (Newton on ℓ with the fibre velocity of the previous
   iterate, step halving until the force error drops, ℓ ≥ ℓ_min), run to machine precision instead
-  of OpenSim's 1e-8 F_o, then one Newton step of the coupled (ℓ, ℓ̇) system written with the
+  of OpenSim's 1e-8 F_o (whatever ``equilibrium`` says: the two differ within OpenSim's
+  tolerance), then one Newton step of the coupled (ℓ, ℓ̇) system written with the
   converged point held constant, so forward and reverse derivatives are the implicit-function
   ones.  Then, as OpenSim does from the state, the reported quantities follow from ℓ alone: f_T
   from the tendon length, and the fibre velocity from the force balance (Thelen ``calcdlceN`` of
@@ -55,7 +58,8 @@ from . import thelen2003 as th
 from .._checks import all_of, as_array, coordinates_context, in_unit_interval, names_context, not_finite, vector
 from .geometry import muscle_lengths
 from .moment_arms import moment_arms
-from .parameters import MILLARD, SCHUTTE, THELEN, hill_parameters, kind_mask
+from .by_class import by_class
+from .parameters import MILLARD, SCHUTTE, THELEN
 from .length_warning import warn_implausible
 from .muscle_state import MuscleState
 from .parameter_rules import parameter_rules
@@ -351,9 +355,9 @@ def _schutte_rigid_refused(p, state, tendons):
     return jax.tree_util.tree_map(lambda x: jnp.where(rigid, jnp.nan, x), state)
 
 
-def _one_muscle(kind, p, L, V, a, tendons="both"):
+def _one_muscle(kind, p, L, V, a, tendons="both", equilibrium="opensim"):
     if kind == SCHUTTE:  # computeIsometricForce's equilibrium, then computeActuation's state there
-        lce = sch.isometric_fiber_length(p, L, a)
+        lce = sch.isometric_fiber_length(p, L, a, equilibrium)
         return _schutte_rigid_refused(p, sch.muscle_state(p, lce, L, V, a), tendons)
     fam = _Family(kind, p)
     a = jnp.clip(a, p["minimum_activation"], 1.0)
@@ -370,63 +374,12 @@ def _one_muscle(kind, p, L, V, a, tendons="both"):
     return jax.tree_util.tree_map(lambda r, e: jnp.where(use_rigid, r, e), rigid, elastic)
 
 
-def _tendon_kinds(flags) -> str:
-    """'rigid', 'elastic' or 'both': which tendon models a group of muscles needs.
-
-    Decided from the ``ignore_tendon_compliance`` values when they are concrete (a model closed
-    over by ``jit``), so an all-rigid model never traces the equilibrium solver; 'both' (each
-    muscle picks with ``jnp.where``) when they are traced.  The results are the same either way.
-    """
-    try:
-        f = np.asarray(flags)
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        return "both"
-    if np.all(f > 0.5):
-        return "rigid"
-    if np.all(f <= 0.5):
-        return "elastic"
-    return "both"
-
-
 def _one_muscle_given_fiber_length(kind, p, lce, L, V, a):
     if kind == SCHUTTE:
         return _schutte_rigid_refused(p, sch.muscle_state(p, lce, L, V, a), "elastic")
     fam = _Family(kind, p)
     a = jnp.clip(a, p["minimum_activation"], 1.0)
     return _state_from_fiber_length(fam, lce, L, V, a)
-
-
-def _by_family(model, fn, *per_muscle):
-    """Evaluate ``fn(kind, p, *args)`` vmapped over the muscles of each Hill class and reassemble.
-
-    Path elements that are not Hill muscles (``PathActuator``) get 0 in every field: their tension does
-    not depend on activation and is not modelled here (``PathSpring`` and ``Ligament`` are force
-    elements, :mod:`mbjax.forces.path_force`).
-    """
-    paths = get_paths(model)
-    nm = paths.n_muscles
-    dtype = per_muscle[0].dtype
-    if nm == 0:  # a model without muscles: every field empty, as muscle_lengths gives (0,)
-        return MuscleState(*(jnp.zeros((0,), dtype) for _ in MuscleState._fields))
-    params = hill_parameters(paths)
-    out = None
-    for kind in (THELEN, MILLARD, SCHUTTE):
-        idx = np.nonzero(kind_mask(paths, kind))[0]
-        if idx.size == 0:
-            continue
-        p = {k: v[idx] for k, v in params.items()}
-        if fn is _one_muscle:
-            mode = _tendon_kinds(p["ignore_tendon_compliance"])
-            part = jax.vmap(lambda pp, *args: fn(kind, pp, *args, tendons=mode))(p, *(x[idx] for x in per_muscle))
-        else:
-            part = jax.vmap(lambda pp, *args: fn(kind, pp, *args))(p, *(x[idx] for x in per_muscle))
-        if out is None:
-            out = jax.tree_util.tree_map(lambda x: jnp.zeros((nm,), dtype), part)
-        out = jax.tree_util.tree_map(lambda o, x: o.at[idx].set(x.astype(dtype)), out, part)
-    if out is None:
-        raise NotImplementedError(f"no Hill-type muscle among the paths (kinds {sorted(set(paths.kinds))}); "
-                                  f"supported: {THELEN}, {MILLARD}")
-    return out
 
 
 def _muscle_inputs(model, **arrays):
@@ -463,18 +416,31 @@ def _nan_where_undefined(state, *inputs):
     return jax.tree_util.tree_map(lambda x: jnp.where(bad, jnp.nan, x), state)
 
 
-def musculotendon_state(model, length, speed, activation) -> MuscleState:
+def _check_equilibrium(equilibrium, where):
+    if not isinstance(equilibrium, str) or equilibrium not in sch.EQUILIBRIA:
+        raise ValueError(f"{where}: equilibrium must be one of {sch.EQUILIBRIA}, got {equilibrium!r}")
+
+
+def musculotendon_state(model, length, speed, activation, equilibrium: str = "opensim") -> MuscleState:
     """Fibre and tendon state of every muscle from path lengths, lengthening speeds and activations
-    ``(nm,)`` each (rigid tendons directly, compliant ones at OpenSim's equilibrium)."""
+    ``(nm,)`` each (rigid tendons directly, compliant ones at OpenSim's equilibrium).
+
+    ``equilibrium``: ``"opensim"`` (default) or ``"exact"``, as :func:`muscle_forces` says."""
     require_model(model, "musculotendon_state")
-    return _state(model, length, speed, activation, "musculotendon_state", 4)
+    return _state(model, length, speed, activation, "musculotendon_state", 4, equilibrium)
 
 
-def _state(model, length, speed, activation, where, stacklevel):
+def _state(model, length, speed, activation, where, stacklevel, equilibrium="opensim"):
     """:func:`musculotendon_state`, warning as ``where`` about values in the wrong units (eager calls)."""
+    _check_equilibrium(equilibrium, where)
     length, speed, activation = _muscle_inputs(model, length=length, speed=speed, activation=activation)
     warn_implausible(get_paths(model), where, length, speed, stacklevel)
-    return _nan_where_undefined(_by_family(model, _one_muscle, length, speed, activation), length, speed, activation)
+
+    def one(kind, p, L, V, a, tendons="both"):
+        return _one_muscle(kind, p, L, V, a, tendons, equilibrium)
+
+    state = by_class(model, one, length, speed, activation, control=activation, per_tendon_mode=True)
+    return _nan_where_undefined(state, length, speed, activation)
 
 
 def state_from_fiber_length(model, fiber_length, length, speed, activation) -> MuscleState:
@@ -482,39 +448,56 @@ def state_from_fiber_length(model, fiber_length, length, speed, activation) -> M
     ``Muscle::getTendonForce``, ``getFiberVelocity`` ... report for that state."""
     require_model(model, "state_from_fiber_length")
     args = _muscle_inputs(model, fiber_length=fiber_length, length=length, speed=speed, activation=activation)
-    return _nan_where_undefined(_by_family(model, _one_muscle_given_fiber_length, *args), *args)
+    return _nan_where_undefined(by_class(model, _one_muscle_given_fiber_length, *args, control=args[-1]), *args)
 
 
-def equilibrium_fiber_length(model, length, speed, activation):
+def equilibrium_fiber_length(model, length, speed, activation, equilibrium: str = "opensim"):
     """Equilibrium fibre length ``(nm,)`` (m) of OpenSim's ``computeInitialFiberEquilibrium``
-    (the rigid-tendon fibre length where ``ignore_tendon_compliance``)."""
+    (the rigid-tendon fibre length where ``ignore_tendon_compliance``; 0 for a ``PathActuator``).
+
+    ``equilibrium``: ``"opensim"`` (default) or ``"exact"``, as :func:`muscle_forces` says."""
     require_model(model, "equilibrium_fiber_length")
-    return _state(model, length, speed, activation, "equilibrium_fiber_length", 4).fiber_length
+    return _state(model, length, speed, activation, "equilibrium_fiber_length", 4, equilibrium).fiber_length
 
 
-def muscle_state(model, q, qd, activation) -> MuscleState:
+def muscle_state(model, q, qd, activation, equilibrium: str = "opensim") -> MuscleState:
     """Fibre and tendon state at pose ``q``, velocity ``qd`` and activation ``(nm,)``:
     L from :func:`mbjax.muscle_lengths`, V = -Rᵀ q̇ with R from :func:`mbjax.moment_arms`.
-    Called eagerly, a pose far outside the coordinate ranges is warned about (it looks like degrees)."""
+    Called eagerly, a pose far outside the coordinate ranges is warned about (it looks like degrees).
+
+    ``equilibrium``: ``"opensim"`` (default) or ``"exact"``, as :func:`muscle_forces` says."""
     require_model(model, "muscle_state")
+    _check_equilibrium(equilibrium, "muscle_state")
     with pose_warning(model, q, "muscle_state"):
-        return _muscle_state(model, q, qd, activation, "muscle_state")
+        return _muscle_state(model, q, qd, activation, "muscle_state", equilibrium)
 
 
-def _muscle_state(model, q, qd, activation, where) -> MuscleState:
+def _muscle_state(model, q, qd, activation, where, equilibrium="opensim") -> MuscleState:
     length = muscle_lengths(model, q)
     qd = vector(qd, "qd", model.n_coordinates, "nq", coordinates_context(model))
     speed = -(moment_arms(model, q).T @ qd.astype(length.dtype))
-    return _state(model, length, speed, activation, where, 5)
+    return _state(model, length, speed, activation, where, 5, equilibrium)
 
 
-def muscle_forces(model, q, qd, activation):
+def muscle_forces(model, q, qd, activation, equilibrium: str = "opensim"):
     """Tendon forces ``(nm,)`` (N): rigid tendons directly, compliant tendons at their equilibrium
     fibre state.  Generalized muscle forces are ``moment_arms(model, q) @ muscle_forces(...)``.
 
     As OpenSim, a Thelen or Millard muscle's active force uses its activation clamped to
     [``minimum_activation``, 1]: below ``minimum_activation`` (a = 0 included) the force does not
-    depend on the activation, and its derivative with respect to the activation is 0 there."""
+    depend on the activation, and its derivative with respect to the activation is 0 there.  A
+    ``PathActuator``'s entry of ``activation`` is its control: tension control · optimal_force, as
+    OpenSim's ``PathActuator::computeActuation``.  A muscle loaded with ``ignore_forces`` has
+    zero tension; a model with no muscle of a modelled class is refused, naming its paths
+    (:mod:`mbjax.muscles.by_class`).
+
+    ``equilibrium``: ``"opensim"`` (default), the equilibrium OpenSim's ``equilibrateMuscles`` leaves
+    in the state, or ``"exact"``, solved to machine precision.  They differ for
+    ``Schutte1993Muscle_Deprecated`` muscles, whose OpenSim iteration stops at a force error of
+    0.01 N (:mod:`mbjax.muscles.schutte1993`); Thelen and Millard equilibria are solved to rounding
+    either way (OpenSim stops at 1e-8 F_o).  Derivatives are the implicit-function ones in both."""
     require_model(model, "muscle_forces")
+    _check_equilibrium(equilibrium, "muscle_forces")
     with pose_warning(model, q, "muscle_forces"):
-        return _muscle_state(model, q, qd, activation, "muscle_forces").tendon_force
+        return _muscle_state(model, q, qd, activation, "muscle_forces", equilibrium).tendon_force
+

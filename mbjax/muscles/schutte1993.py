@@ -28,8 +28,11 @@ reads): ``tendon_force_length_curve`` f_T(ε), ``active_force_length_curve`` f_L
   for branch (static equilibrium F_o f_T = F_o (max(0, a f_L) + max(0, f_P)) cos α, at most 100
   steps, stopping at |error| ≤ 0.01 N; secant steps after a sign change, else stiffness steps
   with a minimum tendon stiffness and at most ℓ_o/2; the tendon never shorter than slack), and
-  :func:`isometric_fiber_length`, the same point then polished by Newton to machine precision
-  (implicit-function derivatives), which is what :func:`mbjax.muscle_forces` uses.
+  :func:`isometric_fiber_length`, what :func:`mbjax.muscle_forces` and
+  :func:`mbjax.initial_fiber_lengths` use: by default (``equilibrium="opensim"``) that very point,
+  the fibre length OpenSim's ``equilibrateMuscles`` leaves in the state, whose force error may be
+  up to 0.01 N; with ``equilibrium="exact"`` the same point polished by Newton to machine precision.
+  Either way its derivatives are the implicit-function ones of the static equilibrium.
 
 The curves are stored per muscle in ``MusclePaths.parameters`` as padded piecewise-polynomial
 arrays (``"<curve>.breaks" (nm, P-1)``, ``"<curve>.anchors" (nm, P)``, ``"<curve>.coef" (nm, P, D)``,
@@ -336,11 +339,22 @@ def isometric_residual(p, fiber_length, length, activation):
     return ft - (act + pas) * fiso * cos
 
 
-def isometric_fiber_length(p, length, activation):
-    """OpenSim's isometric fibre length (:func:`opensim_isometric_fiber_length`) polished by
-    Newton on :func:`isometric_residual` to machine precision, with implicit-function
-    derivatives.  A Newton step is taken only where it lowers |residual| (it keeps OpenSim's point
-    where the equilibrium is degenerate, e.g. a slack tendon with a slack fibre)."""
+#: the equilibria :func:`isometric_fiber_length` gives: OpenSim's stopped iteration, or the root
+EQUILIBRIA = ("opensim", "exact")
+
+
+def isometric_fiber_length(p, length, activation, equilibrium: str = "opensim"):
+    """The isometric fibre length of ``computeIsometricForce`` with implicit-function derivatives.
+
+    ``equilibrium="opensim"`` (default): the value of :func:`opensim_isometric_fiber_length`,
+    OpenSim's iteration stopped where OpenSim stops it (|F_T - F_M cos α| ≤ 0.01 N), so equal to the
+    fibre length of OpenSim's ``equilibrateMuscles``; ``"exact"``: that point polished by Newton on
+    :func:`isometric_residual` to machine precision.  A Newton step is taken only where it lowers
+    |residual| (it keeps OpenSim's point where the equilibrium is degenerate, e.g. a slack tendon
+    with a slack fibre).  The derivatives are -(∂r/∂θ)/(∂r/∂ℓ) of the residual r at the returned
+    point, for both."""
+    if not isinstance(equilibrium, str) or equilibrium not in EQUILIBRIA:
+        raise ValueError(f"equilibrium must be one of {EQUILIBRIA}, got {equilibrium!r}")
     consts = jax.lax.stop_gradient((p, length, activation))
     x = jax.lax.stop_gradient(opensim_isometric_fiber_length(*consts))
     res = lambda lf, p=p, L=length, a=activation: isometric_residual(p, lf, L, a)  # noqa: E731
@@ -356,8 +370,10 @@ def isometric_fiber_length(p, length, activation):
 
     # a path shorter than the tendon's slack length: OpenSim's fixed answer (muscle width, no force)
     short = consts[1] < consts[0]["tendon_slack_length"]
-    x = jax.lax.stop_gradient(jnp.where(short, x, jax.lax.fori_loop(0, POLISH_STEPS, newton, x)))
-    # implicit-function derivatives: one Newton step of the live residual at the held point
+    if equilibrium == "exact":
+        x = jax.lax.stop_gradient(jnp.where(short, x, jax.lax.fori_loop(0, POLISH_STEPS, newton, x)))
+    # implicit-function derivatives: the derivative part of a Newton step of the live residual at
+    # the held point (its value is not taken: the point stays OpenSim's, or the polished root)
     dr = jax.lax.stop_gradient(jax.grad(frozen)(x))
     ok = jnp.isfinite(dr) & (dr != 0.0)
     step = res(x) / jnp.where(ok, dr, 1.0)

@@ -245,6 +245,41 @@ def test_mobl_millard_rigid(tmp_path):
         assert _rel(np.asarray(getattr(state, ours))[:, hill], d[f][:, hill]).max() < 1e-10, ours
 
 
+def test_path_actuator_tension_matches_opensim(tmp_path):
+    """A ``PathActuator`` beside a Thelen muscle (tests/_two_link_muscles.py): with its control set
+    in OpenSim (``Model::setControls``), OpenSim's actuation equals :func:`mbjax.muscle_forces` given
+    that control as the path actuator's activation (control · optimal_force, default 1)."""
+    import mbjax
+    from _two_link_muscles import muscle, path_actuator, two_link
+
+    path = str(tmp_path / "two_link.osim")
+    with open(path, "w") as f:
+        f.write(two_link(muscle("Thelen2003Muscle", "m1"), path_actuator("pa", 10), path_actuator("unit")))
+    model = load_osim(path)
+    names = list(model.muscle_names)
+    om = osim.Model(path)
+    s = om.initSystem()
+    cs, forces, actuators = om.getCoordinateSet(), om.getForceSet(), om.getActuators()
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        q, a = rng.uniform(-1.0, 1.5, 2), rng.uniform(0.02, 1.0, 3)
+        for c, v in zip(model.coordinate_names, q):
+            cs.get(c).setValue(s, float(v), False)
+        om.realizeVelocity(s)
+        controls = om.updControls(s)
+        for i in range(actuators.getSize()):
+            controls.set(i, float(a[names.index(actuators.get(i).getName())]))
+        om.setControls(s, controls)
+        osim.Muscle.safeDownCast(forces.get("m1")).setActivation(s, float(a[0]))
+        om.equilibrateMuscles(s)
+        om.realizeDynamics(s)
+        ref = np.array([osim.ScalarActuator.safeDownCast(forces.get(n)).getActuation(s) for n in names])
+        ours = np.asarray(mbjax.muscle_forces(model, jnp.asarray(q), jnp.zeros(2), jnp.asarray(a)))
+        np.testing.assert_allclose(ours[1:], ref[1:], rtol=1e-15)
+        np.testing.assert_allclose(ours[0], ref[0], rtol=1e-8)  # the Thelen equilibrium: OpenSim's tolerance
+        assert ref[1] == 10 * a[1] and ref[2] == a[2]
+
+
 def _grid(lo, hi, n=801):
     return np.concatenate([np.linspace(lo, hi, n), [lo, hi]])
 

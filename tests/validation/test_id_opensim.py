@@ -15,12 +15,17 @@
   orders them.
 * The stored result of an older OpenSim (``OutputReference/.../inverse_dynamics.sto``) is compared
   for the report only (it differs by up to ~20 N / N·m; printed, loosely bounded).
+* Velocity terms of a ``CustomJoint`` whose one coordinate drives several rotation axes (generated
+  two-link models, tests/_two_link_muscles.py): mbjax's equal the Lagrangian of OpenSim's own mass
+  matrix; OpenSim's miss it where the coordinate drives both rotation2 and rotation3, and equal it
+  with rotation1 and one other rotation, or one rotation and a translation.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -36,6 +41,7 @@ from mbjax.models import arm26_path  # noqa: E402
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "opensim_models", "gait2354_id")
 SETUP = os.path.join(DATA, "subject01_Setup_InverseDynamics.xml")
 MODEL = os.path.join(os.path.dirname(DATA), "gait2354_ik", "subject01_simbody_ik.osim")
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -380,3 +386,78 @@ def test_id_tool_takes_the_angle_rates_as_angular_velocity_as_opensims(tmp_path,
         moved = np.abs(mobility_forces(model, q, np.asarray(tau), "test") - theirs.data).max() / scale
         print(f"{joint}: the angles' own dynamics differ from OpenSim's tool by {moved:.1e}")
         assert moved > 1e-2
+
+
+_LINEAR = "<LinearFunction><coefficients>1 0</coefficients></LinearFunction>"
+_POLY = "<PolynomialFunction><coefficients>0.1 -0.3 0.5 0.2</coefficients></PolynomialFunction>"
+_PWL = "<PiecewiseLinearFunction><x>-1.5 0 0.7 2</x><y>-0.2 0 0.15 0.02</y></PiecewiseLinearFunction>"
+_ELBOWS = {  # rotation1-3 (axis, function of q2 or None), translation1's function; whether OpenSim is off
+    "rotation1-3 of q2, oblique axes": ((("0 0 1", _LINEAR), ("0.3 1 0.2", _POLY), ("1 0.5 0.4", _PWL)), None, True),
+    "rotation1-3 of q2, orthogonal axes": ((("0 0 1", _LINEAR), ("0 1 0", _POLY), ("1 0 0", _PWL)), None, True),
+    "rotation2 and rotation3 of q2": ((("0 1 0", None), ("0.3 1 0.2", _POLY), ("1 0.5 0.4", _PWL)), None, True),
+    "rotation1 and rotation2 of q2": ((("0.2 0.1 1", _POLY), ("1 0.5 0.4", _PWL), ("0 1 0", None)), None, False),
+    "rotation1 and rotation3 of q2": ((("0.2 0.1 1", _POLY), ("0 1 0", None), ("1 0.5 0.4", _PWL)), None, False),
+    "one rotation and a translation of q2": ((("0 0 1", _POLY), ("1 0 0", None), ("0 1 0", None)), _POLY, False),
+}
+
+
+@pytest.mark.parametrize("case", list(_ELBOWS))
+def test_custom_joint_velocity_terms_are_lagrangian_in_mbjax(tmp_path, case):
+    """c(q, q̇) = τ(q, q̇, 0) - τ(q, 0, 0) (gravity off) against the Lagrangian of OpenSim's own mass
+    matrix, ċ_i = (∂M_ij/∂q_k - ½ ∂M_jk/∂q_i) q̇_j q̇_k by central differences of ``calcM``: mbjax's
+    equals it to the differences' error; OpenSim's misses it where one coordinate drives both the
+    rotation2 and rotation3 axes of a ``CustomJoint`` (docs/validation.md, inverse dynamics).  The
+    mass matrices themselves are equal."""
+    import jax.numpy as jnp
+    from _two_link_muscles import transform_axis, two_link
+
+    rotations, translation, opensim_off = _ELBOWS[case]
+    elbow = [transform_axis(f"rotation{k + 1}", axis, fn) for k, (axis, fn) in enumerate(rotations)]
+    elbow += [transform_axis("translation1", "1 0 0", translation), transform_axis("translation2", "0 1 0"),
+              transform_axis("translation3", "0 0 1")]
+    path = tmp_path / "elbow.osim"
+    path.write_text(two_link(elbow=elbow).replace("<gravity>0 -9.80665 0</gravity>", "<gravity>0 0 0</gravity>"))
+    model = mbjax.io.load_osim(str(path))
+    om = osim.Model(str(path))
+    s = om.initSystem()
+    n = s.getNU()
+    assert n == 2 and list(model.coordinate_names) == ["q1", "q2"]
+    solver = osim.InverseDynamicsSolver(om)
+
+    def set_state(q, u):
+        for i in range(n):
+            s.updQ().set(i, float(q[i]))
+            s.updU().set(i, float(u[i]))
+
+    def mass(q):
+        set_state(q, np.zeros(n))
+        om.realizePosition(s)
+        M = osim.Matrix()
+        om.getMatterSubsystem().calcM(s, M)
+        return np.array([[M.get(i, j) for j in range(n)] for i in range(n)])
+
+    def velocity_terms(q, u):
+        set_state(q, u)
+        om.realizeVelocity(s)
+        tau = solver.solve(s, osim.Vector(n, 0.0))
+        return np.array([tau.get(i) for i in range(n)])
+
+    rng = np.random.default_rng(3)
+    worst_mbjax, worst_opensim = 0.0, 0.0
+    for _ in range(3):
+        q, u = rng.uniform([-1.0, 0.2], [1.5, 1.8]), rng.normal(size=2)
+        h = 1e-6
+        dM = np.stack([(mass(q + h * e) - mass(q - h * e)) / (2 * h) for e in np.eye(n)])  # dM[k] = ∂M/∂q_k
+        lagrangian = np.einsum("kij,j,k->i", dM, u, u) - 0.5 * np.einsum("ijk,j,k->i", dM, u, u)
+        c_os = velocity_terms(q, u)
+        M = mass(q)
+        np.testing.assert_allclose(mbjax.mass_matrix(model, jnp.asarray(q)), M, rtol=0, atol=1e-14 * np.abs(M).max())
+        zero = jnp.zeros(2)
+        c_mb = np.asarray(mbjax.inverse_dynamics(model, jnp.asarray(q), jnp.asarray(u), zero)
+                          - mbjax.inverse_dynamics(model, jnp.asarray(q), zero, zero))
+        scale = np.abs(lagrangian).max()
+        worst_mbjax = max(worst_mbjax, np.abs(c_mb - lagrangian).max() / scale)
+        worst_opensim = max(worst_opensim, np.abs(c_os - lagrangian).max() / scale)
+    print(f"{case}: |c - Lagrangian of OpenSim's M| / |c|: mbjax {worst_mbjax:.1e}, OpenSim {worst_opensim:.1e}")
+    assert worst_mbjax < 1e-6
+    assert (worst_opensim > 1e-3) if opensim_off else (worst_opensim < 1e-6)

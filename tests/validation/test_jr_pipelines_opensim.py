@@ -12,7 +12,7 @@ reactions), on
 * Hamner: 92 Thelen muscles through wraps, the pipeline's IK motion and ground reactions;
 * Leg39: couplers (patella, tibia translation), a smooth motion written here;
 * Rajagopal2016: its own CoordinateActuators, locked wrists, walker knees, at a pose held still
-  (q̇ = 0: OpenSim's left-knee velocity terms deviate from its own mass matrix's Lagrangian,
+  (q̇ = 0: OpenSim's knee velocity terms deviate from its own mass matrix's Lagrangian,
   ``test_pipelines_opensim.py``; with q̇ = 0 they do not enter).
 
 Every column must agree to 1e-6 of its range (``test_jr_opensim._compare``).

@@ -506,20 +506,22 @@ def _opensim_velocity_terms(model_file, pose, knee, speed=3.0, h=1e-6):
 @needs_library
 def test_rajagopal_knee_velocity_terms_are_lagrangian_in_mbjax_not_in_opensim():
     """Where mbjax's and OpenSim's inverse dynamics of Rajagopal2016 part (the expected failure
-    above): with only the left knee moving, OpenSim's velocity term misses the Lagrangian of its own
-    mass matrix by far more than the differences' error, while mbjax's equals the Lagrangian of
-    mbjax's (autodiff) to rounding.  The right knee, the same joint mirrored, is consistent in both."""
+    above): with only one knee moving, OpenSim's velocity term misses the Lagrangian of its own
+    mass matrix by far more than the differences' error, for either knee (by an amount that depends
+    on the knee angle: the walker knee's rotation2 and rotation3 both follow it, the case
+    test_id_opensim.py::test_custom_joint_velocity_terms_are_lagrangian_in_mbjax shows on generated
+    joints), while mbjax's equals the Lagrangian of mbjax's (autodiff) to rounding."""
     import jax
     import jax.numpy as jnp
 
     model_file = os.path.join(OPENSIM_MODELS, "Models", "Rajagopal", "Rajagopal2016.osim")
-    pose = {"knee_angle_r": 0.8, "knee_angle_l": 0.5, "hip_flexion_r": 0.3}
+    pose = {"knee_angle_r": 1.2, "knee_angle_l": 0.5, "hip_flexion_r": 0.3}
     gaps = {}
     for knee in ("knee_angle_r", "knee_angle_l"):
         c, lag = _opensim_velocity_terms(model_file, pose, knee)
         gaps[knee] = np.abs(c - lag).max() / np.abs(lag).max()
     print(f"OpenSim: |c - Lagrangian of its M| / |c|: right knee {gaps['knee_angle_r']:.1e}, left {gaps['knee_angle_l']:.1e}")
-    assert gaps["knee_angle_r"] < 1e-3 and gaps["knee_angle_l"] > 3e-3
+    assert gaps["knee_angle_r"] > 1e-3 and gaps["knee_angle_l"] > 3e-3
 
     model = mbjax.io.load_osim(model_file)
     model = model.replace(muscles=None, forces=None, path_functions=None, osim=None)

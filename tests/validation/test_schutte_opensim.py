@@ -16,13 +16,15 @@ stiff-tendon velocity branch of ``computeActuation``).
   (``computeStateVariableDerivatives``: activation, fiber_length) equal
   :func:`mbjax.muscles.fiber_dynamics.muscle_derivatives` to 1e-9 relative;
 * ``equilibrateMuscles`` (``computeIsometricForce``): OpenSim's fibre length equals
-  :func:`mbjax.muscles.schutte1993.opensim_isometric_fiber_length` (the same iteration) to 1e-9
-  relative; its force error is the 0.01 N OpenSim stops at, and mbjax's polished equilibrium
-  (:func:`mbjax.equilibrium_fiber_length`) has a residual at rounding.
+  :func:`mbjax.muscles.schutte1993.opensim_isometric_fiber_length` (the same iteration), and so
+  :func:`mbjax.initial_fiber_lengths` and :func:`mbjax.equilibrium_fiber_length` by default, to
+  1e-12 relative, and the tendon force after it :func:`mbjax.muscle_forces`; its force error is the
+  0.01 N OpenSim stops at, and the ``equilibrium="exact"`` root has a residual at rounding.
 
 With ``OPENSIM_MODELS_DIR`` set (2 s): the library's own wrist.osim (25 Schutte muscles, as
 written, its ConditionalPathPoints on coupled coordinates included; a muscle-mechanics check: the
-path geometry is also test_opensim_library.py's), the same quantities for every muscle at random states.
+path geometry is also test_opensim_library.py's), the same quantities for every muscle at random states,
+and ``equilibrateMuscles``' fibre lengths and tendon forces at random poses and activations.
 
 OpenSim's ``Muscle.getFiberLength`` is a cached ``MuscleLengthInfo`` that ``equilibrateMuscles``
 does not refresh; the state variable is read instead.
@@ -41,6 +43,7 @@ import pytest
 pytestmark = pytest.mark.validation
 osim = pytest.importorskip("opensim", reason="the validation group needs `pip install opensim` (4.6)")
 
+import mbjax  # noqa: E402
 from mbjax.io import load_osim  # noqa: E402
 from mbjax.muscles import equilibrium_fiber_length, hill_parameters  # noqa: E402
 from mbjax.muscles import schutte1993 as sch  # noqa: E402
@@ -92,7 +95,7 @@ def reference():
     ofl = np.asarray(hill_parameters(mb)["optimal_fiber_length"])
     width = ofl * np.sin(np.asarray(hill_parameters(mb)["pennation_angle_at_optimal"]))
     rng = np.random.default_rng(1993)
-    keys = ("q", "qd", "a", "lce", "u", "L", "V", "force", "fiber_velocity", "adot", "ldot", "lce_eq")
+    keys = ("q", "qd", "a", "lce", "u", "L", "V", "force", "fiber_velocity", "adot", "ldot", "lce_eq", "force_eq")
     out = {k: [] for k in keys}
     for _ in range(N_STATES):
         q = np.array([rng.uniform(c.getRangeMin(), c.getRangeMax()) for c in coords])
@@ -112,16 +115,18 @@ def reference():
         row = dict(q=q, qd=qd, a=a, lce=lce, **_muscle_outputs(model, s, muscles, names))
         model.equilibrateMuscles(s)
         row["lce_eq"] = [muscles.get(n).getStateVariableValue(s, "fiber_length") for n in names]
+        model.realizeDynamics(s)
+        row["force_eq"] = [muscles.get(n).getActuation(s) for n in names]
         for k in keys:
             out[k].append(np.asarray(row[k], float))
     return mb, {k: np.stack(v) for k, v in out.items()}, (model, names)
 
 
-def _close(name, got, ref, scale):
+def _close(name, got, ref, scale, tol=TOL):
     got, ref = np.asarray(got), np.asarray(ref)
     err = np.max(np.abs(got - ref) / np.maximum(np.abs(ref), scale))
     print(f"{name}: max relative difference {err:.2e}")
-    assert err <= TOL, f"{name}: {err:.3e} > {TOL:g}"
+    assert err <= tol, f"{name}: {err:.3e} > {tol:g}"
 
 
 def test_state_derivatives_and_force(reference):
@@ -155,18 +160,24 @@ def test_equilibrate_muscles(reference):
     per = {k: v for k, v in p.items()}
 
     @jax.jit
-    def run(L, a):
+    def run(q, qd, L, a):
         lce_os = jax.vmap(sch.opensim_isometric_fiber_length)(per, L, a)
         res_os = jax.vmap(sch.isometric_residual)(per, lce_os, L, a)
-        lce = equilibrium_fiber_length(mb, L, jnp.zeros_like(L), a)
+        lce = equilibrium_fiber_length(mb, L, jnp.zeros_like(L), a, equilibrium="exact")
         res = jax.vmap(sch.isometric_residual)(per, lce, L, a)
-        return lce_os, res_os, lce, res
+        public = (mbjax.initial_fiber_lengths(mb, q, qd, a), equilibrium_fiber_length(mb, L, jnp.zeros_like(L), a),
+                  mbjax.muscle_forces(mb, q, qd, a))
+        return lce_os, res_os, lce, res, public
 
-    lce_os, res_os, lce, res = jax.vmap(run)(jnp.asarray(r["L"]), jnp.asarray(r["a"]))
-    _close("equilibrateMuscles fibre length (OpenSim's iteration)", lce_os, r["lce_eq"], 1e-3)
+    lce_os, res_os, lce, res, (initial, default, forces) = jax.vmap(run)(
+        *(jnp.asarray(r[k]) for k in ("q", "qd", "L", "a")))
+    _close("equilibrateMuscles fibre length (OpenSim's iteration)", lce_os, r["lce_eq"], 1e-3, 1e-12)
+    _close("equilibrateMuscles fibre length (initial_fiber_lengths)", initial, r["lce_eq"], 1e-3, 1e-12)
+    _close("equilibrateMuscles fibre length (equilibrium_fiber_length)", default, r["lce_eq"], 1e-3, 1e-12)
     fiso = np.asarray(p["max_isometric_force"])
+    _close("tendon force after equilibrateMuscles (muscle_forces)", forces, r["force_eq"], 1e-3 * fiso, 1e-12)
     assert np.all(np.abs(res_os) <= sch.ERROR_LIMIT * (1 + 1e-9))
-    print(f"polished equilibrium: max |F_T - F_M cos α| = {np.max(np.abs(res)):.2e} N "
+    print(f"exact equilibrium: max |F_T - F_M cos α| = {np.max(np.abs(res)):.2e} N "
           f"(OpenSim's {np.max(np.abs(res_os)):.2e} N), fibre length moved by at most "
           f"{np.max(np.abs(np.asarray(lce) - r['lce_eq']) / np.asarray(p['optimal_fiber_length'])):.2e} ℓ_o")
     assert np.all(np.abs(res) <= 1e-9 * fiso)
@@ -177,8 +188,6 @@ def test_forward_simulation_matches_opensim(reference):
     """0.3 s of the muscle-driven model (Sine excitations) with OpenSim's ``Manager``
     (RungeKuttaMerson, accuracy 1e-10) and :func:`mbjax.simulate_muscles` (Tsit5, rtol 1e-11) from
     OpenSim's equilibrated state: joint angles, activations and fibre lengths at 0.1, 0.2, 0.3 s."""
-    import mbjax
-
     mb, _, (model, names) = reference
     s = model.initSystem()
     cs = model.getCoordinateSet()
@@ -275,3 +284,49 @@ def test_wrist_library_model_matches_opensim(tmp_path):
     _close("wrist: fibre velocity", vel_mb, vel, 1e-3 * vscale)
     _close("wrist: d(fiber_length)/dt", vel_mb, ldot, 1e-3 * vscale)
     _close("wrist: d(activation)/dt", adot_mb, adot, 1e-2)
+
+
+@pytest.mark.skipif(not os.path.exists(WRIST), reason="set OPENSIM_MODELS_DIR to a checkout of opensim-org/opensim-models")
+def test_wrist_library_equilibrium_matches_opensim():
+    """wrist.osim as written (25 Schutte muscles, couplers): OpenSim's ``equilibrateMuscles`` at its
+    default pose and at random poses and activations; :func:`mbjax.initial_fiber_lengths` and
+    :func:`mbjax.muscle_forces` (default ``equilibrium="opensim"``) give its fibre lengths and tendon
+    forces; the ``"exact"`` root differs from them by OpenSim's stopping tolerance."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mb = load_osim(WRIST)
+    model = osim.Model(WRIST)
+    s = model.initSystem()
+    cs, muscles = model.getCoordinateSet(), model.getMuscles()
+    coords, names = list(mb.coordinate_names), list(mb.muscle_names)
+    rng = np.random.default_rng(46)
+    rows = []
+    for k in range(5):
+        if k:
+            for c in coords:
+                lo, hi = max(cs.get(c).getRangeMin(), -1.0), min(cs.get(c).getRangeMax(), 1.0)
+                cs.get(c).setValue(s, float(rng.uniform(lo, hi)), False)
+            model.assemble(s)
+        a = np.full(len(names), 0.5) if k == 0 else rng.uniform(0.0, 1.0, len(names))
+        for n, v in zip(names, a):
+            muscles.get(n).setActivation(s, float(v))
+        model.equilibrateMuscles(s)
+        model.realizeDynamics(s)
+        rows.append((np.array([cs.get(c).getValue(s) for c in coords]), a,
+                     np.array([muscles.get(n).getStateVariableValue(s, "fiber_length") for n in names]),
+                     np.array([muscles.get(n).getTendonForce(s) for n in names])))
+    q, a, lce_os, force_os = (np.stack(x) for x in zip(*rows))
+
+    @jax.jit
+    def run(q, a):
+        z = jnp.zeros_like(q)
+        return (mbjax.initial_fiber_lengths(mb, q, z, a), mbjax.muscle_forces(mb, q, z, a),
+                mbjax.muscle_forces(mb, q, z, a, equilibrium="exact"))
+
+    lce, force, exact = jax.vmap(run)(jnp.asarray(q), jnp.asarray(a))
+    fiso = np.asarray(hill_parameters(mb)["max_isometric_force"])
+    _close("wrist: equilibrateMuscles fibre length", lce, lce_os, 1e-3, 1e-12)
+    _close("wrist: tendon force after equilibrateMuscles", force, force_os, 1e-3 * fiso, 1e-12)
+    gap = np.max(np.abs(np.asarray(exact) - force_os))
+    print(f"wrist: the exact root's tendon forces differ from OpenSim's by up to {gap:.2e} N")
+    assert 1e-6 < gap

@@ -11,7 +11,8 @@ import numpy as np
 
 from ...muscles.geometry import muscle_lengths
 from ...muscles.moment_arms import moment_arms
-from ...muscles.musculotendon import _by_family, _Family, _rigid_state
+from ...muscles.by_class import by_class, path_actuator_properties
+from ...muscles.musculotendon import _Family, _rigid_state
 from ...muscles.parameters import MILLARD, hill_parameters
 from ...muscles.pennation import pennation_angle
 from ...muscles.schutte1993 import SCHUTTE
@@ -37,27 +38,6 @@ def _inextensible(kind, p, L, V, a, pennation_rule="opensim"):
                               p["pennation_angle_at_optimal"], p["maximum_pennation_angle"])
         active = jnp.where(st.fiber_length <= fam.lmin, 0.0, st.active_fiber_force * jnp.cos(phi))
     return active, st.passive_fiber_force * cos
-
-
-#: OpenSim's scalar actuator along a path: tension x · ``optimal_force``, no physiology
-PATH_ACTUATOR = "PathActuator"
-
-
-def path_actuator_properties(paths, dtype=float):
-    """``(mask, optimal_force, min_control, max_control)``, ``(nm,)`` each: which paths are
-    ``PathActuator`` s and their properties (OpenSim's defaults 1, -inf, +inf where the file
-    leaves them out; meaningless on the other rows)."""
-    mask = np.asarray([k == PATH_ACTUATOR for k in paths.kinds], bool)
-    nm = len(paths.kinds)
-
-    def get(key, default):
-        v = paths.parameters.get(key)
-        if v is None:
-            return jnp.full((nm,), default, dtype)
-        v = jnp.asarray(v, dtype)
-        return jnp.where(jnp.isnan(v), default, v)
-
-    return mask, get("optimal_force", 1.0), get("min_control", -jnp.inf), get("max_control", jnp.inf)
 
 
 def muscle_force_coefficients(model, q, qd, *, use_muscle_physiology=True, passive_forces=False, R=None, L=None,
@@ -135,8 +115,8 @@ def _coefficients(model, q, qd, use_muscle_physiology, passive_forces, R, L, pen
     V = -(R.T @ jnp.asarray(qd, L.dtype))
     if not paths.n_muscles:  # no muscles: no force coefficients (reserves or actuators alone carry the torque)
         return jnp.zeros((0,), L.dtype), jnp.zeros((0,), L.dtype)
-    act, pas = _by_family(model, lambda kind, p, *x: _inextensible(kind, p, *x, pennation_rule=pennation_rule),
-                          L, V, jnp.ones_like(L))
+    act, pas = by_class(model, lambda kind, p, *x: _inextensible(kind, p, *x, pennation_rule=pennation_rule),
+                        L, V, jnp.ones_like(L))
     if not use_muscle_physiology:
         act = hill_parameters(get_paths(model))["max_isometric_force"].astype(L.dtype) * jnp.ones_like(L)
     if not passive_forces:

@@ -43,8 +43,8 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   :class:`~mbjax.constraints.ImplicitMap` joint maps of a Newton solve on the file's body poses.
   The model's ``q`` is the remaining independent coordinates in file order.  Defaults, ranges,
   ``clamped`` and ``locked`` flags are kept in ``model.osim`` (:class:`OsimInfo`).
-* Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
-  ``Schutte1993Muscle_Deprecated``, ``PathActuator``): their
+* Muscles (``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``, ``Schutte1993Muscle_Deprecated``,
+  ``PathActuator``): their
   ``GeometryPath`` points (``PathPoint``, ``ConditionalPathPoint``, ``MovingPathPoint``) go into
   ``model.muscles``; their scalar properties into ``MusclePaths.parameters``.  One with ``appliesForce``
   false (3.x ``isDisabled`` true) is left out, warned (OpenSim applies no force of it).  ``PathSpring``
@@ -85,9 +85,11 @@ zero-inertia bodies, every joint variable an empirical map of the coordinates):
   into the smooth option instead (:mod:`mbjax.wrapping.smooth_path`).
 
 * Forces and constraints mbjax does not model (ElasticFoundationForce contact, the deprecated
-  ``Delp1990Muscle_Deprecated``, constraints other than couplers and point-on-line) are refused by
-  name unless listed in ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`); a name
-  there that matches no element of the file is warned.
+  ``Delp1990Muscle_Deprecated``, ``Millard2012AccelerationMuscle`` (fibre mass), any other muscle or
+  actuator class such as ``RigidTendonMuscle``, ``DeGrooteFregly2016Muscle`` or ``McKibbenActuator``,
+  constraints other than couplers and point-on-line) are refused by name unless listed in
+  ``ignore_forces`` / ``ignore_constraints`` (see :func:`load_osim`); a name there that matches no
+  element of the file is warned.
   ``Schutte1993Muscle_Deprecated`` is modelled, and ``ignore_forces=("Schutte1993Muscle_Deprecated",)``
   still leaves it out explicitly (path kept, zero tension, kind ``"Schutte1993Muscle_Deprecated
   (ignored)"``).  The ContactGeometrySet is
@@ -390,9 +392,9 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
     ``ignore_forces`` / ``ignore_constraints``: OpenSim class names (e.g. ``("HuntCrossleyForce",
     "BushingForce")``, ``("PointOnLineConstraint",)``) of elements mbjax does not model, loaded
     anyway without them: the explicit opt-out, warned and listed in ``OsimInfo.ignored``.  An ignored
-    force that has a ``GeometryPath`` (``Delp1990Muscle_Deprecated``, or ``Schutte1993Muscle_Deprecated``,
-    which is otherwise modelled) keeps its path (lengths, moment arms), with zero tension like a
-    ``PathActuator``.  Kinematics, path geometry and the
+    force that has a ``GeometryPath`` (``Delp1990Muscle_Deprecated``, ``Millard2012AccelerationMuscle``, or
+    ``Schutte1993Muscle_Deprecated``, which is otherwise modelled) keeps its path (lengths, moment
+    arms), with zero tension (kind ``"<class> (ignored)"``).  Kinematics, path geometry and the
     mass matrix do not depend on the ignored elements; forward dynamics and, for constraints, the
     set of reachable poses do.
 

@@ -14,7 +14,6 @@ JOINT_TYPES = ("CustomJoint", "PinJoint", "SliderJoint", "WeldJoint", "Universal
 MUSCLE_TYPES = (
     "Thelen2003Muscle",
     "Millard2012EquilibriumMuscle",
-    "Millard2012AccelerationMuscle",
     "Schutte1993Muscle_Deprecated",
     "PathActuator",
     "PathSpring",
@@ -82,13 +81,6 @@ PATH_FORCE_PROPERTIES = {
         "fiber_damping", "default_activation", "default_fiber_length", "activation_time_constant",
         "deactivation_time_constant", "minimum_activation", "maximum_pennation_angle", "ActiveForceLengthCurve",
         "ForceVelocityCurve", "FiberForceLengthCurve", "TendonForceLengthCurve"),
-    "Millard2012AccelerationMuscle": _MUSCLE_PROPERTIES + (
-        "default_activation", "default_fiber_length", "default_fiber_velocity",
-        "MuscleFirstOrderActivationDynamicModel", "ActiveForceLengthCurve", "ForceVelocityCurve",
-        "FiberForceLengthCurve", "TendonForceLengthCurve", "FiberCompressiveForceLengthCurve",
-        "FiberCompressiveForceCosPennationCurve", "fiber_damping", "fiber_force_length_damping",
-        "fiber_compressive_force_length_damping", "fiber_compressive_force_cos_pennation_damping",
-        "tendon_force_length_damping", "mass"),
     "Schutte1993Muscle_Deprecated": _MUSCLE_PROPERTIES + (
         "time_scale", "activation1", "activation2", "damping")
     + PATH_FORCE_FUNCTIONS["Schutte1993Muscle_Deprecated"],

@@ -29,6 +29,9 @@ _REFUSED_FORCES = {
     "ElasticFoundationForce": "ElasticFoundationForce (contact, changes dynamics) is not modelled",
     "Delp1990Muscle_Deprecated": "Delp1990Muscle_Deprecated (spline force-length/velocity curves that the "
                                  "Thelen and Millard models cannot reproduce) is not modelled",
+    "Millard2012AccelerationMuscle": "Millard2012AccelerationMuscle (a fibre with mass: second-order fibre "
+                                     "dynamics, whose tendon force mbjax does not compute) is not modelled; "
+                                     "Millard2012EquilibriumMuscle is",
 }
 #: the placeholder path of a force with a FunctionBasedPath: two points, both marked invalid (no
 #: geometry; its length and moment arms are its path function's, model.path_functions)
