@@ -66,3 +66,19 @@ def test_a_map_outside_its_range_names_its_coordinate():
                                                       r"range.*throw=False"):
         jax.block_until_ready(elbow.value(jnp.array([[3.0]])))
     assert abs(float(elbow.value(jnp.array([[1.0]]))[0]) - (1.0 + 0.2 * np.sin(2.0))) < 1e-12
+
+
+def test_average_frames_refuses_what_it_cannot_average():
+    from mbjax.analysis.identify import average_frames
+    from mbjax.io import MarkerData
+
+    data = MarkerData(np.arange(5) / 10.0, ("a", "b"), np.arange(30, dtype=float).reshape(5, 2, 3))
+    np.testing.assert_allclose(average_frames(data, (0.1, 0.3)), data.positions[1:4].mean(0))  # the valid call
+    with pytest.raises(ValueError, match=r"average_frames: max_movement must be a finite distance .*got nan"):
+        average_frames(data, (0.1, 0.3), float("nan"))
+    with pytest.raises(ValueError, match=r"average_frames: time_range must be two times \(start, end\) in s, got 0\.2"):
+        average_frames(data, 0.2)
+    with pytest.raises(ValueError, match=r"time range start 0\.3 is past its end 0\.1"):
+        average_frames(data, (0.3, 0.1))
+    with pytest.raises(TypeError, match=r"average_frames: data must be marker data .*got ndarray"):
+        average_frames(data.positions, (0.1, 0.3))

@@ -103,9 +103,24 @@ def average_frames(data, time_range, max_movement=None, source=None) -> np.ndarr
     checks it, each marker whose samples span more than it along X, Y or Z over those frames, and
     each marker missing in all of them, is named in a warning (prefixed by ``source``, e.g. the
     setup element); the frames are averaged all the same, as OpenSim averages them."""
-    i0, i1 = frame_range(data.time, *time_range)
+    if not (hasattr(data, "time") and hasattr(data, "positions")):
+        raise TypeError(f"average_frames: data must be marker data (mbjax.io.MarkerData, e.g. read_trc's), got "
+                        f"{type(data).__name__}")
+    try:
+        t0, t1 = (float(v) for v in time_range)
+    except (TypeError, ValueError):
+        raise ValueError(f"average_frames: time_range must be two times (start, end) in s, got {time_range!r}") from None
+    if max_movement is not None:
+        try:
+            max_movement = float(max_movement)
+        except (TypeError, ValueError):
+            max_movement = float("nan")
+        if not np.isfinite(max_movement):
+            raise ValueError(f"average_frames: max_movement must be a finite distance in the marker file's units "
+                             f"(negative: no check, OpenSim's -1), got {max_movement!r}")
+    i0, i1 = frame_range(data.time, t0, t1)
     x = np.asarray(data.positions, float)[i0:i1 + 1]
-    if max_movement is not None and float(max_movement) > 0:
+    if max_movement is not None and max_movement > 0:
         _warn_marker_movement(data, x, (i0, i1), float(max_movement), source)
     with np.errstate(invalid="ignore"):
         return np.nanmean(x, axis=0)
