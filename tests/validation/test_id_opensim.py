@@ -409,6 +409,7 @@ def test_custom_joint_velocity_terms_are_lagrangian_in_mbjax(tmp_path, case):
     rotation2 and rotation3 axes of a ``CustomJoint`` (docs/validation.md, inverse dynamics).  The
     mass matrices themselves are equal."""
     import jax.numpy as jnp
+    from _opensim_tools import OpenSimDynamics
     from _two_link_muscles import transform_axis, two_link
 
     rotations, translation, opensim_off = _ELBOWS[case]
@@ -422,35 +423,16 @@ def test_custom_joint_velocity_terms_are_lagrangian_in_mbjax(tmp_path, case):
     s = om.initSystem()
     n = s.getNU()
     assert n == 2 and list(model.coordinate_names) == ["q1", "q2"]
-    solver = osim.InverseDynamicsSolver(om)
-
-    def set_state(q, u):
-        for i in range(n):
-            s.updQ().set(i, float(q[i]))
-            s.updU().set(i, float(u[i]))
-
-    def mass(q):
-        set_state(q, np.zeros(n))
-        om.realizePosition(s)
-        M = osim.Matrix()
-        om.getMatterSubsystem().calcM(s, M)
-        return np.array([[M.get(i, j) for j in range(n)] for i in range(n)])
-
-    def velocity_terms(q, u):
-        set_state(q, u)
-        om.realizeVelocity(s)
-        tau = solver.solve(s, osim.Vector(n, 0.0))
-        return np.array([tau.get(i) for i in range(n)])
+    dynamics = OpenSimDynamics(om, s)
 
     rng = np.random.default_rng(3)
     worst_mbjax, worst_opensim = 0.0, 0.0
     for _ in range(3):
         q, u = rng.uniform([-1.0, 0.2], [1.5, 1.8]), rng.normal(size=2)
-        h = 1e-6
-        dM = np.stack([(mass(q + h * e) - mass(q - h * e)) / (2 * h) for e in np.eye(n)])  # dM[k] = ∂M/∂q_k
+        dM = dynamics.mass_derivatives(q)  # dM[k] = ∂M/∂q_k
         lagrangian = np.einsum("kij,j,k->i", dM, u, u) - 0.5 * np.einsum("ijk,j,k->i", dM, u, u)
-        c_os = velocity_terms(q, u)
-        M = mass(q)
+        c_os = dynamics.velocity_terms(q, u)
+        M = dynamics.mass(q)
         np.testing.assert_allclose(mbjax.mass_matrix(model, jnp.asarray(q)), M, rtol=0, atol=1e-14 * np.abs(M).max())
         zero = jnp.zeros(2)
         c_mb = np.asarray(mbjax.inverse_dynamics(model, jnp.asarray(q), jnp.asarray(u), zero)

@@ -467,6 +467,8 @@ def _opensim_velocity_terms(model_file, pose, knee, speed=3.0, h=1e-6):
     """OpenSim's velocity term c(q, u) (its InverseDynamicsSolver at zero accelerations, gravity and
     forces off) with only ``knee`` moving, and the Lagrangian of its own mass matrix M(q) (calcM,
     central differences): c_i = (∂M_ik/∂q_k − ½ ∂M_kk/∂q_i) u_k²."""
+    from _opensim_tools import OpenSimDynamics
+
     m = osim.Model(model_file)
     m.setGravity(osim.Vec3(0, 0, 0))
     s = m.initSystem()
@@ -481,25 +483,9 @@ def _opensim_velocity_terms(model_file, pose, knee, speed=3.0, h=1e-6):
     cs.get(knee).setSpeedValue(s, speed)
     u = np.array([s.getU().get(i) for i in range(n)])
     k = int(np.argmax(np.abs(u)))
-    solver = osim.InverseDynamicsSolver(m)
-
-    def set_state(qv, uv):
-        for i in range(n):
-            s.updQ().set(i, float(qv[i]))
-            s.updU().set(i, float(uv[i]))
-
-    def mass(qv):
-        set_state(qv, np.zeros(n))
-        m.realizePosition(s)
-        M = osim.Matrix()
-        m.getMatterSubsystem().calcM(s, M)
-        return np.array([[M.get(i, j) for j in range(n)] for i in range(n)])
-
-    set_state(q, u)
-    m.realizeVelocity(s)
-    tau = solver.solve(s, osim.Vector(n, 0.0))
-    c = np.array([tau.get(i) for i in range(n)])
-    dM = np.stack([(mass(q + h * e) - mass(q - h * e)) / (2 * h) for e in np.eye(n)])
+    dynamics = OpenSimDynamics(m, s)
+    c = dynamics.velocity_terms(q, u)
+    dM = dynamics.mass_derivatives(q, h)
     return c, (dM[k][:, k] - 0.5 * dM[:, k, k]) * u[k] ** 2
 
 
