@@ -197,9 +197,13 @@ def _check_activation0(model, a0):
         a = np.asarray(a0, float)
     except Exception:  # noqa: BLE001  (a tracer: checked in the traced program)
         return
+    names = _muscle_names(model)
+    nan = np.flatnonzero(~np.isfinite(a))
+    if nan.size:
+        raise ValueError(f"simulate_muscles: initial activation is not finite: activation0 of muscle "
+                         f"{names[nan[0]]!r} is {float(a[nan[0]])!r}")
     bad = np.flatnonzero(~((a >= 0) & (a <= 1)))
     if bad.size:
-        names = _muscle_names(model)
         raise ValueError(f"simulate_muscles: activation0 must be in [0, 1]; muscle {names[bad[0]]!r} has {float(a[bad[0]])!r}"
                          + (f" ({bad.size} muscles outside)" if bad.size > 1 else ""))
 
@@ -296,7 +300,8 @@ def simulate_muscles(
         raise ValueError(f"activation0 and fiber_length0 must have shape ({nm},) (nm,), got {a0.shape} and {l0.shape}")
     if not equilibrate:
         _check_fiber_lengths(model, l0)
-    _check_activation0(model, a0)  # before the equilibrium below reads it
+    if equilibrate:  # before the equilibrium below reads it (given fibre lengths: checked in the program)
+        _check_activation0(model, a0)
     excitations = _as_excitations(excitations, nm, model, dtype, "simulate_muscles")
     if forces is not None and not callable(forces):
         raise TypeError(f"simulate_muscles: forces must be a callable (t, q, qd) -> (nq,), got {type(forces).__name__}")

@@ -57,6 +57,11 @@ def test_simulate_muscles_names_activation0_out_of_range():
         mbjax.simulate_muscles(arm, jnp.array([0.3, 0.8]), jnp.zeros(2), 0.0, 0.01,
                                excitations=mbjax.ConstantExcitation(jnp.full(6, 0.3)),
                                activation0=jnp.array([0.1, 1.5, 0.2, 0.2, 0.2, 0.2]))
+    with pytest.raises(ValueError, match=r"simulate_muscles: initial activation is not finite: activation0 of muscle "
+                                         r"'TRImed' is nan"):
+        mbjax.simulate_muscles(arm, jnp.array([0.3, 0.8]), jnp.zeros(2), 0.0, 0.01,
+                               excitations=mbjax.ConstantExcitation(jnp.full(6, 0.3)),
+                               activation0=jnp.array([0.1, 0.5, jnp.nan, 0.2, 0.2, 0.2]))
 
 
 def test_a_map_outside_its_range_names_its_coordinate():
