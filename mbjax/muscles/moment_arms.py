@@ -28,12 +28,16 @@ equals ``-∂L/∂q`` (OpenSim's sign: positive when the muscle shortens as q gr
 
 from __future__ import annotations
 
+import contextlib
+import functools
+
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._batching import Small as _Small
-from .._batching import batch_last
+from .._batching import batch_last, jvp_of_perturbed
 from .._batching import materialize as _materialize
 from .._kinematics import forward_pass, joint_values
 from .._model import Model, require_model
@@ -147,8 +151,38 @@ def _moment_arm_kernel(model: Model, q) -> jnp.ndarray:
 
 
 def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
+    """-∂L/∂q ``(nq, M, *batch)`` of the wrapped muscles (:func:`_wrap_pass_moment_arms`).
+
+    Evaluated, it is the forward mode through the surfaces' loops as they run (one JVP per
+    coordinate, the cheapest).  Differentiated (``jax.grad`` of moment arms, or of muscle forces
+    through the fibre speed -Rᵀq̇, in the pose or in model parameters), a JVP through loops is not
+    something reverse mode can transpose, so the derivative is that of the same pass through the
+    surfaces' JVP rules (:mod:`mbjax.wrapping._jacobian_rule`: their Jacobian columns, whose own
+    rule takes forward-over-forward columns): second order, forward and reverse mode.  The values
+    computed so are the evaluated pass's to round-off (the same forward pass along each
+    coordinate, fused differently)."""
+    dyn, static = eqx.partition(model, eqx.is_array)
+
+    def through(raw):
+        return lambda d, x: _wrap_pass_moment_arms(eqx.combine(d, static), x, raw)
+
+    @jax.custom_jvp
+    def arms(d, x):
+        return through(True)(d, x)
+
+    @functools.partial(arms.defjvp, symbolic_zeros=True)
+    def _rule(primals, tangents):
+        out, t_out = jvp_of_perturbed(through(False), primals, tangents)
+        return out, jnp.zeros_like(out) if t_out is None else t_out
+
+    return arms(dyn, q)
+
+
+def _wrap_pass_moment_arms(model: Model, q, raw: bool) -> jnp.ndarray:
     """-∂L/∂q ``(nq, M, *batch)`` of the wrapped muscles: forward-mode through the wrap pass (OpenSim's,
-    or the smooth one, whose closed forms also run in reverse mode).
+    or the smooth one, whose closed forms also run in reverse mode); ``raw``: through the surfaces'
+    loops themselves (:func:`~mbjax.wrapping._jacobian_rule.raw_forward_mode`), else through their
+    JVP rules (reverse-differentiable, the same values to round-off).
 
     The tangent points of OpenSim's surfaces are not exact geodesic tangencies (its cylinder and
     ellipsoid use heuristics, its iterations stop on loose tolerances), so the envelope theorem does
@@ -170,7 +204,7 @@ def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
             return _wrapped_lengths(model, x, kin, path_geometry(model, x, kin))
 
         basis = jnp.broadcast_to(jnp.eye(nq, dtype=q.dtype).reshape((nq, nq) + (1,) * len(batch)), (nq, nq) + batch)
-        with raw_forward_mode():  # one JVP per coordinate through the surfaces' loops, not their reverse rule
+        with _raw_when(raw):  # one JVP per coordinate (through the surfaces' loops when raw)
             return -jax.vmap(lambda t: jax.jvp(wrapped_lengths, (q,), (t,))[1])(basis)
 
     spans = wrapped_coordinate_spans(model)
@@ -210,11 +244,16 @@ def _wrapped_moment_arms(model: Model, q) -> jnp.ndarray:
     primals = (world[:, row_of], sets(rot), sets(org))
     tangents = (jnp.moveaxis(d_world[dir_of, :, row_of], 0, 1), d_sets(d_rot), d_sets(d_org))
     lanes_active = active[:, row_of]
-    with raw_forward_mode():  # through the surfaces' loops as they run, not their reverse rule
+    with _raw_when(raw):  # through the surfaces' loops as they run when raw, else their rules
         _, d_length = jax.jvp(lambda w, r, o: wrap_rows(wraps, row_of, w, lanes_active, r, o, dir_of).length,
                               primals, tangents)  # (B, R')
     d_length = _lanes_last(d_length, batch)  # (R', *batch)
     return out.at[coord_of, row_of].set(-d_length)
+
+
+def _raw_when(raw: bool):
+    """:func:`~mbjax.wrapping._jacobian_rule.raw_forward_mode` when ``raw``, else nothing."""
+    return raw_forward_mode() if raw else contextlib.nullcontext()
 
 
 def wrapped_coordinate_spans(model: Model) -> tuple[tuple[int, ...], ...]:
