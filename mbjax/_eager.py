@@ -61,9 +61,11 @@ def _bools(args, kwargs) -> tuple:
             tuple(sorted(k for k, v in kwargs.items() if isinstance(v, bool))))
 
 
-def compiled_when_eager(fn, bodies: bool = False, judge=None):
+def compiled_when_eager(fn, bodies: bool = False, judge=None, pose: bool = True):
     """``fn(model, *arrays, **options)`` compiled once per structure when called eagerly (``eqx.filter_jit``).
 
+    ``pose``: the first array is the pose ``q`` (a pose far outside the ranges is warned about, a map's
+    range error names its coordinates); False for functions of other quantities (muscle lengths).
     ``bodies``: the function reads the body parameters (dynamics), so an eager call also warns about
     implausible ones (:func:`mbjax._body_warnings.warn_implausible_bodies`).  ``judge(model, out)``: called
     with an eager call's result while checks are on (a warning naming what is implausible in it).
@@ -84,7 +86,7 @@ def compiled_when_eager(fn, bodies: bool = False, judge=None):
         _refuse_non_numeric(fn, args, kwargs)
         args = tuple(_as_input(a) for a in args)
         checks_on = checks_enabled()
-        if checks_on and args:
+        if checks_on and args and pose:
             warn_far_outside_ranges(model, args[0], fn.__name__)
         if checks_on and bodies:
             warn_implausible_bodies(model, fn.__name__)
@@ -92,7 +94,8 @@ def compiled_when_eager(fn, bodies: bool = False, judge=None):
         try:
             out = jitted(checks_on, _bools(args, kwargs), model, *args, **kwargs)
         except _RUNTIME_ERRORS as e:
-            name_range_violation(e, model, args)
+            if pose:
+                name_range_violation(e, model, args)
             raise
         if checks_on and judge is not None:
             judge(model, out)

@@ -45,6 +45,19 @@ def element_fields(extras, where: str) -> dict[str, Any]:
     return {k: extras.get(k) for k in ELEMENT_FIELDS}
 
 
+def angular_speed_joints(joints, coordinate_names) -> tuple:
+    """``(joint class, joint name, rotation coordinates, their indices in q or None, those not in q)`` of
+    each OpenSim joint in ``joints`` (``OsimInfo.speed_joints``: Ball, Free, Ellipsoid), whose rotation
+    speeds are the angular velocity, not the angles' rates; the indices are None when an angle is locked
+    or coupled (not in ``coordinate_names``)."""
+    names = list(coordinate_names)
+    out = []
+    for kind, joint, coords in joints or ():
+        missing = tuple(c for c in coords if c not in names)
+        out.append((kind, joint, tuple(coords), None if missing else tuple(names.index(c) for c in coords), missing))
+    return tuple(out)
+
+
 def require_model(model, where: str) -> None:
     """Refuse a first argument that is not a :class:`Model` (a path, a name, None), saying how to get one."""
     if not isinstance(model, Model):

@@ -65,6 +65,7 @@ def test_muscle_classes_without_a_force_law_are_refused_by_name(tmp_path, cls):
         load_osim(write_text(tmp_path, text))
 
 
+@pytest.mark.extended  # CI: tests/validation/test_hill_opensim.py::test_path_actuator_tension_matches_opensim (the same, OpenSim live)
 def test_path_actuator_tension_is_control_times_optimal_force(tmp_path):
     """A ``PathActuator``'s entry of ``activation`` is its control: tension control · optimal_force
     (default 1) in ``muscle_forces``, and, with its excitation as control, in the muscle-driven

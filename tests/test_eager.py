@@ -61,3 +61,34 @@ def test_wrapped_functions_under_vmap_and_jit():
         return jax.vmap(mbjax.forward_dynamics, in_axes=(None, 0, 0, 0))(model, q, qd, tau)
 
     np.testing.assert_allclose(roundtrip(qs, qds, qds[::-1]), qds[::-1], atol=1e-11)
+
+
+def test_eager_muscle_functions_trace_the_muscle_kernel_once(monkeypatch, tmp_path):
+    """Eager ``muscle_forces`` / ``muscle_state`` / ``equilibrium_fiber_length`` at new poses, speeds and
+    activations: the per-class muscle kernel is traced at most once (op-by-op dispatch took ~1 s per
+    call), the answers equal one jitted, vmapped program's, and a compliant Thelen tendon is in
+    equilibrium (tendon force = fibre force along the tendon) at each call."""
+    from _two_link_muscles import muscle, two_link
+    from mbjax.io import load_osim
+    from mbjax.muscles import musculotendon
+
+    path = tmp_path / "two_link.osim"
+    path.write_text(two_link(muscle("Thelen2003Muscle", "m1"), muscle("Thelen2003Muscle", "m2", a="0.02 -0.04 0")))
+    model = load_osim(str(path))
+    calls, kernel = [], musculotendon.by_class
+    monkeypatch.setattr(musculotendon, "by_class", lambda *a, **k: (calls.append(1), kernel(*a, **k))[1])
+    rng = np.random.default_rng(3)
+    qs, qds, acts = rng.uniform(-0.5, 1.0, (3, 2)), rng.uniform(-1, 1, (3, 2)), rng.uniform(0.05, 1, (3, 2))
+    eager = [mbjax.muscle_state(model, q, qd, a) for q, qd, a in zip(qs, qds, acts)]
+    forces = [mbjax.muscle_forces(model, q, qd, a) for q, qd, a in zip(qs, qds, acts)]
+    assert len(calls) <= 1  # 0 when an earlier test compiled this structure
+    batched = jax.jit(jax.vmap(lambda q, qd, a: mbjax.muscle_state(model, q, qd, a)))(*map(jnp.asarray, (qs, qds, acts)))
+    for k, (state, force) in enumerate(zip(eager, forces)):
+        np.testing.assert_allclose(state.tendon_force, batched.tendon_force[k], rtol=1e-13)
+        np.testing.assert_allclose(force, state.tendon_force, rtol=0, atol=0)
+        along = state.fiber_force * np.cos(np.asarray(state.pennation_angle))
+        np.testing.assert_allclose(state.tendon_force, along, rtol=1e-8)
+        lengths = mbjax.muscle_lengths(model, qs[k])
+        np.testing.assert_allclose(mbjax.equilibrium_fiber_length(model, lengths, -(mbjax.moment_arms(model, qs[k]).T @ qds[k]), acts[k]),
+                                   state.fiber_length, rtol=1e-13)
+    assert len(calls) <= 1

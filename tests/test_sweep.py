@@ -112,6 +112,7 @@ _SHARDED = textwrap.dedent(
 )
 
 
+@pytest.mark.extended  # CI: tests/test_cli.py::test_sweep_sharded_over_four_devices_matches_library (four devices, equal to the library)
 @needs_arm26
 def test_single_process_sharded_over_four_host_devices(tmp_path):
     script = tmp_path / "sharded.py"

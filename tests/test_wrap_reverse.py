@@ -165,6 +165,7 @@ def test_grad_of_wrapped_moment_arms_in_pose_radius_and_path_points():
         np.testing.assert_allclose(r_loc, fd_loc, rtol=0, atol=1e-8)
 
 
+@pytest.mark.extended  # ~60 s of second-derivative compiles; CI: test_grad_of_wrapped_moment_arms_in_pose_radius_and_path_points
 def test_grad_of_muscle_forces_with_speed_in_path_points_and_pose():
     """``muscle_forces`` with q̇ ≠ 0 reads the moment arms (fibre speed -Rᵀq̇): its ``jax.grad`` in
     the path points and the pose of a cylinder-wrapped Thelen muscle equals forward mode and

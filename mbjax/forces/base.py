@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._kinematics import body_poses
-from .._model import Model, require_model
+from .._model import Model, angular_speed_joints, require_model
 from .._spatial import xyz_angle_rate_matrix
 from .. import _checks
 
@@ -151,20 +151,18 @@ class CoordinateValues(eqx.Module):
 def _speed_rows(model: Model, coordinates) -> tuple:
     """:attr:`CoordinateValues.speed_rows` of ``coordinates`` on an OpenSim model; an element on an angle
     of a joint whose other angles are not all in ``q`` (locked or coupled) is refused naming both."""
-    joints = getattr(getattr(model, "osim", None), "speed_joints", None) or ()
-    names = list(model.coordinate_names)
+    joints = getattr(getattr(model, "osim", None), "speed_joints", None)
     rows = []
-    for kind, joint, angles in joints:
+    for kind, joint, angles, idx, missing in angular_speed_joints(joints, model.coordinate_names):
         for k, c in enumerate(coordinates):
             if not isinstance(c, str) or c not in angles:
                 continue
-            missing = [a for a in angles if a not in names]
             if missing:
                 raise NotImplementedError(f"a force on {c!r}, a rotation coordinate of the {kind} {joint!r}, whose "
-                                          f"angles {missing} are not in q (locked or coupled): OpenSim applies it on "
-                                          "the joint's angular velocity, which mbjax maps only when all three are "
+                                          f"angles {list(missing)} are not in q (locked or coupled): OpenSim applies it "
+                                          "on the joint's angular velocity, which mbjax maps only when all three are "
                                           "independent")
-            rows.append((k, tuple(names.index(a) for a in angles), angles.index(c)))
+            rows.append((k, idx, angles.index(c)))
     return tuple(rows)
 
 

@@ -51,6 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._eager import compiled_when_eager
 from .._model import require_model
 from . import millard2012 as mil
 from . import schutte1993 as sch
@@ -435,12 +436,21 @@ def _state(model, length, speed, activation, where, stacklevel, equilibrium="ope
     _check_equilibrium(equilibrium, where)
     length, speed, activation = _muscle_inputs(model, length=length, speed=speed, activation=activation)
     warn_implausible(get_paths(model), where, length, speed, stacklevel)
+    return _tendon_state(model, length, speed, activation, equilibrium=equilibrium)
+
+
+def _tendon_state_of(model, length, speed, activation, equilibrium):
+    """Every muscle's state from checked inputs, by class; compiled once per model structure when called
+    eagerly (:func:`mbjax._eager.compiled_when_eager`), inlined under an outer ``jit``."""
 
     def one(kind, p, L, V, a, tendons="both"):
         return _one_muscle(kind, p, L, V, a, tendons, equilibrium)
 
     state = by_class(model, one, length, speed, activation, control=activation, per_tendon_mode=True)
     return _nan_where_undefined(state, length, speed, activation)
+
+
+_tendon_state = compiled_when_eager(_tendon_state_of, pose=False)
 
 
 def state_from_fiber_length(model, fiber_length, length, speed, activation) -> MuscleState:

@@ -297,7 +297,7 @@ def test_coordinate_forces_on_angular_velocity_speeds_are_opensims(tmp_path, cas
     (ID with the element on minus off) at random states."""
     from test_bad_inputs_eighth_survey_osim import ANGULAR_VELOCITY_FORCES, angular_velocity_force_model
 
-    from mbjax.opensim.model.osim_speeds import rotation_speed_matrix
+    from mbjax._spatial import xyz_angle_rate_matrix
     from mbjax.opensim.tools.id.mobility import mobility_forces
 
     osim = pytest.importorskip("opensim")
@@ -337,7 +337,7 @@ def test_coordinate_forces_on_angular_velocity_speeds_are_opensims(tmp_path, cas
         element.setAppliesForce(s, True)
         theirs = tau[1] - tau[0]
         qd = u.copy()
-        qd[1:4] = np.linalg.solve(rotation_speed_matrix(q[1], q[2]), u[1:4])  # u = E q̇ on the angles
+        qd[1:4] = np.linalg.solve(xyz_angle_rate_matrix(q[1], q[2], np), u[1:4])  # u = E q̇ on the angles
         ours = mobility_forces(model, q[None], np.asarray(generalized(jnp.asarray(q), jnp.asarray(qd)))[None], "test")[0]
         worst = max(worst, float(np.abs(ours - theirs).max()) / float(np.abs(theirs).max()))
     print(f"\n{joint}: {force[1:30]}...: max relative difference {worst:.1e}")

@@ -281,7 +281,8 @@ def test_mobility_forces_of_angular_velocity_joints_are_opensims(tmp_path, joint
     import jax
     import jax.numpy as jnp
 
-    from mbjax.opensim.tools.id.mobility import mobility_forces, rotation_speed_matrix
+    from mbjax._spatial import xyz_angle_rate_matrix
+    from mbjax.opensim.tools.id.mobility import mobility_forces
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
     from test_bad_inputs_eighth_survey_osim import pendulum
@@ -307,10 +308,10 @@ def test_mobility_forces_of_angular_velocity_joints_are_opensims(tmp_path, joint
     worst, moved = 0.0, 0.0
     for _ in range(5):
         q, qd, qdd = (rng.uniform(-1, 1, len(model.coordinate_names)) for _ in range(3))
-        e = rotation_speed_matrix(q[1], q[2])
+        e = xyz_angle_rate_matrix(q[1], q[2], np)
         h = 1e-6  # Ė q̇ by central differences of E along q̇
-        e_dot = (rotation_speed_matrix(q[1] + h * qd[1], q[2] + h * qd[2])
-                 - rotation_speed_matrix(q[1] - h * qd[1], q[2] - h * qd[2])) / (2 * h)
+        e_dot = (xyz_angle_rate_matrix(q[1] + h * qd[1], q[2] + h * qd[2], np)
+                 - xyz_angle_rate_matrix(q[1] - h * qd[1], q[2] - h * qd[2], np)) / (2 * h)
         u, udot = qd.copy(), qdd.copy()
         u[rot], udot[rot] = e @ qd[rot], e @ qdd[rot] + e_dot @ qd[rot]
         for n, v in zip(model.coordinate_names, q):

@@ -200,7 +200,8 @@ def _compare(theirs, ours, markers, seed):
     return err
 
 
-@pytest.mark.parametrize("which", ["gait2354", "arm26", pytest.param("mobl", marks=needs_mobl)])
+# MoBL in the extended group (~10 s); gait2354 and arm26 in CI
+@pytest.mark.parametrize("which", ["gait2354", "arm26", pytest.param("mobl", marks=[needs_mobl, pytest.mark.extended])])
 def test_scale_model_equals_opensims_model_scale(which, tmp_path):
     path, generic, markers, factors, options, marker_file = _case(which, tmp_path)
     ours = scale_model(generic, factors, **options)
@@ -211,7 +212,8 @@ def test_scale_model_equals_opensims_model_scale(which, tmp_path):
     assert max(err.values()) < TOL, sorted(err.items())
 
 
-@pytest.mark.parametrize("which", ["gait2354", "arm26_4x", "arm26"])
+# arm26 scaled 4x in the extended group (~16 s); gait2354 and arm26 in CI
+@pytest.mark.parametrize("which", ["gait2354", pytest.param("arm26_4x", marks=pytest.mark.extended), "arm26"])
 def test_opensim_reads_the_written_scaled_model(which, tmp_path):
     """4.x files to 1e-9.  A 3.x file (arm26 as shipped) is read by OpenSim 4.6's format updater, which
     rounds ``location_in_parent`` to 6 significant digits (checked: -0.01842225 is read as -0.0184223),

@@ -227,6 +227,7 @@ def _gait_setup(tmp_path):
          "<optimizer_max_iterations>1000</optimizer_max_iterations>")), tmp_path)
 
 
+@pytest.mark.extended  # ~35 s; CI: test_tutorial_static_optimization_equals_opensim and test_sharing_opensim.py
 def test_gait_static_optimization_with_residuals_equals_opensim(tmp_path):
     setup = _gait_setup(tmp_path)
     sink = osim.StringLogSink()

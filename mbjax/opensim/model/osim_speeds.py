@@ -17,15 +17,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from ..._model import angular_speed_joints
 from ..._spatial import xyz_angle_rate_matrix
 from .osim_coordinates import coordinate_jacobian, coordinate_names
 from .osim_motion import angular_velocity_joints
-
-
-def rotation_speed_matrix(a, b, xp=np):
-    """E(a, b) ``(..., 3, 3)``: ω_F = E q̇ for X-Y-Z body-fixed angles (a, b, c) (module docstring);
-    ``xp`` = ``numpy`` or ``jax.numpy``."""
-    return xyz_angle_rate_matrix(a, b, xp)
 
 
 def speed_joints(model, where: str, needed=None) -> tuple[tuple[str, str, tuple[int, int, int]], ...]:
@@ -42,17 +37,15 @@ def speed_joints(model, where: str, needed=None) -> tuple[tuple[str, str, tuple[
             joints = angular_velocity_joints(info.source)
         except (OSError, ValueError):
             return ()
-    names = list(model.coordinate_names)
     out = []
-    for kind, joint, coords in joints:
-        missing = [c for c in coords if c not in names]
+    for kind, joint, coords, idx, missing in angular_speed_joints(joints, model.coordinate_names):
         if missing and (needed is None or set(coords) & set(needed)):
-            raise NotImplementedError(f"{where}: the {kind} {joint!r} has rotation coordinates {missing} that are not "
-                                      "independent coordinates of the model (locked or coupled); OpenSim's speeds "
-                                      "there are the angular velocity, which mbjax maps only when all three are "
-                                      "independent")
-        if not missing:
-            out.append((kind, joint, tuple(names.index(c) for c in coords)))
+            raise NotImplementedError(f"{where}: the {kind} {joint!r} has rotation coordinates {list(missing)} that "
+                                      "are not independent coordinates of the model (locked or coupled); OpenSim's "
+                                      "speeds there are the angular velocity, which mbjax maps only when all three "
+                                      "are independent")
+        if idx is not None:
+            out.append((kind, joint, idx))
     return tuple(out)
 
 
@@ -70,7 +63,7 @@ def speed_jacobian(model, q, where: str = "speed_jacobian", needed=None):
     all_names = list(coordinate_names(model)[0])
     q_names = list(model.coordinate_names)
     for _, _, idx in joints:
-        e = rotation_speed_matrix(q[idx[0]], q[idx[1]], xp=jnp).astype(jac.dtype)
+        e = xyz_angle_rate_matrix(q[idx[0]], q[idx[1]], jnp).astype(jac.dtype)
         rows = np.asarray([all_names.index(q_names[i]) for i in idx])
         jac = jac.at[rows].set(0.0).at[rows[:, None], np.asarray(idx)[None, :]].set(e)
     return jac
@@ -101,7 +94,7 @@ def rates_from_speeds(model, q, u, udot, where: str):
     for _, _, idx in joints:
         idx = list(idx)
         a, b = q[:, idx[0]], q[:, idx[1]]
-        e = rotation_speed_matrix(a, b)
+        e = xyz_angle_rate_matrix(a, b, np)
         rate = np.linalg.solve(e, qd[:, idx][..., None])[..., 0]
         e_dot = _rotation_speed_matrix_rate(a, b, rate[:, 0], rate[:, 1])
         qd[:, idx] = rate

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...model.osim_speeds import rotation_speed_matrix, speed_joints
+from ...._spatial import xyz_angle_rate_matrix
+from ...model.osim_speeds import speed_joints
 
 
 def mobility_forces(model, q, tau, where: str) -> np.ndarray:
@@ -27,6 +28,6 @@ def mobility_forces(model, q, tau, where: str) -> np.ndarray:
     q = np.asarray(q, float)
     for _, _, idx in joints:
         idx = list(idx)
-        e = rotation_speed_matrix(q[:, idx[0]], q[:, idx[1]])
+        e = xyz_angle_rate_matrix(q[:, idx[0]], q[:, idx[1]], np)
         out[:, idx] = np.linalg.solve(np.swapaxes(e, -1, -2), out[:, idx][..., None])[..., 0]
     return out
