@@ -36,7 +36,7 @@ from ._body_rules import body_rules, model_array
 from . import _checks
 from ._kinematics import Kinematics, body_poses, check_pose, check_vector, forward_pass
 from ._kinematics_kron import pose_derivatives_kron
-from ._loads import ExternalLoads
+from ._loads import ExternalLoads, checked_loads
 from ._wrenches import _joint_torques, _ops_of, subtree_wrenches
 from ._model import Model, require_model
 
@@ -188,7 +188,7 @@ def inverse_dynamics(model: Model, q, qd, qdd, external=None):
     q = _pose(model, q, "inverse_dynamics")
     tau = batch_last(_inverse_dynamics_kernel)(model, q, _vector(model, qd, "qd"), _vector(model, qdd, "qdd"))
     if isinstance(external, ExternalLoads):
-        external = external.generalized_forces(model, q)
+        external = checked_loads(external, "inverse_dynamics").generalized_forces(model, q)
     elif isinstance(external, (dict, str, bytes)):
         raise TypeError(f"inverse_dynamics: external must be a generalized force Q (nq,) = ({model.n_coordinates},) "
                         f"or mbjax.ExternalLoads (forces and torques at points of named bodies), got "

@@ -138,6 +138,8 @@ def checked_loads(external, where: str) -> "ExternalLoads | None":
             raise ValueError(f"{where}: external.{name} must have shape ({n}, 3) for one pose, got {a.shape} "
                              "(jax.vmap over frames)")
     ctx = _checks.names_context("loads", external.names or tuple(str(b) for b in external.bodies))
-    points = _checks.all_of(external.points, [_checks.not_finite(getattr(external, k), f"{where}: external.{k}", ctx)
-                                              for k in ("points", "forces", "torques")])
-    return eqx.tree_at(lambda e: e.points, external, points)
+    # the check holds all three arrays, so it runs before any later check of what they feed
+    checked = _checks.all_of((external.points, external.forces, external.torques),
+                             [_checks.not_finite(getattr(external, k), f"{where}: external.{k}", ctx)
+                              for k in ("points", "forces", "torques")])
+    return eqx.tree_at(lambda e: (e.points, e.forces, e.torques), external, checked)

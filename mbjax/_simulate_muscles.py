@@ -187,8 +187,14 @@ def initial_fiber_lengths(model: Model, q, qd, activation, excitation=None, mome
 
 @eqx.filter_jit
 def _equilibrate(excitations, t0, model, q0, qd0, a0, moment_arms="geometric"):
-    """:func:`initial_fiber_lengths` compiled on its own (not inside every solve)."""
-    return initial_fiber_lengths(model, q0, qd0, a0, jnp.asarray(excitations(t0), a0.dtype), moment_arms)
+    """:func:`initial_fiber_lengths` compiled on its own (not inside every solve); the excitations at t0
+    checked first, named as ``simulate_muscles``' argument."""
+    names = _muscle_names(model)
+    mctx = _checks.names_context("muscles", names)
+    u0 = jnp.asarray(excitations(t0), a0.dtype)
+    u0 = _checks.all_of(u0, [_checks.not_finite(u0, "simulate_muscles: excitations(t0)", mctx),
+                             _checks.in_unit_interval(u0, "simulate_muscles: excitations(t0)", names, mctx)])
+    return initial_fiber_lengths(model, q0, qd0, a0, u0, moment_arms)
 
 
 def _check_activation0(model, a0):

@@ -97,6 +97,10 @@ def _paths(obj):
     return obj if isinstance(obj, MusclePaths) else get_paths(obj)
 
 
+#: each class's defaults (the keys whose values every muscle of that class holds once built)
+_CLASS_DEFAULTS = {THELEN: THELEN_DEFAULTS, MILLARD: MILLARD_DEFAULTS, SCHUTTE: SCHUTTE_DEFAULTS}
+
+
 def kind_mask(obj, kind: str) -> np.ndarray:
     """Static boolean mask ``(nm,)`` of the muscles of OpenSim class ``kind``."""
     return np.asarray([k == kind for k in _paths(obj).kinds], dtype=bool)
@@ -147,8 +151,15 @@ def hill_parameters(obj) -> dict:
                                       jnp.where(schutte, SCHUTTE_DEFAULTS.get(key, jnp.nan), jnp.nan)))
         if key in MUSCLE_DEFAULTS:
             default = jnp.full((nm,), MUSCLE_DEFAULTS[key], dtype)
+        if key not in given:
+            out[key] = default.astype(dtype)
+            continue
+        # a built model holds a value wherever the muscle's class has one (the defaults filled in when
+        # built): a NaN there was put there later and stays NaN (refused by the run-time check, or
+        # propagated with checks off), never "use the default"
+        holds = np.asarray([key in MUSCLE_DEFAULTS or key in _CLASS_DEFAULTS.get(k, {}) for k in paths.kinds], bool)
         v = get(key)
-        out[key] = jnp.where(jnp.isnan(v), default, v)
+        out[key] = jnp.where(jnp.asarray(holds) | ~jnp.isnan(v), v, default)
     # optional curve properties (FiberForceLengthCurve / TendonForceLengthCurve::ensureCurveUpToDate)
     e0 = out["FiberForceLengthCurve.strain_at_zero_force"]
     e1 = out["FiberForceLengthCurve.strain_at_one_norm_force"]

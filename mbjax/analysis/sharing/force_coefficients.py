@@ -18,6 +18,7 @@ from ...muscles.pennation import pennation_angle
 from ...muscles.schutte1993 import SCHUTTE
 from ...muscles.paths import get_paths
 from ... import _checks
+from ..._eager import compiled_when_eager
 
 
 def _inextensible(kind, p, L, V, a, pennation_rule="opensim"):
@@ -115,8 +116,7 @@ def _coefficients(model, q, qd, use_muscle_physiology, passive_forces, R, L, pen
     V = -(R.T @ jnp.asarray(qd, L.dtype))
     if not paths.n_muscles:  # no muscles: no force coefficients (reserves or actuators alone carry the torque)
         return jnp.zeros((0,), L.dtype), jnp.zeros((0,), L.dtype)
-    act, pas = by_class(model, lambda kind, p, *x: _inextensible(kind, p, *x, pennation_rule=pennation_rule),
-                        L, V, jnp.ones_like(L))
+    act, pas = _per_unit_activation(model, L, V, pennation_rule=pennation_rule)
     if not use_muscle_physiology:
         act = hill_parameters(get_paths(model))["max_isometric_force"].astype(L.dtype) * jnp.ones_like(L)
     if not passive_forces:
@@ -125,3 +125,13 @@ def _coefficients(model, q, qd, use_muscle_physiology, passive_forces, R, L, pen
     if mask.any():  # a PathActuator's tension is its control times its optimal force
         act = jnp.where(jnp.asarray(mask), optimal, act)
     return act, pas
+
+
+def _per_unit_activation_of(model, L, V, pennation_rule):
+    """Each muscle's active force per unit activation and passive force at lengths ``L``, speeds ``V``;
+    compiled once per model structure when called eagerly, inlined under an outer ``jit``."""
+    return by_class(model, lambda kind, p, *x: _inextensible(kind, p, *x, pennation_rule=pennation_rule),
+                    L, V, jnp.ones_like(L))
+
+
+_per_unit_activation = compiled_when_eager(_per_unit_activation_of, pose=False)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -248,15 +249,27 @@ def solve(A, b, lo, hi, w, p=2.0, x0=None, lam0=None, *, rho=30.0, inner=20, max
     With ``polish``, the ALM first runs ``first_outer`` passes and hands over to the dual Newton
     polish; only if that does not converge does the ALM go on (to ``max_outer`` passes) and polish
     again.  The dual Newton converges from any λ of a feasible problem, so the long ALM runs only
-    for hard or infeasible frames (where its iterate is the answer returned)."""
+    for hard or infeasible frames (where its iterate is the answer returned).
+
+    Compiled once per shape and options (``eqx.filter_jit``): an eager call runs one program (its
+    loops dispatched op by op took seconds per frame); under an outer ``jit`` it is inlined."""
     A = jnp.asarray(A)
     dtype = A.dtype
     b, lo, hi, w = (jnp.asarray(v, dtype) for v in (b, lo, hi, w))
-    m, n = A.shape
     check_exponent(p)
     p = jnp.asarray(p, dtype)  # traced: one compiled program serves every exponent
     if tol is None:
         tol = default_tolerance(dtype)
+    return _solve(A, b, lo, hi, w, p, x0, lam0, rho=rho, inner=inner, max_outer=max_outer, alm_tol=alm_tol,
+                  tol=tol, max_polish=max_polish, polish=polish, first_outer=first_outer)
+
+
+@eqx.filter_jit
+def _solve(A, b, lo, hi, w, p, x0, lam0, *, rho, inner, max_outer, alm_tol, tol, max_polish, polish,
+           first_outer) -> QPSolution:
+    """:func:`solve` of checked arrays."""
+    dtype = A.dtype
+    m, n = A.shape
     eps = float(jnp.finfo(dtype).eps)
     reg, delta = 1e3 * eps, 1e3 * eps
     # row scaling (a constant: the solution does not depend on it)

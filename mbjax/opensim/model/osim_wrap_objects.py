@@ -7,7 +7,7 @@ from typing import Any
 
 from ..._model import GROUND
 from ...wrapping.objects import WrapObject
-from .osim_xml import _floats, _text, _tf, _xyz_body_fixed
+from .osim_xml import _bool, _floats, _text, _tf, _xyz_body_fixed
 
 
 #: the sizes OpenSim refuses below zero when it reads the file
@@ -64,8 +64,11 @@ class _WrapObjectsMixin:
         else:  # WrapTorus
             dims = [_floats(doc, el, "inner_radius", 1, default=[0.01])[0],
                     _floats(doc, el, "outer_radius", 1, default=[0.05])[0], 0.0]
-        quadrant = (_text(el, "quadrant") or "Unassigned").strip()
-        active = (_text(el, "active") or "true").strip().lower() not in ("false", "0")
+        if el.find("quadrant") is not None and _text(el, "quadrant") is None:
+            raise doc.error(el, "<quadrant> is empty (OpenSim 4.6 refuses it too); write all, x, +x, -x, y, +y, -y, "
+                            "z, +z or -z, or leave the element out")
+        quadrant = _text(el, "quadrant", "Unassigned")
+        active = _bool(el, "active", default=True, doc=doc)
         try:
             return WrapObject(el.get("name"), el.tag, body, dims, x[:3, :3], x[:3, 3], quadrant, active)
         except ValueError as e:
