@@ -319,3 +319,86 @@ def test_force_velocity_curves(params):
     _compare_curve(mil.force_velocity_inverse_curve(fmax, at_c, near_c, iso, at_e, near_e, cc, ce),
                    osim.ForceVelocityInverseCurve(at_c, near_c, iso, at_e, near_e, fmax, cc, ce),
                    _grid(-0.1, fmax + 0.1))
+
+
+
+# OpenSim's <defaults> objects are global to the process: a model read with them changes the defaults of
+# every model read after it (a test beside it would see other muscles), so OpenSim reads these files in a
+# process of its own
+_OPENSIM_DEFAULTS_CHILD = """
+import json, sys
+import numpy as np
+import opensim as osim
+path, kind = sys.argv[1], sys.argv[2]
+om = osim.Model(path)
+s = om.initSystem()
+if kind == "actuator":
+    print(json.dumps(osim.CoordinateActuator.safeDownCast(om.getForceSet().get("r1")).getOptimalForce()))
+    sys.exit()
+m1 = osim.Thelen2003Muscle.safeDownCast(om.getForceSet().get("m1"))
+out = {"FmaxTendonStrain": m1.get_FmaxTendonStrain(), "Af": m1.get_Af(), "frames": []}
+for q, a in json.loads(sys.argv[3]):
+    for i, v in enumerate(q):
+        om.getCoordinateSet().get(i).setValue(s, float(v), False)
+    om.realizeVelocity(s)
+    m1.setActivation(s, float(a))
+    om.equilibrateMuscles(s)
+    om.realizeDynamics(s)
+    out["frames"].append(m1.getActuation(s))
+print(json.dumps(out))
+"""
+
+
+def _opensim_child(*args):
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _OPENSIM_DEFAULTS_CHILD, *map(str, args)], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_model_defaults_object_of_a_muscle_class_is_opensims(tmp_path):
+    """A model's ``<defaults>`` Thelen2003Muscle (3.x-era values) stands for what its muscle leaves out, in
+    OpenSim 4.6 as in mbjax (tests/test_osim_muscle_defaults.py): tendon forces at equilibrium equal."""
+    import json
+
+    import mbjax
+    from _two_link_muscles import muscle, two_link
+    from test_osim_muscle_defaults import defaults_block, with_model_defaults
+
+    path = tmp_path / "defaults.osim"
+    path.write_text(with_model_defaults(two_link(muscle("Thelen2003Muscle", "m1")), defaults_block()))
+    model = load_osim(str(path))
+    assert model.coordinate_names == ("q1", "q2")  # OpenSim's CoordinateSet order, as the child sets them
+    rng = np.random.default_rng(11)
+    frames = [(rng.uniform(-0.5, 1.2, 2).tolist(), float(rng.uniform(0.05, 1.0))) for _ in range(3)]
+    theirs = _opensim_child(path, "muscle", json.dumps(frames))
+    assert theirs["FmaxTendonStrain"] == 0.033 and theirs["Af"] == 0.3
+    for (q, a), ref in zip(frames, theirs["frames"]):
+        ours = float(mbjax.muscle_forces(model, jnp.asarray(q), jnp.zeros(2), jnp.array([a]))[0])
+        np.testing.assert_allclose(ours, ref, rtol=1e-8)  # the Thelen equilibrium: OpenSim's tolerance
+
+
+@pytest.mark.parametrize("where", ["model", "force set"])
+def test_where_a_defaults_object_applies_is_opensims(tmp_path, where):
+    """A CoordinateActuator's optimal force from a ``<defaults>`` object: the model's applies, the model's
+    ``<ForceSet>``'s does not (OpenSim 4.6 reads the defaults of the document's top object only)."""
+    import warnings
+
+    from _two_link_muscles import two_link
+    from test_osim_muscle_defaults import defaults_block, with_model_defaults
+
+    ca = '<CoordinateActuator name="r1"><coordinate>q1</coordinate></CoordinateActuator>'
+    block = defaults_block({"optimal_force": 300}, cls="CoordinateActuator")
+    text = (with_model_defaults(two_link(ca), block) if where == "model"
+            else two_link(ca).replace('<ForceSet name="forceset">', '<ForceSet name="forceset">' + block))
+    path = tmp_path / "ca.osim"
+    path.write_text(text)
+    theirs = _opensim_child(path, "actuator")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = load_osim(str(path)).osim.actuators[0].optimal_force
+    assert ours == theirs == (300.0 if where == "model" else 1.0)

@@ -52,6 +52,7 @@ class _ForceSetMixin:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
         self._locked_off = []
         actuators, disabled = [], []
+        class_defaults = _muscle_defaults(self.model)
         for f in fset.find("objects"):
             if not (f.get("name") or "").strip():
                 raise doc.error(f, f"<{f.tag}> without a name attribute: mbjax names muscles, forces and their "
@@ -112,7 +113,7 @@ class _ForceSetMixin:
                 self._function_based_path(f, name)
                 muscles[name] = _NO_POINTS
                 kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
-                params[name] = _muscle_properties(doc, f)
+                params[name] = _muscle_properties(doc, f, class_defaults.get(f.tag))
                 self._muscle_sources[name] = doc.where(f)
                 if f.tag == SCHUTTE and not path_only:
                     self._schutte_curves[name] = self._schutte_muscle(f, params[name])
@@ -125,7 +126,7 @@ class _ForceSetMixin:
             if kept_wraps:
                 path_wraps[name] = kept_wraps
             kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
-            params[name] = _muscle_properties(doc, f)
+            params[name] = _muscle_properties(doc, f, class_defaults.get(f.tag))
             self._muscle_sources[name] = doc.where(f)
             if f.tag == SCHUTTE and not path_only:
                 self._schutte_curves[name] = self._schutte_muscle(f, params[name])
@@ -159,8 +160,13 @@ class _ForceSetMixin:
                 f"default value outside their <range>, so OpenSim never activates them: {', '.join(locked_off)}",
                 stacklevel=4,
             )
+        nested = [f"<{el.tag}>" for d in fset.findall("defaults") for el in d if isinstance(el.tag, str)]
+        if nested:
+            warnings.warn(f"{doc.where(fset.find('defaults'))}: the <defaults> of the model's <ForceSet> ({', '.join(nested)}) "
+                          "are ignored, as OpenSim 4.6 ignores them (only the model's own <defaults> and those of a "
+                          "force-set file read on its own apply): move them to the <Model>'s <defaults>", stacklevel=4)
         if actuators:
-            defaults = self.model.findall("defaults") + fset.findall("defaults")
+            defaults = self.model.findall("defaults")
             self._actuators, _ = read_actuators(doc, actuators, version=self.version, defaults=defaults)
             self._check_actuator_targets(actuators)
         return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
@@ -275,9 +281,23 @@ def _warn_long_muscles(doc, params, sources):
                       + "; ".join(long), UserWarning, stacklevel=5)
 
 
-def _muscle_properties(doc, f) -> dict[str, float]:
+def _muscle_defaults(model_el) -> dict:
+    """The default object of each muscle class in the model's ``<defaults>`` (the last one given), as
+    OpenSim reads it: a muscle that leaves a property out takes the default object's value, not the
+    class's built-in one (``Object::updateDefaultObjectsFromXMLNode``)."""
+    out = {}
+    for block in model_el.findall("defaults"):
+        for el in block:
+            if isinstance(el.tag, str) and el.get("name") == "default":
+                out[el.tag] = el
+    return out
+
+
+def _muscle_properties(doc, f, default=None) -> dict[str, float]:
     """Scalar properties of a muscle element: numbers, the two ``ignore_*`` flags as 0/1, and the
-    properties of its curve elements (``<ActiveForceLengthCurve>`` ...) as ``"Curve.property"``.
+    properties of its curve elements (``<ActiveForceLengthCurve>`` ...) as ``"Curve.property"``;
+    ``default``: the model's ``<defaults>`` object of the muscle's class, whose properties stand for
+    those the muscle leaves out.
 
     A property mbjax reads as a number (:data:`~mbjax.muscles.parameter_rules.NUMERIC_PROPERTIES`)
     that does not parse (``1,500``) or is NaN is refused by file, line, muscle and property: OpenSim
@@ -297,13 +317,14 @@ def _muscle_properties(doc, f) -> dict[str, float]:
                                 "for OpenSim's default)")
         out[key] = value
 
-    for c in f:
-        if c.text is not None and len(c) == 0 and c.tag not in _MUSCLE_FLAGS and c.text.strip():
-            number(c, c.tag, c.text)
-        elif c.tag in _MUSCLE_FLAGS and c.text is not None:
-            out[c.tag] = 1.0 if c.text.strip().lower() == "true" else 0.0
-        elif c.tag.endswith("Curve") and len(c):
-            for g in c:
-                if g.text is not None and len(g) == 0 and g.text.strip():
-                    number(g, f"{c.tag}.{g.tag}", g.text)
+    for source in ((default, f) if default is not None else (f,)):  # the muscle's own values last
+        for c in source:
+            if c.text is not None and len(c) == 0 and c.tag not in _MUSCLE_FLAGS and c.text.strip():
+                number(c, c.tag, c.text)
+            elif c.tag in _MUSCLE_FLAGS and c.text is not None:
+                out[c.tag] = 1.0 if c.text.strip().lower() == "true" else 0.0
+            elif c.tag.endswith("Curve") and len(c):
+                for g in c:
+                    if g.text is not None and len(g) == 0 and g.text.strip():
+                        number(g, f"{c.tag}.{g.tag}", g.text)
     return out

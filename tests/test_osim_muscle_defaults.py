@@ -1,0 +1,68 @@
+"""A model's ``<defaults>`` object of a muscle class stands for the properties its muscles leave out, as
+OpenSim reads it; checked against the same muscle with those values written out (a second file), and
+against OpenSim 4.6 in tests/validation/test_hill_opensim.py."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+import mbjax
+from mbjax.io import load_osim
+from _two_link_muscles import muscle, two_link
+
+DEFAULTS = {"FmaxTendonStrain": 0.033, "KshapeActive": 0.5, "Af": 0.3, "Flen": 1.8}
+
+
+def defaults_block(values=DEFAULTS, cls="Thelen2003Muscle"):
+    props = "".join(f"<{k}>{v}</{k}>" for k, v in values.items())
+    return f'<defaults><{cls} name="default">{props}</{cls}></defaults>'
+
+
+def with_model_defaults(text, block):
+    return text.replace('<Ground name="ground">', block + '<Ground name="ground">', 1)
+
+
+def test_defaults_object_equals_the_values_written_out(tmp_path):
+    implicit = tmp_path / "implicit.osim"
+    implicit.write_text(with_model_defaults(two_link(muscle("Thelen2003Muscle", "m1")), defaults_block()))
+    explicit = tmp_path / "explicit.osim"
+    written = "".join(f"<{k}>{v}</{k}>" for k, v in DEFAULTS.items())
+    explicit.write_text(two_link(muscle("Thelen2003Muscle", "m1", extra=written)))
+    a, b = load_osim(str(implicit)), load_osim(str(explicit))
+    pa, pb = mbjax.muscles.hill_parameters(a), mbjax.muscles.hill_parameters(b)
+    for key, value in DEFAULTS.items():
+        assert float(pa[key][0]) == value == float(pb[key][0])
+    q, qd, act = jnp.array([0.4, 0.9]), jnp.array([0.3, -0.2]), jnp.array([0.6])
+    np.testing.assert_array_equal(mbjax.muscle_forces(a, q, qd, act), mbjax.muscle_forces(b, q, qd, act))
+
+
+def test_a_muscles_own_value_wins_over_the_defaults_object(tmp_path):
+    path = tmp_path / "own.osim"
+    path.write_text(with_model_defaults(two_link(muscle("Thelen2003Muscle", "m1", extra="<Af>0.2</Af>")),
+                                        defaults_block()))
+    p = mbjax.muscles.hill_parameters(load_osim(str(path)))
+    assert float(p["Af"][0]) == 0.2 and float(p["FmaxTendonStrain"][0]) == 0.033
+    # a defaults object of another class changes nothing here
+    path.write_text(with_model_defaults(two_link(muscle("Thelen2003Muscle", "m1")),
+                                        defaults_block(cls="Millard2012EquilibriumMuscle")))
+    p = mbjax.muscles.hill_parameters(load_osim(str(path)))
+    assert float(p["FmaxTendonStrain"][0]) == 0.04  # Thelen2003Muscle's own default
+
+
+def test_defaults_inside_the_models_force_set_are_ignored_with_a_warning(tmp_path):
+    """OpenSim 4.6 applies the ``<defaults>`` of the model (and of a force-set file read on its own), not
+    those of the ``<ForceSet>`` inside a model (tests/validation/test_hill_opensim.py checks both live)."""
+    import pytest
+
+    ca = '<CoordinateActuator name="r1"><coordinate>q1</coordinate></CoordinateActuator>'
+    block = defaults_block({"optimal_force": 300}, cls="CoordinateActuator")
+    nested = tmp_path / "nested.osim"
+    nested.write_text(two_link(ca).replace('<ForceSet name="forceset">', '<ForceSet name="forceset">' + block))
+    with pytest.warns(UserWarning, match=r"nested\.osim:\d+: <defaults>: the <defaults> of the model's <ForceSet> "
+                                         r"\(<CoordinateActuator>\) are ignored, as OpenSim 4\.6 ignores them"):
+        model = load_osim(str(nested))
+    assert model.osim.actuators[0].optimal_force == 1.0
+    top = tmp_path / "top.osim"
+    top.write_text(with_model_defaults(two_link(ca), block))
+    assert load_osim(str(top)).osim.actuators[0].optimal_force == 300.0
