@@ -362,12 +362,12 @@ def _opensim_child(*args):
 
 def test_model_defaults_object_of_a_muscle_class_is_opensims(tmp_path):
     """A model's ``<defaults>`` Thelen2003Muscle (3.x-era values) stands for what its muscle leaves out, in
-    OpenSim 4.6 as in mbjax (tests/test_osim_muscle_defaults.py): tendon forces at equilibrium equal."""
+    OpenSim 4.6 as in mbjax (tests/test_osim_defaults.py): tendon forces at equilibrium equal."""
     import json
 
     import mbjax
     from _two_link_muscles import muscle, two_link
-    from test_osim_muscle_defaults import defaults_block, with_model_defaults
+    from test_osim_defaults import defaults_block, with_model_defaults
 
     path = tmp_path / "defaults.osim"
     path.write_text(with_model_defaults(two_link(muscle("Thelen2003Muscle", "m1")), defaults_block()))
@@ -389,7 +389,7 @@ def test_where_a_defaults_object_applies_is_opensims(tmp_path, where):
     import warnings
 
     from _two_link_muscles import two_link
-    from test_osim_muscle_defaults import defaults_block, with_model_defaults
+    from test_osim_defaults import defaults_block, with_model_defaults
 
     ca = '<CoordinateActuator name="r1"><coordinate>q1</coordinate></CoordinateActuator>'
     block = defaults_block({"optimal_force": 300}, cls="CoordinateActuator")
@@ -402,3 +402,23 @@ def test_where_a_defaults_object_applies_is_opensims(tmp_path, where):
         warnings.simplefilter("ignore")
         ours = load_osim(str(path)).osim.actuators[0].optimal_force
     assert ours == theirs == (300.0 if where == "model" else 1.0)
+
+
+def test_a_spring_takes_the_models_defaults_object_in_opensim(tmp_path):
+    """What mbjax refuses (tests/test_osim_defaults.py): OpenSim does apply a ``<defaults>`` object to a
+    SpringGeneralizedForce that leaves the property out."""
+    import json
+    import subprocess
+    import sys
+
+    from _two_link_muscles import two_link
+    from test_osim_defaults import defaults_block, with_model_defaults
+
+    spring = '<SpringGeneralizedForce name="s1"><coordinate>q1</coordinate><stiffness>2</stiffness></SpringGeneralizedForce>'
+    path = tmp_path / "spring.osim"
+    path.write_text(with_model_defaults(two_link(spring), defaults_block({"viscosity": 5}, cls="SpringGeneralizedForce")))
+    code = ("import json, sys, opensim as osim\nm = osim.Model(sys.argv[1]); m.initSystem()\n"
+            "print(json.dumps(osim.SpringGeneralizedForce.safeDownCast(m.getForceSet().get('s1')).getViscosity()))")
+    run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == 5.0

@@ -64,6 +64,7 @@ class _ForceSetMixin:
                 self._unknown_properties(f)
                 if not applies_force(f, doc):  # OpenSim applies no force: nothing to model
                     continue
+                _refuse_unapplied_defaults(doc, f, class_defaults)
                 if f.find(FUNCTION_BASED_PATH) is not None:
                     raise doc.error(f, f"{f.tag} with a <FunctionBasedPath> is not modelled (only a <GeometryPath>); "
                                     f"pass ignore_forces=({f.tag!r},) to load the model without it",
@@ -85,6 +86,7 @@ class _ForceSetMixin:
                 if f.tag in self.ignore_forces:
                     self.ignored.append((f.tag, f.get("name")))
                 else:
+                    _refuse_unapplied_defaults(doc, f, class_defaults)
                     self._force_elements.append(f)
                 continue
             has_path = f.find("GeometryPath") is not None or f.find(FUNCTION_BASED_PATH) is not None
@@ -291,6 +293,19 @@ def _muscle_defaults(model_el) -> dict:
             if isinstance(el.tag, str) and el.get("name") == "default":
                 out[el.tag] = el
     return out
+
+
+def _refuse_unapplied_defaults(doc, f, class_defaults) -> None:
+    """Refuse a force element that leaves out a property the model's ``<defaults>`` object of its class
+    sets: OpenSim would take that value, and mbjax reads ``<defaults>`` for muscles and actuators only."""
+    default = class_defaults.get(f.tag)
+    if default is None:
+        return
+    missing = [c.tag for c in default if isinstance(c.tag, str) and f.find(c.tag) is None]
+    if missing:
+        raise doc.error(f, f"{f.tag} {f.get('name')!r} leaves out {missing}, which the model's <defaults> object "
+                           f"of {f.tag} sets (OpenSim takes those values; mbjax applies <defaults> to muscles and "
+                           "actuators only): write them in the element", NotImplementedError)
 
 
 def _muscle_properties(doc, f, default=None) -> dict[str, float]:

@@ -1,6 +1,7 @@
-"""A model's ``<defaults>`` object of a muscle class stands for the properties its muscles leave out, as
-OpenSim reads it; checked against the same muscle with those values written out (a second file), and
-against OpenSim 4.6 in tests/validation/test_hill_opensim.py."""
+"""A model's ``<defaults>`` objects, as OpenSim reads them: a muscle class's stands for the properties its
+muscles leave out (checked against the same muscle with those values written out, and against OpenSim
+4.6 in tests/validation/test_hill_opensim.py); those of a nested ``<ForceSet>`` are ignored with a
+warning, as OpenSim ignores them; any other class's is refused where it would apply."""
 
 from __future__ import annotations
 
@@ -66,3 +67,21 @@ def test_defaults_inside_the_models_force_set_are_ignored_with_a_warning(tmp_pat
     top = tmp_path / "top.osim"
     top.write_text(with_model_defaults(two_link(ca), block))
     assert load_osim(str(top)).osim.actuators[0].optimal_force == 300.0
+
+
+def test_defaults_of_other_force_classes_are_refused_where_they_would_apply(tmp_path):
+    """OpenSim applies a model's ``<defaults>`` to every class (a SpringGeneralizedForce without
+    ``<viscosity>`` takes the default object's, 5 in tests/validation/test_hill_opensim.py's check);
+    mbjax applies them to muscles and actuators, so any other element that would take one is refused."""
+    import pytest
+
+    spring = '<SpringGeneralizedForce name="s1"><coordinate>q1</coordinate><stiffness>2</stiffness>{}</SpringGeneralizedForce>'
+    block = defaults_block({"viscosity": 5}, cls="SpringGeneralizedForce")
+    path = tmp_path / "spring.osim"
+    path.write_text(with_model_defaults(two_link(spring.format("")), block))
+    with pytest.raises(NotImplementedError, match=r"spring\.osim:\d+: <SpringGeneralizedForce name='s1'>: "
+                                                  r"SpringGeneralizedForce 's1' leaves out \['viscosity'\], which the "
+                                                  r"model's <defaults> object of SpringGeneralizedForce sets"):
+        load_osim(str(path))
+    path.write_text(with_model_defaults(two_link(spring.format("<viscosity>0.5</viscosity>")), block))
+    assert float(load_osim(str(path)).forces.elements[0].viscosity[0]) == 0.5  # its own value: nothing to apply
