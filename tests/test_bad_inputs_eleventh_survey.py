@@ -104,3 +104,14 @@ def test_an_empty_quadrant_is_refused_as_opensim_refuses_it(tmp_path):
         load()
     load = _arm26_with_tri(tmp_path, "<quadrant>all</quadrant>", "<quadrant> -y </quadrant>")
     assert "TRI" in load().muscles.wraps.names  # padded text is read, as OpenSim reads it
+
+
+def test_a_range_warning_names_the_numbers_of_a_column_with_a_nan_frame(arm):
+    """A coordinate column far outside its range with one NaN frame: the warning gives its extreme number
+    (it said "reaches nan")."""
+    from mbjax.io.motion_ranges import warn_outside_ranges
+
+    values = np.array([[0.2, 0.5], [np.nan, 0.6], [9.0, 0.7]])
+    with pytest.warns(UserWarning, match=r"r_shoulder_elev reaches 9, range \[-1\.571, 3\.142\]") as record:
+        warn_outside_ranges(arm, arm.coordinate_names, values, "trial.mot", in_degrees=None)
+    assert "nan" not in str(record[0].message)

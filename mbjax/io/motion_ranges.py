@@ -53,7 +53,10 @@ def warn_outside_ranges(model, names, values, source: str, in_degrees: bool | No
         lo, hi = float(info.lower[i]), float(info.upper[i])
         rotational = info.motion_types[i] == "rotational"
         far = max(hi - lo, 1e-3 if not rotational else np.radians(10.0))
-        v_min, v_max = float(np.min(col)), float(np.max(col))
+        finite = col[np.isfinite(col)]  # a NaN frame is another check's (the extremes are of the numbers)
+        if not finite.size:
+            continue
+        v_min, v_max = float(np.min(finite)), float(np.max(finite))
         outside = (col < lo - far) | (col > hi + far)
         at = f" (first at t = {float(times[np.argmax(outside)]):.6g} s)" if times is not None and outside.any() else ""
         if rotational and in_degrees is not None and not in_degrees and max(abs(v_min), abs(v_max)) > RADIAN_LIMIT:
