@@ -72,13 +72,34 @@ def pytest_runtest_teardown(item, nextitem):
     Linux's 65530 mappings per process (``vm.max_map_count``), and the next compile died with a
     segmentation fault inside ``backend_compile_and_load`` (seen twice in CI, in different tests).
     Measured: 300 mappings per test on average, ~10 000 after tests/test_maps.py, ~1 000 after
-    ``jax.clear_caches()``.  Only what a later module calls again is recompiled.
+    ``jax.clear_caches()``.  Only what a later module calls again is recompiled, so the caches are
+    dropped only once the worker holds :data:`_MAX_MAPPINGS` mappings or :data:`_MAX_RSS_KB` of memory
+    (a program shared by several modules, e.g. arm26's muscle functions, is traced once until then).
     """
     if nextitem is None or nextitem.path != item.path:
-        import gc
+        mappings, rss = _process_footprint()
+        if mappings > _MAX_MAPPINGS or rss > _MAX_RSS_KB:
+            import gc
 
-        jax.clear_caches()
-        gc.collect()
+            jax.clear_caches()
+            gc.collect()
+
+
+#: the footprint past which a worker drops JAX's caches (Linux allows 65 530 mappings per process)
+_MAX_MAPPINGS = 20_000
+_MAX_RSS_KB = 2_000_000
+
+
+def _process_footprint() -> tuple[int, int]:
+    """``(memory mappings, resident kB)`` of this process (``(inf, inf)`` where /proc cannot say: drop)."""
+    try:
+        with open("/proc/self/maps", "rb") as fh:
+            mappings = sum(1 for _ in fh)
+        with open("/proc/self/status") as fh:
+            rss = next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
+        return mappings, rss
+    except (OSError, StopIteration, ValueError):
+        return float("inf"), float("inf")
 
 
 def pytest_runtest_logreport(report):

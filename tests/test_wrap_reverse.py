@@ -130,6 +130,19 @@ def _wraps(model, theta: float) -> bool:
     return float(muscle_lengths(model, jnp.asarray([theta]))[0]) > straight + 1e-4
 
 
+def _three_routes(model, f, loc):
+    """At two wrapped poses θ (2.85, 2.95) of ``model``: the gradients of ``f(q, path points)`` in the pose
+    and the path points by ``jax.grad``, by ``jax.jacfwd`` and by central differences."""
+    rev = jax.jit(jax.grad(f, argnums=(0, 1)))
+    fwd = jax.jit(jax.jacfwd(f, argnums=(0, 1)))
+    plain = jax.jit(f)
+    for theta in (2.85, 2.95):
+        q = jnp.asarray([theta])
+        assert _wraps(model, theta)
+        yield (tuple(np.asarray(x) for x in rev(q, loc)), tuple(np.asarray(x) for x in fwd(q, loc)),
+               (_central(lambda x: plain(x, loc), q), _central(lambda lc: plain(q, lc), loc)))
+
+
 def test_grad_of_wrapped_moment_arms_in_pose_radius_and_path_points():
     """Reverse over forward: ``jax.grad`` of moment arms of a cylinder-wrapped path.  Closed form
     on the centred hinge (R_arm = -radius: d/dradius = -1, d/dθ = 0); on an off-centre cylinder,
@@ -148,18 +161,9 @@ def test_grad_of_wrapped_moment_arms_in_pose_radius_and_path_points():
     def arm_at(x, lc):
         return moment_arms(eqx.tree_at(_location, model, lc), x)[0, 0]
 
-    rev = jax.jit(jax.grad(arm_at, argnums=(0, 1)))
-    fwd = jax.jit(jax.jacfwd(arm_at, argnums=(0, 1)))
-    plain = jax.jit(arm_at)
-    for theta in (2.85, 2.95):
-        q = jnp.asarray([theta])
-        assert _wraps(model, theta)
-        r_q, r_loc = (np.asarray(x) for x in rev(q, loc))
-        f_q, f_loc = (np.asarray(x) for x in fwd(q, loc))
+    for (r_q, r_loc), (f_q, f_loc), (fd_q, fd_loc) in _three_routes(model, arm_at, loc):
         np.testing.assert_allclose(r_q, f_q, rtol=0, atol=1e-14)
         np.testing.assert_allclose(r_loc, f_loc, rtol=0, atol=1e-13)
-        fd_q = _central(lambda x: plain(x, loc), q)
-        fd_loc = _central(lambda lc: plain(q, lc), loc)
         assert abs(r_q[0]) > 1e-3 and np.abs(r_loc).max() > 0.01  # the off-centre moment arm varies
         np.testing.assert_allclose(r_q, fd_q, rtol=0, atol=1e-8)
         np.testing.assert_allclose(r_loc, fd_loc, rtol=0, atol=1e-8)
@@ -177,20 +181,13 @@ def test_grad_of_muscle_forces_with_speed_in_path_points_and_pose():
     def force(x, lc):
         return muscle_forces(eqx.tree_at(_location, model, lc), x, qd, act)[0]
 
-    rev = jax.jit(jax.grad(force, argnums=(0, 1)))
-    fwd = jax.jit(jax.jacfwd(force, argnums=(0, 1)))
-    plain = jax.jit(force)
-    for theta in (2.85, 2.95):
-        q = jnp.asarray([theta])
-        assert _wraps(model, theta)
-        r_q, r_loc = (np.asarray(x) for x in rev(q, loc))
-        f_q, f_loc = (np.asarray(x) for x in fwd(q, loc))
+    for (r_q, r_loc), (f_q, f_loc), (fd_q, fd_loc) in _three_routes(model, force, loc):
         scale = np.abs(r_loc).max()
         assert scale > 100.0  # N/m
         np.testing.assert_allclose(r_q, f_q, rtol=1e-12, atol=0)
         np.testing.assert_allclose(r_loc, f_loc, rtol=0, atol=1e-12 * scale)
-        np.testing.assert_allclose(r_q, _central(lambda x: plain(x, loc), q), rtol=1e-6)
-        np.testing.assert_allclose(r_loc, _central(lambda lc: plain(q, lc), loc), rtol=0, atol=1e-6 * scale)
+        np.testing.assert_allclose(r_q, fd_q, rtol=1e-6)
+        np.testing.assert_allclose(r_loc, fd_loc, rtol=0, atol=1e-6 * scale)
 
 
 @pytest.mark.extended  # minutes of compilation per program (second derivatives through ellipsoids)

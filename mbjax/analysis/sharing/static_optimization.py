@@ -446,29 +446,25 @@ def static_optimization_trajectory(model, qs, qds, qdds, *, taus=None, externals
         raise ValueError(f"static_optimization_trajectory: initial_guess must have shape (nm,) = ({nm},) or "
                          f"(T, nm) = ({T}, {nm}), got {tuple(jnp.shape(initial_guess))}")
 
-    return _trajectory(model, qs, jnp.asarray(qds, qs.dtype), jnp.asarray(qdds, qs.dtype), taus, externals,
-                       moment_arms, lengths, actuators, warm_start=warm_start, initial_guess=initial_guess,
-                       exponent=exponent, weights=weights, reserves=reserves, activation_bounds=activation_bounds,
-                       reserve_bounds=reserve_bounds, actuator_bounds=actuator_bounds, solver_options=solver_options,
-                       use_muscle_physiology=use_muscle_physiology, passive_forces=passive_forces,
-                       moment_arm_rule=moment_arm_rule, pennation_rule=pennation_rule)
+    solve = dict(warm_start=warm_start, initial_guess=initial_guess, exponent=exponent, weights=weights,
+                 reserves=reserves, activation_bounds=activation_bounds, reserve_bounds=reserve_bounds,
+                 actuator_bounds=actuator_bounds, solver_options=solver_options)
+    problem = dict(use_muscle_physiology=use_muscle_physiology, passive_forces=passive_forces,
+                   moment_arm_rule=moment_arm_rule, pennation_rule=pennation_rule)
+    arrays = (qs, jnp.asarray(qds, qs.dtype), jnp.asarray(qdds, qs.dtype), taus, externals, moment_arms, lengths, actuators)
+    return _trajectory(model, arrays, problem, solve)
 
 
 @eqx.filter_jit
-def _trajectory(model, qs, qds, qdds, taus, externals, moment_arms, lengths, actuators, *, use_muscle_physiology,
-                passive_forces, moment_arm_rule, pennation_rule, **solve):
-    """:func:`static_optimization_trajectory` of checked inputs: the per-frame problems (``vmap``) and their
-    solution, one program per model structure, shapes and options (an eager call compiles once; its
-    ``vmap`` and ``scan`` dispatched eagerly were traced again at every call)."""
+def _trajectory(model, arrays, problem, solve):
+    """:func:`static_optimization_trajectory` of checked inputs, one program per model structure, shapes and
+    options (an eager call compiles once; its ``vmap`` and ``scan`` run eagerly were traced at every call)."""
 
     def build(q, qd, qdd, tau, ext, R, L, B):
-        return sharing_problem(model, q, qd, qdd, tau=tau, external=ext, use_muscle_physiology=use_muscle_physiology,
-                               passive_forces=passive_forces, moment_arm_rule=moment_arm_rule, R=R, L=L, actuators=B,
-                               pennation_rule=pennation_rule)
+        return sharing_problem(model, q, qd, qdd, tau=tau, external=ext, R=R, L=L, actuators=B, **problem)
 
-    in_axes = (0, 0, 0) + tuple(None if x is None else 0 for x in (taus, externals, moment_arms, lengths, actuators))
-    problems = jax.vmap(build, in_axes=in_axes)(qs, qds, qdds, taus, externals, moment_arms, lengths, actuators)
-    return solve_trajectory(problems, **solve)
+    in_axes = (0, 0, 0) + tuple(None if x is None else 0 for x in arrays[3:])
+    return solve_trajectory(jax.vmap(build, in_axes=in_axes)(*arrays), **solve)
 
 
 def solve_trajectory(problems: SharingProblem, *, warm_start=True, initial_guess=None, **kw) -> StaticOptimizationResult:
