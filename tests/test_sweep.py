@@ -195,7 +195,10 @@ def _run_processes(argv, n_proc=2, devices=None, timeout=600, **popen):
 
 
 @needs_arm26
-@pytest.mark.parametrize("devices", [pytest.param(1, marks=pytest.mark.extended), 2])
+# CI: tests/test_cli.py::test_two_processes_split_the_sweep_and_process_0_writes (two processes, the
+# library's CSV, written by process 0)
+@pytest.mark.extended
+@pytest.mark.parametrize("devices", [1, 2])
 def test_two_processes_gather_in_order(tmp_path, devices):
     n = 301  # odd: process 1 gets 150 poses + 1 padding; chunks of 64 (3 per process, the last padded)
     script = tmp_path / "worker.py"

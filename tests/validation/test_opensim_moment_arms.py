@@ -72,6 +72,9 @@ def test_shoulder_unit_force_moment_arms_equal_opensim():
     assert worst_geo < 1e-8  # Richardson differences of OpenSim's lengths: O(h^4) truncation
 
 
+# ~18 s; CI: the tutorial's static optimization equals OpenSim's on wrapped arm26 with this rule
+# (tests/validation/test_so_opensim.py) and the unwrapped unit-force rule above
+@pytest.mark.extended
 def test_wrapped_unit_force_moment_arms_equal_opensim():
     """arm26 with its wrap objects (2 cylinders, 2 ellipsoids; TRIlong wraps twice): OpenSim applies
     the tension at the tangent points, as fixed points of the wrap bodies, at their *latest*
