@@ -24,7 +24,7 @@ from typing import Callable, Mapping
 import jax.numpy as jnp
 import numpy as np
 
-from .parameters import (HILL_KINDS, MILLARD, MILLARD_DEFAULTS, MUSCLE_DEFAULTS, SCHUTTE, THELEN, THELEN_DEFAULTS,
+from .parameters import (HILL_KINDS, holds_value, MILLARD, MILLARD_DEFAULTS, MUSCLE_DEFAULTS, SCHUTTE, THELEN, THELEN_DEFAULTS,
                          check_parameter_shapes)
 from .schutte1993 import SCHUTTE_DEFAULTS
 
@@ -206,12 +206,6 @@ def given_or_default(names, kinds, parameters: Mapping[str, Mapping[str, float]]
     return rows
 
 
-def _has_value(kind: str, key: str) -> bool:
-    """Whether every muscle of class ``kind`` holds a value of ``key`` once built (given or default)."""
-    return key in MUSCLE_DEFAULTS or key in {THELEN: THELEN_DEFAULTS, MILLARD: MILLARD_DEFAULTS,
-                                             SCHUTTE: SCHUTTE_DEFAULTS}.get(kind, {})
-
-
 def parameter_rules(paths, where: str) -> list:
     """:data:`RULES` on the built arrays, as ``(bad (nm,), messages)`` conditions of
     :func:`mbjax._checks.all_of`: a value outside its range, or NaN where the class has a value."""
@@ -222,7 +216,7 @@ def parameter_rules(paths, where: str) -> list:
         if v is None:
             continue
         applies = np.asarray([k in classes for k in paths.kinds], bool)
-        required = np.asarray([_has_value(k, key) for k in paths.kinds], bool)
+        required = np.asarray([holds_value(k, key) for k in paths.kinds], bool)
         if not applies.any():
             continue
         v = jnp.asarray(v)

@@ -101,6 +101,11 @@ def _paths(obj):
 _CLASS_DEFAULTS = {THELEN: THELEN_DEFAULTS, MILLARD: MILLARD_DEFAULTS, SCHUTTE: SCHUTTE_DEFAULTS}
 
 
+def holds_value(kind: str, key: str) -> bool:
+    """Whether every muscle of class ``kind`` holds a value of ``key`` once built (given or default)."""
+    return key in MUSCLE_DEFAULTS or key in _CLASS_DEFAULTS.get(kind, {})
+
+
 def kind_mask(obj, kind: str) -> np.ndarray:
     """Static boolean mask ``(nm,)`` of the muscles of OpenSim class ``kind``."""
     return np.asarray([k == kind for k in _paths(obj).kinds], dtype=bool)
@@ -157,7 +162,7 @@ def hill_parameters(obj) -> dict:
         # a built model holds a value wherever the muscle's class has one (the defaults filled in when
         # built): a NaN there was put there later and stays NaN (refused by the run-time check, or
         # propagated with checks off), never "use the default"
-        holds = np.asarray([key in MUSCLE_DEFAULTS or key in _CLASS_DEFAULTS.get(k, {}) for k in paths.kinds], bool)
+        holds = np.asarray([holds_value(k, key) for k in paths.kinds], bool)
         v = get(key)
         out[key] = jnp.where(jnp.asarray(holds) | ~jnp.isnan(v), v, default)
     # optional curve properties (FiberForceLengthCurve / TendonForceLengthCurve::ensureCurveUpToDate)
