@@ -85,3 +85,18 @@ def test_defaults_of_other_force_classes_are_refused_where_they_would_apply(tmp_
         load_osim(str(path))
     path.write_text(with_model_defaults(two_link(spring.format("<viscosity>0.5</viscosity>")), block))
     assert float(load_osim(str(path)).forces.elements[0].viscosity[0]) == 0.5  # its own value: nothing to apply
+
+
+def test_only_the_first_defaults_of_a_model_applies_with_a_warning(tmp_path):
+    """OpenSim 4.6 reads a model's first ``<defaults>`` only (on this file it gives Af 0.3 from the first block,
+    Flen 1.4, Thelen's own, though a second block sets 1.8)."""
+    import pytest
+
+    text = with_model_defaults(two_link(muscle("Thelen2003Muscle", "m1")),
+                               defaults_block({"Af": 0.3}) + defaults_block({"Flen": 1.8}))
+    path = tmp_path / "two.osim"
+    path.write_text(text)
+    with pytest.warns(UserWarning, match=r"a second <defaults> \(the first is at line \d+\): OpenSim reads only the "
+                                         r"first and ignores this one"):
+        p = mbjax.muscles.hill_parameters(load_osim(str(path)))
+    assert (float(p["Af"][0]), float(p["Flen"][0])) == (0.3, 1.4)

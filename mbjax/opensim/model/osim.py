@@ -358,7 +358,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
             assembled=self.assembled,
             scaling=self._scaling(body_names) if body_names else None,
             actuators=self._actuators,
-            actuator_defaults=default_records(self.model.findall("defaults")),
+            actuator_defaults=default_records(self.model.findall("defaults")[:1]),
             other_names=tuple(others),
             other_motion_types=tuple(kind[c] for c in others),
             other_maps=tuple(self._coordinate_map(c) for c in others) or None,

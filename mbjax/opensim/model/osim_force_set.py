@@ -52,7 +52,7 @@ class _ForceSetMixin:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
         self._locked_off = []
         actuators, disabled = [], []
-        class_defaults = _muscle_defaults(self.model)
+        class_defaults = _class_defaults(self.model)
         for f in fset.find("objects"):
             if not (f.get("name") or "").strip():
                 raise doc.error(f, f"<{f.tag}> without a name attribute: mbjax names muscles, forces and their "
@@ -115,7 +115,7 @@ class _ForceSetMixin:
                 self._function_based_path(f, name)
                 muscles[name] = _NO_POINTS
                 kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
-                params[name] = _muscle_properties(doc, f, class_defaults.get(f.tag))
+                params[name] = _muscle_properties(doc, f, class_defaults.get(f.tag, ()))
                 self._muscle_sources[name] = doc.where(f)
                 if f.tag == SCHUTTE and not path_only:
                     self._schutte_curves[name] = self._schutte_muscle(f, params[name])
@@ -128,7 +128,7 @@ class _ForceSetMixin:
             if kept_wraps:
                 path_wraps[name] = kept_wraps
             kinds[name] = f"{f.tag} (ignored)" if path_only else f.tag
-            params[name] = _muscle_properties(doc, f, class_defaults.get(f.tag))
+            params[name] = _muscle_properties(doc, f, class_defaults.get(f.tag, ()))
             self._muscle_sources[name] = doc.where(f)
             if f.tag == SCHUTTE and not path_only:
                 self._schutte_curves[name] = self._schutte_muscle(f, params[name])
@@ -167,8 +167,8 @@ class _ForceSetMixin:
             warnings.warn(f"{doc.where(fset.find('defaults'))}: the <defaults> of the model's <ForceSet> ({', '.join(nested)}) "
                           "are ignored, as OpenSim 4.6 ignores them (only the model's own <defaults> and those of a "
                           "force-set file read on its own apply): move them to the <Model>'s <defaults>", stacklevel=4)
-        if actuators:
-            defaults = self.model.findall("defaults")
+        if actuators:  # a second <defaults> is listed among the unused elements (OpenSim reads the first)
+            defaults = self.model.findall("defaults")[:1]
             self._actuators, _ = read_actuators(doc, actuators, version=self.version, defaults=defaults)
             self._check_actuator_targets(actuators)
         return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
@@ -283,35 +283,32 @@ def _warn_long_muscles(doc, params, sources):
                       + "; ".join(long), UserWarning, stacklevel=5)
 
 
-def _muscle_defaults(model_el) -> dict:
-    """The default object of each muscle class in the model's ``<defaults>`` (the last one given), as
-    OpenSim reads it: a muscle that leaves a property out takes the default object's value, not the
-    class's built-in one (``Object::updateDefaultObjectsFromXMLNode``)."""
+def _class_defaults(model_el) -> dict:
+    """The default objects of each class in the model's first ``<defaults>``, as OpenSim reads them: an
+    element that leaves a property out takes the default object's value, not the class's built-in one
+    (``Object::updateDefaultObjectsFromXMLNode``, which reads the first ``<defaults>`` only)."""
     out = {}
-    for block in model_el.findall("defaults"):
-        for el in block:
-            if isinstance(el.tag, str) and el.get("name") == "default":
-                out[el.tag] = el
+    for el in model_el.find("defaults") if model_el.find("defaults") is not None else ():
+        if isinstance(el.tag, str) and el.get("name") == "default":
+            out.setdefault(el.tag, []).append(el)
     return out
 
 
 def _refuse_unapplied_defaults(doc, f, class_defaults) -> None:
     """Refuse a force element that leaves out a property the model's ``<defaults>`` object of its class
     sets: OpenSim would take that value, and mbjax reads ``<defaults>`` for muscles and actuators only."""
-    default = class_defaults.get(f.tag)
-    if default is None:
-        return
-    missing = [c.tag for c in default if isinstance(c.tag, str) and f.find(c.tag) is None]
+    missing = sorted({c.tag for d in class_defaults.get(f.tag, ()) for c in d
+                      if isinstance(c.tag, str) and f.find(c.tag) is None})
     if missing:
         raise doc.error(f, f"{f.tag} {f.get('name')!r} leaves out {missing}, which the model's <defaults> object "
                            f"of {f.tag} sets (OpenSim takes those values; mbjax applies <defaults> to muscles and "
                            "actuators only): write them in the element", NotImplementedError)
 
 
-def _muscle_properties(doc, f, default=None) -> dict[str, float]:
+def _muscle_properties(doc, f, defaults=()) -> dict[str, float]:
     """Scalar properties of a muscle element: numbers, the two ``ignore_*`` flags as 0/1, and the
     properties of its curve elements (``<ActiveForceLengthCurve>`` ...) as ``"Curve.property"``;
-    ``default``: the model's ``<defaults>`` object of the muscle's class, whose properties stand for
+    ``defaults``: the model's ``<defaults>`` objects of the muscle's class, whose properties stand for
     those the muscle leaves out.
 
     A property mbjax reads as a number (:data:`~mbjax.muscles.parameter_rules.NUMERIC_PROPERTIES`)
@@ -332,7 +329,7 @@ def _muscle_properties(doc, f, default=None) -> dict[str, float]:
                                 "for OpenSim's default)")
         out[key] = value
 
-    for source in ((default, f) if default is not None else (f,)):  # the muscle's own values last
+    for source in (*defaults, f):  # the muscle's own values last
         for c in source:
             if c.text is not None and len(c) == 0 and c.tag not in _MUSCLE_FLAGS and c.text.strip():
                 number(c, c.tag, c.text)
