@@ -8,7 +8,6 @@ index arrays are built on demand as NumPy constants (never stored in the module)
 from __future__ import annotations
 
 import dataclasses
-from functools import cached_property
 
 import numpy as np
 

@@ -13,7 +13,6 @@ import os
 import re
 import types
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mbjax
-from mbjax.opensim.tools.id import coordinate_trajectory, inverse_dynamics_motion
+from mbjax.opensim.tools.id import coordinate_trajectory
 from mbjax.analysis.ik import inverse_kinematics
 from mbjax.io import MarkerData, load_markers, read_external_loads, read_storage
 from mbjax.models import arm26_path

@@ -12,7 +12,6 @@ import warnings
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

@@ -621,3 +621,27 @@ def test_bad_output_path_fails_before_solving(arm, tmp_path, monkeypatch):
     setup = _setup_with_output(tmp_path, "")
     with pytest.raises(ValueError, match=r"setup\.xml: no <output_motion_file>"):
         mbjax.opensim.inverse_kinematics_from_setup(setup, model, markers, write=True)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_a_heavy_coordinate_task_leaves_the_marker_determined_coordinates_determined(dtype):
+    """A weight-1000 coordinate task once set the null-space cut-off (100 eps of the largest
+    eigenvalue): in float32 every marker-determined coordinate was called undetermined. The rank
+    test is on the markers' normal matrix of the untasked coordinates; a zero marker column (a
+    coordinate no marker moves) is still found, and its own task determines it."""
+    from mbjax.analysis.ik.frame_solver import _Fixed
+    from mbjax.analysis.ik import undetermined_coordinates
+    rng = np.random.default_rng(0)
+    nq = 4
+    jac = 0.03 * rng.standard_normal((3, 3, nq))  # three markers, lever arms of a few cm
+    jac[:, :, 3] = 0.0  # the last coordinate moves no marker
+    assert np.linalg.matrix_rank(jac.reshape(-1, nq)[:, :3]) == 3  # the markers determine 0-2
+
+    def loose(wc):
+        z = jnp.zeros(nq, dtype)
+        fx = _Fixed(None, None, jnp.ones(nq, dtype), z, z, z, z, jnp.asarray(wc, dtype))
+        return np.asarray(undetermined_coordinates(fx, jnp.asarray(jac, dtype), jnp.ones(3, dtype)))
+
+    np.testing.assert_array_equal(loose([1000.0, 0, 0, 0]), [False, False, False, True])
+    np.testing.assert_array_equal(loose([0, 0, 0, 1e-3]), [False, False, False, False])
+    np.testing.assert_array_equal(loose([0, 0, 0, 0]), [False, False, False, True])

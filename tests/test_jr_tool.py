@@ -20,7 +20,6 @@ OpenSim 4.6's own AnalyzeTool is the reference in tests/validation/test_jr_opens
 
 from __future__ import annotations
 
-import os
 import pathlib
 import warnings
 

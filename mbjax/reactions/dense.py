@@ -35,7 +35,7 @@ from .._model import Model
 from .._spatial import skew
 from .._loads import checked_loads
 from .. import _checks
-from .spec import (CHAIN, ExternalLoads, JointReactions, ReactionSpec, as_spec, checked_model, fixed_directions,
+from .spec import (CHAIN, ExternalLoads, JointReactions, ReactionSpec, checked_model, fixed_directions,
                    spec_jit)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from ._jacobian_rule import with_jacobian_rule
 from ._math import seeded

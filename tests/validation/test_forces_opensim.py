@@ -103,7 +103,6 @@ class _OpenSim:
 def _compare(path, model, draw_q, dependent, kinds_list, n_states=6, seed=0, **load):
     """Max relative error per kind over random states; ``dependent(name, q_dict) -> (value, grad dict)``."""
     os_ = _OpenSim(path)
-    n_mat_cache = None
     names = model.coordinate_names
     rng = np.random.default_rng(seed)
     elements = model.forces.elements

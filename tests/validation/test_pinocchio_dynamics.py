@@ -5,7 +5,6 @@ C++ implementation of the same rigid-body quantities; mbjax reads the URDF with 
 """
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

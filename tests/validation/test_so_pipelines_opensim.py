@@ -123,7 +123,6 @@ def _compare(setup, tmp_path, model=None, **kwargs):
     solved = violation < 1e-6  # OpenSim met its own constraints
     # mbjax meets the constraints (asserted below) within its bounds: with a lower objective it is
     # nearer the unique optimum of this strictly convex problem than OpenSim's stopped iterate
-    nm = len(res.muscle_names)
     # a PathActuator solves beside the muscles with its own control range (OpenSim's default: unbounded)
     from mbjax.opensim.tools.so import read_so_setup
     import xml.etree.ElementTree as ET

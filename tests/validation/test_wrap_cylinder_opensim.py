@@ -8,7 +8,6 @@ PathWrap on a cylinder 100 m away (never touched) makes it False.  The reference
 """
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

@@ -324,16 +324,20 @@ def _stationary(spec: _Spec, fx: _Fixed, u, q, pos, jac, x, w, qref, loose):
 
 def undetermined_coordinates(fx: _Fixed, jac, w):
     """Free coordinates ``(nq,)`` that one frame's tasks do not determine, from the marker
-    Jacobian ``jac (nm, 3, nq)`` at its solution: those in a null direction of the normal matrix
-    ``JᵀJ = Σ w_m J_mᵀ J_m + diag(w_c)`` of the weighted marker and coordinate tasks in q (held
-    coordinates excluded; eigenvalues below ``100 eps`` of the largest), e.g. a coordinate moving
-    only bodies without markers in this frame, or rotation about the line through a body's only two
-    markers."""
+    Jacobian ``jac (nm, 3, nq)`` at its solution. A coordinate task (weight > 0) determines its
+    coordinate; the others are determined when the weighted markers' normal matrix
+    ``Σ w_m J_mᵀ J_m``, restricted to them (the tasked ones are fixed by their tasks), has no null
+    direction that moves them (eigenvalues below ``100 eps`` of its largest; a heavy coordinate task
+    does not enter that scale), e.g. a coordinate moving only bodies without markers in this frame,
+    or rotation about the line through a body's only two markers."""
     nq = jac.shape[-1]
     j = (jnp.sqrt(w)[:, None, None] * jac).reshape(-1, nq)
-    free = fx.free > 0
-    a = j.T @ j + jnp.diag(fx.wc)
-    a = jnp.where(free[:, None] & free[None, :], a, jnp.eye(nq, dtype=a.dtype))
+    by_markers = (fx.free > 0) & ~(fx.wc > 0)
+    a = j.T @ j
+    both = by_markers[:, None] & by_markers[None, :]
+    scale = jnp.max(jnp.where(by_markers, jnp.diagonal(a), 0.0))
+    scale = jnp.where(scale > 0, scale, 1.0)
+    a = jnp.where(both, a, scale * jnp.eye(nq, dtype=a.dtype))
     lam, vec = jnp.linalg.eigh(a)
     null = lam <= 100.0 * jnp.finfo(a.dtype).eps * lam[-1]
-    return free & jnp.any(null[None, :] & (jnp.abs(vec) > 0.1), axis=1)
+    return by_markers & jnp.any(null[None, :] & (jnp.abs(vec) > 0.1), axis=1)

@@ -129,7 +129,7 @@ def _active_sets(x, lam, A, lo, hi, w, p, reg):
 
 def _kkt(x, lam, low, up, A, b, lo, hi, w, p, reg, delta):
     """KKT residual G and its Jacobian J in (x, λ) for a fixed active set."""
-    n, m = x.shape[0], lam.shape[0]
+    m = lam.shape[0]
     g, h = _grad_hess(x, w, p, reg)
     free = (~(low | up)).astype(x.dtype)
     bnd = jnp.where(low, lo, jnp.where(up, hi, 0.0))
