@@ -4,7 +4,7 @@ Every public function of mbjax takes one pose.  Its kernel is written on arrays 
 ``(small..., *batch)``: with the batch axis *last*, each entry of a 3-vector or a 3x3 block is a
 contiguous run of poses, and products over the small axes are unrolled into fused elementwise
 multiply-adds (:class:`Small`).  Under plain ``jax.vmap`` the batch axis would lead and every small
-block becomes a strided scrap that XLA:CPU reduces slowly (3-5x slower measured).
+block becomes a strided scrap that XLA:CPU reduces slowly.
 
 :func:`batch_last` turns such a kernel into a single-pose function whose ``jax.vmap`` runs the
 kernel once with the poses moved last (a ``jax.custom_batching.custom_vmap`` rule), and whose
@@ -136,8 +136,8 @@ def chunk_size(axis_size: int) -> int | None:
     """Poses per kernel call for a batch of ``axis_size``: on CPU at most ``CPU_CHUNK``, in equal
     chunks (73 poses run as 2 x 37, not as 2 x 64 with 55 padding poses); all at once elsewhere.
 
-    On a GPU one kernel over the whole batch is fastest (chunks of 64 in a sequential ``lax.map``
-    were measured 48x slower than one call); :func:`mbjax.analysis.sweep`-style helpers chunk huge sweeps
+    On a GPU one kernel over the whole batch is fastest (chunks in a sequential ``lax.map`` are
+    much slower than one call); :func:`mbjax.analysis.sweep`-style helpers chunk huge sweeps
     for memory.
     """
     if jax.default_backend() == "cpu" and axis_size > CPU_CHUNK:

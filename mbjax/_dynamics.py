@@ -243,8 +243,8 @@ def forward_dynamics(model: Model, q, qd, tau=None):
 
     Derivatives (``jvp``/``grad``/``jacfwd``/``jacrev``, any order) come from inverse dynamics,
     q̈' = M⁻¹(τ' − ∂ID/∂(model, q, q̇)·(model, q, q̇)'), so reverse mode costs a Cholesky solve and
-    one Newton-Euler VJP (about 2.6× a forward evaluation on a 7-dof chain, against 4-5× for
-    autodiff through the mass matrix and its factorization).  For a raw 3x3 inertia leaf the
+    one Newton-Euler VJP (cheaper than autodiff through the mass matrix and its factorization;
+    ``benchmarks/RESULTS.md``).  For a raw 3x3 inertia leaf the
     derivative is defined along symmetric perturbations (any physical one).
     """
     q, qd = _pose(model, q, "forward_dynamics"), _vector(model, qd, "qd")

@@ -61,12 +61,22 @@ def rpy_matrix(rpy):
     return rodrigues(ez, rpy[..., 2]) @ rodrigues(ey, rpy[..., 1]) @ rodrigues(ex, rpy[..., 0])
 
 
+def safe_sqrt(x):
+    """``sqrt(x)`` for ``x > 0``, else 0, with a finite gradient everywhere (zero where ``x <= 0``)."""
+    pos = x > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
 def safe_norm(x, axis=-1, keepdims=False):
     """Euclidean norm whose gradient is finite (zero) at ``x = 0``."""
-    sq = jnp.sum(x * x, axis=axis, keepdims=keepdims)
-    nonzero = sq > 0
-    safe_sq = jnp.where(nonzero, sq, 1.0)
-    return jnp.where(nonzero, jnp.sqrt(safe_sq), 0.0)
+    return safe_sqrt(jnp.sum(x * x, axis=axis, keepdims=keepdims))
+
+
+def safe_div(num, den, otherwise=0.0):
+    """``num / den`` where ``den != 0``, else the constant ``otherwise``; neither branch's derivative
+    holds inf or NaN."""
+    ok = den != 0
+    return jnp.where(ok, num / jnp.where(ok, den, 1.0), otherwise)
 
 
 def homogeneous(points):

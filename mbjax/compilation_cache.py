@@ -1,8 +1,7 @@
 """Compiled programs kept on disk between Python sessions (JAX's persistent compilation cache).
 
 mbjax compiles once per model structure and argument shapes, but a fresh Python process (a new
-notebook kernel, each ``mbjax ik|id|so`` command) compiles again: 4-9 s per OpenSim tool on the
-Gait2354 pipeline.  :func:`enable_compilation_cache` points JAX's persistent cache at a folder, so
+notebook kernel, each ``mbjax ik|id|so`` command) compiles again, seconds per OpenSim tool.  :func:`enable_compilation_cache` points JAX's persistent cache at a folder, so
 a later process with the same model structure, shapes, JAX version and machine reads the compiled
 executables back instead of running XLA again (measured in ``benchmarks/pipeline.py``'s
 ``cold, cached`` column).  Tracing (Python) still runs; results are identical, because the cache

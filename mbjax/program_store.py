@@ -2,8 +2,8 @@
 
 The compilation cache (:mod:`mbjax.compilation_cache`) lets a new process read XLA's executables
 back, but every program is still traced in Python and lowered first: with the cache filled, that is
-the largest part of a cold ``mbjax run`` (``benchmarks/cold_budget.py``: 1.5-2.6 s per tool on
-Gait2354 and Rajagopal2016).  :func:`persistent` wraps a function as ``eqx.filter_jit`` does
+the largest part of a cold ``mbjax run`` (``benchmarks/cold_budget.py``; numbers in
+``benchmarks/RESULTS.md``).  :func:`persistent` wraps a function as ``eqx.filter_jit`` does
 (arrays traced, everything else static); while a store folder is set
 (:func:`enable_program_store`), the first call with a new *key* traces and lowers it once, exports
 it (``jax.export``) and writes the serialized program to ``<folder>/<key>.mbjaxprog``; a later call

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from mbjax.wrapping import INSIDE, MANDATORY, NO_WRAP
-from mbjax.wrapping._math import safe_norm
+from mbjax._spatial import safe_norm
 from mbjax.wrapping.ellipsoid import wrap_ellipsoid
 
 DIMS = np.array([0.04, 0.025, 0.06])

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mbjax.wrapping import INSIDE, MANDATORY, NO_WRAP, WRAPPED
-from mbjax.wrapping._math import safe_norm
+from mbjax._spatial import safe_norm
 from mbjax.wrapping.sphere import wrap_sphere
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from mbjax.wrapping._lmdif import div, lmdif1, rounded
-from mbjax.wrapping._math import safe_norm
+from mbjax._spatial import safe_norm
 from mbjax.wrapping.torus import _circle_resid, _direction, wrap_torus
 
 scipy_optimize = pytest.importorskip("scipy.optimize")

@@ -313,7 +313,7 @@ class AndrewsImplicitMap(AbstractJointMap):
     :class:`mbjax.constraints.ImplicitMap` on :func:`andrews_loop` (checked optimistix Newton;
     ∇δ and H_δ by autodiff through the implicit-function custom JVP, ``method="implicit"``, or
     by the literal projector recursion of Eq. 102-120, ``method="projection"``, equal to
-    rounding and about 4x slower per evaluation here).  A stack of such maps shares one loop solve;
+    rounding and slower per evaluation).  A stack of such maps shares one loop solve;
     ``component`` picks the dependent angle (index into :data:`DEPENDENT`).  A failed solve or a
     near-singular ∂g/∂θ raises (``eqx.error_if``, the constraints' policy).
     """

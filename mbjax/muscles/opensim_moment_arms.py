@@ -36,7 +36,7 @@ their body-frame distance, which depends on q only through moving points, so
 r_OpenSim = R_geometric + ∂/∂q Σ_{same-body segments} |p_b − p_a| (body-frame locations): the
 closed-form :func:`mbjax.moment_arms` plus a correction that needs no kinematics (zero in models
 without ``MovingPathPoint`` s), instead of forward-differentiating the cross-body lengths through
-the whole kinematics (29× slower on Gait2354).  The reference :func:`cross_body_lengths` route
+the whole kinematics (much slower).  The reference :func:`cross_body_lengths` route
 stays for wrapped paths and in the tests.
 
 **Smooth wrapping** (``load_osim(..., wrapping="smooth")``, :mod:`mbjax.wrapping.smooth_path`) has
@@ -65,7 +65,7 @@ from .geometry import path_geometry, wrap_frames, wrapped_lengths, wrapped_paths
 from .moment_arms import moment_arms
 from .path_functions import all_paths_are_functions, function_lengths, function_moment_arms, get_path_functions
 from .. import _checks
-from .paths import (_active, _locations, _safe_norm, get_paths, reference_pose, reference_rules,
+from .paths import (_active, _locations, _segment_length, get_paths, reference_pose, reference_rules,
                     require_pose_and_path, unchecked_path_state)
 from .pose_warning import warns_for_pose
 
@@ -192,7 +192,7 @@ def same_body_lengths(model: Model, q, muscles=None) -> jnp.ndarray:
     same = jnp.asarray(body) == jnp.take_along_axis(jnp.asarray(body), nxt, axis=1)
     loc_next = jnp.take_along_axis(loc, nxt[..., None], axis=1)
     d = loc_next - loc
-    ell = _safe_norm(d, jnp.sum(loc * loc, -1) + jnp.sum(loc_next * loc_next, -1))
+    ell = _segment_length(d, jnp.sum(loc * loc, -1) + jnp.sum(loc_next * loc_next, -1))
     return jnp.sum(jnp.where(seg & same, ell, 0.0), axis=1)
 
 

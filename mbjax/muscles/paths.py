@@ -362,7 +362,10 @@ def segment_exists(sq, scale2, dtype):
     return (sq > tol * scale2) & (sq > 0)
 
 
-def _safe_norm(d, scale2=None):
+def _segment_length(d, scale2=None):
+    """``|d|`` of path segments, 0 with a zero gradient where a segment does not exist: ``d = 0``, or
+    with ``scale2`` the points' squared distances from the origin, coincident to rounding
+    (:func:`segment_exists`)."""
     sq = jnp.sum(d * d, axis=-1)
     pos = sq > 0 if scale2 is None else segment_exists(sq, scale2, d.dtype)
     return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
@@ -433,7 +436,7 @@ def unchecked_path_state(model: Model, q, derivatives: bool = True) -> PathState
     onehot = (nxt[..., None] == jnp.arange(npt)) & seg[..., None]  # [m, p, p'] segment p ends at p'
     x_next = jnp.einsum("mpq,mqa->mpa", onehot.astype(dtype), world)
     d = x_next - world
-    seg_len = jnp.where(seg, _safe_norm(d, jnp.sum(world * world, -1) + jnp.sum(x_next * x_next, -1)), 0.0)
+    seg_len = jnp.where(seg, _segment_length(d, jnp.sum(world * world, -1) + jnp.sum(x_next * x_next, -1)), 0.0)
     safe_len = jnp.where(seg_len > 0, seg_len, 1.0)
     unit = jnp.where((seg & (seg_len > 0))[..., None], d / safe_len[..., None], 0.0)
     # net force of a unit tension at each point: e_out(p) - e_in(p)

@@ -14,7 +14,8 @@ from jax import lax
 
 from ._jacobian_rule import iterate_rule
 from ._lane_loop import lane_while_loop
-from ._math import ROUNDOFF_ERROR, normalize_or_zero, safe_norm
+from .._spatial import safe_div, safe_norm, safe_sqrt
+from ._math import ROUNDOFF_ERROR, normalize_or_zero
 
 ELLIPSOID_TOLERANCE_1 = 1e-4
 ELLIPSOID_TINY = 1e-8
@@ -30,17 +31,6 @@ TANGENT_MAXIT2 = 1000
 
 def _dot(a, b):
     return jnp.sum(a * b, axis=-1)
-
-
-def _safe_div(num, den):
-    """num / den, and a constant +inf where den == 0 (no inf/NaN in either branch's derivative)."""
-    ok = den != 0
-    return jnp.where(ok, num / jnp.where(ok, den, 1.0), jnp.inf)
-
-
-def _safe_sqrt(x):
-    pos = x > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -62,14 +52,14 @@ def _ellipse_special(a, b, u, v):
     cx1 = (a >= b) | (jnp.abs(v) >= b - a2 / b)
     yy = b2 * v / jnp.where(cx1, 1.0, b2 - a2)
     ydb = yy / b
-    nx_x = jnp.where(cx1, u, a * _safe_sqrt(jnp.abs(1.0 - ydb * ydb)))
+    nx_x = jnp.where(cx1, u, a * safe_sqrt(jnp.abs(1.0 - ydb * ydb)))
     nx_y = jnp.where(cx1, jnp.where(v >= 0, b, -b), yy)
     # v == 0
     cy1 = (b >= a) | (jnp.abs(u) >= a - b2 / a)
     xx = a2 * u / jnp.where(cy1, 1.0, a2 - b2)
     xda = xx / a
     ny_x = jnp.where(cy1, jnp.where(u >= 0, a, -a), xx)
-    ny_y = jnp.where(cy1, v, b * _safe_sqrt(jnp.abs(1.0 - xda * xda)))
+    ny_y = jnp.where(cy1, v, b * safe_sqrt(jnp.abs(1.0 - xda * xda)))
     x = jnp.where(near_x & near_y, bx, jnp.where(near_x, nx_x, ny_x))
     y = jnp.where(near_x & near_y, by, jnp.where(near_x, nx_y, ny_y))
     return near_x | near_y, x, y
@@ -98,7 +88,7 @@ def _newton_step(st, c, kk, s):
     f, fp, pqrn = _polynomial(t, c, kk, s)
     conv = jnp.abs(f) < NEWTON_TOL
     pqr = jnp.where(done, pqr, pqrn)
-    t = jnp.where(done | conv, t, t - _safe_div(f, fp))
+    t = jnp.where(done | conv, t, t - safe_div(f, fp, jnp.inf))
     return t, pqr, done | conv, n + 1
 
 
@@ -151,7 +141,7 @@ def _closest_point(a, dims, uvw, special, previous):
     kk = a2 * (uvw * uvw)
 
     in2 = (eu / ea) * (eu / ea) + (ev / eb) * (ev / eb) < 1.0
-    t2 = jnp.where(in2, 0.0, jnp.maximum(ea, eb) * _safe_sqrt(eu * eu + ev * ev))
+    t2 = jnp.where(in2, 0.0, jnp.maximum(ea, eb) * safe_sqrt(eu * eu + ev * ev))
     in3 = jnp.sum((uvw / a) ** 2) < 1.0
     t3 = jnp.where(in3, 0.0, jnp.max(a) * safe_norm(uvw))
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from ._ellipsoid_iterations import _dot, _safe_sqrt
+from .._spatial import safe_sqrt
+from ._ellipsoid_iterations import _dot
 from ._math import normalize_or_zero
 
 #: ``CalcDistanceOnEllipsoid``'s desired segment length (m) and its cap on segments
@@ -19,7 +20,7 @@ ANGLE_BLOCK = 32
 def _norm3(v):
     """``Vec3::norm`` (sum of squares in index order), grad-safe at 0."""
     sq = v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1] + v[..., 2] * v[..., 2]
-    return _safe_sqrt(sq)
+    return safe_sqrt(sq)
 
 
 def _path_frame(r1, r2, a, vs, vs4):
@@ -47,7 +48,7 @@ def _ray_points(a0, ar1, vsy, a, cos, sin):
     aa = f1[0] * f1[0] + f1[1] * f1[1] + f1[2] * f1[2]
     bb = 2.0 * (f1[0] * f2[0] + f1[1] * f2[1] + f1[2] * f2[2])
     cc = f2[0] * f2[0] + f2[1] * f2[1] + f2[2] * f2[2] - 1.0
-    mu3 = (-bb + _safe_sqrt(bb * bb - 4.0 * aa * cc)) / (2.0 * aa)
+    mu3 = (-bb + safe_sqrt(bb * bb - 4.0 * aa * cc)) / (2.0 * aa)
     return [a0[i] + mu3 * ray[i] for i in range(3)]
 
 
@@ -65,5 +66,5 @@ def _surface_length(r1, r2, a0, ar1, vsy, a, dphi, n_seg):
     pts = [jnp.where(last, r2[c], s[c]) for c in range(3)]
     prev = [jnp.concatenate([r1[c][None], pts[c][:-1]]) for c in range(3)]
     d = [pts[c] - prev[c] for c in range(3)]
-    seg = _safe_sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+    seg = safe_sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
     return jnp.sum(jnp.where(k <= n_seg, seg, 0.0))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from .._spatial import safe_norm
+
 #: ``WrapMath.cpp``'s tolerance for segment/plane tests
 LINE_EPSILON = 1e-5
 #: ``SimmMacros.h`` ``ROUNDOFF_ERROR`` (``EQUAL_WITHIN_ERROR``)
@@ -20,13 +22,6 @@ SIMTK_EPS = 2.220446049250313e-16
 def dsign(a):
     """``DSIGN``: +1 for ``a >= 0`` (zero included), -1 otherwise (int32)."""
     return jnp.where(a >= 0.0, 1, -1).astype(jnp.int32)
-
-
-def safe_norm(v):
-    """|v| with a finite gradient at v = 0 (where it returns 0)."""
-    sq = jnp.sum(v * v, axis=-1)
-    pos = sq > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
 
 
 def normalize_or_zero(v):

@@ -40,6 +40,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from .._spatial import safe_div, safe_sqrt
 from ._math import (
     ROUNDOFF_ERROR,
     closest_point_on_line,
@@ -59,18 +60,6 @@ MAX_ITERATIONS = 100
 TANGENCY_THRESHOLD = 0.1 * (3.14159265358979323846 / 180.0)
 #: length of one sampled wrap segment in ``_make_spiral_path`` (metres)
 WRAP_SEGMENT_LENGTH = 0.002
-
-
-def _safe_sqrt(x):
-    """sqrt(x) for x > 0, else 0, with a finite gradient everywhere."""
-    pos = x > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
-
-
-def _safe_div(a, b):
-    """a / b where b != 0, else 0 (grad-safe)."""
-    ok = b != 0
-    return jnp.where(ok, a / jnp.where(ok, b, 1.0), 0.0)
 
 
 def _unit_vec3(v):
@@ -93,10 +82,10 @@ def _tangent_candidates(p, radius, p0, dn):
     """The two tangent points from p onto the circle of the cylinder in p's axial plane."""
     pa, _ = closest_point_on_line(p, p0, dn)
     vv, pdist = normalize_or_zero(p - pa)
-    sin_theta = _safe_div(radius, pdist)
+    sin_theta = safe_div(radius, pdist)
     dist = radius * sin_theta
     pp = pa + dist * vv
-    dist = _safe_sqrt(radius * radius - dist * dist)
+    dist = safe_sqrt(radius * radius - dist * dist)
     uu = jnp.cross(dn, vv)
     return pa, pdist, pp + dist * uu, pp - dist * uu
 
@@ -123,7 +112,7 @@ def _spiral(r1, r2, radius, far_side, p0, dn):
     theta = jnp.where(ok, jnp.arctan2(jnp.where(ok, s, 0.0), jnp.where(ok, c, 1.0)), 0.0)
     theta = jnp.where(far_side, 2.0 * jnp.pi - theta, theta)
     x = radius * theta
-    length = _safe_sqrt(x * x + axial * axial)
+    length = safe_sqrt(x * x + axial * axial)
     return theta, axial, length
 
 
@@ -287,7 +276,7 @@ def wrap_cylinder(p1, p2, radius, length, wrap_axis, wrap_sign, single_wrap) -> 
     long_wrap = constrained & long_wrap
 
     # --- apex on the cylinder edge facing (or, far side, opposite) the segment
-    t = _safe_div(p11_dist, p11_dist + p22_dist)
+    t = safe_div(p11_dist, p11_dist + p22_dist)
     mpt = p1 + t * (p2 - p1)
     axispt, _ = closest_point_on_line(mpt, p0, dn)
     l1, _ = normalize_or_zero(p1 - axispt)

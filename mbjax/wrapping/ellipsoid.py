@@ -81,6 +81,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .._spatial import safe_div, safe_sqrt
 from ._ellipsoid_iterations import (
     ELLIPSOID_TINY,
     ELLIPSOID_TOLERANCE_1,
@@ -91,8 +92,6 @@ from ._ellipsoid_iterations import (
     TANGENT_MAXIT2,
     _closest_point,
     _dot,
-    _safe_div,
-    _safe_sqrt,
     _tangent_point,
 )
 from ._ellipsoid_surface_length import (
@@ -131,7 +130,7 @@ def _plane_point(p1, p2, r1, r2, a, dims, method, wrap_axis, wrap_sign):
     r1r2 = r2 - r1
     mu, _ = normalize_or_zero(p1p2)
     mu = jnp.abs(mu)
-    t = _safe_div(-r1, r1r2)
+    t = safe_div(-r1, r1r2, jnp.inf)
     t = jnp.where(jnp.isfinite(t), t, 0.0)  # only for axes other than the most parallel one
     t_sv = r1[None, :] + t[:, None] * r1r2[None, :]  # Frans: chord meets plane x_i = 0, i = 0..2
     best = jnp.argmax(mu)  # first index on ties, like the C++ strict '>'
@@ -240,7 +239,7 @@ def _code(q1, q2, a, p1e, p2e):
     cc = _dot(f2, f2) - 1.0
     disc = bb * bb - 4.0 * aa * cc
     aa_ok = aa > 0
-    root = _safe_sqrt(disc)
+    root = safe_sqrt(disc)
     two_aa = 2.0 * jnp.where(aa_ok, aa, 1.0)
     l1 = (-bb + root) / two_aa
     l2 = (-bb - root) / two_aa
@@ -279,7 +278,7 @@ def _wrap_impl(p1, p2, dimensions, wrap_axis, wrap_sign, method):
     aa = _dot(f1, f1)
     bb = 2.0 * _dot(f1, f2)
     cc = _dot(f2, f2) - 1.0
-    root = _safe_sqrt(bb * bb - 4.0 * aa * cc)
+    root = safe_sqrt(bb * bb - 4.0 * aa * cc)
     l1 = (-bb + root) / (2.0 * aa)
     l2 = (-bb - root) / (2.0 * aa)
     r1 = q2 + l1 * p1p2

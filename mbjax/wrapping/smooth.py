@@ -65,15 +65,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _checks
-
-
-def _safe_sqrt(x):
-    pos = x > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
-
-
-def _norm(v):
-    return _safe_sqrt(jnp.sum(v * v, axis=-1))
+from .._spatial import safe_norm, safe_sqrt
 
 
 def _circle_angles(a, b, gamma, radius):
@@ -94,22 +86,22 @@ def _circle_angles(a, b, gamma, radius):
 def _circle_wrap(a, b, gamma, radius, chord):
     """The shortest length around a circle/great circle: ``chord`` where it clears, else L₂."""
     alpha, beta, wrap = _circle_angles(a, b, gamma, radius)
-    around = _safe_sqrt(a * a - radius * radius) + _safe_sqrt(b * b - radius * radius) + radius * (gamma - alpha - beta)
+    around = safe_sqrt(a * a - radius * radius) + safe_sqrt(b * b - radius * radius) + radius * (gamma - alpha - beta)
     return jnp.where(wrap, around, chord), wrap
 
 
 def _sphere_geodesic_length(p1, p2, radius):
     """:func:`sphere_geodesic_length` without its argument checks (inputs of a validated model)."""
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
-    a, b = _norm(p1), _norm(p2)
-    return _circle_wrap(a, b, _sphere_angle(p1, p2, a, b), radius, _norm(p1 - p2))
+    a, b = safe_norm(p1), safe_norm(p2)
+    return _circle_wrap(a, b, _sphere_angle(p1, p2, a, b), radius, safe_norm(p1 - p2))
 
 
 def _sphere_angle(p1, p2, a, b):
     """The angle between p1 and p2 about the centre, in [0, π]; 0 (grad-safe) where an end point is
     at the centre (inside the sphere, where it is not used)."""
     centre = (a == 0) | (b == 0)
-    cross = jnp.where(centre, 0.0, _norm(jnp.cross(p1, p2)))
+    cross = jnp.where(centre, 0.0, safe_norm(jnp.cross(p1, p2)))
     return jnp.arctan2(cross, jnp.where(centre, 1.0, jnp.sum(p1 * p2, axis=-1)))
 
 
@@ -117,7 +109,7 @@ def _cylinder_geodesic_length(p1, p2, radius, side: int = 0):
     """:func:`cylinder_geodesic_length` without its argument checks."""
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
     u, v = p1[..., :2], p2[..., :2]
-    a, b = _norm(u), _norm(v)
+    a, b = safe_norm(u), safe_norm(v)
     phi = _angle(u, v)  # (-π, π]
     if side == 0:
         gamma = jnp.abs(phi)
@@ -126,9 +118,9 @@ def _cylinder_geodesic_length(p1, p2, radius, side: int = 0):
         gamma = jnp.where(s >= 0, s, s + 2 * jnp.pi)
     else:
         raise ValueError(f"side must be -1, 0 or +1, got {side!r}")
-    l2, wraps = _circle_wrap(a, b, gamma, radius, _norm(u - v))
+    l2, wraps = _circle_wrap(a, b, gamma, radius, safe_norm(u - v))
     dz = p2[..., 2] - p1[..., 2]
-    return jnp.where(wraps, _safe_sqrt(l2 * l2 + dz * dz), _norm(p1 - p2)), wraps
+    return jnp.where(wraps, safe_sqrt(l2 * l2 + dz * dz), safe_norm(p1 - p2)), wraps
 
 
 class Geodesic(NamedTuple):
@@ -157,27 +149,27 @@ def _any_normal(e):
     k = jnp.argmin(jnp.abs(e), axis=-1)
     axis = (jnp.arange(3) == k[..., None]).astype(e.dtype)
     n = jnp.cross(e, axis)
-    return _unit(n, _norm(n))
+    return _unit(n, safe_norm(n))
 
 
 def _sphere_geodesic(p1, p2, radius) -> Geodesic:
     """:func:`sphere_geodesic` without its argument checks (inputs of a validated model)."""
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
     radius = jnp.asarray(radius, p1.dtype)
-    a, b = _norm(p1), _norm(p2)
+    a, b = safe_norm(p1), safe_norm(p2)
     gamma = _sphere_angle(p1, p2, a, b)
     alpha, beta, wrap = _circle_angles(a, b, gamma, radius)
     e1 = _unit(p1, a)
     w = p2 - jnp.sum(p2 * e1, axis=-1, keepdims=True) * e1
-    wn = _norm(w)
+    wn = safe_norm(w)
     e2 = jnp.where((wn > 1e-12 * b)[..., None], _unit(w, wn), _any_normal(e1))
     r = radius[..., None]
     t1 = r * (jnp.cos(alpha)[..., None] * e1 + jnp.sin(alpha)[..., None] * e2)
     g2 = gamma - beta
     t2 = r * (jnp.cos(g2)[..., None] * e1 + jnp.sin(g2)[..., None] * e2)
     arc = radius * (gamma - alpha - beta)
-    length = jnp.where(wrap, _safe_sqrt(a * a - radius * radius) + _safe_sqrt(b * b - radius * radius) + arc,
-                       _norm(p1 - p2))
+    length = jnp.where(wrap, safe_sqrt(a * a - radius * radius) + safe_sqrt(b * b - radius * radius) + arc,
+                       safe_norm(p1 - p2))
     w3 = wrap[..., None]
     return Geodesic(length, wrap, jnp.where(w3, t1, p2), jnp.where(w3, t2, p2), jnp.where(wrap, arc, 0.0))
 
@@ -205,7 +197,7 @@ def _cylinder_geodesic(p1, p2, radius, allowed=None) -> Geodesic:
     p1, p2 = jnp.asarray(p1), jnp.asarray(p2)
     radius = jnp.asarray(radius, p1.dtype)
     u, v = p1[..., :2], p2[..., :2]
-    a, b = _norm(u), _norm(v)
+    a, b = safe_norm(u), safe_norm(v)
     phi = _angle(u, v)  # shorter way: u -> v
     if allowed is not None:
         d = jnp.broadcast_to(jnp.asarray(allowed, p1.dtype), u.shape)
@@ -215,18 +207,18 @@ def _cylinder_geodesic(p1, p2, radius, allowed=None) -> Geodesic:
     gamma = jnp.abs(phi)
     sense = jnp.where(phi >= 0, 1.0, -1.0).astype(p1.dtype)
     alpha, beta, wrap = _circle_angles(a, b, gamma, radius)
-    l1 = _safe_sqrt(a * a - radius * radius)
-    l2 = _safe_sqrt(b * b - radius * radius)
+    l1 = safe_sqrt(a * a - radius * radius)
+    l2 = safe_sqrt(b * b - radius * radius)
     arc2 = radius * (gamma - alpha - beta)
     dev = jnp.where(wrap, l1 + l2 + arc2, 1.0)  # developed (cross-section) length L₂
     dz = p2[..., 2] - p1[..., 2]
-    length3 = _safe_sqrt(dev * dev + dz * dz)
+    length3 = safe_sqrt(dev * dev + dz * dz)
     r = radius[..., None]
     t1 = jnp.concatenate([r * _rot2(_unit(u, a), sense * alpha), (p1[..., 2] + dz * l1 / dev)[..., None]], axis=-1)
     t2 = jnp.concatenate([r * _rot2(_unit(v, b), -sense * beta), (p2[..., 2] - dz * l2 / dev)[..., None]], axis=-1)
     arc = arc2 * length3 / dev
     w3 = wrap[..., None]
-    return Geodesic(jnp.where(wrap, length3, _norm(p1 - p2)), wrap, jnp.where(w3, t1, p2), jnp.where(w3, t2, p2),
+    return Geodesic(jnp.where(wrap, length3, safe_norm(p1 - p2)), wrap, jnp.where(w3, t1, p2), jnp.where(w3, t2, p2),
                     jnp.where(wrap, arc, 0.0))
 
 

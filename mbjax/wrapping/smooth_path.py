@@ -78,6 +78,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._model import require_model
+from .._spatial import safe_norm
 from .smooth import Geodesic
 from .smooth import _cylinder_geodesic as cylinder_geodesic
 from .smooth import _sphere_geodesic as sphere_geodesic
@@ -105,12 +106,6 @@ class SmoothPath(NamedTuple):
     wraps: jnp.ndarray
     t1: jnp.ndarray
     t2: jnp.ndarray
-
-
-def _norm(v):
-    sq = jnp.sum(v * v, axis=-1)
-    pos = sq > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
 
 
 def _allowed(axis: int, sign: int) -> tuple[float, float]:
@@ -206,7 +201,7 @@ def _one_pose(wraps, world, active, obj_rot, obj_pos, passes: int) -> SmoothPath
         hi = jnp.concatenate([hi, hi], axis=1)
     if not contacts:
         z = jnp.zeros((M, 0), dtype)
-        return SmoothPath(jnp.sum(jnp.where(live, _norm(b - a), 0.0), axis=-1), z, z.astype(bool),
+        return SmoothPath(jnp.sum(jnp.where(live, safe_norm(b - a), 0.0), axis=-1), z, z.astype(bool),
                           jnp.zeros((M, 0, 3), dtype), jnp.zeros((M, 0, 3), dtype))
     wrap = jnp.concatenate([c[0] for c in contacts], axis=1)  # (M, C) flat contacts
     t1 = jnp.concatenate([c[1] for c in contacts], axis=1)
@@ -214,7 +209,7 @@ def _one_pose(wraps, world, active, obj_rot, obj_pos, passes: int) -> SmoothPath
     arc = jnp.concatenate([c[3] for c in contacts], axis=1)
     if W < 2 or passes == 0:
         arcs = jnp.stack([jnp.sum(x, axis=-1) for x in arcs], axis=1)
-        length = jnp.sum(jnp.where(live, _norm(b - a), 0.0), axis=-1) + jnp.sum(arcs, axis=-1)
+        length = jnp.sum(jnp.where(live, safe_norm(b - a), 0.0), axis=-1) + jnp.sum(arcs, axis=-1)
         return SmoothPath(length, arcs, wrap, t1, t2)
     # refinement on the chains (module docstring): every contact again, between its neighbours
     order, level = _chain(P, W)
@@ -252,8 +247,8 @@ def _one_pose(wraps, world, active, obj_rot, obj_pos, passes: int) -> SmoothPath
             t1, t2 = t1.at[:, sl].set(tt1), t2.at[:, sl].set(tt2)
     prev, _, last = neighbours(wrap, t1, t2)
     wc, a1, ar = wrap[:, order], t1[:, order], arc[:, order]
-    into = jnp.where(wc, _norm(a1 - prev) + ar, 0.0)  # straight piece into each wrapping contact, its arc
-    length = jnp.sum(into, axis=(1, 2)) + jnp.sum(jnp.where(live[:, :P], _norm(seg_end - last), 0.0), axis=-1)
+    into = jnp.where(wc, safe_norm(a1 - prev) + ar, 0.0)  # straight piece into each wrapping contact, its arc
+    length = jnp.sum(into, axis=(1, 2)) + jnp.sum(jnp.where(live[:, :P], safe_norm(seg_end - last), 0.0), axis=-1)
     arcs = jnp.stack([jnp.sum(arc[:, P * (2**w - 1): P * (2**(w + 1) - 1)], axis=-1) for w in range(W)], axis=1)
     return SmoothPath(length, arcs, wrap, t1, t2)
 

@@ -73,7 +73,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ._math import closest_point_on_line, dsign, normalize_or_zero, safe_norm, SIMTK_EPS
+from .._spatial import safe_norm
+from ._math import closest_point_on_line, dsign, normalize_or_zero, SIMTK_EPS
 from ._result import INSIDE, MANDATORY, NO_WRAP, WRAPPED, WrapLine
 
 #: ``WrapSphere.cpp``: below this ``|(p1 - p2)^ x p2^|`` OpenSim reuses the previous tangent points

@@ -13,11 +13,10 @@ the continuity defects ``(q, q̇)(end of k) − (Q, Q̇)_{k+1}`` are extra resid
 ``adjoint`` is diffrax's: ``diffrax.ForwardMode()`` (default) gives the forward-mode Jacobians
 that Gauss-Newton / Levenberg-Marquardt and :func:`~mbjax.analysis.identify.identifiability` use;
 ``mbjax.DiscreteAdjoint()`` (a discrete adjoint over the accepted steps, see
-:mod:`mbjax.discrete_adjoint`: the same gradient for ≈ 3.2× one forward solve on the 7-dof chain,
-4.3× on the shoulder, half the compile time), ``diffrax.RecursiveCheckpointAdjoint()`` (≈ 4.8×
-and 6.3×; diffrax's machinery alone costs ≈ 4.5-6.6×) or ``BacksolveAdjoint()`` (≈ 8×) give the
-reverse-mode gradients of ``adam`` / ``lbfgs`` (``benchmarks/identify.py``; the
-forward-mode Jacobian costs more; numbers in ``benchmarks/RESULTS.md``).
+:mod:`mbjax.discrete_adjoint`: the same gradient, the cheapest of the three, with half the compile
+time), ``diffrax.RecursiveCheckpointAdjoint()`` or ``BacksolveAdjoint()`` give the reverse-mode
+gradients of ``adam`` / ``lbfgs`` (``benchmarks/identify.py``; the forward-mode Jacobian costs more;
+numbers in ``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations

@@ -204,9 +204,9 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
     **Accuracy**: the file's ``<accuracy>`` (or ``accuracy=``) is the solver's ``rtol = atol``
     (:func:`inverse_kinematics`' Cauchy test on the steps and the objective), not below the dtype's
     default (1e-9 in float64, 1e-5 in float32); explicit ``rtol`` / ``atol`` take precedence.  That
-    test is stricter than OpenSim's: on the Gait2354 pipeline at the file's 1e-5, mbjax's coordinates
-    lie within 8.6e-7 rad of the optimum solved to 1e-12, OpenSim 4.6's tool's within 2.1e-3 rad
-    (median 4e-5), in 263 Levenberg-Marquardt steps instead of 432 at 1e-9."""
+    test is stricter than OpenSim's: at the file's accuracy mbjax's coordinates lie closer to the
+    optimum than OpenSim 4.6's tool's, in fewer Levenberg-Marquardt steps than at 1e-9
+    (``benchmarks/RESULTS.md``)."""
     from ..model.osim import load_osim
     from ..model.osim_markers import load_markers
 
