@@ -162,6 +162,16 @@ class SetupFile:
         where = f" in {owner}" if owner else ""
         return [f"{self.doc.where(c)}{where}" for c in el if isinstance(c.tag, str) and c.tag not in known]
 
+    def defaults(self) -> tuple:
+        """The ``<defaults>`` element OpenSim reads from this document, as a tuple of none or one: the
+        first under the document's object (``Object::updateDefaultObjectsFromXMLNode``).  Its default
+        objects change OpenSim's process-wide defaults, so they stand for what a later-read model or
+        force set leaves out (``load_osim(..., prior_defaults=)``)."""
+        held = self.root if self.root.tag != "OpenSimDocument" else next(
+            (c for c in self.root if isinstance(c.tag, str)), None)
+        found = held.find("defaults") if held is not None else None
+        return () if found is None else (found,)
+
     def tool(self, tag):
         """The ``<tag>`` tool element (the root or its child); a setup of another tool is refused
         naming the tool it holds and the mbjax command that runs it."""

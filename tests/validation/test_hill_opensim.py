@@ -330,13 +330,16 @@ import json, sys
 import numpy as np
 import opensim as osim
 path, kind = sys.argv[1], sys.argv[2]
+if len(sys.argv) > 4:  # a tool's setup file, read first as OpenSim's tools read it
+    osim.AnalyzeTool(sys.argv[4], False)
 om = osim.Model(path)
 s = om.initSystem()
 if kind == "actuator":
     print(json.dumps(osim.CoordinateActuator.safeDownCast(om.getForceSet().get("r1")).getOptimalForce()))
     sys.exit()
 m1 = osim.Thelen2003Muscle.safeDownCast(om.getForceSet().get("m1"))
-out = {"FmaxTendonStrain": m1.get_FmaxTendonStrain(), "Af": m1.get_Af(), "frames": []}
+out = {"FmaxTendonStrain": m1.get_FmaxTendonStrain(), "Af": m1.get_Af(), "KshapeActive": m1.get_KshapeActive(),
+       "frames": []}
 for q, a in json.loads(sys.argv[3]):
     for i, v in enumerate(q):
         om.getCoordinateSet().get(i).setValue(s, float(v), False)
@@ -380,6 +383,37 @@ def test_model_defaults_object_of_a_muscle_class_is_opensims(tmp_path):
     for (q, a), ref in zip(frames, theirs["frames"]):
         ours = float(mbjax.muscle_forces(model, jnp.asarray(q), jnp.zeros(2), jnp.array([a]))[0])
         np.testing.assert_allclose(ours, ref, rtol=1e-8)  # the Thelen equilibrium: OpenSim's tolerance
+
+
+def test_a_setup_files_defaults_apply_to_the_model_read_after_it_as_in_opensim(tmp_path):
+    """OpenSim's tools read their setup file first, and its ``<defaults>`` change the process-wide default
+    objects: a muscle of the model read next takes them for what it leaves out, the model's own
+    ``<defaults>`` coming later (tests/test_osim_defaults.py; Gait2392's setup_static_optimization.xml
+    carries such a block)."""
+    import json
+
+    import mbjax
+    from _two_link_muscles import muscle, two_link
+    from test_osim_defaults import defaults_block, with_model_defaults
+
+    from mbjax.opensim.setup_xml import SetupFile
+
+    path = tmp_path / "m.osim"
+    path.write_text(with_model_defaults(two_link(muscle("Thelen2003Muscle", "m1")), defaults_block({"Af": 0.25})))
+    setup = tmp_path / "setup.xml"
+    setup.write_text('<?xml version="1.0" encoding="UTF-8" ?><OpenSimDocument Version="40000"><AnalyzeTool name="t">'
+                     + defaults_block({"FmaxTendonStrain": 0.05, "Af": 0.4, "KshapeActive": 0.6})
+                     + f"<model_file>{path}</model_file></AnalyzeTool></OpenSimDocument>")
+    model = load_osim(str(path), prior_defaults=SetupFile(setup).defaults())
+    rng = np.random.default_rng(12)
+    frames = [(rng.uniform(-0.5, 1.2, 2).tolist(), float(rng.uniform(0.05, 1.0))) for _ in range(3)]
+    theirs = _opensim_child(path, "muscle", json.dumps(frames), setup)
+    assert (theirs["FmaxTendonStrain"], theirs["Af"], theirs["KshapeActive"]) == (0.05, 0.25, 0.6)
+    for (q, a), ref in zip(frames, theirs["frames"]):
+        ours = float(mbjax.muscle_forces(model, jnp.asarray(q), jnp.zeros(2), jnp.array([a]))[0])
+        np.testing.assert_allclose(ours, ref, rtol=1e-8)
+    without = _opensim_child(path, "muscle", json.dumps(frames[:1]))  # the same model read on its own
+    assert without["FmaxTendonStrain"] == 0.04 and without["frames"][0] != theirs["frames"][0]
 
 
 @pytest.mark.parametrize("where", ["model", "force set"])

@@ -166,8 +166,11 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
     assembled from (:mod:`.osim_structure`, :mod:`.osim_couplers`, :mod:`.osim_joints`,
     :mod:`.osim_bodies`, :mod:`.osim_wrap_objects`, :mod:`.osim_paths`, :mod:`.osim_force_set`)."""
 
-    def __init__(self, path, ignore_wrapping: bool, couplings=None, ignore_forces=(), ignore_constraints=()):
+    def __init__(self, path, ignore_wrapping: bool, couplings=None, ignore_forces=(), ignore_constraints=(),
+                 prior_defaults=()):
         self.couplings = dict(couplings or {})
+        #: the ``<defaults>`` elements of the documents OpenSim reads before this model, oldest first
+        self.prior_defaults = tuple(prior_defaults or ())
         self.ignore_forces = _class_names("ignore_forces", ignore_forces,
                                           tuple(t for t in MUSCLE_TYPES
                                                 if t not in OPTIONAL_PATH_FORCES + PATH_SPRING_FORCES)
@@ -379,7 +382,7 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
 
 
 def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces=(), ignore_constraints=(),
-              independent_coordinates=None, wrapping: str = "opensim"):
+              independent_coordinates=None, wrapping: str = "opensim", prior_defaults=()):
     """Load an OpenSim ``.osim`` model (3.x or 4.x XML) as an mbjax :class:`~mbjax.Model`.
 
     Muscle paths go to ``model.muscles`` (those of a ``FunctionBasedPath`` to
@@ -412,13 +415,19 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
     cylinders, spheres and ellipsoids, differentiable in reverse mode and C¹ across contact, for
     gradient-based optimal control; tori are refused by name,
     :mod:`mbjax.wrapping.smooth_path`).  With ``ignore_wrapping=True`` paths are straight either way.
+
+    ``prior_defaults``: the ``<defaults>`` elements (``xml.etree`` elements) of documents OpenSim reads
+    before this model in the same run, oldest first, e.g. a tool's setup file (the OpenSim tools from a
+    setup pass theirs). OpenSim's default objects are process-wide, so a muscle or actuator that leaves
+    a property out takes the value of the latest default object of its class: the model's own first
+    ``<defaults>`` block, then these.
     """
     from ...wrapping.smooth_path import WRAPPINGS, with_wrapping
 
     if wrapping not in WRAPPINGS:
         raise ValueError(f"load_osim: wrapping must be one of {WRAPPINGS}, got {wrapping!r}")
     kwargs = dict(ignore_wrapping=ignore_wrapping, couplings=couplings, ignore_forces=ignore_forces,
-                  ignore_constraints=ignore_constraints)
+                  ignore_constraints=ignore_constraints, prior_defaults=_defaults_elements(prior_defaults))
     loader = _Loader(path, **kwargs)
     model = loader.build()
     if not loader.point_on_line:
@@ -430,6 +439,15 @@ def load_osim(path, ignore_wrapping: bool = False, couplings=None, ignore_forces
 
     model = with_wrapping(eliminate(path, loader, model, kwargs, independent_coordinates), wrapping, loader.doc.path)
     return with_path_force_wrapping(model, wrapping, loader.doc.path)
+
+
+def _defaults_elements(prior) -> tuple:
+    """``prior_defaults`` checked: ``<defaults>`` elements only."""
+    out = tuple(prior or ())
+    for d in out:
+        if getattr(d, "tag", None) != "defaults":
+            raise TypeError(f"load_osim: prior_defaults must hold <defaults> XML elements, got {d!r}")
+    return out
 
 
 def _class_names(arg: str, names, supported) -> tuple[str, ...]:

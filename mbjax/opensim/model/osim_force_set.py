@@ -52,7 +52,7 @@ class _ForceSetMixin:
             return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
         self._locked_off = []
         actuators, disabled = [], []
-        class_defaults = _class_defaults(self.model)
+        class_defaults = _class_defaults(self.model, self.prior_defaults)
         for f in fset.find("objects"):
             if not (f.get("name") or "").strip():
                 raise doc.error(f, f"<{f.tag}> without a name attribute: mbjax names muscles, forces and their "
@@ -169,7 +169,8 @@ class _ForceSetMixin:
                           "force-set file read on its own apply): move them to the <Model>'s <defaults>", stacklevel=4)
         if actuators:  # a second <defaults> is listed among the unused elements (OpenSim reads the first)
             defaults = self.model.findall("defaults")[:1]
-            self._actuators, _ = read_actuators(doc, actuators, version=self.version, defaults=defaults)
+            self._actuators, _ = read_actuators(doc, actuators, version=self.version, defaults=defaults,
+                                                inherited=self.prior_defaults)
             self._check_actuator_targets(actuators)
         return muscles, kinds, params, tuple(recorded), tuple(wrapped), path_wraps
 
@@ -283,14 +284,18 @@ def _warn_long_muscles(doc, params, sources):
                       + "; ".join(long), UserWarning, stacklevel=5)
 
 
-def _class_defaults(model_el) -> dict:
-    """The default objects of each class in the model's first ``<defaults>``, as OpenSim reads them: an
-    element that leaves a property out takes the default object's value, not the class's built-in one
-    (``Object::updateDefaultObjectsFromXMLNode``, which reads the first ``<defaults>`` only)."""
+def _class_defaults(model_el, prior=()) -> dict:
+    """The default objects of each class, oldest first: those of the ``prior`` ``<defaults>`` elements
+    (documents OpenSim read before the model, e.g. a tool's setup file), then the model's first
+    ``<defaults>``, as OpenSim reads them: an element that leaves a property out takes the latest
+    default object's value, not the class's built-in one (``Object::updateDefaultObjectsFromXMLNode``,
+    which reads a document's first ``<defaults>`` only and changes the process-wide default objects)."""
     out = {}
-    for el in model_el.find("defaults") if model_el.find("defaults") is not None else ():
-        if isinstance(el.tag, str) and el.get("name") == "default":
-            out.setdefault(el.tag, []).append(el)
+    own = model_el.find("defaults")
+    for d in (*prior, *(() if own is None else (own,))):
+        for el in d:
+            if isinstance(el.tag, str) and el.get("name") == "default":
+                out.setdefault(el.tag, []).append(el)
     return out
 
 
@@ -300,9 +305,10 @@ def _refuse_unapplied_defaults(doc, f, class_defaults) -> None:
     missing = sorted({c.tag for d in class_defaults.get(f.tag, ()) for c in d
                       if isinstance(c.tag, str) and f.find(c.tag) is None})
     if missing:
-        raise doc.error(f, f"{f.tag} {f.get('name')!r} leaves out {missing}, which the model's <defaults> object "
-                           f"of {f.tag} sets (OpenSim takes those values; mbjax applies <defaults> to muscles and "
-                           "actuators only): write them in the element", NotImplementedError)
+        raise doc.error(f, f"{f.tag} {f.get('name')!r} leaves out {missing}, which a <defaults> object of {f.tag} "
+                           "sets (the model's, or a tool setup file's read before it; OpenSim takes those values, "
+                           "mbjax applies <defaults> to muscles and actuators only): write them in the element",
+                        NotImplementedError)
 
 
 def _muscle_properties(doc, f, defaults=()) -> dict[str, float]:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...io.arguments import refuse_setup_keywords
 from ...io.storage import Table, prepare_output, read_storage, read_trc, table_from_coordinates, write_storage
+from ..setup_xml import SetupFile
 from ..._model import require_model
 from ...markers import Markers
 from ...analysis.ik.checks import _default_tolerance
@@ -46,7 +47,6 @@ class IKSetup(NamedTuple):
 def read_ik_setup(path) -> IKSetup:
     """Read an OpenSim ``InverseKinematicsTool`` setup XML (3.x or 4.x): files, time range, accuracy,
     marker weights (applied ``IKMarkerTask``) and coordinate tasks (applied ``IKCoordinateTask``)."""
-    from ..setup_xml import SetupFile
 
     setup = SetupFile(path)
     path, doc, base = setup.path, setup.doc, setup.base
@@ -246,7 +246,7 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
         check_coordinate_tasks_of_file(setup, setup.model_file)  # before the model is built
-        model = load_osim(setup.model_file)
+        model = load_osim(setup.model_file, prior_defaults=SetupFile(path).defaults())
     info = model.osim
     check_coordinate_tasks(setup, [n for n, _ in info.roles] if info is not None else model.coordinate_names)
     if markers is None:

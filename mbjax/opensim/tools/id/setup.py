@@ -13,6 +13,7 @@ import numpy as np
 from ...._model import require_model
 from ....io.arguments import refuse_setup_keywords
 from ....io.storage import Table, prepare_output, read_storage, write_storage
+from ...setup_xml import SetupFile
 from .motion import IDResult, inverse_dynamics_motion
 
 
@@ -56,7 +57,6 @@ _ID_IGNORED = ("output_body_forces_file",)
 def read_id_setup(path) -> IDSetup:
     """Read an OpenSim ``InverseDynamicsTool`` setup XML (3.x or 4.x); relative paths are made
     absolute against the setup file's folder (OpenSim runs its tools there)."""
-    from ...setup_xml import SetupFile
 
     setup = SetupFile(path)
     path, doc, base = setup.path, setup.doc, setup.base
@@ -139,7 +139,7 @@ def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bo
     if model is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
-        model = load_osim(setup.model_file)
+        model = load_osim(setup.model_file, prior_defaults=SetupFile(path).defaults())
     info = model.osim
     if info is not None:
         other = [n for n, role in info.roles if role != "independent"]

@@ -11,7 +11,8 @@ from typing import NamedTuple
 from ...._model import require_model
 from ..id import check_input_file, read_coordinates
 from ....io.storage import prepare_output, write_storage
-from ..so import read_reserves, unused_setup_elements
+from ...setup_xml import SetupFile
+from ..so import setup_force_sets, unused_setup_elements
 from .motion import JRResult, joint_reactions_motion
 
 
@@ -47,7 +48,6 @@ def read_jr_setup(path) -> JRSetup:
     relative paths are made absolute against the setup file's folder (OpenSim runs its tools there).
     ``initial_time``/``final_time`` default to OpenSim's 0 and 1 s; what the tool does not use is
     warned by name (:func:`mbjax.opensim.tools.so.unused_setup_elements`)."""
-    from ...setup_xml import SetupFile
 
     setup = SetupFile(path)
     path, doc, root, base = setup.path, setup.doc, setup.root, setup.base
@@ -142,8 +142,8 @@ def joint_reactions_from_setup(path, model=None, *, write: bool = True, results_
     if model is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
-        model = load_osim(setup.model_file)
-    actuators = tuple(a for f in setup.force_set_files for a in read_reserves(f))
+        model = load_osim(setup.model_file, prior_defaults=SetupFile(path).defaults())
+    actuators = setup_force_sets(path, model, setup.force_set_files)
     loads = None
     if setup.external_loads_file is not None:
         loads = read_external_loads(setup.external_loads_file, base_dirs=(os.path.dirname(os.path.abspath(path)),))

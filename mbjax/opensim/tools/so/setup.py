@@ -14,6 +14,7 @@ from ...._model import require_model
 from ..id import check_input_file, read_coordinates
 from ....io.arguments import refuse_setup_keywords
 from ....io.storage import prepare_output, write_storage
+from ...setup_xml import SetupFile
 from .controls import write_controls
 from .motion import SOResult, static_optimization_motion
 
@@ -51,7 +52,6 @@ def read_reserves(path, inherited=()) -> tuple:
 def _read_force_set(path, inherited=()):
     """``(actuators, defaults)``: :func:`read_reserves` and the file's ``<defaults>`` elements."""
     from ...model.osim_actuators import document_version, read_actuators
-    from ...setup_xml import SetupFile
 
     setup = SetupFile(path)
     doc, root = setup.doc, setup.root
@@ -73,10 +73,8 @@ def _read_force_set(path, inherited=()):
 def setup_force_sets(setup_path, model, files) -> tuple:
     """The actuators of a tool's ``force_set_files``, each read with the defaults OpenSim has seen
     by then: the setup file's, the model's, the earlier files' (:mod:`mbjax.opensim.model.osim_actuators`)."""
-    from ...setup_xml import SetupFile
 
-    tool = SetupFile(setup_path).root
-    inherited = [d for el in ([tool] + list(tool)) for d in el.findall("defaults")]
+    inherited = list(SetupFile(setup_path).defaults())
     info = getattr(model, "osim", None)
     inherited += list(getattr(info, "actuator_defaults", ()) or ())
     out, owner = [], {}
@@ -145,7 +143,6 @@ def unused_setup_elements(doc, tool, analysis, known_analysis) -> list[str]:
 def read_so_setup(path) -> SOSetup:
     """Read an OpenSim ``AnalyzeTool`` setup XML whose ``AnalysisSet`` holds a ``StaticOptimization``;
     relative paths are made absolute against the setup file's folder."""
-    from ...setup_xml import SetupFile
 
     setup = SetupFile(path)
     path, doc, root, base = setup.path, setup.doc, setup.root, setup.base
@@ -255,7 +252,7 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
     if model is None:
         if setup.model_file is None:
             raise ValueError(f"{path}: no <model_file>; pass model=")
-        model = load_osim(setup.model_file)
+        model = load_osim(setup.model_file, prior_defaults=SetupFile(path).defaults())
     reserves = setup_force_sets(path, model, setup.force_set_files)
     out = None
     if write:  # the results folder is made (as OpenSim makes it) and checked before the solve
