@@ -201,8 +201,10 @@ def inverse_dynamics(model: Model, q, qd, qdd, external=None):
 def singular_tolerance(m):
     """Relative pivot tolerance of :func:`forward_dynamics`: ``nq · eps(dtype)``.
 
-    A Cholesky pivot ``L_ii`` with ``L_ii² <= nq · eps · max_j M_jj`` is at the rounding level of
-    the largest diagonal entry: the factor carries no information in that direction.
+    A Cholesky pivot ``L_ii`` with ``L_ii² <= nq · eps · M_ii`` is at the rounding level of its own
+    diagonal entry: what coordinate ``i`` adds to the inertia of the coordinates before it is
+    rounding, so the factor carries no information in that direction.  Relative to each coordinate's
+    own ``M_ii``, the test does not depend on units (a toe's 1e-4 kg·m² beside a pelvis's 70 kg).
     """
     return m.shape[-1] * jnp.finfo(m.dtype).eps
 
@@ -219,8 +221,8 @@ def _cholesky_checked(m):
     if not _checks.checks_enabled():
         return chol, lower
     pivots = jnp.diagonal(chol)
-    scale = jnp.max(jnp.abs(jnp.diagonal(m)))
-    small = jnp.min(jnp.where(jnp.isfinite(pivots), pivots, 0.0) ** 2) <= singular_tolerance(m) * scale
+    own = jnp.abs(jnp.diagonal(m))
+    small = jnp.any(jnp.where(jnp.isfinite(pivots), pivots, 0.0) ** 2 <= singular_tolerance(m) * own)
     bad = jnp.all(jnp.isfinite(m)) & (small | ~jnp.all(jnp.isfinite(pivots)))
     chol = _checks.require(
         chol,

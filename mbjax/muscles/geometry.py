@@ -115,7 +115,11 @@ def path_geometry(model: Model, q, kin: Kinematics) -> PathGeometry:
     qc = condition_values(paths, q, lambda family, x: _local_eval(family, x, ops.nbt)[0])[np.maximum(cond, 0)]
     rng = paths.cond_range.astype(dtype)
     inside = (qc >= ops.c(rng[..., 0])) & (qc <= ops.c(rng[..., 1]))
-    active = ops.mask(valid) & jnp.where(ops.mask(cond >= 0), inside, True)
+    # a NaN condition coordinate (checks off) makes its point active and NaN, so the length is NaN, not
+    # the length without that point
+    unknown = ops.mask(cond >= 0) & jnp.isnan(qc)
+    active = ops.mask(valid) & jnp.where(ops.mask(cond >= 0), inside | unknown, True)
+    world = jnp.where(ops.expand(unknown, -1), jnp.nan, world)
 
     def ahead(a, c):  # a[:, p + c], zero past the end
         return jnp.concatenate([a[:, c:], jnp.zeros((nm, c) + a.shape[2:], a.dtype)], axis=1)

@@ -341,7 +341,7 @@ def _active(paths: MusclePaths, q):
     cond = np.asarray(paths.cond_coord, dtype=np.int32)
     qc = condition_values(paths, q)[np.maximum(cond, 0)]
     lo, hi = paths.cond_range[..., 0], paths.cond_range[..., 1]
-    inside = (qc >= lo) & (qc <= hi)
+    inside = (qc >= lo) & (qc <= hi) | jnp.isnan(qc)  # a NaN coordinate: see path_geometry
     return valid & jnp.where(jnp.asarray(cond >= 0), inside, True)
 
 
@@ -356,10 +356,11 @@ def segment_exists(sq, scale2, dtype):
     Coincident consecutive points (a zero-length segment) have no unit vector and ``|d|`` has no
     derivative at ``d = 0`` (a cone): the policy is length 0 and a zero contribution to the moment
     arms (the zero subgradient, the mean of the one-sided slopes), in the fast path and by autodiff
-    alike.  Below the tolerance the computed ``d`` is rounding noise, so the same rule applies.
+    alike.  Below the tolerance the computed ``d`` is rounding noise, so the same rule applies.  A NaN
+    ``sq`` (from a NaN coordinate with checks off) counts as a segment, so the NaN reaches the length.
     """
     tol = (COINCIDENT * float(jnp.finfo(dtype).eps)) ** 2
-    return (sq > tol * scale2) & (sq > 0)
+    return (sq > tol * scale2) & (sq > 0) | jnp.isnan(sq)
 
 
 def _segment_length(d, scale2=None):

@@ -74,7 +74,24 @@ def joint_reactions_classical(model: Model, q, qd, joints=None, external=None):
     for x, name in ((q, "q"), (qd, "qd")):
         real_array(x, f"joint_reactions_classical: {name} must be a real array of shape (nq,) = "
                       f"({model.n_coordinates},)", f"joint_reactions_classical: {name} must be real")
+    _require_invertible_body_inertias(model)
     return _joint_reactions_classical(model, q, qd, joints, external)
+
+
+def _require_invertible_body_inertias(model: Model) -> None:
+    """Eq. 2.11 inverts each massive body's 6x6 mass matrix: refuse, by body name, a body with mass whose
+    inertia about its centre of mass is singular (a point mass), where the formula would give NaN
+    (skipped for traced parameters)."""
+    try:
+        mass, about_com = np.asarray(model.mass, float), np.asarray(model.inertia, float)  # Model.inertia: about the COM
+    except (TypeError, jax.errors.TracerArrayConversionError):
+        return
+    bad = [name for name, m, i in zip(model.body_names, mass, about_com)
+           if m > 0 and np.linalg.eigvalsh(0.5 * (i + i.T))[0] <= 1e-12 * max(np.abs(i).max(), m)]
+    if bad:
+        raise ValueError(f"joint_reactions_classical: bodies {bad} have mass but a singular inertia about their "
+                         "centre of mass (point masses): Eq. 2.11 inverts each body's 6x6 mass matrix; "
+                         "mbjax.joint_reactions needs no inversion and answers for such models")
 
 
 @spec_jit
