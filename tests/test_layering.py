@@ -94,6 +94,17 @@ def test_no_function_local_import_dodges_a_circle():
                         f"(move what both need to a lower module): {dodges}")
 
 
+def test_file_io_does_not_import_the_opensim_workflow():
+    """``mbjax.io`` (files: storage, trc, coordinates tables) sits below ``mbjax.opensim`` (the workflow
+    on those files): it reads what it needs of an OpenSim model from ``model.osim``, filled at load,
+    and its lazy ``load_osim``, ... names point into ``mbjax.opensim`` without importing it."""
+    top, local = _graph()
+    up = sorted({f"{m} imports {t}" for m in top for t in top[m] if m.startswith("mbjax.io") and t.startswith("mbjax.opensim")}
+                | {f"{m}:{line} imports {t}" for m, line, t in local
+                   if m.startswith("mbjax.io") and t.startswith("mbjax.opensim")})
+    assert not up, up
+
+
 @pytest.mark.parametrize("limit", [MAX_LINES])
 def test_no_module_over_about_500_lines(limit):
     long = {m: n for m, path in _modules().items() if (n := sum(1 for _ in open(path, encoding="utf-8"))) > limit}

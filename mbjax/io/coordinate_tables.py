@@ -10,7 +10,7 @@ import numpy as np
 
 from .._checks import names as _names
 from .._model import require_model
-from ..opensim.model.osim_motion import coordinate_joints
+from .osim_coordinates import coordinate_names, coordinate_values
 from .motion_ranges import rotational_flags as _rotational, warn_outside_ranges, warn_radians_as_degrees
 from .table import Table
 
@@ -108,15 +108,15 @@ def _warn_conflicting_columns(table: Table, columns: dict, names) -> None:
 
 def _warn_wrong_joints(table: Table, info, names) -> None:
     """Warn for a column ``/jointset/J/c/value`` whose joint ``J`` does not hold coordinate ``c`` in the
-    model's file: OpenSim matches the whole path and would not read it as ``c``."""
-    source = getattr(info, "source", None)
-    if not isinstance(source, str) or not os.path.isfile(source):
+    model's file (``model.osim.coordinate_joints``): OpenSim matches the whole path and would not read
+    it as ``c``."""
+    joints = dict(getattr(info, "coordinate_joints", ()) or ())
+    if not joints:
         return
-    joints = None
+    source = getattr(info, "source", "")
     for lab in table.labels:
         parts = lab.strip("/").split("/")
         if len(parts) >= 3 and parts[0] == "jointset" and parts[2] in names:
-            joints = coordinate_joints(source) if joints is None else joints
             own = joints.get(parts[2])
             if own is not None and own != parts[1]:
                 warnings.warn(f"coordinates_from_table: column {lab!r} names joint {parts[1]!r}, but coordinate "
@@ -133,7 +133,7 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
     For an imported OpenSim model with ``every_coordinate``, the columns are every coordinate of the
     model in its ``CoordinateSet`` (file) order, as the IK tool writes them: coupled coordinates
     from their coupler functions of ``q``, locked ones at their locked value
-    (:mod:`mbjax.opensim.model.osim_coordinates`); OpenSim reading the file back gets the full pose."""
+    (:mod:`mbjax.io.osim_coordinates`); OpenSim reading the file back gets the full pose."""
     require_model(model, "table_from_coordinates")
     q = np.asarray(q, dtype=float)
     time = np.asarray(time, dtype=float)
@@ -146,8 +146,6 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
     if every_coordinate and info is not None and hasattr(info, "other_names"):
         import jax
 
-        from ..opensim.model.osim_coordinates import coordinate_names, coordinate_values
-
         labels, kinds = coordinate_names(model)
         skipped = [n for n, m in zip(info.other_names, info.other_maps or ()) if m is None]
         if skipped:  # eliminated by a PointOnLineConstraint: not written, named
@@ -157,7 +155,7 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
             labels, kinds = tuple(labels[i] for i in keep), tuple(kinds[i] for i in keep)
         values = np.asarray(jax.vmap(lambda x: coordinate_values(model, x, labels))(q.reshape(-1, q.shape[-1])))
         rot = np.array([k == "rotational" for k in kinds])
-        order = _coordinate_set_order(info.source, labels)
+        order = _coordinate_set_order(info, labels)
         labels, values, rot = tuple(labels[i] for i in order), values[:, order], rot[order]
     else:
         labels, values = tuple(model.coordinate_names), q
@@ -167,15 +165,10 @@ def table_from_coordinates(model, time, q, in_degrees: bool = True, name: str = 
     return Table(np.asarray(time, dtype=float), tuple(labels), values, in_degrees, {"name": name})
 
 
-def _coordinate_set_order(source, labels) -> list[int]:
-    """Indices putting ``labels`` in OpenSim's ``CoordinateSet`` order (:func:`mbjax.opensim.model.osim_motion.
-    coordinate_order`, read from the model's file); their own order when the file is gone."""
-    from ..opensim.model.osim_motion import coordinate_order
-
-    try:
-        order = coordinate_order(source)
-    except (OSError, ValueError):
-        return list(range(len(labels)))
+def _coordinate_set_order(info, labels) -> list[int]:
+    """Indices putting ``labels`` in OpenSim's ``CoordinateSet`` order (``model.osim.coordinate_set_order``,
+    read from the model's file at load); their own order when the model does not hold it."""
+    order = tuple(getattr(info, "coordinate_set_order", ()) or ())
     if sorted(order) != sorted(labels):
         return list(range(len(labels)))
     return [list(labels).index(n) for n in order]

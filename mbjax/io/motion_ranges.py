@@ -13,7 +13,6 @@ import warnings
 
 import numpy as np
 
-from ..opensim.model.osim_motion import motion_types
 
 #: a rotational coordinate beyond two turns (rad) is read as "degrees labelled as radians"
 RADIAN_LIMIT = 4.0 * np.pi
@@ -24,14 +23,9 @@ RADIANS_DURATION = 0.5
 
 
 def rotational_flags(model) -> np.ndarray:
-    """Which model coordinates OpenSim 4 treats as rotational (:mod:`mbjax.opensim.model.osim_motion`, from the
-    model's source file; the loader's ``motion_types`` when the file is gone)."""
-    info = model.osim
-    try:
-        types = motion_types(info.source)
-        return np.array([types.get(n, m) == "rotational" for n, m in zip(model.coordinate_names, info.motion_types)])
-    except (OSError, ValueError):
-        return np.array([m == "rotational" for m in info.motion_types])
+    """Which model coordinates OpenSim 4 treats as rotational (``model.osim.motion_types``, derived
+    from the joints at load: :mod:`mbjax.opensim.model.osim_motion`)."""
+    return np.array([m == "rotational" for m in model.osim.motion_types])
 
 
 def warn_outside_ranges(model, names, values, source: str, in_degrees: bool | None, stacklevel: int = 3,

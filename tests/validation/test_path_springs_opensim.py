@@ -30,7 +30,7 @@ osim = pytest.importorskip("opensim", reason="the validation group needs `pip in
 
 from mbjax.forces import PathForce  # noqa: E402
 from mbjax.io import load_osim  # noqa: E402
-from mbjax.opensim.model.osim_coordinates import coordinate_jacobian, coordinate_values  # noqa: E402
+from mbjax.io.osim_coordinates import coordinate_jacobian, coordinate_values  # noqa: E402
 from mbjax.opensim.tools.id.motion import inverse_dynamics_frames  # noqa: E402
 from _osim_models import MOBL, needs_mobl  # noqa: E402
 from _osim_text import write_text  # noqa: E402

@@ -151,7 +151,7 @@ from .osim_force_set import _ForceSetMixin
 from .osim_forces import applies_force, read_force_elements
 from .osim_info import OsimInfo, OsimScaling
 from .osim_joints import _JointsMixin
-from .osim_motion import angular_velocity_joints, motion_types
+from .osim_motion import angular_velocity_joints, coordinate_joints, coordinate_order, motion_types
 from .osim_path_forces import read_path_forces, with_path_force_wrapping
 from .osim_path_functions import warn_unused
 from .osim_paths import _PathsMixin
@@ -354,6 +354,8 @@ class _Loader(_StructureMixin, _CouplersMixin, _JointsMixin, _BodiesMixin, _Wrap
             version=self.version,
             roles=tuple((c, self.coords.role(c)) for c in self.coords.order),
             motion_types=tuple(kind[c] for c in indep),
+            coordinate_set_order=coordinate_order(self.doc.path),
+            coordinate_joints=tuple(coordinate_joints(self.doc.path).items()),
             recorded_forces=tuple(recorded),
             wrapping_ignored=tuple(wrapped),
             ignored=tuple(self.ignored),

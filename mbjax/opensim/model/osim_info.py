@@ -48,7 +48,7 @@ class OsimInfo(eqx.Module):
     scaling: Any = None
     #: the coordinates that are not in ``q`` (dependent and locked), in file order, with their
     #: motion types, and each one's value as a single joint map of ``q`` (its coupler map; a
-    #: ``Constant`` at the default for a locked one); read by :mod:`mbjax.opensim.model.osim_coordinates`
+    #: ``Constant`` at the default for a locked one); read by :mod:`mbjax.io.osim_coordinates`
     other_names: tuple[str, ...] = eqx.field(static=True, default=())
     other_motion_types: tuple[str, ...] = eqx.field(static=True, default=())
     other_maps: Any = None
@@ -58,6 +58,11 @@ class OsimInfo(eqx.Module):
     #: ``(joint class, joint name, (c0, c1, c2))`` of the Ball, Free and Ellipsoid joints, whose rotation
     #: coordinates' speeds are the angular velocity ω_F = E(c0, c1) ċ (:mod:`mbjax.opensim.model.osim_speeds`)
     speed_joints: tuple = eqx.field(static=True, default=())
+    #: every coordinate in OpenSim 4's ``CoordinateSet`` order (what its IK tool writes) and
+    #: ``(coordinate, joint)`` of each (:mod:`mbjax.opensim.model.osim_motion`), read at load so the
+    #: model's tables do not depend on its file afterwards
+    coordinate_set_order: tuple[str, ...] = eqx.field(static=True, default=())
+    coordinate_joints: tuple[tuple[str, str], ...] = eqx.field(static=True, default=())
 
 
 class OsimScaling(eqx.Module):

@@ -9,7 +9,7 @@ velocity of the child in the parent frame (OpenSim's ``useEulerAngles``):
 A ``CoordinateActuator`` (or any mobility force) of size f on such a coordinate acts on its *speed*:
 its power f u_k = f e_kᵀ E q̇ makes the generalized force of q̇ ``Eᵀ e_k f`` on the joint's three
 angles, not ``f`` on the one angle.  :func:`speed_jacobian` stacks ∂u/∂q̇ for every OpenSim
-coordinate (the coupled and locked ones through :func:`.osim_coordinates.coordinate_jacobian`).
+coordinate (the coupled and locked ones through :func:`mbjax.io.osim_coordinates.coordinate_jacobian`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..._model import angular_speed_joints
 from ..._spatial import xyz_angle_rate_matrix
-from .osim_coordinates import coordinate_jacobian, coordinate_names
+from ...io.osim_coordinates import coordinate_jacobian, coordinate_names
 from .osim_motion import angular_velocity_joints
 
 
@@ -51,7 +51,7 @@ def speed_joints(model, where: str, needed=None) -> tuple[tuple[str, str, tuple[
 
 def speed_jacobian(model, q, where: str = "speed_jacobian", needed=None):
     """∂u/∂q̇ ``(n_all, nq)`` at ``q``: row k the OpenSim speed of coordinate k (file order,
-    :func:`.osim_coordinates.coordinate_names`) per q̇; equal to ∂c/∂q except on the rotations of
+    :func:`mbjax.io.osim_coordinates.coordinate_names`) per q̇; equal to ∂c/∂q except on the rotations of
     Ball, Free and Ellipsoid joints, whose rows are E's (module docstring).  The generalized force
     of a unit mobility force on coordinate k is row k.  ``needed``: the coordinates whose rows are
     used (a joint with a locked or coupled rotation is refused only when it holds one of them)."""

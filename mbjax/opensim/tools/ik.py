@@ -13,6 +13,7 @@ import numpy as np
 from ...io.arguments import refuse_setup_keywords
 from ...io.storage import Table, prepare_output, read_storage, read_trc, table_from_coordinates, write_storage
 from ..setup_xml import SetupFile
+from .setup_model import setup_model
 from ..._model import require_model
 from ...markers import Markers
 from ...analysis.ik.checks import _default_tolerance
@@ -207,7 +208,6 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
     test is stricter than OpenSim's: at the file's accuracy mbjax's coordinates lie closer to the
     optimum than OpenSim 4.6's tool's, in fewer Levenberg-Marquardt steps than at 1e-9
     (``benchmarks/RESULTS.md``)."""
-    from ..model.osim import load_osim
     from ..model.osim_markers import load_markers
 
     if model is not None:
@@ -242,11 +242,9 @@ def inverse_kinematics_from_setup(path, model=None, markers: Markers | None = No
             raise FileNotFoundError(f"{path}: <{tag}> {file}: not found (paths are relative to the setup "
                                     "file's folder)")
     model_given = model is not None
-    if model is None:
-        if setup.model_file is None:
-            raise ValueError(f"{path}: no <model_file>; pass model=")
+    if model is None and setup.model_file is not None:
         check_coordinate_tasks_of_file(setup, setup.model_file)  # before the model is built
-        model = load_osim(setup.model_file, prior_defaults=SetupFile(path).defaults())
+    model = setup_model(path, setup.model_file, model)
     info = model.osim
     check_coordinate_tasks(setup, [n for n, _ in info.roles] if info is not None else model.coordinate_names)
     if markers is None:

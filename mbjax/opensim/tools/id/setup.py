@@ -14,6 +14,7 @@ from ...._model import require_model
 from ....io.arguments import refuse_setup_keywords
 from ....io.storage import Table, prepare_output, read_storage, write_storage
 from ...setup_xml import SetupFile
+from ..setup_model import setup_model
 from .motion import IDResult, inverse_dynamics_motion
 
 
@@ -120,7 +121,6 @@ def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bo
     ``OpenSim::Storage`` ``.sto`` unless ``write=False``.  ``kwargs`` go to
     :func:`inverse_dynamics_motion` (``chunk``)."""
     from ...external_loads import read_external_loads
-    from ...model.osim import load_osim
 
     if model is not None:
         require_model(model, "inverse_dynamics_from_setup")
@@ -136,10 +136,7 @@ def inverse_dynamics_from_setup(path, model=None, *, output_file=None, write: bo
                              "generalized-force output file",
                              [("model_file", setup.model_file), ("coordinates_file", setup.coordinates_file),
                               ("external_loads_file", setup.external_loads_file)])
-    if model is None:
-        if setup.model_file is None:
-            raise ValueError(f"{path}: no <model_file>; pass model=")
-        model = load_osim(setup.model_file, prior_defaults=SetupFile(path).defaults())
+    model = setup_model(path, setup.model_file, model)
     info = model.osim
     if info is not None:
         other = [n for n, role in info.roles if role != "independent"]

@@ -12,6 +12,7 @@ from ...._model import require_model
 from ..id import check_input_file, read_coordinates
 from ....io.storage import prepare_output, write_storage
 from ...setup_xml import SetupFile
+from ..setup_model import setup_model
 from ..so import setup_force_sets, unused_setup_elements
 from .motion import JRResult, joint_reactions_motion
 
@@ -120,7 +121,6 @@ def joint_reactions_from_setup(path, model=None, *, write: bool = True, results_
     (``<results_directory>/<name>_<analysis>_ReactionLoads.sto``; ``results_directory`` replaces the
     setup's folder) unless ``write=False``."""
     from ...external_loads import read_external_loads
-    from ...model.osim import load_osim
 
     if model is not None:
         require_model(model, "joint_reactions_from_setup")
@@ -139,10 +139,7 @@ def joint_reactions_from_setup(path, model=None, *, write: bool = True, results_
                              [("model_file", setup.model_file), ("coordinates_file", setup.coordinates_file),
                               ("external_loads_file", setup.external_loads_file), ("forces_file", setup.forces_file)]
                              + [("force_set_files", f) for f in setup.force_set_files])
-    if model is None:
-        if setup.model_file is None:
-            raise ValueError(f"{path}: no <model_file>; pass model=")
-        model = load_osim(setup.model_file, prior_defaults=SetupFile(path).defaults())
+    model = setup_model(path, setup.model_file, model)
     actuators = setup_force_sets(path, model, setup.force_set_files)
     loads = None
     if setup.external_loads_file is not None:

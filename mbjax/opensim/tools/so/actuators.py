@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ....forces.body_actuators import CoordinateActuator, PointActuator, TorqueActuator, actuator_matrix
-from ...model.osim_coordinates import coordinate_names
+from ....io.osim_coordinates import coordinate_names
 from ...model.osim_speeds import speed_jacobian, speed_joints
 
 

@@ -15,6 +15,7 @@ from ..id import check_input_file, read_coordinates
 from ....io.arguments import refuse_setup_keywords
 from ....io.storage import prepare_output, write_storage
 from ...setup_xml import SetupFile
+from ..setup_model import setup_model
 from .controls import write_controls
 from .motion import SOResult, static_optimization_motion
 
@@ -238,7 +239,6 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
     (:mod:`mbjax.opensim.tools.so.controls`).  ``kwargs`` go to
     :func:`static_optimization_motion` (``solver_options``)."""
     from ...external_loads import read_external_loads
-    from ...model.osim import load_osim
 
     if model is not None:
         require_model(model, "static_optimization_from_setup")
@@ -249,10 +249,7 @@ def static_optimization_from_setup(path, model=None, *, write: bool = True, resu
         check_input_file(path, tag, f)
     for f in setup.force_set_files:
         check_input_file(path, "force_set_files", f)
-    if model is None:
-        if setup.model_file is None:
-            raise ValueError(f"{path}: no <model_file>; pass model=")
-        model = load_osim(setup.model_file, prior_defaults=SetupFile(path).defaults())
+    model = setup_model(path, setup.model_file, model)
     reserves = setup_force_sets(path, model, setup.force_set_files)
     out = None
     if write:  # the results folder is made (as OpenSim makes it) and checked before the solve

@@ -1,6 +1,7 @@
-"""Every OpenSim coordinate of an imported model, as a function of its generalized coordinates ``q``.
+"""Every OpenSim coordinate of an imported model (its ``model.osim``), as a function of its
+generalized coordinates ``q``.
 
-An imported model's ``q`` holds the independent coordinates only (:mod:`mbjax.opensim.model.osim`): a coupled
+An imported model's ``q`` holds the independent coordinates only (:func:`mbjax.io.load_osim`): a coupled
 coordinate is its coupler's function of ``q`` and a locked one is held at its default.  OpenSim's
 tools still read and write every coordinate (an IK motion file holds them all; a
 ``CoordinateActuator`` may act on a coupled or locked one), so this module gives
@@ -18,8 +19,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .osim_motion import motion_types
-
 
 def _info(model):
     info = getattr(model, "osim", None)
@@ -31,15 +30,10 @@ def _info(model):
 
 def coordinate_names(model) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(names, motion_types)`` of every OpenSim coordinate, in the model file's order; the motion
-    types OpenSim 4 derives from the joints (:mod:`mbjax.opensim.model.osim_motion`, read from the model's
-    source file; the file's ``motion_type`` entries when the file is gone)."""
+    types OpenSim 4 derives from the joints (:mod:`mbjax.opensim.model.osim_motion`, read at load)."""
     info = _info(model)
     kinds = dict(zip(tuple(model.coordinate_names), info.motion_types))
     kinds.update(zip(info.other_names, info.other_motion_types))
-    try:
-        kinds.update(motion_types(info.source))
-    except (OSError, ValueError):
-        pass
     names = tuple(n for n, _ in info.roles)
     return names, tuple(kinds[n] for n in names)
 
