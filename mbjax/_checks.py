@@ -28,8 +28,8 @@ once inputs are known to be good::
 The switch is read when a function is *traced*: a function jitted while checks were on keeps
 them (and vice versa), so set it before the first call of a jitted function.  With checks off a
 NaN input propagates as NaN (IEEE semantics); never as a plausible finite number that the checks
-would have refused: grad-safe norms and ``where`` guards may otherwise turn NaN into 0 (a NaN
-coordinate gives muscle length 0 with checks off).
+would have refused (grad-safe norms and ``where`` guards are written to keep a NaN, e.g. a NaN
+coordinate's muscle lengths, a NaN muscle parameter's force, a NaN ligament end's energy).
 """
 
 from __future__ import annotations

@@ -97,6 +97,19 @@ class MuscleDrivenField(eqx.Module):
                               d.fiber_length_rate.astype(lce.dtype))
 
 
+def _excitation_problems(excitations, t0, t1, samples: int = 201) -> list:
+    """``[text]`` naming the first of ``samples`` times in [t0, t1] where the excitations are NaN or inf
+    (only u(t0) is checked before the solve; a NaN later makes every step fail), else ``[]``."""
+    try:
+        for t in np.linspace(float(t0), float(t1), samples):
+            u = np.asarray(excitations(t), dtype=float)
+            if not np.all(np.isfinite(u)):
+                return [f"excitations(t) hold NaN or inf at t = {t:.6g} s (entries {np.flatnonzero(~np.isfinite(u)).tolist()})"]
+    except Exception:
+        return []
+    return []
+
+
 def _muscle_names(model):
     return tuple(model.muscles.names) if model.muscles is not None else ()
 
@@ -341,7 +354,7 @@ def simulate_muscles(
     except eqx.EquinoxRuntimeError as err:
         if not _is_max_steps(err) or any(_is_traced(x) for x in (t0, t1, q0, qd0, a0, l0)):
             raise
-        inputs = _magnitude("forces", forces, t0, q0, qd0) + [
+        inputs = _excitation_problems(excitations, t0, t1) + _magnitude("forces", forces, t0, q0, qd0) + [
             f"initial state q0={np.asarray(q0)}, qd0={np.asarray(qd0)}, activation0={np.asarray(a0)}, "
             f"fiber_length0={np.asarray(l0)} (m) for muscles {_muscle_names(model)}"]
         raise _max_steps_error("simulate_muscles", err, rtol, atol, max_steps, dtype, t0, t1, inputs) from err

@@ -202,11 +202,13 @@ def _refuse_unsupported(path, tool, model=None) -> None:
 def check_plan(plan, model: str | None = None) -> None:
     """Every setup of ``mbjax run`` checked before the first runs: it parses (time ranges
     well-formed, cut-offs finite), and each file it reads exists or is written by an earlier step; a
-    coordinates or marker file already there must overlap the setup's time range."""
+    coordinates or marker file already there must overlap the setup's time range; every output can be
+    written (its folder made, as the tool would make it)."""
     import warnings
 
     from ..opensim.tools.id import check_input_file
     from ..opensim.tools.id.motion import _clip_time_range
+    from ..io.output_paths import prepare_output
     from ..io.storage import read_storage
 
     made: set[str] = set()
@@ -217,6 +219,9 @@ def check_plan(plan, model: str | None = None) -> None:
                                    model)
         if model is None and dict(inputs)["model_file"] is None:
             raise UsageError(f"{path}: no <model_file>; give --model")
+        for what, o in zip(_OUTPUT_NAMES[tool], outputs):  # writable (its folder made, as the tool makes it)
+            if o is not None:
+                prepare_output(o, path, f"output {what}")
         for tag, f in inputs:
             if f is None or (tag == "model_file" and model is not None) or os.path.abspath(f) in made:
                 continue

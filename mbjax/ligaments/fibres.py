@@ -267,7 +267,8 @@ def _state(fibres: FibreSet, pose_a, pose_b):
     p = _world(pose_a, fibres.points_a)
     q = _world(pose_b, fibres.points_b)
     d = p - q
-    length = safe_norm(d, axis=-1)
+    sq = jnp.sum(d * d, axis=-1)
+    length = jnp.where(jnp.isnan(sq), jnp.nan, safe_norm(d, axis=-1))  # a NaN end (checks off) stays NaN
     s_hat = d / jnp.where(length > 0, length, 1.0)[:, None]
     strain = (length - fibres.free_length) / fibres.free_length
     return p, q, length, strain, s_hat

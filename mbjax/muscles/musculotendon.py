@@ -33,10 +33,9 @@ For each muscle (path length L, lengthening speed V = -Rᵀq̇, activation a) th
 
   It is solved with OpenSim's own iteration (Newton on ℓ with the fibre velocity of the previous
   iterate, step halving until the force error drops, ℓ ≥ ℓ_min), run to machine precision instead
-  of OpenSim's 1e-8 F_o (whatever ``equilibrium`` says: the two differ within OpenSim's
-  tolerance), then one Newton step of the coupled (ℓ, ℓ̇) system written with the
-  converged point held constant, so forward and reverse derivatives are the implicit-function
-  ones.  Then, as OpenSim does from the state, the reported quantities follow from ℓ alone: f_T
+  of OpenSim's 1e-8 F_o (whatever ``equilibrium`` says: the two differ within OpenSim's tolerance),
+  then one Newton step of the coupled (ℓ, ℓ̇) system written with the converged point held
+  constant, so forward and reverse derivatives are the implicit-function ones.  Then, as OpenSim does from the state, the reported quantities follow from ℓ alone: f_T
   from the tendon length, and the fibre velocity from the force balance (Thelen ``calcdlceN`` of
   a f_L f_V = f_T/cos α - f_PE; Millard undamped: the inverse force-velocity curve; damped: Newton
   on a f_L f_V(v) + f_PE + β v = f_T / cos α, ``calcDampedNormFiberVelocity``).
@@ -60,7 +59,7 @@ from .._checks import all_of, as_array, coordinates_context, in_unit_interval, n
 from .geometry import muscle_lengths
 from .moment_arms import moment_arms
 from .by_class import by_class
-from .parameters import MILLARD, SCHUTTE, THELEN
+from .parameters import MILLARD, SCHUTTE, THELEN, hill_core_parameters
 from .length_warning import warn_implausible
 from .muscle_state import MuscleState
 from .parameter_rules import parameter_rules
@@ -447,7 +446,7 @@ def _tendon_state_of(model, length, speed, activation, equilibrium):
         return _one_muscle(kind, p, L, V, a, tendons, equilibrium)
 
     state = by_class(model, one, length, speed, activation, control=activation, per_tendon_mode=True)
-    return _nan_where_undefined(state, length, speed, activation)
+    return _nan_where_undefined(state, length, speed, activation, *hill_core_parameters(get_paths(model)))
 
 
 _tendon_state = compiled_when_eager(_tendon_state_of, pose=False)
@@ -458,7 +457,8 @@ def state_from_fiber_length(model, fiber_length, length, speed, activation) -> M
     ``Muscle::getTendonForce``, ``getFiberVelocity`` ... report for that state."""
     require_model(model, "state_from_fiber_length")
     args = _muscle_inputs(model, fiber_length=fiber_length, length=length, speed=speed, activation=activation)
-    return _nan_where_undefined(by_class(model, _one_muscle_given_fiber_length, *args, control=args[-1]), *args)
+    state = by_class(model, _one_muscle_given_fiber_length, *args, control=args[-1])
+    return _nan_where_undefined(state, *args, *hill_core_parameters(get_paths(model)))
 
 
 def equilibrium_fiber_length(model, length, speed, activation, equilibrium: str = "opensim"):

@@ -106,6 +106,14 @@ def holds_value(kind: str, key: str) -> bool:
     return key in MUSCLE_DEFAULTS or key in _CLASS_DEFAULTS.get(kind, {})
 
 
+def hill_core_parameters(paths) -> tuple:
+    """Each muscle's F_o, l_o, l_s and α_o ``(nm,)`` (0 on a PathActuator's row, which holds none):
+    the values a NaN or inf of which (checks off) makes the muscle's state NaN."""
+    p, hill = hill_parameters(paths), jnp.asarray([k in HILL_KINDS for k in paths.kinds])
+    keys = ("max_isometric_force", "optimal_fiber_length", "tendon_slack_length", "pennation_angle_at_optimal")
+    return tuple(jnp.where(hill, p[k], 0.0) for k in keys)
+
+
 def kind_mask(obj, kind: str) -> np.ndarray:
     """Static boolean mask ``(nm,)`` of the muscles of OpenSim class ``kind``."""
     return np.asarray([k == kind for k in _paths(obj).kinds], dtype=bool)

@@ -54,6 +54,8 @@ moment arms are the derivatives of the branch active at q.
 
 from __future__ import annotations
 
+import warnings
+
 from typing import Mapping, NamedTuple, Sequence
 
 import equinox as eqx
@@ -279,6 +281,8 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos, frame
     (see :func:`wrap_paths`, :func:`wrap_rows`).
     """
     dtype = world.dtype
+    if np.dtype(dtype).itemsize < 8:
+        _warn_float32_ellipsoids(wraps, rows)
     B, R, P, _ = world.shape
     O = len(wraps.kinds)
     S = obj_rot.shape[1] // O
@@ -471,6 +475,18 @@ def _wrap_group(wraps: MuscleWraps, rows, world, active, obj_rot, obj_pos, frame
     ground, _ = freeze(pos, ground, frozen, act)
     out = WrappedPath(path_length(ground, act, key, surf), ground, act, key, surf, pos)
     return WrappedPath(*(a.reshape((B, R) + a.shape[1:]) for a in out))
+
+
+def _warn_float32_ellipsoids(wraps: MuscleWraps, rows) -> None:
+    """Warn (when traced) that OpenSim's ellipsoid algorithm runs in float32: its tolerances (1e-9 and
+    finer) are below float32's resolution, and its lengths can be off by centimetres."""
+    used, obj = np.asarray(wraps.used, bool)[rows], np.asarray(wraps.obj)[rows]
+    names = sorted({wraps.names[o] for o in obj[used] if wraps.kinds[o] == "WrapEllipsoid"})
+    if names:
+        warnings.warn(f"muscle paths over the WrapEllipsoid objects {names} in float32: OpenSim's ellipsoid "
+                      "algorithm stops on tolerances below float32's resolution, and its lengths can be off by "
+                      "centimetres; enable float64 (jax.config.update('jax_enable_x64', True)), or fit path "
+                      "functions in float64 (mbjax.fit_path_functions) and evaluate those in float32", stacklevel=2)
 
 
 def kinds_of_rows(wraps: MuscleWraps, used, obj) -> dict[int, np.ndarray]:

@@ -82,6 +82,28 @@ def _opensim_setup(tmp_path):
          "<optimizer_max_iterations> 1000 </optimizer_max_iterations>")), tmp_path)
 
 
+def test_muscle_control_bounds_bound_the_activations_as_in_opensim(tmp_path):
+    """OpenSim's static optimization bounds each actuator by its controls: a muscle's <max_control>
+    0.02 holds BIClong there, a <min_control> 0.2 keeps BRA above it (mbjax had [minimum_activation, 1]
+    whatever the file said: activations up to 0.35 apart).  The tutorial's trial and program."""
+    text = pathlib.Path(mbjax.models.model_path("arm26")).read_text()
+    for name, tag, value in (("BIClong", "max_control", 0.02), ("BRA", "min_control", 0.2)):
+        at = text.index("<max_isometric_force>", text.index(f'name="{name}"'))
+        text = text[:at] + f"<{tag}>{value}</{tag}>" + text[at:]
+    model_file = tmp_path / "arm26_controls.osim"
+    model_file.write_text(text)
+    setup = _opensim_setup(tmp_path)
+    setup.write_text(setup.read_text().replace(str(mbjax.models.model_path("arm26")), str(model_file)))
+    run_analyze_tool(setup, tmp_path)
+    res = static_optimization_from_setup(setup, results_directory=tmp_path / "mbjax", progress=False)
+    act = read_storage(tmp_path / "opensim" / "arm26_StaticOptimization_activation.sto")
+    theirs = act.data[:, [list(act.labels).index(m) for m in res.labels]]
+    k = {m: i for i, m in enumerate(res.labels)}
+    assert np.all(np.abs(theirs[:, k["BIClong"]] - 0.02) < 1e-9) and np.all(theirs[:, k["BRA"]] >= 0.2 - 1e-9)
+    assert np.asarray(res.result.converged).all()
+    np.testing.assert_allclose(res.activations, theirs, rtol=0, atol=1e-6)
+
+
 def test_tutorial_static_optimization_equals_opensim(tmp_path):
     setup = _opensim_setup(tmp_path)
     run_analyze_tool(setup, tmp_path)

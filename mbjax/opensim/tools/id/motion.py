@@ -115,10 +115,11 @@ def _clip_time_range(time_range, first, last, source, tool, padded=False):
     return max(t0, first), min(t1, last)
 
 
-def _warn_unused_columns(labels, names, source, tool) -> None:
+def _warn_unused_columns(labels, names, source, tool, held=()) -> None:
     """Warn naming the columns that match no model coordinate (left out, as OpenSim leaves them), with
-    the coordinate a column differs from only in case."""
-    other = [lab for lab in labels if lab not in names]
+    the coordinate a column differs from only in case; the columns of the model's locked and coupled
+    coordinates (``held``, named by their own warning) are not among them."""
+    other = [lab for lab in labels if lab not in names and lab not in held]
     if not other:
         return
     lower = {n.lower(): n for n in names}
@@ -170,7 +171,9 @@ def coordinate_trajectory(model, coordinates: Table, lowpass_cutoff: float = -1.
     if not used:
         raise ValueError(f"{source}: no column is named after a model coordinate {names}; columns are "
                          f"{coordinates.labels}")
-    _warn_unused_columns(labels, names, source, tool)
+    info = getattr(model, "osim", None)
+    _warn_unused_columns(labels, names, source, tool,
+                         {n for n, role in info.roles if role != "independent"} if info is not None else ())
     data = data[:, used]  # the other columns are neither checked nor filtered
     labels = [labels[k] for k in used]
     bad = ~np.isfinite(data)

@@ -19,8 +19,9 @@ and what this package does for each:
 5. Per frame, :func:`mbjax.static_optimization` with OpenSim's formulation (its module docstring)
    and OpenSim's unit-force moment arms (:func:`mbjax.muscles.opensim_moment_arms`; over an
    ellipsoid or a path wrapping twice they differ from −∂L/∂q by millimetres): τ = inverse dynamics with the external loads and the model's force elements, muscles at
-   ``use_muscle_physiology`` force a·F_o f_L f_V cos α (no passive force), activation ≥ each
-   muscle's ``minimum_activation`` (OpenSim raises ``min_control`` to it), exponent
+   ``use_muscle_physiology`` force a·F_o f_L f_V cos α (no passive force), each activation within
+   its muscle's ``[min_control, max_control]`` as OpenSim bounds an actuator by its controls
+   (``min_control`` raised to ``minimum_activation``; default ``[minimum_activation, 1]``), exponent
    ``activation_exponent``; ``CoordinateActuator`` reserves from ``force_set_files`` (optimal
    force, min/max control) enter as |x|^p terms.  Frames are warm-started in order, and each
    goes straight to the QP's dual Newton polish from the previous frame's multipliers

@@ -129,6 +129,7 @@ def static_optimization_motion(model, coordinates: Table, external_loads=None, *
     q, qd, qdd, loads = check_frames(model, q, qd, qdd, loads)  # τ is computed in the solver's program
     paths = get_paths(model)
     muscles = tuple(paths.names)
+    _check_control_bounds(paths)
     disabled = disabled_paths(model)  # held at zero and left out of the results, as OpenSim removes them
     off = np.array([n in disabled for n in muscles], bool)
     actuators = check_actuators(model, (model_actuators(model) if use_model_actuators else ()) + tuple(reserves))
@@ -230,6 +231,38 @@ def _report_failures(model, t, res):
                   "actuators or see mbjax.analysis.sharing.infeasibility_report", stacklevel=3)
 
 
+def muscle_control_bounds(paths, dtype=float):
+    """Each muscle's activation bounds ``(lo, hi)`` ``(nm,)`` in OpenSim's static optimization, which
+    bounds an actuator by its controls: ``[min_control, max_control]`` where the file (or a
+    ``<defaults>`` object) gives them, ``min_control`` raised to ``minimum_activation`` (OpenSim's
+    muscles raise or refuse a lower one), else ``[minimum_activation, 1]`` (a muscle's built-in
+    ``max_control``).  PathActuator rows are replaced by their own controls by the caller."""
+    lo = jnp.asarray(hill_parameters(paths)["minimum_activation"], dtype)
+    hi = jnp.ones((paths.n_muscles,), dtype)
+    given_lo, given_hi = paths.parameters.get("min_control"), paths.parameters.get("max_control")
+    if given_lo is not None:
+        given_lo = jnp.asarray(given_lo, dtype)
+        lo = jnp.where(jnp.isnan(given_lo), lo, jnp.maximum(lo, given_lo))
+    if given_hi is not None:
+        given_hi = jnp.asarray(given_hi, dtype)
+        hi = jnp.where(jnp.isnan(given_hi), hi, given_hi)
+    return lo, hi
+
+
+def _check_control_bounds(paths) -> None:
+    """Refuse, by muscle, bounds no activation meets (``max_control`` below ``min_control`` or below the
+    minimum activation): the problem has no solution."""
+    if paths.n_muscles == 0:
+        return
+    mask = path_actuator_properties(paths)[0]
+    lo, hi = (np.asarray(b, float) for b in muscle_control_bounds(paths))
+    bad = [f"{n!r} (activation bounds [{a:g}, {b:g}])" for n, a, b, pa in zip(paths.names, lo, hi, mask)
+           if not pa and not a <= b]
+    if bad:
+        raise ValueError(f"static optimization: max_control is below min_control or minimum_activation for "
+                         f"{', '.join(bad)}: no activation meets the bounds; fix <max_control> in the model")
+
+
 @persistent("mbjax.opensim.tools.so._solve_frames")
 def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent, use_muscle_physiology,
                   pennation_rule, moment_arm_rule, solver_options, off=None, loads=None):
@@ -237,7 +270,7 @@ def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent
     same setup, or another motion of the same length, does not trace again.  The inverse dynamics
     τ of the frames (:func:`mbjax.opensim.tools.id.torques_of_frames`, ``forces_on`` weighing the model's
     force elements), the actuators' generalized forces (:func:`actuator_columns`) and the
-    activations' lower bounds (each muscle's ``minimum_activation``) are computed here too, not in
+    activations' bounds (:func:`muscle_control_bounds`) are computed here too, not in
     programs of their own.  Returns the result, the external loads resolved at every frame as
     ``(forces, points, torques)`` ``(T, k, 3)`` each (None without) and τ ``(T, nq)``."""
     tau = torques_of_frames(dynamics_model(model), q, qd, qdd, loads, forces_on)
@@ -245,7 +278,7 @@ def _solve_frames(model, q, qd, qdd, forces_on, actuator_kw, actuators, exponent
     if resolved is not None:  # arrays only: the program's outputs are kept on disk (mbjax.program_store)
         resolved = (resolved.forces, resolved.points, resolved.torques)
     paths = get_paths(model)
-    lo, hi = hill_parameters(paths)["minimum_activation"], jnp.ones((paths.n_muscles,), q.dtype)
+    lo, hi = muscle_control_bounds(paths, q.dtype)
     mask, _, min_control, max_control = path_actuator_properties(paths, q.dtype)
     if mask.any():  # a PathActuator's control bounds are its own, not an activation's
         lo, hi = jnp.where(jnp.asarray(mask), min_control, lo), jnp.where(jnp.asarray(mask), max_control, hi)
