@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _checks
-from .._spatial import safe_norm
+from .._spatial import safe_sqrt
 
 #: a ligament (fibre) free length above this many metres is no human ligament: millimetres given as metres?
 LONGEST_FREE_LENGTH = 1.0
@@ -268,7 +268,7 @@ def _state(fibres: FibreSet, pose_a, pose_b):
     q = _world(pose_b, fibres.points_b)
     d = p - q
     sq = jnp.sum(d * d, axis=-1)
-    length = jnp.where(jnp.isnan(sq), jnp.nan, safe_norm(d, axis=-1))  # a NaN end (checks off) stays NaN
+    length = jnp.where(jnp.isnan(sq), sq, safe_sqrt(sq))  # a NaN end (checks off) stays NaN
     s_hat = d / jnp.where(length > 0, length, 1.0)[:, None]
     strain = (length - fibres.free_length) / fibres.free_length
     return p, q, length, strain, s_hat
