@@ -220,7 +220,16 @@ def parameter_rules(paths, where: str) -> list:
         if not applies.any():
             continue
         v = jnp.asarray(v)
-        bad = applies & jnp.where(jnp.isnan(v), jnp.asarray(required), ~ok(v))
+        bad = applies & jnp.where(jnp.isnan(v), jnp.asarray(required), ~ok(v) | jnp.isinf(v))
         out.append((bad, [f"{where}: muscle {name!r}: {key} must be finite and {requirement}: was the model "
                           "changed after loading (eqx.tree_at, a fit step)?" for name in paths.names]))
+    ruled = {r[0] for r in RULES} | {"min_control", "max_control"}
+    for key in sorted(NUMERIC_PROPERTIES - ruled):  # the other numbers a class holds: finite
+        v = paths.parameters.get(key)
+        held = np.asarray([k in HILL_KINDS and holds_value(k, key) for k in paths.kinds], bool)
+        if v is None or jnp.ndim(v) != 1 or not held.any():
+            continue
+        bad = jnp.asarray(held) & ~jnp.isfinite(jnp.asarray(v))
+        out.append((bad, [f"{where}: muscle {name!r}: {key} must be finite: was the model changed after loading "
+                          "(eqx.tree_at, a fit step)?" for name in paths.names]))
     return out

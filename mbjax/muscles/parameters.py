@@ -107,11 +107,14 @@ def holds_value(kind: str, key: str) -> bool:
 
 
 def hill_core_parameters(paths) -> tuple:
-    """Each muscle's F_o, l_o, l_s and α_o ``(nm,)`` (0 on a PathActuator's row, which holds none):
-    the values a NaN or inf of which (checks off) makes the muscle's state NaN."""
-    p, hill = hill_parameters(paths), jnp.asarray([k in HILL_KINDS for k in paths.kinds])
-    keys = ("max_isometric_force", "optimal_fiber_length", "tendon_slack_length", "pennation_angle_at_optimal")
-    return tuple(jnp.where(hill, p[k], 0.0) for k in keys)
+    """Every per-muscle number ``(nm,)`` a muscle's class holds (0 on the other rows, a PathActuator's
+    among them): the values a NaN or inf of which (checks off) makes the muscle's state NaN."""
+    p, out = hill_parameters(paths), []
+    for key, v in p.items():
+        held = np.asarray([k in HILL_KINDS and holds_value(k, key) for k in paths.kinds], bool)
+        if jnp.ndim(v) == 1 and held.any() and key not in ("min_control", "max_control"):
+            out.append(jnp.where(jnp.asarray(held), v, 0.0))
+    return tuple(out)
 
 
 def kind_mask(obj, kind: str) -> np.ndarray:
