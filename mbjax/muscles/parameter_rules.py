@@ -24,8 +24,8 @@ from typing import Callable, Mapping
 import jax.numpy as jnp
 import numpy as np
 
-from .parameters import (HILL_KINDS, holds_value, MILLARD, MILLARD_DEFAULTS, MUSCLE_DEFAULTS, SCHUTTE, THELEN, THELEN_DEFAULTS,
-                         check_parameter_shapes)
+from .parameters import (HILL_KINDS, held_mask, holds_value, MILLARD, MILLARD_DEFAULTS, MUSCLE_DEFAULTS, SCHUTTE, THELEN,
+                         THELEN_DEFAULTS, check_parameter_shapes)
 from .schutte1993 import SCHUTTE_DEFAULTS
 
 _SIGNIFICANT_REAL = float(np.finfo(float).eps ** 0.875)  # SimTK::SignificantReal
@@ -226,7 +226,7 @@ def parameter_rules(paths, where: str) -> list:
     ruled = {r[0] for r in RULES} | {"min_control", "max_control"}
     for key in sorted(NUMERIC_PROPERTIES - ruled):  # the other numbers a class holds: finite
         v = paths.parameters.get(key)
-        held = np.asarray([k in HILL_KINDS and holds_value(k, key) for k in paths.kinds], bool)
+        held = held_mask(paths, key)
         if v is None or jnp.ndim(v) != 1 or not held.any():
             continue
         bad = jnp.asarray(held) & ~jnp.isfinite(jnp.asarray(v))

@@ -106,12 +106,17 @@ def holds_value(kind: str, key: str) -> bool:
     return key in MUSCLE_DEFAULTS or key in _CLASS_DEFAULTS.get(kind, {})
 
 
+def held_mask(paths, key: str) -> np.ndarray:
+    """Static ``(nm,)``: the rows whose Hill class holds a value of ``key`` (PathActuators hold none)."""
+    return np.asarray([k in HILL_KINDS and holds_value(k, key) for k in paths.kinds], bool)
+
+
 def hill_core_parameters(paths) -> tuple:
     """Every per-muscle number ``(nm,)`` a muscle's class holds (0 on the other rows, a PathActuator's
     among them): the values a NaN or inf of which (checks off) makes the muscle's state NaN."""
     p, out = hill_parameters(paths), []
     for key, v in p.items():
-        held = np.asarray([k in HILL_KINDS and holds_value(k, key) for k in paths.kinds], bool)
+        held = held_mask(paths, key)
         if jnp.ndim(v) == 1 and held.any() and key not in ("min_control", "max_control"):
             out.append(jnp.where(jnp.asarray(held), v, 0.0))
     return tuple(out)
